@@ -1,0 +1,328 @@
+"""asyncio transport for the remoting protocol: one connection class for both sides.
+
+A :class:`Connection` splits the byte stream into commands with :class:`FrameDecoder`. Requests
+go to a handler picked by request code; responses resolve the future waiting on their ``opaque``
+(peers answer out of order). Handlers may return a command at once (the hot path: no task is
+created) or an awaitable (long polling, calls to other servers). A oneway request never gets an
+answer. A malformed frame closes that one connection with a logged reason.
+
+The same class serves the broker→client direction (NOTIFY_CONSUMER_IDS_CHANGED, transaction
+check-backs, …): a server keeps the client's connection and calls :meth:`Connection.invoke` on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Union
+
+from .code import ResponseCode
+from .command import RPC_RESPONSE, FrameDecoder, FrameError, RemotingCommand, encode_prefix
+
+log = logging.getLogger("pyrocketmq.remoting")
+
+HandlerResult = Union[RemotingCommand, None, Awaitable[Union[RemotingCommand, None]]]
+Handler = Callable[["Connection", RemotingCommand], HandlerResult]
+
+_opaque_counter = itertools.count(1)
+
+
+def next_opaque() -> int:
+    """Process-wide request ids, kept within int32 as Java expects."""
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
+class RemotingError(Exception):
+    """The transport could not carry a request (closed, refused, timed out)."""
+
+
+class RemotingTimeoutError(RemotingError, TimeoutError):
+    pass
+
+
+class RemotingConnectError(RemotingError, ConnectionError):
+    pass
+
+
+class Connection(asyncio.Protocol):
+    """One TCP connection speaking remoting frames, usable by servers and clients alike."""
+
+    def __init__(
+        self,
+        handlers: dict[int, Handler],
+        *,
+        on_close: Callable[[Connection], None] | None = None,
+        name: str = "remoting",
+    ) -> None:
+        self._handlers = handlers
+        self._decoder = FrameDecoder()
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._close_callbacks: list[Callable[[Connection], None]] = [on_close] if on_close else []
+        self._transport: asyncio.Transport | None = None
+        self._name = name
+        self.remote_addr = "?"
+        self.closed = False
+        self.close_reason: str | None = None
+        self.connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: Anything the owner wants to remember about the peer (client id, language, version).
+        self.attrs: dict[str, object] = {}
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.remote_addr = f"{peer[0]}:{peer[1]}"
+        if not self.connected.done():
+            self.connected.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            for cmd in self._decoder.feed(data):
+                if cmd.flag & RPC_RESPONSE:
+                    fut = self._pending.pop(cmd.opaque, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(cmd)
+                    elif fut is None:
+                        log.debug("%s: response for unknown opaque %d from %s", self._name, cmd.opaque, self.remote_addr)
+                else:
+                    self._dispatch(cmd)
+        except FrameError as e:
+            log.warning("%s: closing connection from %s: malformed frame: %s", self._name, self.remote_addr, e)
+            self.close(f"malformed frame: {e}")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed(self.close_reason or (str(exc) if exc else "closed by peer"))
+
+    # -- requests arriving --------------------------------------------------------------------
+    def _dispatch(self, cmd: RemotingCommand) -> None:
+        handler = self._handlers.get(cmd.code)
+        if handler is None:
+            self._reply(cmd, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"))
+            return
+        try:
+            result = handler(self, cmd)
+        except Exception as e:  # a handler bug must not reach the transport
+            log.exception("%s: handler for code %d failed", self._name, cmd.code)
+            self._reply(cmd, cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}"))
+            return
+        if inspect.isawaitable(result):
+            asyncio.ensure_future(self._finish(cmd, result))
+        elif result is not None:
+            self._reply(cmd, result)
+
+    async def _finish(self, cmd: RemotingCommand, pending: Awaitable[RemotingCommand | None]) -> None:
+        try:
+            result = await pending
+        except Exception as e:
+            log.exception("%s: handler for code %d failed", self._name, cmd.code)
+            result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        if result is not None:
+            self._reply(cmd, result)
+
+    def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        if request.is_oneway:
+            return
+        response.opaque = request.opaque
+        response.flag |= RPC_RESPONSE
+        self.write(response)
+
+    # -- sending ------------------------------------------------------------------------------
+    def write(self, cmd: RemotingCommand) -> None:
+        """Queue one command; the body (a mapped-file slice, say) is handed over without a copy."""
+        t = self._transport
+        if t is None or self.closed:
+            raise RemotingError(f"connection to {self.remote_addr} is closed")
+        prefix = encode_prefix(cmd)
+        if cmd.body:
+            t.writelines((prefix, cmd.body))
+        else:
+            t.write(prefix)
+
+    def write_parts(self, cmd: RemotingCommand, parts: list[memoryview] | list[bytes]) -> None:
+        """Write a command whose body is the concatenation of ``parts`` (a pull result)."""
+        t = self._transport
+        if t is None or self.closed:
+            raise RemotingError(f"connection to {self.remote_addr} is closed")
+        t.writelines([encode_prefix(cmd), *parts])
+
+    async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send a request and wait for its response."""
+        cmd.opaque = next_opaque()
+        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._pending[cmd.opaque] = fut
+        try:
+            self.write(cmd)
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            raise RemotingTimeoutError(
+                f"no response from {self.remote_addr} to request code {cmd.code} within {timeout:.1f}s"
+            ) from None
+        finally:
+            self._pending.pop(cmd.opaque, None)
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> None:
+        cmd.opaque = next_opaque()
+        cmd.flag |= 0x2
+        self.write(cmd)
+
+    @property
+    def write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() if self._transport else 0
+
+    # -- closing ------------------------------------------------------------------------------
+    def add_close_callback(self, fn: Callable[[Connection], None]) -> None:
+        if self.closed:
+            fn(self)
+        else:
+            self._close_callbacks.append(fn)
+
+    def close(self, reason: str | None = None) -> None:
+        if self.close_reason is None:
+            self.close_reason = reason
+        if self._transport is not None:
+            self._transport.close()
+        else:
+            self._closed(reason or "closed")
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _closed(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        err = RemotingError(f"connection to {self.remote_addr} closed: {reason}")
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+        self._pending.clear()
+        if not self.connected.done():
+            self.connected.set_exception(err)
+        for fn in self._close_callbacks:
+            try:
+                fn(self)
+            except Exception:
+                log.exception("%s: close callback failed", self._name)
+        self._close_callbacks.clear()
+
+
+class RemotingServer:
+    """Accepts connections and dispatches their requests by request code."""
+
+    def __init__(self, name: str = "server", handlers: dict[int, Handler] | None = None) -> None:
+        self.name = name
+        self.handlers: dict[int, Handler] = dict(handlers or {})
+        self.connections: set[Connection] = set()
+        self._server: asyncio.AbstractServer | None = None
+        self._close_listeners: list[Callable[[Connection], None]] = []
+        self.port = 0
+
+    def register(self, code: int, handler: Handler) -> None:
+        self.handlers[int(code)] = handler
+
+    def on_connection_closed(self, fn: Callable[[Connection], None]) -> None:
+        self._close_listeners.append(fn)
+
+    def _make_connection(self) -> Connection:
+        conn = Connection(self.handlers, on_close=self._forget, name=self.name)
+        self.connections.add(conn)
+        return conn
+
+    def _forget(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        for fn in self._close_listeners:
+            fn(conn)
+
+    async def start(self, host: str = "0.0.0.0", port: int = 0) -> int:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._make_connection, host, port, reuse_address=True, backlog=1024)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close("server stopping")
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+
+class RemotingClient:
+    """Connections to many servers by ``host:port``, one each, opened on first use."""
+
+    def __init__(self, handlers: dict[int, Handler] | None = None, *, connect_timeout: float = 3.0) -> None:
+        self.handlers: dict[int, Handler] = dict(handlers or {})
+        self.connect_timeout = connect_timeout
+        self._conns: dict[str, Connection] = {}
+        self._connecting: dict[str, asyncio.Future[Connection]] = {}
+
+    def register(self, code: int, handler: Handler) -> None:
+        self.handlers[int(code)] = handler
+
+    async def connection(self, addr: str) -> Connection:
+        conn = self._conns.get(addr)
+        if conn is not None and not conn.closed:
+            return conn
+        pending = self._connecting.get(addr)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+        self._connecting[addr] = fut
+        try:
+            conn = await self._open(addr)
+            fut.set_result(conn)
+            return conn
+        except BaseException as e:
+            fut.set_exception(e)
+            fut.exception()  # mark retrieved
+            raise
+        finally:
+            self._connecting.pop(addr, None)
+
+    async def _open(self, addr: str) -> Connection:
+        host, _, port = addr.rpartition(":")
+        if not host or not port.isdigit():
+            raise RemotingConnectError(f"bad address {addr!r}: expected host:port")
+        loop = asyncio.get_running_loop()
+
+        def drop(c: Connection) -> None:
+            if self._conns.get(addr) is c:
+                del self._conns[addr]
+
+        try:
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(lambda: Connection(self.handlers, on_close=drop, name="client"), host, int(port)),
+                self.connect_timeout,
+            )
+        except (OSError, asyncio.TimeoutError) as e:
+            raise RemotingConnectError(f"cannot connect to {addr}: {e or type(e).__name__}") from None
+        conn.remote_addr = addr
+        self._conns[addr] = conn
+        return conn
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+        conn = await self.connection(addr)
+        return await conn.invoke(cmd, timeout)
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        conn = await self.connection(addr)
+        conn.invoke_oneway(cmd)
+
+    def close_connection(self, addr: str) -> None:
+        conn = self._conns.pop(addr, None)
+        if conn is not None:
+            conn.close("closed by client")
+
+    async def close(self) -> None:
+        for conn in list(self._conns.values()):
+            conn.close("client closing")
+        self._conns.clear()
+        await asyncio.sleep(0)
