@@ -55,7 +55,8 @@ class RemotingCommand:
     flag: int = 0
     remark: str | None = None
     ext_fields: dict[str, str] = field(default_factory=dict)
-    body: bytes | bytearray | memoryview | None = None
+    #: The body; a list of buffers (mapped-file slices of a pull) is written out without joining.
+    body: bytes | bytearray | memoryview | list[memoryview] | None = None
     language: int = LanguageCode.PYTHON
     version: int = VERSION_4_9_7
     serialize_type: int = SerializeType.JSON
@@ -197,13 +198,16 @@ def _encode_binary_header(cmd: RemotingCommand) -> bytes:
 def encode_prefix(cmd: RemotingCommand) -> bytes:
     """Length fields + header: write this, then ``cmd.body`` as it is (no copy of the body)."""
     header = encode_header(cmd)
-    body_len = 0 if cmd.body is None else len(cmd.body)
+    body = cmd.body
+    body_len = 0 if body is None else (sum(map(len, body)) if isinstance(body, list) else len(body))
     return _PREFIX.pack(4 + len(header) + body_len, (cmd.serialize_type << 24) | len(header)) + header
 
 
 def encode(cmd: RemotingCommand) -> bytes:
     """The whole frame as one bytes object (convenient; the transport avoids the body copy)."""
     prefix = encode_prefix(cmd)
+    if isinstance(cmd.body, list):
+        return prefix + b"".join(cmd.body)
     return prefix + bytes(cmd.body) if cmd.body else prefix
 
 
@@ -343,4 +347,7 @@ class FrameDecoder:
                 yield decode_frame(memoryview(buf)[start:pos])
         finally:
             if pos:
-                del buf[:pos]
+                try:
+                    del buf[:pos]
+                except BufferError:  # a view is still held (by an exception's traceback): copy instead
+                    self._buf = bytearray(buf[pos:])

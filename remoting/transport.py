@@ -138,17 +138,13 @@ class Connection(asyncio.Protocol):
         if t is None or self.closed:
             raise RemotingError(f"connection to {self.remote_addr} is closed")
         prefix = encode_prefix(cmd)
-        if cmd.body:
-            t.writelines((prefix, cmd.body))
-        else:
+        body = cmd.body
+        if not body:
             t.write(prefix)
-
-    def write_parts(self, cmd: RemotingCommand, parts: list[memoryview] | list[bytes]) -> None:
-        """Write a command whose body is the concatenation of ``parts`` (a pull result)."""
-        t = self._transport
-        if t is None or self.closed:
-            raise RemotingError(f"connection to {self.remote_addr} is closed")
-        t.writelines([encode_prefix(cmd), *parts])
+        elif isinstance(body, list):
+            t.writelines([prefix, *body])
+        else:
+            t.writelines((prefix, body))
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send a request and wait for its response."""

@@ -1,0 +1,195 @@
+"""The broker's composition root: settings → store → managers → processors → server.
+
+``Broker.start()`` binds the port first (so a ``listenPort=0`` broker knows its address before it
+writes any message id), recovers the store, registers the processors, then announces itself to
+the name servers. ``main`` is the ``pyrocketmq broker`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+
+from pyrocketmq.remoting.message import pack_host
+from pyrocketmq.remoting.transport import RemotingServer
+
+from .client_manager import ConsumerManager, ProducerManager
+from .consumer_offset import ConsumerOffsetManager
+from .long_poll import PullHoldService
+from .processors.admin import AdminProcessor
+from .processors.client import ClientProcessor
+from .processors.offset import OffsetProcessor
+from .processors.pull import PullProcessor
+from .processors.send import SendProcessor
+from .registration import Registrar
+from .settings import BrokerSettings, ConfigError, read_properties
+from .stats import BrokerStats
+from .store.message_store import MessageStore
+from .subscription_group import SubscriptionGroupManager
+from .topic_config import TopicConfigManager
+
+log = logging.getLogger("pyrocketmq.broker")
+
+
+class Broker:
+    def __init__(self, settings: BrokerSettings) -> None:
+        self.settings = settings
+        root = settings.store.store_path_root_dir
+        config_dir = os.path.join(root, "config")
+        os.makedirs(config_dir, exist_ok=True)
+        ident = settings.identity
+        self.topics = TopicConfigManager(
+            os.path.join(config_dir, "topics.json"),
+            cluster_name=ident.cluster_name,
+            broker_name=ident.broker_name,
+            auto_create_topic=settings.topics.auto_create_topic,
+            default_queue_nums=settings.topics.default_topic_queue_nums,
+        )
+        self.groups = SubscriptionGroupManager(
+            os.path.join(config_dir, "subscriptionGroup.json"), auto_create=settings.topics.auto_create_subscription_group
+        )
+        self.offsets = ConsumerOffsetManager(os.path.join(config_dir, "consumerOffset.json"))
+        self.consumers = ConsumerManager(settings.network.client_channel_expiry_ms)
+        self.producers = ProducerManager(settings.network.client_channel_expiry_ms)
+        self.holds = PullHoldService()
+        self.stats = BrokerStats()
+        self.server = RemotingServer("broker")
+        self.registrar = Registrar(self)
+        self.store: MessageStore | None = None  # type: ignore[assignment]
+        self.store_host = b""
+        self.port = 0
+        self.boot_ms = int(time.time() * 1000)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def addr(self) -> str:
+        return f"{self.settings.network.broker_ip}:{self.port}"
+
+    async def start(self) -> None:
+        s = self.settings
+        self.port = await self.server.start(s.network.bind_address, s.network.listen_port)
+        self.store_host = pack_host(s.network.broker_ip, self.port)
+        self.topics.load()
+        self.groups.load()
+        self.offsets.load()
+        store = MessageStore(s.store, (s.network.broker_ip, self.port))
+        await asyncio.get_running_loop().run_in_executor(None, store.load)
+        store.on_dispatch = self._on_dispatch
+        store.start()
+        self.store = store
+        self.topics.persist()
+        self.topics.on_change = self.registrar.register_soon
+        self.client_processor = ClientProcessor(self)
+        for processor in (SendProcessor(self), PullProcessor(self), OffsetProcessor(self), self.client_processor, AdminProcessor(self)):
+            processor.register(self.server)
+        self.server.on_connection_closed(self.client_processor.connection_closed)
+        n = await self.registrar.register_all()
+        log.info(
+            "pyrocketmq broker %s (%s, cluster %s) listening on %s; registered with %d of %d name servers; store at %s",
+            s.identity.broker_name,
+            s.identity.role.value,
+            s.identity.cluster_name,
+            self.addr,
+            n,
+            len(s.network.namesrv_addrs),
+            s.store.store_path_root_dir,
+        )
+        self._tasks = [
+            asyncio.ensure_future(self.registrar.run()),
+            asyncio.ensure_future(self._every(5.0, self._persist_offsets)),
+            asyncio.ensure_future(self._every(10.0, self.client_processor.scan_expired)),
+        ]
+
+    def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties=None) -> None:
+        self.holds.notify(topic, queue_id, max_offset, tags_code)
+
+    def _persist_offsets(self) -> None:
+        self.offsets.persist()
+
+    async def _every(self, seconds: float, fn) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                fn()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        self.holds.wake_all()
+        await asyncio.sleep(0)
+        await self.registrar.unregister_all()
+        await self.registrar.close()
+        await self.server.stop()
+        self.offsets.persist(force=True)
+        if self.store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
+        log.info("broker %s stopped", self.settings.identity.broker_name)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pyrocketmq broker", description="Run a RocketMQ-compatible broker.")
+    p.add_argument("-c", "--config", help="broker.conf (Java properties with RocketMQ's keys)")
+    p.add_argument("-n", "--namesrv-addr", help="name servers, host:port;host:port (overrides namesrvAddr)")
+    p.add_argument("-p", "--print-config", action="store_true", help="print the effective settings and exit")
+    p.add_argument("--log-level", default=os.environ.get("PYROCKETMQ_LOG_LEVEL", "INFO"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    conf: dict[str, str] = {}
+    try:
+        if args.config:
+            conf = read_properties(args.config)
+        if args.namesrv_addr:
+            conf["namesrvAddr"] = args.namesrv_addr
+        settings = BrokerSettings.from_conf(conf)
+    except FileNotFoundError:
+        parser.print_usage(sys.stderr)
+        print(f"pyrocketmq broker: error: config file not found: {args.config}", file=sys.stderr)
+        return 2
+    except ConfigError as e:
+        parser.print_usage(sys.stderr)
+        print(f"pyrocketmq broker: error: {e}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(settings)
+        return 0
+    if settings.extra:
+        log.info("ignoring broker.conf keys this broker does not use: %s", ", ".join(sorted(settings.extra)))
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    return asyncio.run(_serve(Broker(settings)))
+
+
+async def _serve(broker: Broker) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.start()
+    except OSError as e:
+        log.error("cannot start the broker: %s", e)
+        return 1
+    await stop.wait()
+    log.info("shutting down")
+    await broker.stop()
+    return 0

@@ -1,0 +1,186 @@
+"""Administration: topics (17, 215, 21), subscription groups (200, 201), view by id (33),
+topic and consume statistics (202, 208), runtime info (28)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.body import (
+    ConsumeStats,
+    KVTable,
+    MessageQueue,
+    OffsetWrapper,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicConfig,
+    TopicOffset,
+    TopicStatsTable,
+)
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import Connection
+
+from ..topic_config import check_topic_name
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+log = logging.getLogger("pyrocketmq.broker")
+
+
+class AdminProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def register(self, server) -> None:
+        server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.handle_create_topic)
+        server.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.handle_delete_topic)
+        server.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.handle_all_topic_config)
+        server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.handle_update_group)
+        server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.handle_all_groups)
+        server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.handle_delete_group)
+        server.register(RequestCode.VIEW_MESSAGE_BY_ID, self.handle_view_message)
+        server.register(RequestCode.GET_TOPIC_STATS_INFO, self.handle_topic_stats)
+        server.register(RequestCode.GET_CONSUME_STATS, self.handle_consume_stats)
+        server.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.handle_runtime_info)
+
+    def handle_create_topic(self, conn: Connection, cmd: RemotingCommand):
+        topic = cmd.get_str("topic") or ""
+        problem = check_topic_name(topic)
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+        if topic == self.broker.settings.identity.cluster_name:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] conflicts with the cluster name")
+        try:
+            read = cmd.get_int("readQueueNums", 16)
+            write = cmd.get_int("writeQueueNums", 16)
+            perm = cmd.get_int("perm", 6)
+            sys_flag = cmd.get_int("topicSysFlag", 0)
+        except ValueError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad topic header: {e}")
+        if read is None or write is None or read < 0 or write < 0 or read > 1024 or write > 1024:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be within 0..1024")
+        config = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=read,
+            write_queue_nums=write,
+            perm=perm if perm is not None else 6,
+            topic_filter_type=cmd.get_str("topicFilterType") or "SINGLE_TAG",
+            topic_sys_flag=sys_flag or 0,
+            order=cmd.get_bool("order"),
+        )
+        self.broker.topics.update(config)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def handle_delete_topic(self, conn: Connection, cmd: RemotingCommand):
+        topic = cmd.get_str("topic") or ""
+        self.broker.topics.delete(topic)
+        self.broker.store.delete_topics({topic})
+        self.broker.offsets.remove_topic(topic)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def handle_all_topic_config(self, conn: Connection, cmd: RemotingCommand):
+        return cmd.response(ResponseCode.SUCCESS, body=self.broker.topics.wrapper().to_json())
+
+    def handle_update_group(self, conn: Connection, cmd: RemotingCommand):
+        try:
+            config = SubscriptionGroupConfig.from_json(cmd.body or b"")
+        except (ValueError, TypeError, KeyError) as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group body: {e}")
+        if not config.group_name:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "the subscription group has no groupName")
+        self.broker.groups.update(config)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def handle_all_groups(self, conn: Connection, cmd: RemotingCommand):
+        groups = self.broker.groups
+        wrapper = SubscriptionGroupWrapper(subscription_group_table=dict(groups.table), data_version=groups.data_version)
+        return cmd.response(ResponseCode.SUCCESS, body=wrapper.to_json())
+
+    def handle_delete_group(self, conn: Connection, cmd: RemotingCommand):
+        self.broker.groups.delete(cmd.get_str("groupName") or "")
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def handle_view_message(self, conn: Connection, cmd: RemotingCommand):
+        try:
+            offset = cmd.get_int("offset")
+        except ValueError:
+            offset = None
+        if offset is None or offset < 0:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "the request header field 'offset' is missing or invalid")
+        record = self.broker.store.look_message_by_offset(offset)
+        if record is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+        return cmd.response(ResponseCode.SUCCESS, body=record)
+
+    def handle_topic_stats(self, conn: Connection, cmd: RemotingCommand):
+        topic = cmd.get_str("topic") or ""
+        config = self.broker.topics.get(topic)
+        if config is None:
+            return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store = self.broker.store
+        name = self.broker.settings.identity.broker_name
+        table = {}
+        for qid in range(config.write_queue_nums):
+            max_off = store.get_max_offset_in_queue(topic, qid)
+            last = store.get_message_store_timestamp(topic, qid, max_off - 1) if max_off > 0 else 0
+            table[MessageQueue(topic=topic, broker_name=name, queue_id=qid)] = TopicOffset(
+                min_offset=max(0, store.get_min_offset_in_queue(topic, qid)),
+                max_offset=max_off,
+                last_update_timestamp=max(0, last),
+            )
+        return cmd.response(ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=table).to_json())
+
+    def handle_consume_stats(self, conn: Connection, cmd: RemotingCommand):
+        group = cmd.get_str("consumerGroup") or ""
+        only = cmd.get_str("topic")
+        broker = self.broker
+        topics = {only} if only else broker.offsets.topics_of_group(group)
+        info = broker.consumers.find(group)
+        if not only and info is not None:
+            topics |= set(info.subscriptions)
+        name = broker.settings.identity.broker_name
+        table = {}
+        for topic in sorted(topics):
+            config = broker.topics.get(topic)
+            if config is None:
+                continue
+            for qid in range(config.write_queue_nums):
+                max_off = broker.store.get_max_offset_in_queue(topic, qid)
+                committed = max(0, broker.offsets.query(group, topic, qid))
+                last = broker.store.get_message_store_timestamp(topic, qid, committed - 1) if committed > 0 else 0
+                table[MessageQueue(topic=topic, broker_name=name, queue_id=qid)] = OffsetWrapper(
+                    broker_offset=max_off, consumer_offset=committed, last_timestamp=max(0, last)
+                )
+        return cmd.response(ResponseCode.SUCCESS, body=ConsumeStats(consume_tps=0.0, offset_table=table).to_json())
+
+    def handle_runtime_info(self, conn: Connection, cmd: RemotingCommand):
+        broker = self.broker
+        stats = broker.stats
+        table = {
+            "brokerVersionDesc": "V4_9_7",
+            "brokerVersion": "407",
+            "bootTimestamp": str(broker.boot_ms),
+            "runtime": f"[ {int((time.time() * 1000 - broker.boot_ms) / 1000)} seconds ]",
+            "msgPutTotalTodayNow": str(stats.put_count),
+            "msgGetTotalTodayNow": str(stats.get_count),
+            "msgPutTotalYesterdayMorning": "0",
+            "msgPutTotalTodayMorning": "0",
+            "msgGetTotalYesterdayMorning": "0",
+            "msgGetTotalTodayMorning": "0",
+            "putTps": f"{stats.put_tps():.2f} 0.0 0.0",
+            "getTransferedTps": f"{stats.get_tps():.2f} 0.0 0.0",
+            "commitLogMaxOffset": str(broker.store.get_max_phy_offset()),
+            "commitLogMinOffset": str(broker.store.get_min_phy_offset()),
+            "pageCacheLockTimeMills": "0",
+            "earliestMessageTimeStamp": "0",
+            "commitLogDiskRatio": "0.0",
+            "dispatchBehindBytes": "0",
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": "10000",
+            "pullThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueCapacity": "100000",
+        }
+        return cmd.response(ResponseCode.SUCCESS, body=KVTable(table=table).to_json())

@@ -1,0 +1,166 @@
+"""PULL_MESSAGE (11), with long polling.
+
+The response always carries ``suggestWhichBrokerId, nextBeginOffset, minOffset, maxOffset`` (a Java
+client unboxes them). Found messages go out as the store's mapped-file slices, unjoined. A pull that
+finds nothing and may be suspended is held until a matching message lands in its queue or the
+consumer's suspend timeout passes, then answered with the original opaque.
+
+Status mapping (PROTOCOL.md §7): empty queue → 19 at offset 0, else 21; below min → 21 (next = min);
+at max → 19; past max → 21 (next = max); scanned but nothing matched → 20.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import HeaderError, PullMessageRequestHeader
+from pyrocketmq.remoting.message import tags_code
+from pyrocketmq.remoting.transport import Connection
+
+from ..settings import BrokerRole
+from ..store.message_store import GetMessageStatus
+from ..topic_config import PERM_READ
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+FLAG_LITE_PULL = 0x10
+
+_FOUND_CODES = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+def parse_tag_expression(expression: str | None) -> frozenset[int] | None:
+    """Tag codes of ``"TagA || TagB"``; ``None`` for ``*`` or no expression (everything matches)."""
+    if expression is None:
+        return None
+    expression = expression.strip()
+    if expression in ("", "*"):
+        return None
+    tags = [t.strip() for t in expression.split("||")]
+    return frozenset(tags_code(t) for t in tags if t)
+
+
+def tag_filter(codes: frozenset[int] | None) -> Callable[[int], bool] | None:
+    if codes is None:
+        return None
+    return codes.__contains__
+
+
+class PullProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def register(self, server) -> None:
+        server.register(RequestCode.PULL_MESSAGE, self.handle_pull)
+
+    def handle_pull(self, conn: Connection, cmd: RemotingCommand):
+        return self._pull(conn, cmd, allow_suspend=True)
+
+    def _pull(self, conn: Connection, cmd: RemotingCommand, allow_suspend: bool):
+        broker = self.broker
+        try:
+            h = PullMessageRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return self._answer(cmd, ResponseCode.SYSTEM_ERROR, f"bad pull request header: {e}")
+        group = broker.groups.find(h.consumer_group)
+        if group is None:
+            return self._answer(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{h.consumer_group}] does not exist")
+        if not group.consume_enable:
+            return self._answer(cmd, ResponseCode.NO_PERMISSION, f"subscription group [{h.consumer_group}] does not have permission to consume")
+        config = broker.topics.get(h.topic)
+        if config is None:
+            return self._answer(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
+        if not config.perm & PERM_READ:
+            return self._answer(cmd, ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
+        if not 0 <= h.queue_id < config.read_queue_nums:
+            return self._answer(
+                cmd,
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[{conn.remote_addr}]",
+            )
+        sys_flag = h.sys_flag
+        if sys_flag & FLAG_SUBSCRIPTION:
+            if h.expression_type not in (None, "", "TAG"):
+                return self._answer(cmd, ResponseCode.SYSTEM_ERROR, f"expression type {h.expression_type} is not supported: use TAG")
+            codes = parse_tag_expression(h.subscription)
+        else:
+            info = broker.consumers.find(h.consumer_group)
+            if info is None:
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info does not exist: {h.consumer_group}")
+            sub = info.subscriptions.get(h.topic)
+            if sub is None:
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription does not exist: {h.topic}")
+            if h.sub_version is not None and sub.sub_version < h.sub_version:
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription is not the latest")
+            codes = None if sub.sub_string in ("", "*") else frozenset(sub.code_set)
+        matches = tag_filter(codes)
+        pull = broker.settings.pull
+        max_nums = max(1, min(h.max_msg_nums, pull.max_transfer_count_hot))
+        result = broker.store.get_message(
+            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, pull.max_transfer_bytes_hot, matches
+        )
+        status = result.status
+        if status in (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE):
+            code = ResponseCode.PULL_OFFSET_MOVED if h.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _FOUND_CODES[status]
+        suggest = 0
+        if result.suggest_pull_from_slave and pull.slave_read_enable:
+            suggest = group.which_broker_when_consume_slowly
+        elif broker.settings.identity.role == BrokerRole.SLAVE:
+            suggest = 0
+        if (
+            sys_flag & FLAG_COMMIT_OFFSET
+            and allow_suspend
+            and broker.settings.identity.role != BrokerRole.SLAVE
+            and h.commit_offset is not None
+            and h.commit_offset >= 0
+        ):
+            broker.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
+            timeout_ms = h.suspend_timeout_millis if pull.long_polling else pull.short_polling_time_ms
+            if timeout_ms and timeout_ms > 0:
+                return self._hold(conn, cmd, h.topic, h.queue_id, h.queue_offset, matches, timeout_ms / 1000)
+        response = cmd.response(
+            code,
+            None if code == ResponseCode.SUCCESS else status.name,
+            {
+                "suggestWhichBrokerId": suggest,
+                "nextBeginOffset": result.next_begin_offset,
+                "minOffset": result.min_offset,
+                "maxOffset": result.max_offset,
+            },
+        )
+        if code == ResponseCode.SUCCESS:
+            response.body = list(result.buffers)
+            broker.stats.on_get(h.topic, result.message_count, result.buffer_total_size)
+        return response
+
+    async def _hold(self, conn, cmd, topic, queue_id, offset, matches, timeout: float):
+        # Leave a little room below the client's own RPC timeout (suspend + 15 s in Java).
+        await self.broker.holds.wait(topic, queue_id, offset, matches, timeout)
+        if conn.closed:
+            return None
+        return self._pull(conn, cmd, allow_suspend=False)
+
+    def _answer(self, cmd: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+        return cmd.response(
+            code,
+            remark,
+            {"suggestWhichBrokerId": 0, "nextBeginOffset": 0, "minOffset": 0, "maxOffset": 0},
+        )

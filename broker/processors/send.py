@@ -1,0 +1,230 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320).
+
+Checks, in RocketMQ's order: writable broker, topic name, topic exists (or is created through
+TBW102), queue id in range, body size; then one store put. The stored properties are the
+producer's encoded properties with ``CLUSTER`` appended as bytes: nothing is re-encoded per message.
+With SYNC_FLUSH and ``WAIT=true`` the answer waits for the group commit that covers the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import HeaderError, SendMessageRequestHeader
+from pyrocketmq.remoting.message import MAX_PROPERTIES_BYTES, Prop, SysFlag, decode_properties, iter_batch_raw, pack_host, tags_code
+from pyrocketmq.remoting.transport import Connection
+
+from ..settings import BrokerRole
+from ..store.message_store import MessageInner, PutMessageStatus
+from ..topic_config import (
+    PERM_WRITE,
+    RETRY_GROUP_TOPIC_PREFIX,
+    check_topic_name,
+)
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+log = logging.getLogger("pyrocketmq.broker")
+
+_PUT_STATUS_CODE = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutMessageStatus.CREATE_MAPPED_FILE_FAILED: ResponseCode.SYSTEM_ERROR,
+    PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
+    PutMessageStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+}
+
+
+class SendProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.cluster_prop = f"{Prop.CLUSTER}\x01{broker.settings.identity.cluster_name}".encode()
+        self.max_body = broker.settings.store.max_message_size
+        self._born_hosts: dict[str, bytes] = {}
+
+    def register(self, server) -> None:
+        server.register(RequestCode.SEND_MESSAGE, self.handle_send)
+        server.register(RequestCode.SEND_MESSAGE_V2, self.handle_send)
+        server.register(RequestCode.SEND_BATCH_MESSAGE, self.handle_send)
+
+    def _born_host(self, conn: Connection) -> bytes:
+        packed = self._born_hosts.get(conn.remote_addr)
+        if packed is None:
+            host, _, port = conn.remote_addr.rpartition(":")
+            try:
+                packed = pack_host(host.strip("[]"), int(port))
+            except (ValueError, OSError):
+                packed = pack_host("127.0.0.1", 0)
+            if len(self._born_hosts) > 10_000:
+                self._born_hosts.clear()
+            self._born_hosts[conn.remote_addr] = packed
+        return packed
+
+    # -- the handler --------------------------------------------------------------------------
+    def handle_send(self, conn: Connection, cmd: RemotingCommand):
+        try:
+            h = SendMessageRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send request header: {e}")
+        broker = self.broker
+        if broker.settings.identity.role == BrokerRole.SLAVE:
+            return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, f"the broker[{broker.settings.addr}] is a slave, sending is forbidden")
+        problem = check_topic_name(h.topic)
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+        body = cmd.body or b""
+        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or h.batch
+        if not batch and len(body) > self.max_body:
+            return cmd.response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message body size {len(body)} is over the max value {self.max_body} (maxMessageSize)",
+            )
+        if batch and len(body) > self.max_body:
+            return cmd.response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the batch body size {len(body)} is over the max value {self.max_body} (maxMessageSize)",
+            )
+        topics = broker.topics
+        config = topics.get(h.topic)
+        if config is None:
+            if h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                config = topics.create_in_send_back(h.topic, 1, 6)
+            else:
+                config = topics.create_in_send(h.topic, h.default_topic or "", h.default_topic_queue_nums or 4, h.sys_flag)
+            if config is None:
+                return cmd.response(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{h.topic}] not exist, apply first please! (autoCreateTopicEnable is "
+                    f"{'on' if broker.settings.topics.auto_create_topic else 'off'})",
+                )
+        if not config.perm & PERM_WRITE:
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] sending is forbidden")
+        queue_id = h.queue_id
+        if queue_id is None or queue_id < 0:
+            queue_id = random.randrange(config.write_queue_nums) if config.write_queue_nums > 0 else 0
+        elif queue_id >= max(config.write_queue_nums, config.read_queue_nums):
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, topic {h.topic} has {config.write_queue_nums} write queues",
+            )
+        raw_props = (h.properties or "").encode()
+        if raw_props and not raw_props.endswith(b"\x02"):
+            raw_props += b"\x02"
+        props_bytes = raw_props + self.cluster_prop
+        if len(props_bytes) > MAX_PROPERTIES_BYTES:
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"the message properties are over {MAX_PROPERTIES_BYTES} bytes")
+        born_host = self._born_host(conn)
+        sys_flag = h.sys_flag
+        if config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= SysFlag.MULTI_TAGS
+        now = int(time.time() * 1000)
+        if batch:
+            try:
+                inners = [
+                    self._inner_from_batch_item(h, config.topic_name, queue_id, sys_flag, born_host, item_body, flag, item_props, props_bytes)
+                    for item_body, flag, item_props in iter_batch_raw(body)
+                ]
+            except ValueError as e:
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
+            if not inners:
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+            result = broker.store.put_messages(inners)
+            wait = True
+        else:
+            props = decode_properties(raw_props) if raw_props else {}
+            inner = MessageInner(
+                topic=h.topic,
+                body=body,
+                flag=h.flag,
+                properties=props,
+                properties_bytes=props_bytes,
+                queue_id=queue_id,
+                sys_flag=sys_flag,
+                born_timestamp=h.born_timestamp or now,
+                born_host=born_host,
+                store_host=broker.store_host,
+                reconsume_times=h.reconsume_times or 0,
+                prepared_transaction_offset=0,
+                tags_code=tags_code(props.get(Prop.TAGS)),
+                keys=props.get(Prop.KEYS),
+            )
+            result = broker.store.put_message(inner)
+            wait = props.get(Prop.WAIT, "true") != "false"
+        code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
+        if code != ResponseCode.SUCCESS:
+            return cmd.response(code, f"putting the message failed: {result.status.name}")
+        broker.stats.on_put(h.topic, result.message_count, result.wrote_bytes)
+        response = cmd.response(
+            ResponseCode.SUCCESS,
+            ext_fields={
+                "msgId": result.msg_id,
+                "queueId": queue_id,
+                "queueOffset": result.queue_offset,
+                "MSG_REGION": "DefaultRegion",
+                "TRACE_ON": "true",
+            },
+        )
+        if broker.store.sync_flush and wait:
+            return self._wait_flush(cmd, response, result.wrote_offset + result.wrote_bytes)
+        return response
+
+    def _inner_from_batch_item(self, h, topic, queue_id, sys_flag, born_host, body, flag, item_props: bytes, batch_props: bytes) -> MessageInner:
+        if len(body) > self.max_body:
+            raise ValueError(f"a message body of {len(body)} bytes is over maxMessageSize {self.max_body}")
+        raw = bytes(item_props)
+        if raw and not raw.endswith(b"\x02"):
+            raw += b"\x02"
+        props_bytes = raw + batch_props
+        props = decode_properties(raw) if raw else {}
+        return MessageInner(
+            topic=topic,
+            body=body,
+            flag=flag,
+            properties=props,
+            properties_bytes=props_bytes,
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=h.born_timestamp or int(time.time() * 1000),
+            born_host=born_host,
+            store_host=self.broker.store_host,
+            reconsume_times=h.reconsume_times or 0,
+            prepared_transaction_offset=0,
+            tags_code=tags_code(props.get(Prop.TAGS)),
+            keys=props.get(Prop.KEYS),
+        )
+
+    async def _wait_flush(self, cmd: RemotingCommand, response: RemotingCommand, offset: int) -> RemotingCommand:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+
+        def done(ok: bool) -> None:  # runs on the flush thread
+            loop.call_soon_threadsafe(_resolve, fut, ok)
+
+        self.broker.store.request_flush(offset, done)
+        timeout = self.broker.settings.store.sync_flush_timeout_ms / 1000
+        try:
+            ok = await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            ok = False
+        if not ok:
+            log.warning("flush to disk timed out for offset %d", offset)
+            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+            response.remark = "flush disk timeout"
+        return response
+
+
+def _resolve(fut: asyncio.Future[bool], ok: bool) -> None:
+    if not fut.done():
+        fut.set_result(ok)

@@ -1,0 +1,114 @@
+"""Registration with the name servers: at start, every 30 s, and right after a topic change.
+
+Every name server gets the same REGISTER_BROKER (they never talk to each other). The body is the
+topic table with its data version; ``bodyCrc32`` lets the name server reject a damaged body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.body import RegisterBrokerBody
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+
+if TYPE_CHECKING:
+    from .app import Broker
+
+log = logging.getLogger("pyrocketmq.broker")
+
+
+class Registrar:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.client = RemotingClient()
+        self.registered: set[str] = set()
+        self._soon: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.master_addr: str | None = None
+
+    def _header(self) -> dict[str, object]:
+        s = self.broker.settings
+        host = s.network.broker_ip
+        return {
+            "brokerName": s.identity.broker_name,
+            "brokerAddr": self.broker.addr,
+            "clusterName": s.identity.cluster_name,
+            "haServerAddr": f"{host}:{self.broker.port + 1}",
+            "brokerId": s.identity.broker_id,
+            "compressed": False,
+        }
+
+    async def register_all(self) -> int:
+        """Register with every name server now; how many accepted."""
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=self.broker.topics.wrapper(), filter_server_list=[]).to_json()
+        ext = self._header()
+        ext["bodyCrc32"] = zlib.crc32(body) & 0x7FFFFFFF
+        results = await asyncio.gather(
+            *(self._register_one(addr, ext, body) for addr in self.broker.settings.network.namesrv_addrs),
+            return_exceptions=True,
+        )
+        return sum(1 for r in results if r is True)
+
+    async def _register_one(self, addr: str, ext: dict[str, object], body: bytes) -> bool:
+        try:
+            resp = await self.client.invoke(addr, RemotingCommand.request(RequestCode.REGISTER_BROKER, ext, body), 6.0)
+        except RemotingError as e:
+            if addr in self.registered:
+                log.warning("registering with name server %s failed: %s", addr, e)
+            else:
+                log.info("name server %s not reachable yet: %s", addr, e)
+            self.registered.discard(addr)
+            return False
+        if resp.code != ResponseCode.SUCCESS:
+            log.warning("name server %s refused the registration: %s %s", addr, resp.code, resp.remark)
+            return False
+        if addr not in self.registered:
+            log.info("registered with name server %s", addr)
+        self.registered.add(addr)
+        master = resp.ext_fields.get("masterAddr")
+        if master:
+            self.master_addr = master
+        return True
+
+    async def unregister_all(self) -> None:
+        s = self.broker.settings
+        ext = {
+            "brokerName": s.identity.broker_name,
+            "brokerAddr": self.broker.addr,
+            "clusterName": s.identity.cluster_name,
+            "brokerId": s.identity.broker_id,
+        }
+        for addr in s.network.namesrv_addrs:
+            try:
+                await self.client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, ext), 3.0)
+            except RemotingError as e:
+                log.info("unregistering from %s failed: %s", addr, e)
+
+    def register_soon(self) -> None:
+        """Topic change: register within a moment (changes in one burst share one registration)."""
+        if self._soon is None:
+            loop = asyncio.get_running_loop()
+            self._soon = loop.call_later(0.05, self._fire)
+
+    def _fire(self) -> None:
+        self._soon = None
+        asyncio.ensure_future(self.register_all())
+
+    async def run(self) -> None:
+        interval = self.broker.settings.network.register_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.register_all()
+            except Exception:
+                log.exception("periodic registration failed")
+
+    async def close(self) -> None:
+        if self._soon is not None:
+            self._soon.cancel()
+        await self.client.close()

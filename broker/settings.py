@@ -1,0 +1,187 @@
+"""Broker settings, grouped, loadable from a RocketMQ-style ``broker.conf``.
+
+``broker.conf`` is a Java properties file; keys are Apache RocketMQ's own (``brokerName``,
+``listenPort``, ``storePathRootDir`` …) so an existing file works unchanged. Unknown keys are kept in
+:attr:`BrokerSettings.extra` and logged once, never fatal: RocketMQ has hundreds of knobs and a user
+migrating a file should not have to prune it first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .store.settings import StoreSettings
+
+
+class BrokerRole(str, Enum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+class ConfigError(ValueError):
+    """A setting has a value the broker cannot use; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class IdentitySettings:
+    cluster_name: str = "DefaultCluster"
+    """``brokerClusterName``: the cluster this broker announces to the name servers."""
+    broker_name: str = "broker-a"
+    """``brokerName``: master and slaves of one group share it."""
+    broker_id: int = 0
+    """``brokerId``: 0 is the master, > 0 a slave."""
+    role: BrokerRole = BrokerRole.ASYNC_MASTER
+    """``brokerRole``: ASYNC_MASTER, SYNC_MASTER or SLAVE."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSettings:
+    listen_port: int = 10911
+    """``listenPort``: the remoting port clients use (0 picks a free one)."""
+    bind_address: str = "0.0.0.0"
+    """``bindAddress``: the interface to listen on."""
+    broker_ip: str = "127.0.0.1"
+    """``brokerIP1``: the address announced to name servers and written into message ids."""
+    namesrv_addrs: tuple[str, ...] = ()
+    """``namesrvAddr``: name servers, ``host:port`` separated by ``;``."""
+    register_interval_ms: int = 30_000
+    """``registerNameServerPeriod``: how often to re-register with every name server."""
+    client_channel_expiry_ms: int = 120_000
+    """How long a client connection may stay silent before it is dropped from its groups."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSettings:
+    auto_create_topic: bool = True
+    """``autoCreateTopicEnable``: keep TBW102 so producers can create topics by sending."""
+    auto_create_subscription_group: bool = True
+    """``autoCreateSubscriptionGroup``: create a group's config on first use."""
+    default_topic_queue_nums: int = 8
+    """``defaultTopicQueueNums``: queues of TBW102 (a created topic gets at most this many)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PullSettings:
+    long_polling: bool = True
+    """``longPollingEnable``: hold a pull that finds nothing until a message lands or it times out."""
+    short_polling_time_ms: int = 1000
+    """``shortPollingTimeMills``: the hold when long polling is off."""
+    max_transfer_bytes_hot: int = 256 * 1024
+    """``maxTransferBytesOnMessageInMemory``."""
+    max_transfer_count_hot: int = 32
+    """``maxTransferCountOnMessageInMemory``."""
+    max_transfer_bytes_cold: int = 64 * 1024
+    """``maxTransferBytesOnMessageInDisk``."""
+    max_transfer_count_cold: int = 8
+    """``maxTransferCountOnMessageInDisk``."""
+    slave_read_enable: bool = False
+    """``slaveReadEnable``: suggest a slave to consumers that are far behind."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    identity: IdentitySettings = field(default_factory=IdentitySettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    topics: TopicSettings = field(default_factory=TopicSettings)
+    pull: PullSettings = field(default_factory=PullSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    extra: dict[str, str] = field(default_factory=dict)
+    """Keys this broker does not use (kept so they can be reported)."""
+
+    @property
+    def addr(self) -> str:
+        return f"{self.network.broker_ip}:{self.network.listen_port}"
+
+    @classmethod
+    def from_conf(cls, conf: dict[str, str]) -> BrokerSettings:
+        used: set[str] = set()
+
+        def get(key: str, default: str) -> str:
+            used.add(key)
+            return conf.get(key, default).strip()
+
+        def get_int(key: str, default: int) -> int:
+            raw = get(key, str(default))
+            try:
+                return int(raw)
+            except ValueError:
+                raise ConfigError(f"{key}={raw!r}: expected an integer") from None
+
+        def get_bool(key: str, default: bool) -> bool:
+            raw = get(key, "true" if default else "false").lower()
+            if raw not in ("true", "false"):
+                raise ConfigError(f"{key}={raw!r}: expected true or false")
+            return raw == "true"
+
+        role_raw = get("brokerRole", "ASYNC_MASTER").upper()
+        try:
+            role = BrokerRole(role_raw)
+        except ValueError:
+            raise ConfigError(f"brokerRole={role_raw!r}: expected ASYNC_MASTER, SYNC_MASTER or SLAVE") from None
+        broker_id = get_int("brokerId", 0)
+        if role == BrokerRole.SLAVE and broker_id == 0:
+            raise ConfigError("brokerRole=SLAVE needs brokerId > 0")
+        if role != BrokerRole.SLAVE:
+            broker_id = 0
+        identity = IdentitySettings(
+            cluster_name=get("brokerClusterName", "DefaultCluster"),
+            broker_name=get("brokerName", "broker-a"),
+            broker_id=broker_id,
+            role=role,
+        )
+        namesrv = get("namesrvAddr", os.environ.get("NAMESRV_ADDR", ""))
+        addrs = tuple(a.strip() for a in re.split(r"[;,]", namesrv) if a.strip())
+        for a in addrs:
+            host, _, port = a.rpartition(":")
+            if not host or not port.isdigit():
+                raise ConfigError(f"namesrvAddr entry {a!r}: expected host:port")
+        port = get_int("listenPort", 10911)
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"listenPort={port}: expected 0..65535")
+        network = NetworkSettings(
+            listen_port=port,
+            bind_address=get("bindAddress", "0.0.0.0"),
+            broker_ip=get("brokerIP1", "127.0.0.1"),
+            namesrv_addrs=addrs,
+            register_interval_ms=max(10_000, min(60_000, get_int("registerNameServerPeriod", 30_000))),
+            client_channel_expiry_ms=get_int("channelExpiredTimeout", 120_000),
+        )
+        topics = TopicSettings(
+            auto_create_topic=get_bool("autoCreateTopicEnable", True),
+            auto_create_subscription_group=get_bool("autoCreateSubscriptionGroup", True),
+            default_topic_queue_nums=get_int("defaultTopicQueueNums", 8),
+        )
+        pull = PullSettings(
+            long_polling=get_bool("longPollingEnable", True),
+            short_polling_time_ms=get_int("shortPollingTimeMills", 1000),
+            max_transfer_bytes_hot=get_int("maxTransferBytesOnMessageInMemory", 256 * 1024),
+            max_transfer_count_hot=get_int("maxTransferCountOnMessageInMemory", 32),
+            max_transfer_bytes_cold=get_int("maxTransferBytesOnMessageInDisk", 64 * 1024),
+            max_transfer_count_cold=get_int("maxTransferCountOnMessageInDisk", 8),
+            slave_read_enable=get_bool("slaveReadEnable", False),
+        )
+        try:
+            store = StoreSettings.from_conf(conf)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        extra = {k: v for k, v in conf.items() if k not in used and not StoreSettings.knows(k)}
+        return cls(identity=identity, network=network, topics=topics, pull=pull, store=store, extra=extra)
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Read a Java properties file (``key=value`` or ``key: value``; ``#``/``!`` comments)."""
+    conf: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line[0] in "#!":
+                continue
+            m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+            if not m:
+                raise ConfigError(f"{path}:{lineno}: expected key=value, got {line!r}")
+            conf[m.group(1)] = m.group(2).strip()
+    return conf

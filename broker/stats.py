@@ -1,0 +1,42 @@
+"""Broker traffic counters (messages and bytes in/out), with a rough rate for runtime info."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+
+class BrokerStats:
+    def __init__(self) -> None:
+        self.put_count = 0
+        self.put_bytes = 0
+        self.get_count = 0
+        self.get_bytes = 0
+        self.put_by_topic: dict[str, int] = defaultdict(int)
+        self.get_by_topic: dict[str, int] = defaultdict(int)
+        self._mark = (time.monotonic(), 0, 0)
+
+    def on_put(self, topic: str, count: int, nbytes: int) -> None:
+        self.put_count += count
+        self.put_bytes += nbytes
+        self.put_by_topic[topic] += count
+
+    def on_get(self, topic: str, count: int, nbytes: int) -> None:
+        self.get_count += count
+        self.get_bytes += nbytes
+        self.get_by_topic[topic] += count
+
+    def _rates(self) -> tuple[float, float]:
+        t0, p0, g0 = self._mark
+        now = time.monotonic()
+        dt = max(now - t0, 1e-3)
+        rates = ((self.put_count - p0) / dt, (self.get_count - g0) / dt)
+        if dt > 10:
+            self._mark = (now, self.put_count, self.get_count)
+        return rates
+
+    def put_tps(self) -> float:
+        return self._rates()[0]
+
+    def get_tps(self) -> float:
+        return self._rates()[1]

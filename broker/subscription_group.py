@@ -1,0 +1,69 @@
+"""Subscription group configs (``config/subscriptionGroup.json``), auto-created on first use."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import orjson
+
+from pyrocketmq.remoting.body import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+
+from .store.config_file import load_json_file, write_json_file
+
+log = logging.getLogger("pyrocketmq.broker")
+
+_SYSTEM_GROUPS = (
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "__MONITOR_CONSUMER",
+    "CLIENT_INNER_PRODUCER",
+    "SELF_TEST_P_GROUP",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_ONSAPI_PULL",
+    "CID_RMQ_SYS_TRANS",
+)
+
+
+class SubscriptionGroupManager:
+    def __init__(self, path: str, *, auto_create: bool) -> None:
+        self.path = path
+        self.auto_create = auto_create
+        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(group_name=g) for g in _SYSTEM_GROUPS}
+        self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=0)
+
+    def load(self) -> None:
+        doc = load_json_file(self.path)
+        if doc is None:
+            return
+        wrapper = SubscriptionGroupWrapper.from_json(orjson.dumps(doc))
+        self.table.update(wrapper.subscription_group_table)
+        if wrapper.data_version is not None:
+            self.data_version = wrapper.data_version
+
+    def persist(self) -> None:
+        wrapper = SubscriptionGroupWrapper(subscription_group_table=dict(self.table), data_version=self.data_version)
+        write_json_file(self.path, orjson.loads(wrapper.to_json()))
+
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config; created with defaults when auto-creation is on."""
+        config = self.table.get(group)
+        if config is None and self.auto_create:
+            config = SubscriptionGroupConfig(group_name=group)
+            self.update(config)
+        return config
+
+    def update(self, config: SubscriptionGroupConfig) -> None:
+        self.table[config.group_name] = config
+        self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=self.data_version.counter + 1)
+        log.info("subscription group %s saved", config.group_name)
+        self.persist()
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        self.persist()
+        return True
