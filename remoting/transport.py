@@ -96,6 +96,11 @@ class Connection(asyncio.Protocol):
             self.close(f"malformed frame: {e}")
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._decoder.pending and self.close_reason is None:
+            log.warning(
+                "%s: connection from %s closed in the middle of a frame (%d bytes of it received)",
+                self._name, self.remote_addr, self._decoder.pending,
+            )
         self._closed(self.close_reason or (str(exc) if exc else "closed by peer"))
 
     # -- requests arriving --------------------------------------------------------------------

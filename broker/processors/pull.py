@@ -21,7 +21,7 @@ from pyrocketmq.remoting.message import tags_code
 from pyrocketmq.remoting.transport import Connection
 
 from ..settings import BrokerRole
-from ..store.message_store import GetMessageStatus
+from ..store.values import GetMessageStatus
 from ..topic_config import PERM_READ
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from pyrocketmq.remoting.message import MAX_PROPERTIES_BYTES, Prop, SysFlag, dec
 from pyrocketmq.remoting.transport import Connection
 
 from ..settings import BrokerRole
-from ..store.message_store import MessageInner, PutMessageStatus
+from ..store.values import MessageInner, PutMessageStatus
 from ..topic_config import (
     PERM_WRITE,
     RETRY_GROUP_TOPIC_PREFIX,

@@ -44,7 +44,9 @@ final class Common {
             return address == null ? null : address.toString();
         }
         InetSocketAddress inet = (InetSocketAddress) address;
-        return inet.getAddress().getHostAddress() + ":" + inet.getPort();
+        String ip = inet.getAddress().getHostAddress();
+        // IPv6 in brackets so the port stays unambiguous: [0:0:0:0:0:0:0:1]:10911 (Java's uncompressed text form)
+        return (ip.indexOf(':') >= 0 ? "[" + ip + "]" : ip) + ":" + inet.getPort();
     }
 
     /** Properties a user set (everything but RocketMQ's reserved keys). */

@@ -9,21 +9,20 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 /**
  * Looks messages up the way mqadmin does (rocketmq-tools DefaultMQAdminExt).
  *
- * Usage: ViewScenario NAMESRV TOPIC KIND ID...
- *   KIND offset: viewMessage(topic, offsetMsgId)       (VIEW_MESSAGE_BY_ID to the address inside the id)
- *   KIND uniq:   queryMessageByUniqKey(topic, msgId)   (QUERY_MESSAGE with _UNIQUE_KEY_QUERY=true)
- *   KIND key:    queryMessage(topic, key)              (QUERY_MESSAGE through the KEYS index)
+ * Usage: ViewScenario NAMESRV TOPIC KIND:ID...   (one JVM for any number of lookups)
+ *   offset:ID  viewMessage(topic, offsetMsgId)       (VIEW_MESSAGE_BY_ID to the address inside the id)
+ *   uniq:ID    queryMessageByUniqKey(topic, msgId)   (QUERY_MESSAGE with _UNIQUE_KEY_QUERY=true)
+ *   key:KEY    queryMessage(topic, key)              (QUERY_MESSAGE through the KEYS index)
  *
- * Output: {"results": [{"id", "found", "error"?, "messages": [Common.describe(msg)...]}]}
+ * Output: {"results": [{"kind", "id", "found", "error"?, "messages": [Common.describe(msg)...]}]}
  */
 public class ViewScenario {
     public static void main(String[] args) throws Exception {
-        if (args.length < 4) {
-            System.err.println("usage: ViewScenario NAMESRV TOPIC offset|uniq|key ID...");
+        if (args.length < 3) {
+            System.err.println("usage: ViewScenario NAMESRV TOPIC offset:ID|uniq:ID|key:KEY...");
             System.exit(2);
         }
         String topic = args[1];
-        String kind = args[2];
         DefaultMQAdminExt admin = new DefaultMQAdminExt(10000);
         admin.setNamesrvAddr(args[0]);
         admin.setVipChannelEnabled(false);
@@ -31,9 +30,12 @@ public class ViewScenario {
         admin.start();
         List<Map<String, Object>> results = new ArrayList<>();
         try {
-            for (int i = 3; i < args.length; i++) {
-                String id = args[i];
+            for (int i = 2; i < args.length; i++) {
+                String[] kindAndId = args[i].split(":", 2);
+                String kind = kindAndId[0];
+                String id = kindAndId[1];
                 Map<String, Object> r = new LinkedHashMap<>();
+                r.put("kind", kind);
                 r.put("id", id);
                 List<Map<String, Object>> found = new ArrayList<>();
                 try {
@@ -42,13 +44,15 @@ public class ViewScenario {
                         if (m != null) {
                             found.add(Common.describe(m));
                         }
-                    } else {
+                    } else if (kind.equals("uniq") || kind.equals("key")) {
                         QueryResult q = kind.equals("uniq")
                             ? admin.queryMessageByUniqKey(topic, id, 32, 0, Long.MAX_VALUE)
                             : admin.queryMessage(topic, id, 32, 0, Long.MAX_VALUE);
                         for (MessageExt m : q.getMessageList()) {
                             found.add(Common.describe(m));
                         }
+                    } else {
+                        throw new IllegalArgumentException("unknown lookup kind " + kind);
                     }
                 } catch (Exception e) {
                     r.put("error", e.toString());

@@ -1,0 +1,177 @@
+"""Background threads of the store: the flush service (durability) and the retention timer.
+
+Both have one shape, :class:`ServiceThread`: ``start()``, ``wakeup()``, ``shutdown()``, and a
+``run_once()`` that the thread calls after each wait (tests call it directly, with no thread).
+
+The flush service owns every disk sync of the commitlog and the consume queues::
+
+                  put (event loop)                       flush thread
+    ASYNC_FLUSH   append ─────────────────────────────▶  every flushIntervalCommitLog ms: fdatasync
+    SYNC_FLUSH    append, request_flush(end, cb) ─────▶  wake; swap the pending list; ONE fdatasync
+                                                         covers them all; cb(True) for each
+    both                                                 every flushIntervalConsumeQueue ms: consume
+                                                         queues, then the checkpoint
+
+Invariants: a callback gets ``True`` only when the bytes up to its offset are durable; callbacks
+run on the flush thread (the broker hops back to its loop with ``call_soon_threadsafe``); a request
+made before ``shutdown()`` is always answered; timeouts are the caller's business.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+log = logging.getLogger("pyrocketmq.broker.store")
+
+FlushCallback = Callable[[bool], None]
+
+
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class ServiceThread:
+    """A daemon thread that runs :meth:`run_once` every ``interval_ms`` or when woken."""
+
+    def __init__(self, name: str, interval_ms: int) -> None:
+        self.name = name
+        self.interval_ms = interval_ms
+        self._event = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stopped.clear()
+        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        self._thread.start()
+
+    def wakeup(self) -> None:
+        self._event.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait_interval_ms(self) -> int:
+        return self.interval_ms
+
+    def _loop(self) -> None:
+        log.info("%s started", self.name)
+        while not self._stopped.is_set():
+            self._event.wait(self.wait_interval_ms() / 1000)
+            self._event.clear()
+            if self._stopped.is_set():
+                break
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("%s: iteration failed", self.name)
+        log.info("%s stopped", self.name)
+
+    def run_once(self) -> None:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        """Stop the thread and wait for it (the current iteration finishes first)."""
+        self._stopped.set()
+        self._event.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+
+class FlushService(ServiceThread):
+    """Flushes the commitlog (periodically, or by group commit) and the consume queues.
+
+    ``flush_commit_log()`` must sync everything appended so far and return the durable offset;
+    ``flush_logics()`` syncs the consume queues and writes the checkpoint.
+    """
+
+    def __init__(
+        self,
+        *,
+        flush_commit_log: Callable[[], int],
+        flush_logics: Callable[[], None],
+        sync: bool,
+        interval_ms: int,
+        logics_interval_ms: int,
+        group_wait_ms: int = 10,
+    ) -> None:
+        super().__init__("FlushService", interval_ms)
+        self._flush_commit_log = flush_commit_log
+        self._flush_logics = flush_logics
+        self.sync = sync
+        self.logics_interval_ms = logics_interval_ms
+        self.group_wait_ms = group_wait_ms
+        self._lock = threading.Lock()
+        self._pending: list[tuple[int, FlushCallback]] = []
+        self._last_commit_log_flush = 0
+        self._last_logics_flush = 0
+        self.flushed_offset = 0
+        """Durable commitlog offset after the last flush."""
+
+    def wait_interval_ms(self) -> int:
+        return self.group_wait_ms if self.sync else self.interval_ms
+
+    def request_flush(self, offset: int, callback: FlushCallback) -> None:
+        """Ask for the commitlog to be durable up to ``offset``; ``callback(ok)`` runs on the flush thread.
+
+        Cheap and thread-safe: it queues the request and wakes the thread. A request for an offset
+        already durable is answered at the next iteration, like the others (no sync needed then).
+        """
+        with self._lock:
+            self._pending.append((offset, callback))
+        self._event.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def run_once(self, now_ms: int | None = None) -> None:
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            requests, self._pending = self._pending, []
+        due = now - self._last_commit_log_flush >= self.interval_ms
+        if requests or due:
+            ok = True
+            try:
+                target = max((off for off, _ in requests), default=0)
+                if not requests or target > self.flushed_offset:
+                    self.flushed_offset = self._flush_commit_log()
+                self._last_commit_log_flush = now
+            except Exception:
+                log.exception("commitlog flush failed")
+                ok = False
+            for off, cb in requests:
+                try:
+                    cb(ok and self.flushed_offset >= off)
+                except Exception:
+                    log.exception("flush callback failed")
+        if now - self._last_logics_flush >= self.logics_interval_ms:
+            try:
+                self._flush_logics()
+            except Exception:
+                log.exception("consume queue flush failed")
+            self._last_logics_flush = now
+
+    def shutdown(self) -> None:
+        """Stop the thread, then flush everything and answer every pending request."""
+        super().shutdown()
+        self._last_commit_log_flush = self._last_logics_flush = -(10**12)
+        self.run_once()
+
+
+class CleanService(ServiceThread):
+    """Runs ``task`` every ``interval_ms`` (retention: the store decides whether anything is due)."""
+
+    def __init__(self, task: Callable[[], object], interval_ms: int) -> None:
+        super().__init__("CleanService", interval_ms)
+        self._task = task
+
+    def run_once(self) -> None:
+        self._task()

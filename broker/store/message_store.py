@@ -1,0 +1,616 @@
+"""The store facade the broker uses: put, get, offsets, recovery, retention, flush.
+
+Files under ``storePathRootDir``::
+
+    commitlog/<20-digit offset>                 all messages (CommitLog)
+    consumequeue/<topic>/<queueId>/<offset>     per-queue index (ConsumeQueue), derived
+    checkpoint                                  durable timestamps (Checkpoint)
+    abort                                       exists while the store runs
+    config/                                     JSON configs of other components (config_file)
+
+Threads: ``put_*``/``get_*``/offset queries/``delete_topics`` are called from ONE thread (the broker's
+event loop) and never block on the disk; the flush thread syncs files and runs SYNC_FLUSH callbacks;
+the clean thread deletes expired files (segment lists are copy-on-write, so it can run alongside).
+
+Put path: encode the record once, pick the segment (blank + roll if needed), patch QUEUEOFFSET and
+PHYSICALOFFSET in the encoded bytes, copy them into the mapping, append the consume-queue unit, call
+``on_dispatch``. So when ``put_message`` returns, a pull can already read the message.
+
+Recovery (``load``): with no abort file (clean stop) the last 3 commitlog segments are checked;
+with one (crash) the scan starts at the segment chosen by the checkpoint, drops the torn tail and
+re-dispatches every valid record to the consume queues (units already there are skipped). Then
+consume-queue units pointing at or past the commitlog's end are cut. Afterwards every acknowledged
+(durable) message is readable in order, once, in its queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+
+from pyrocketmq.remoting.message import (
+    MAX_PROPERTIES_BYTES,
+    MAX_TOPIC_BYTES,
+    MessageExt,
+    Prop,
+    SysFlag,
+    create_offset_msg_id,
+    decode_message,
+    encode_properties,
+    encode_record,
+    pack_host,
+    patch_record,
+    tags_code,
+)
+
+from .checkpoint import Checkpoint
+from .commit_log import CommitLog
+from .consume_queue import FILLER_SIZE, UNIT, ConsumeQueue
+from .flush import CleanService, FlushCallback, FlushService
+from .mapped_file_queue import StoreError
+from .settings import StoreSettings
+from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult
+
+log = logging.getLogger("pyrocketmq.broker.store")
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+_NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
+
+DispatchHook = Callable[[str, int, int, int, dict[str, str]], None]
+"""``(topic, queue_id, max_offset_after, tags_code, properties)`` after each consume-queue append."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+class MessageStore:
+    """See the module docstring. Typical use::
+
+    store = MessageStore(settings, ("10.0.0.9", 10911))
+    store.load(); store.start()
+    r = store.put_message(MessageInner.build("T", b"hi", {"TAGS": "a"}, queue_id=0))
+    g = store.get_message("group", "T", 0, 0, 32, None, None)
+    store.shutdown()
+    """
+
+    def __init__(self, settings: StoreSettings, store_host: tuple[str, int]) -> None:
+        self.settings = settings
+        self.store_host = store_host
+        self.store_host_bytes = pack_host(*store_host)
+        self.commit_log = CommitLog(settings)
+        self.checkpoint = Checkpoint(settings.checkpoint_path)
+        self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
+        self._cq_file_size = settings.consume_queue_file_size
+        self._delay_levels = settings.delay_levels_ms
+        self._last_dispatch_ts = 0
+        self._running = False
+        self._loaded = False
+        mem = settings.physical_memory_bytes or _physical_memory()
+        self.memory_window = mem * settings.access_message_in_memory_max_ratio // 100
+        """Bytes behind the commitlog head still considered hot (in the page cache)."""
+        self.on_dispatch: DispatchHook | None = None
+        self.disk_usage_ratio: Callable[[], float] = self._disk_usage_ratio
+        """Fraction of the commitlog's disk in use (replaceable in tests)."""
+        fs = settings.flush
+        self.flush_service = FlushService(
+            flush_commit_log=self._flush_commit_log,
+            flush_logics=self._flush_logics,
+            sync=settings.sync_flush,
+            interval_ms=fs.flush_interval_commit_log,
+            logics_interval_ms=fs.flush_interval_consume_queue,
+            group_wait_ms=fs.group_commit_wait_ms,
+        )
+        self.clean_service = CleanService(self._clean_tick, settings.retention.clean_resource_interval)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Open the files and recover (normally, or from a crash when the abort file is there)."""
+        s = self.settings
+        os.makedirs(s.store_path_root_dir, exist_ok=True)
+        abnormal = os.path.exists(s.abort_path)
+        if abnormal:
+            log.warning("abort file found: the store did not stop cleanly; running crash recovery")
+        self.commit_log.load()
+        self._load_consume_queues()
+        self.checkpoint.load()
+        for cq in self._cqs.values():
+            cq.recover()
+        rebuilt = [0]
+
+        def redispatch(msg: MessageExt, phys: int, size: int) -> None:
+            if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in _NO_DISPATCH:
+                return
+            tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
+            if self._cq(msg.topic, msg.queue_id).put(msg.queue_offset, phys, size, tags):
+                rebuilt[0] += 1
+            self._last_dispatch_ts = max(self._last_dispatch_ts, msg.store_timestamp)
+
+        start = self.commit_log.recovery_start(
+            abnormal=abnormal, checkpoint_min_ts=self.checkpoint.min_timestamp
+        )
+        if abnormal:
+            # Units of records from `start` on may be torn or missing (their flush raced the crash):
+            # cut them and derive them again from the validated commitlog records.
+            for cq in self._cqs.values():
+                cq.truncate_dirty(start, routine=True)
+        max_phys = self.commit_log.recover(
+            start, abnormal=abnormal, dispatch=redispatch if abnormal else None
+        )
+        if rebuilt[0]:
+            log.warning("rebuilt %d consume-queue unit(s) from the commitlog", rebuilt[0])
+        if not self.commit_log.queue.files:
+            for cq in self._cqs.values():
+                if cq.max_offset:
+                    log.warning("no commitlog: dropping consume queue %s/%d", cq.topic, cq.queue_id)
+        for cq in self._cqs.values():
+            cq.truncate_dirty(max_phys)
+            cq.correct_min_offset(self.commit_log.min_offset)
+        # Everything left in the commitlog is dispatched now.
+        self._last_dispatch_ts = max(self._last_dispatch_ts, self.commit_log.last_store_timestamp)
+        with open(s.abort_path, "wb"):
+            pass
+        self._loaded = self._running = True
+
+    def _load_consume_queues(self) -> None:
+        root = self.settings.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in sorted(os.listdir(root)):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for qdir in sorted(os.listdir(tdir)):
+                if not qdir.isdigit():
+                    continue
+                cq = ConsumeQueue(root, topic, int(qdir), self._cq_file_size)
+                cq.load()
+                self._cqs[(topic, int(qdir))] = cq
+
+    def start(self) -> None:
+        """Start the flush thread and the retention timer."""
+        if not self._loaded:
+            raise StoreError("load() the store before start()")
+        self.flush_service.start()
+        self.clean_service.start()
+
+    def shutdown(self) -> None:
+        """Stop the threads, flush everything, write the checkpoint, remove the abort file."""
+        if not self._loaded:
+            return
+        self._running = False
+        self.clean_service.shutdown()
+        self.flush_service.shutdown()  # final flush of commitlog, consume queues and checkpoint
+        self.commit_log.close()
+        for cq in list(self._cqs.values()):
+            cq.close()
+        try:
+            os.unlink(self.settings.abort_path)
+        except FileNotFoundError:
+            pass
+        self._loaded = False
+        log.info("store shut down at physical offset %d", self.commit_log.max_offset)
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.settings.sync_flush
+
+    def request_flush(self, phys_offset: int, callback: FlushCallback) -> None:
+        """SYNC_FLUSH group commit: ``callback(ok)`` runs on the flush thread once ``phys_offset`` is durable."""
+        self.flush_service.request_flush(phys_offset, callback)
+
+    def _flush_commit_log(self) -> int:
+        ts = self.commit_log.last_store_timestamp  # captured before the sync: covered by it
+        off = self.commit_log.flush()
+        if ts:
+            self.checkpoint.physic_msg_timestamp = ts
+        return off
+
+    def _flush_logics(self) -> None:
+        ts = self._last_dispatch_ts
+        for cq in list(self._cqs.values()):
+            cq.flush()
+        if ts:
+            self.checkpoint.logics_msg_timestamp = ts
+        self.checkpoint.flush()
+
+    # -- consume queues -------------------------------------------------------------------------
+    def _cq(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self._cqs.get(key)
+        if cq is None:
+            cq = self._cqs[key] = ConsumeQueue(
+                self.settings.consume_queue_dir, topic, queue_id, self._cq_file_size
+            )
+        return cq
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self._cqs.get((topic, queue_id))
+
+    def consume_queues(self) -> list[ConsumeQueue]:
+        return list(self._cqs.values())
+
+    def _tags_code(self, topic: str, props: dict[str, str], store_ts: int, given: int | None) -> int:
+        if topic == SCHEDULE_TOPIC:
+            level_s = props.get(Prop.DELAY)
+            if level_s:
+                try:
+                    level = min(int(level_s), len(self._delay_levels))
+                except ValueError:
+                    level = 0
+                if level > 0:
+                    return store_ts + self._delay_levels[level - 1]
+                return store_ts + 1000
+        return tags_code(props.get(Prop.TAGS)) if given is None else given
+
+    # -- put ------------------------------------------------------------------------------------
+    def _encode(self, msg: MessageInner, now: int) -> tuple[bytearray | None, PutMessageStatus]:
+        topic = msg.topic.encode()
+        if len(topic) > MAX_TOPIC_BYTES:
+            log.warning("put refused: topic of %d bytes", len(topic))
+            return None, PutMessageStatus.MESSAGE_ILLEGAL
+        props = (
+            msg.properties_bytes if msg.properties_bytes is not None else encode_properties(msg.properties)
+        )
+        if len(props) > MAX_PROPERTIES_BYTES:
+            log.warning("put refused: properties of %d bytes", len(props))
+            return None, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        store_host = msg.store_host or self.store_host_bytes
+        sys_flag = msg.sys_flag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
+        if len(msg.born_host) == 20:
+            sys_flag |= SysFlag.BORNHOST_V6
+        if len(store_host) == 20:
+            sys_flag |= SysFlag.STOREHOST_V6
+        try:
+            rec = encode_record(
+                topic=topic,
+                body=msg.body,
+                flag=msg.flag,
+                properties=props,
+                queue_id=msg.queue_id,
+                sys_flag=sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_timestamp=now,
+                store_host=store_host,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+            )
+        except ValueError as e:
+            log.warning("put refused: %s", e)
+            return None, PutMessageStatus.MESSAGE_ILLEGAL
+        return rec, PutMessageStatus.PUT_OK
+
+    def _next_timestamp(self) -> int:
+        # Never go back in time within the log: offset-by-time searches rely on the order.
+        return max(_now_ms(), self.commit_log.last_store_timestamp)
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Append one message and index it. Returns at once; durability is ``request_flush``'s job."""
+        if not self._running:
+            return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        now = self._next_timestamp()
+        rec, status = self._encode(msg, now)
+        if rec is None:
+            return PutResult(status)
+        size = len(rec)
+        if size > self.settings.max_message_size or not self.commit_log.fits_a_segment(size):
+            log.warning("put refused: record of %d bytes exceeds maxMessageSize or a segment", size)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        dispatch = (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in _NO_DISPATCH
+        cq = self._cq(msg.topic, msg.queue_id) if dispatch else None
+        qoff = cq.max_offset if cq is not None else 0
+        try:
+            mf = self.commit_log.segment_for(size)
+        except OSError as e:
+            log.error("cannot create a commitlog segment: %s", e)
+            return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+        phys = mf.file_from_offset + mf.wrote_position
+        patch_record(rec, 0, qoff, phys)
+        mf.append(rec)
+        self.commit_log.last_store_timestamp = now
+        if cq is not None:
+            tags = self._tags_code(msg.topic, msg.properties, now, msg.tags_code)
+            cq.put(qoff, phys, size, tags)
+            self._last_dispatch_ts = now
+            hook = self.on_dispatch
+            if hook is not None:
+                hook(msg.topic, msg.queue_id, qoff + 1, tags, msg.properties)
+        msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
+        return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
+
+    def put_messages(self, msgs: list[MessageInner]) -> PutResult:
+        """Append a decoded batch as consecutive records of ONE queue (that of ``msgs[0]``), in one segment."""
+        if not self._running:
+            return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        if not msgs:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        first = msgs[0]
+        now = self._next_timestamp()
+        recs = []
+        for m in msgs:
+            if m.topic != first.topic or m.queue_id != first.queue_id:
+                log.warning(
+                    "batch refused: mixes queues (%s/%d, %s/%d)",
+                    first.topic,
+                    first.queue_id,
+                    m.topic,
+                    m.queue_id,
+                )
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            rec, status = self._encode(m, now)
+            if rec is None:
+                return PutResult(status)
+            recs.append(rec)
+        total = sum(len(r) for r in recs)
+        if total > self.settings.max_message_size or not self.commit_log.fits_a_segment(total):
+            log.warning("batch refused: %d bytes exceed maxMessageSize or a segment", total)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        cq = self._cq(first.topic, first.queue_id)
+        qoff0 = cq.max_offset
+        try:
+            mf = self.commit_log.segment_for(total)
+        except OSError as e:
+            log.error("cannot create a commitlog segment: %s", e)
+            return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+        phys0 = phys = mf.file_from_offset + mf.wrote_position
+        ids = []
+        for i, rec in enumerate(recs):
+            patch_record(rec, 0, qoff0 + i, phys)
+            mf.append(rec)
+            ids.append(create_offset_msg_id(msgs[i].store_host or self.store_host_bytes, phys))
+            phys += len(rec)
+        self.commit_log.last_store_timestamp = now
+        phys = phys0
+        hook = self.on_dispatch
+        for i, (m, rec) in enumerate(zip(msgs, recs, strict=True)):
+            tags = self._tags_code(m.topic, m.properties, now, m.tags_code)
+            cq.put(qoff0 + i, phys, len(rec), tags)
+            phys += len(rec)
+            if hook is not None:
+                hook(m.topic, m.queue_id, qoff0 + i + 1, tags, m.properties)
+        self._last_dispatch_ts = now
+        return PutResult(
+            PutMessageStatus.PUT_OK,
+            wrote_offset=phys0,
+            wrote_bytes=total,
+            msg_id=",".join(ids),
+            queue_offset=qoff0,
+            message_count=len(msgs),
+            store_timestamp=now,
+        )
+
+    # -- get ------------------------------------------------------------------------------------
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msgs: int,
+        max_bytes: int | None = None,
+        tag_filter: Callable[[int], bool] | None = None,
+    ) -> GetResult:
+        """Up to ``max_msgs`` messages from logical ``offset`` on (RocketMQ's ``getMessage`` rules).
+
+        ``max_bytes`` None applies RocketMQ's own limits per message: 256 KiB / 32 messages while
+        the data is within ``accessMessageInMemoryMaxRatio`` of RAM from the head, 64 KiB / 8 beyond;
+        an int replaces the byte limit. The first message is returned whatever its size.
+        ``tag_filter(tagsCode)`` False skips a message (it still counts as scanned).
+        """
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None:
+            return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        min_off = cq.min_offset
+        max_off = cq.max_offset
+        S = GetMessageStatus
+        if max_off == 0:
+            return GetResult(S.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
+        if offset < min_off:
+            return GetResult(S.OFFSET_TOO_SMALL, min_off, min_off, max_off)
+        if offset == max_off:
+            return GetResult(S.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
+        if offset > max_off:
+            return GetResult(S.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
+        units = cq.units_from(offset)
+        if units is None:
+            log.warning(
+                "consume queue %s/%d: no unit at offset %d (min %d, max %d)",
+                topic,
+                queue_id,
+                offset,
+                min_off,
+                max_off,
+            )
+            return GetResult(S.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
+
+        st = self.settings
+        max_phys = self.commit_log.max_offset
+        window = self.memory_window
+        status = S.NO_MATCHED_MESSAGE
+        buffers: list[memoryview] = []
+        total = 0
+        count = 0
+        scanned = 0
+        max_phy_pulling = 0
+        next_phy_file_start = -1
+        max_scan = max(800, max_msgs)  # RocketMQ: max(16000 bytes, maxMsgNums units) of index
+        n = min(len(units) // 20, max_scan)
+        for phys, size, tags in UNIT.iter_unpack(units[: n * 20]):
+            if size == FILLER_SIZE:  # a hole in the queue: nothing to read there
+                scanned += 1
+                continue
+            max_phy_pulling = phys
+            if phys < next_phy_file_start:
+                scanned += 1
+                continue
+            if count:  # RocketMQ's isTheBatchFull; the first message always goes
+                if count >= max_msgs:
+                    break
+                if max_phys - phys > window:
+                    limit_bytes, limit_count = (
+                        st.max_transfer_bytes_on_message_in_disk,
+                        st.max_transfer_count_on_message_in_disk,
+                    )
+                else:
+                    limit_bytes, limit_count = (
+                        st.max_transfer_bytes_on_message_in_memory,
+                        st.max_transfer_count_on_message_in_memory,
+                    )
+                if max_bytes is not None:
+                    limit_bytes = max_bytes
+                if total + size > limit_bytes or count >= limit_count:
+                    break
+            scanned += 1
+            if tag_filter is not None and not tag_filter(tags):
+                continue
+            data = self.commit_log.get_data(phys, size)
+            if data is None:
+                if not total:
+                    status = S.MESSAGE_WAS_REMOVING
+                next_phy_file_start = self.commit_log.roll_next_file(phys)
+                continue
+            buffers.append(data)
+            total += size
+            count += 1
+            status = S.FOUND
+            next_phy_file_start = -1
+        return GetResult(
+            status,
+            offset + scanned,
+            min_off,
+            max_off,
+            buffers,
+            count,
+            total,
+            suggest_pull_from_slave=max_phys - max_phy_pulling > window,
+        )
+
+    # -- offsets and lookups --------------------------------------------------------------------
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self._cqs.get((topic, queue_id))
+        return cq.max_offset if cq else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self._cqs.get((topic, queue_id))
+        return cq.min_offset if cq else 0
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    def _unit_time(self, cq: ConsumeQueue, offset: int) -> int:
+        unit = cq.get(offset)
+        if unit is None or unit[1] == FILLER_SIZE:
+            return -1
+        return self.commit_log.pickup_store_timestamp(unit[0], unit[1])
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        """STORETIMESTAMP (ms) of the message at logical ``offset``, -1 when there is none."""
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None or not cq.min_offset <= offset < cq.max_offset:
+            return -1
+        return self._unit_time(cq, offset)
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
+
+    def get_offset_by_time(self, topic: str, queue_id: int, ts_ms: int) -> int:
+        """Logical offset whose store time is ``ts_ms`` (the first such), else the closer neighbour
+        (the earlier one on a tie); before everything → min offset, after → the last message; 0 if empty."""
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None or cq.max_offset <= cq.min_offset:
+            return 0
+        lo, hi = cq.min_offset, cq.max_offset  # find the first offset whose time is >= ts_ms
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._unit_time(cq, mid) < ts_ms:  # unreadable units (-1) count as older
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo >= cq.max_offset:
+            return cq.max_offset - 1
+        right_ts = self._unit_time(cq, lo)
+        if right_ts == ts_ms or lo == cq.min_offset:
+            return lo
+        left_ts = self._unit_time(cq, lo - 1)
+        if left_ts < 0:
+            return lo
+        return lo - 1 if ts_ms - left_ts <= right_ts - ts_ms else lo
+
+    def look_message_by_offset(self, phys_offset: int) -> bytes | None:
+        """One whole stored record (a copy), or None when nothing valid is there."""
+        rec = self.commit_log.get_record(phys_offset)
+        return None if rec is None else bytes(rec)
+
+    def look_message(self, phys_offset: int) -> MessageExt | None:
+        """The decoded record at ``phys_offset`` (send-back, transactions, scheduled delivery)."""
+        rec = self.commit_log.get_record(phys_offset)
+        return None if rec is None else decode_message(rec)[0]
+
+    # -- topics and retention -------------------------------------------------------------------
+    def delete_topics(self, topics: set[str]) -> None:
+        """Drop the consume queues of ``topics`` (the commitlog keeps their records until retention)."""
+        for key in [k for k in self._cqs if k[0] in topics]:
+            cq = self._cqs.pop(key)
+            cq.destroy()
+            log.info("deleted consume queue %s/%d", key[0], key[1])
+        for t in topics:
+            shutil.rmtree(os.path.join(self.settings.consume_queue_dir, t), ignore_errors=True)
+
+    def _disk_usage_ratio(self) -> float:
+        try:
+            du = shutil.disk_usage(
+                self.settings.commit_log_dir
+                if os.path.isdir(self.settings.commit_log_dir)
+                else self.settings.store_path_root_dir
+            )
+        except OSError:
+            return 0.0
+        return du.used / du.total if du.total else 0.0
+
+    def clean_expired(self, now_ms: int | None = None, force: bool = False) -> int:
+        """Delete whole commitlog segments older than ``fileReservedTime`` (oldest first, at most a
+        batch, never the current one); with ``force``, or when the disk is fuller than the forced-clean
+        ratio, the oldest go even if young. Then drop consume-queue files wholly below the new
+        minimum. Returns the number of commitlog segments deleted."""
+        r = self.settings.retention
+        now = _now_ms() if now_ms is None else now_ms
+        clean_now = force or (
+            r.clean_file_forcibly_enable and self.disk_usage_ratio() > r.disk_space_clean_forcibly_ratio
+        )
+        gone = self.commit_log.queue.delete_expired_by_time(
+            r.file_reserved_time * 3_600_000, now, clean_now, r.delete_files_batch_max
+        )
+        for mf in gone:
+            log.info("retention deleted commitlog segment %s", mf.path)
+        clmin = self.commit_log.min_offset
+        cq_files = 0
+        for cq in list(self._cqs.values()):
+            cq_files += cq.delete_expired(clmin)
+        if cq_files:
+            log.info("retention deleted %d consume-queue file(s) below offset %d", cq_files, clmin)
+        return len(gone)
+
+    def _clean_tick(self) -> None:
+        r = self.settings.retention
+        hours = {h.strip() for h in r.delete_when.split(";") if h.strip()}
+        hour_now = time.localtime().tm_hour
+        due = any(h.isdigit() and int(h) == hour_now for h in hours)
+        if due or self.disk_usage_ratio() > r.disk_max_used_space_ratio / 100:
+            self.clean_expired()

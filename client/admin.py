@@ -1,0 +1,443 @@
+"""Administration of a cluster (Java's ``DefaultMQAdminExt``, the part ``mqadmin`` uses most).
+
+Where each request goes:
+
+============================  =====  ========================================================
+operation                     code   sent to
+============================  =====  ========================================================
+create / update topic         17     one broker, or every master of a cluster (from 106)
+delete topic                  215    every master of the cluster, then
+                              216    every name server
+topic list / route            206 / 105  a name server
+topic stats                   202    the master of every broker in the topic's route
+cluster info                  106    a name server
+create / update group         200    one broker, or every master of a cluster
+consume stats (progress)      208    the masters in the route of ``%RETRY%<group>`` (all masters
+                                     when that topic has no route)
+consumer ids of a group       38     a master of the group's retry topic (or of the cluster)
+view message by offset id     33     the ``ip:port`` encoded in the id
+query by unique key           12     every master in the topic's route
+min / max / search offset     31 / 30 / 29  the queue's master
+broker runtime info           28     one broker
+============================  =====  ========================================================
+
+:class:`Admin` is the asyncio API, :class:`SyncAdmin` its blocking facade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pyrocketmq.remoting.body import (
+    ClusterInfo,
+    ConsumeStats,
+    MessageQueue,
+    SubscriptionGroupConfig,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.message import (
+    MessageDecodeError,
+    MessageExt,
+    Prop,
+    SysFlag,
+    decode_messages,
+    decode_offset_msg_id,
+    uncompressed_body,
+)
+
+from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
+from .instance import ClientInstance, check_response
+from .loop_thread import LoopThread, shared_loop
+from .message import check_topic
+from .route import MASTER_ID
+from .settings import ClientSettings
+
+log = logging.getLogger("pyrocketmq.client")
+
+ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+
+
+@dataclass(slots=True, frozen=True)
+class TopicSpec:
+    """The settings of a topic as UPDATE_AND_CREATE_TOPIC carries them."""
+
+    topic: str
+    read_queue_nums: int = 8
+    write_queue_nums: int = 8
+    perm: int = 6
+    order: bool = False
+    topic_sys_flag: int = 0
+    topic_filter_type: str = "SINGLE_TAG"
+
+    def ext_fields(self, default_topic: str = "TBW102") -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "defaultTopic": default_topic,
+            "readQueueNums": self.read_queue_nums,
+            "writeQueueNums": self.write_queue_nums,
+            "perm": self.perm,
+            "topicFilterType": self.topic_filter_type,
+            "topicSysFlag": self.topic_sys_flag,
+            "order": self.order,
+        }
+
+
+class Admin:
+    """Administer topics, groups and messages of the cluster behind ``namesrv_addr``.
+
+    Example::
+
+        async with Admin("127.0.0.1:9876") as admin:
+            await admin.create_topic("Orders", cluster="DefaultCluster", read_queues=4, write_queues=4)
+            print(await admin.topic_list())
+            stats = await admin.topic_stats("Orders")
+    """
+
+    def __init__(self, namesrv_addr: str = "127.0.0.1:9876", client: ClientSettings | None = None) -> None:
+        self.client_settings = client or ClientSettings()
+        self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
+        self._instance: ClientInstance | None = None
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise MQClientError("the admin is not started: call 'await admin.start()' first")
+        return self._instance
+
+    async def start(self) -> None:
+        if self._instance is None:
+            self._instance = ClientInstance.acquire(self.client_settings)
+
+    async def shutdown(self) -> None:
+        inst, self._instance = self._instance, None
+        if inst is not None:
+            await inst.release()
+
+    async def __aenter__(self) -> Admin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # -- plumbing -------------------------------------------------------------------------------
+    async def _namesrv(self, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None) -> RemotingCommand:
+        resp, addr = await self.instance.invoke_namesrv(RemotingCommand.request(code, fields, body))
+        return check_response(resp, addr)
+
+    async def _broker(self, addr: str, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None,
+                      timeout: float | None = None) -> RemotingCommand:
+        resp = await self.instance.invoke(addr, RemotingCommand.request(code, fields, body), timeout)
+        return check_response(resp, addr)
+
+    async def master_addrs_of_cluster(self, cluster: str) -> list[str]:
+        """Addresses of the masters of ``cluster`` (sorted by broker name)."""
+        info = await self.cluster_info()
+        names = info.cluster_addr_table.get(cluster)
+        if names is None:
+            known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+            raise MQClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
+        out = []
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            addr = _addrs(bd).get(MASTER_ID) if bd is not None else None
+            if addr:
+                out.append(addr)
+        return out
+
+    async def _targets(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+        if bool(broker_addr) == bool(cluster):
+            raise MQClientError("give exactly one of broker_addr (-b) and cluster (-c)")
+        if broker_addr:
+            return [broker_addr]
+        addrs = await self.master_addrs_of_cluster(cluster or "")
+        if not addrs:
+            raise MQClientError(f"cluster {cluster!r} has no master broker registered")
+        return addrs
+
+    # -- topics ---------------------------------------------------------------------------------
+    async def create_topic(
+        self,
+        topic: str,
+        *,
+        broker_addr: str | None = None,
+        cluster: str | None = None,
+        read_queues: int = 8,
+        write_queues: int = 8,
+        perm: int = 6,
+        order: bool = False,
+        topic_sys_flag: int = 0,
+    ) -> list[str]:
+        """Create or update ``topic`` on one broker or on every master of ``cluster``.
+
+        Returns the broker addresses updated. With ``order`` and a cluster, the name servers also
+        get the ordered-topic config (``brokerName:writeQueues;…``), as mqadmin's ``-o true`` does.
+        """
+        check_topic(topic)
+        if not (0 < read_queues <= 1024 and 0 < write_queues <= 1024):
+            raise MQClientError("read and write queue counts must be within 1..1024")
+        if not 0 <= perm <= 15:
+            raise MQClientError(f"perm {perm} is invalid: use 2 (W), 4 (R) or 6 (RW)")
+        spec = TopicSpec(topic, read_queues, write_queues, perm, order, topic_sys_flag)
+        targets = await self._targets(broker_addr, cluster)
+        await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_TOPIC, spec.ext_fields()) for a in targets))
+        if order and cluster:
+            info = await self.cluster_info()
+            conf = ";".join(f"{name}:{write_queues}" for name in sorted(info.cluster_addr_table.get(cluster, ())))
+            await self.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic, conf)
+        return targets
+
+    async def delete_topic(self, topic: str, cluster: str) -> list[str]:
+        """Delete ``topic`` from every master of ``cluster`` and from every name server."""
+        check_topic(topic)
+        targets = await self.master_addrs_of_cluster(cluster)
+        await asyncio.gather(*(self._broker(a, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}) for a in targets))
+        for ns in self.instance.namesrv_addrs:
+            resp = await self.instance.invoke(
+                ns, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster})
+            )
+            check_response(resp, ns)
+        return targets
+
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """PUT_KV_CONFIG on every name server."""
+        for ns in self.instance.namesrv_addrs:
+            cmd = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value})
+            check_response(await self.instance.invoke(ns, cmd), ns)
+
+    async def topic_list(self) -> list[str]:
+        """Every topic the name servers know (sorted)."""
+        resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        """The topic's route; :class:`~.errors.TopicNotFoundError` when it has none."""
+        route = await self.instance.fetch_route(topic)
+        if route is None:
+            ns = self.instance.namesrv_addrs[0]
+            raise MQBrokerError.for_code(ResponseCode.TOPIC_NOT_EXIST, f"no route info of topic {topic}", ns)
+        return route
+
+    async def topic_stats(self, topic: str) -> dict[MessageQueue, Any]:
+        """Min/max offset and last update time of every queue of ``topic`` (``TopicOffset`` values)."""
+        route = await self.topic_route(topic)
+        table: dict[MessageQueue, Any] = {}
+        for bd in route.broker_datas:
+            addr = _addrs(bd).get(MASTER_ID)
+            if addr is None:
+                continue
+            resp = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+            table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
+        return dict(sorted(table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)))
+
+    async def cluster_info(self) -> ClusterInfo:
+        resp = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
+        return ClusterInfo.from_json(resp.body or b"{}")
+
+    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+        """The broker's runtime KV table (version, TPS, disk use …)."""
+        resp = await self._broker(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        doc = orjson.loads(resp.body or b"{}")
+        return {str(k): str(v) for k, v in (doc.get("table") or {}).items()}
+
+    # -- subscription groups --------------------------------------------------------------------
+    async def create_subscription_group(
+        self,
+        group: str,
+        *,
+        broker_addr: str | None = None,
+        cluster: str | None = None,
+        retry_queue_nums: int = 1,
+        retry_max_times: int = 16,
+        consume_enable: bool = True,
+        consume_from_min_enable: bool = True,
+        consume_broadcast_enable: bool = True,
+        broker_id: int = 0,
+        which_broker_when_consume_slowly: int = 1,
+        notify_consumer_ids_changed_enable: bool = True,
+    ) -> tuple[list[str], SubscriptionGroupConfig]:
+        """Create or update a consumer group on one broker or every master of ``cluster``."""
+        if not group:
+            raise MQClientError("the group name is empty")
+        config = SubscriptionGroupConfig(
+            group_name=group,
+            consume_enable=consume_enable,
+            consume_from_min_enable=consume_from_min_enable,
+            consume_broadcast_enable=consume_broadcast_enable,
+            retry_queue_nums=retry_queue_nums,
+            retry_max_times=retry_max_times,
+            broker_id=broker_id,
+            which_broker_when_consume_slowly=which_broker_when_consume_slowly,
+            notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
+        )
+        targets = await self._targets(broker_addr, cluster)
+        body = config.to_json()
+        await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body) for a in targets))
+        return targets, config
+
+    async def _group_brokers(self, group: str) -> list[str]:
+        route = await self.instance.fetch_route(RETRY_GROUP_TOPIC_PREFIX + group)
+        if route is not None:
+            return [a for bd in route.broker_datas if (a := _addrs(bd).get(MASTER_ID))]
+        info = await self.cluster_info()
+        return [a for bd in info.broker_addr_table.values() if (a := _addrs(bd).get(MASTER_ID))]
+
+    async def consume_stats(self, group: str, topic: str | None = None) -> tuple[dict[MessageQueue, Any], float]:
+        """The group's progress per queue (``OffsetWrapper``: broker offset, consumer offset, last
+        timestamp) and its total consume TPS, merged over the brokers."""
+        table: dict[MessageQueue, Any] = {}
+        tps = 0.0
+        fields = {"consumerGroup": group, "topic": topic}
+        for addr in await self._group_brokers(group):
+            resp = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
+            stats = ConsumeStats.from_json(resp.body or b"{}")
+            table.update(stats.offset_table)
+            tps += float(stats.consume_tps or 0.0)
+        ordered = dict(sorted(table.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)))
+        return ordered, tps
+
+    async def consumer_ids(self, group: str) -> list[str]:
+        """Client ids of the group's online consumers (GET_CONSUMER_LIST_BY_GROUP); [] when none."""
+        ids: set[str] = set()
+        for addr in await self._group_brokers(group):
+            resp = await self.instance.invoke(
+                addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+            )
+            if resp.code == ResponseCode.SUCCESS and resp.body:
+                ids.update(orjson.loads(resp.body).get("consumerIdList") or [])
+        return sorted(ids)
+
+    # -- messages -------------------------------------------------------------------------------
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """The message stored at the broker address and commitlog offset encoded in the id."""
+        try:
+            ip, port, offset = decode_offset_msg_id(offset_msg_id)
+        except ValueError as e:
+            raise MQClientError(f"{offset_msg_id!r} is not an offset message id: {e}") from None
+        addr = f"{ip}:{port}"
+        resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
+        msgs = _decode(resp.body or b"", addr)
+        if not msgs:
+            raise MQBrokerError.for_code(ResponseCode.QUERY_NOT_FOUND, f"no message at offset {offset}", addr)
+        return msgs[0]
+
+    async def query_by_unique_key(self, topic: str, unique_key: str, max_num: int = 32) -> list[MessageExt]:
+        """Messages of ``topic`` whose ``UNIQ_KEY`` is ``unique_key`` (QUERY_MESSAGE with the
+        unique-key flag, to every master of the topic)."""
+        route = await self.topic_route(topic)
+        found: list[MessageExt] = []
+        fields = {
+            "topic": topic,
+            "key": unique_key,
+            "maxNum": max_num,
+            "beginTimestamp": 0,
+            "endTimestamp": 2**63 - 1,
+            "_UNIQUE_KEY_QUERY": "true",
+        }
+        for bd in route.broker_datas:
+            addr = _addrs(bd).get(MASTER_ID)
+            if addr is None:
+                continue
+            resp = await self.instance.invoke(addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields), 15.0)
+            if resp.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            check_response(resp, addr)
+            found.extend(m for m in _decode(resp.body or b"", addr) if m.properties.get(Prop.UNIQ_KEY) == unique_key)
+        return found
+
+    async def find_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """By offset id first; then, when a topic is given, by unique id (mqadmin ``queryMsgById``)."""
+        first_error: Exception | None = None
+        try:
+            return await self.view_message(msg_id)
+        except (MQClientError, MQBrokerError, MQConnectionError, MQTimeoutError) as e:
+            first_error = e
+        if topic:
+            msgs = await self.query_by_unique_key(topic, msg_id)
+            if msgs:
+                return msgs[0]
+            raise MQBrokerError.for_code(ResponseCode.QUERY_NOT_FOUND, f"no message with id {msg_id} in topic {topic}")
+        assert first_error is not None
+        first_error.add_note("if this is a unique id (UNIQ_KEY), also give its topic (-t TOPIC)")
+        raise first_error
+
+    # -- offsets --------------------------------------------------------------------------------
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self.instance.max_offset(mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self.instance.min_offset(mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await self.instance.search_offset(mq, timestamp_ms)
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        await self.instance.update_consumer_offset(group, mq, offset)
+
+
+def _addrs(bd: Any) -> dict[int, str]:
+    return {int(k): v for k, v in (bd.broker_addrs or {}).items()}
+
+
+def _decode(body: bytes, addr: str) -> list[MessageExt]:
+    try:
+        msgs = decode_messages(body)
+    except MessageDecodeError as e:
+        raise MQBrokerError(ResponseCode.SYSTEM_ERROR, f"undecodable message body: {e}", addr) from None
+    for m in msgs:
+        if m.sys_flag & SysFlag.COMPRESSED:
+            m.body = uncompressed_body(m)
+            m.sys_flag &= ~(SysFlag.COMPRESSED | SysFlag.COMPRESSION_MASK)
+    return msgs
+
+
+class SyncAdmin:
+    """A blocking :class:`Admin` on the shared background loop thread.
+
+    Example::
+
+        with SyncAdmin("127.0.0.1:9876") as admin:
+            admin.create_topic("Orders", cluster="DefaultCluster")
+            print(admin.topic_list())
+    """
+
+    def __init__(self, namesrv_addr: str = "127.0.0.1:9876", client: ClientSettings | None = None,
+                 *, loop_thread: LoopThread | None = None) -> None:
+        self.admin = Admin(namesrv_addr, client)
+        self._lt = loop_thread or shared_loop()
+
+    def start(self) -> SyncAdmin:
+        self._lt.run(self.admin.start())
+        return self
+
+    def shutdown(self) -> None:
+        if self._lt.alive:
+            self._lt.run(self.admin.shutdown())
+
+    def __enter__(self) -> SyncAdmin:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def __getattr__(self, name: str) -> Any:
+        # Every other public coroutine method of Admin, made blocking.
+        attr = getattr(self.admin, name)
+        if name.startswith("_") or not asyncio.iscoroutinefunction(attr):
+            return attr
+
+        def blocking(*args: Any, **kwargs: Any) -> Any:
+            return self._lt.run(attr(*args, **kwargs))
+
+        blocking.__doc__ = attr.__doc__
+        blocking.__name__ = name
+        return blocking

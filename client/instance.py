@@ -1,0 +1,568 @@
+"""The shared client runtime (Java's ``MQClientInstance``): one per name-server list and instance name.
+
+A :class:`ClientInstance` owns what producers, consumers and admins of one process share:
+
+- the connections (one :class:`~pyrocketmq.remoting.transport.RemotingClient`);
+- the name-server list, with failover: a request goes to the last name server that answered,
+  and on a transport failure to the next one in the list;
+- the route cache: ``TopicRouteData`` per topic, refreshed every ``poll_namesrv_interval`` for the
+  topics in use and on demand, turned into publish info (write queues) and subscribe queues
+  (read queues) by :mod:`.route`; the broker address table (name → id → address) is merged from
+  every cached route;
+- heartbeats every ``heartbeat_interval`` to every master (and to slaves too once a consumer is
+  registered), naming the producer and consumer groups; UNREGISTER_CLIENT to all brokers when a
+  group leaves or the instance shuts down;
+- the answers to broker → client requests: GET_CONSUMER_RUNNING_INFO (307) is answered from the
+  consumer's ``running_info()``; NOTIFY_CONSUMER_IDS_CHANGED (40), RESET_CONSUMER_CLIENT_OFFSET
+  (220) and CHECK_TRANSACTION_STATE (39) are handed to the registered group's hook
+  (``on_consumer_ids_changed``, ``on_reset_offset``, ``on_check_transaction``) when it has one.
+
+The client id is ``clientIP@instanceName`` with ``instanceName`` defaulting to ``pid#nanotime``,
+as the Java client makes it. Requests announce language PYTHON and version 407 (4.9.7).
+
+Invariants: an instance lives on one event loop (the one that acquired it) and is shared per
+``(loop, name servers, instance name)`` with a reference count (:meth:`acquire` /
+:meth:`release`); transport failures surface as :class:`~.errors.MQConnectionError` or
+:class:`~.errors.MQTimeoutError`, error answers as :class:`~.errors.MQBrokerError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import weakref
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import orjson
+from pyrocketmq.remoting.body import (
+    ConsumerData,
+    HeartbeatData,
+    MessageQueue,
+    ProducerData,
+    TopicRouteData,
+)
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.message import decode_messages
+from pyrocketmq.remoting.transport import (
+    Connection,
+    RemotingClient,
+    RemotingError,
+    RemotingTimeoutError,
+)
+
+from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
+from .route import (
+    MASTER_ID,
+    TopicPublishInfo,
+    broker_addr_table,
+    choose_broker_addr,
+    limit_default_route,
+    publish_info_from_route,
+    subscribe_queues_from_route,
+)
+from .settings import ClientSettings, split_namesrv_addr
+
+log = logging.getLogger("pyrocketmq.client")
+
+
+class ConsumerHooks(Protocol):
+    """What a consumer registered on an instance provides (hooks beyond these are optional)."""
+
+    group: str
+
+    def consumer_data(self) -> ConsumerData: ...
+
+    def topics(self) -> set[str]: ...
+
+
+def local_ip() -> str:
+    """This host's address as peers see it (Java picks a non-loopback IPv4 address).
+
+    A UDP ``connect`` picks the outgoing interface without sending anything.
+    """
+    for target in ("10.255.255.255", "8.8.8.8"):
+        with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((target, 1))
+            ip = s.getsockname()[0]
+            if ip and not ip.startswith("0."):
+                return ip
+    with contextlib.suppress(OSError):
+        return socket.gethostbyname(socket.gethostname())
+    return "127.0.0.1"
+
+
+def default_instance_name() -> str:
+    return f"{os.getpid()}#{time.monotonic_ns()}"
+
+
+def transport_error(e: RemotingError, addr: str, what: str = "") -> Exception:
+    """The client error for a transport failure talking to ``addr``."""
+    prefix = f"{what} " if what else ""
+    if isinstance(e, RemotingTimeoutError):
+        return MQTimeoutError(f"{prefix}{addr}: {e}")
+    return MQConnectionError(f"{prefix}{addr}: {e}")
+
+
+def check_response(resp: RemotingCommand, addr: str, *ok: int) -> RemotingCommand:
+    """``resp`` when its code is SUCCESS (or one of ``ok``); else the matching :class:`MQBrokerError`."""
+    if resp.code == ResponseCode.SUCCESS or resp.code in ok:
+        return resp
+    raise MQBrokerError.for_code(resp.code, resp.remark, addr)
+
+
+_instances: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, ClientInstance]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class ClientInstance:
+    """The runtime shared by the producers, consumers and admins of one name-server list.
+
+    Most code gets one through :meth:`acquire` (inside a running loop) and gives it back with
+    :meth:`release`; the last release shuts it down.
+
+    Example::
+
+        inst = ClientInstance.acquire(ClientSettings(namesrv_addr="127.0.0.1:9876"))
+        await inst.start()
+        route = await inst.fetch_route("TopicTest")
+        await inst.release()
+    """
+
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        self.namesrv_addrs = split_namesrv_addr(settings.namesrv_addr)
+        if not self.namesrv_addrs:
+            raise MQClientError("no name server address given: pass namesrv_addr='host:port' (';' between several)")
+        self.client_ip = settings.client_ip or local_ip()
+        self.instance_name = settings.instance_name or default_instance_name()
+        self.client_id = f"{self.client_ip}@{self.instance_name}"
+        self.remoting = RemotingClient(connect_timeout=settings.connect_timeout)
+        self.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._handle_running_info)
+        self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._handle_ids_changed)
+        self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._handle_reset_offset)
+        self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._handle_check_transaction)
+        self.routes: dict[str, TopicRouteData] = {}
+        self.publish_infos: dict[str, TopicPublishInfo] = {}
+        self.broker_addrs: dict[str, dict[int, str]] = {}
+        self.broker_versions: dict[str, int] = {}
+        self.producers: dict[str, Any] = {}
+        self.consumers: dict[str, Any] = {}
+        self._ns_index = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._route_locks: dict[str, asyncio.Lock] = {}
+        self._started = False
+        self._closed = False
+        self._refs = 0
+        self._key: tuple | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- sharing ----------------------------------------------------------------------------------
+    @classmethod
+    def acquire(cls, settings: ClientSettings) -> ClientInstance:
+        """The instance for these name servers and instance name on the running loop (made if needed)."""
+        loop = asyncio.get_running_loop()
+        key = (tuple(split_namesrv_addr(settings.namesrv_addr)), settings.instance_name, settings.client_ip)
+        table = _instances.setdefault(loop, {})
+        inst = table.get(key)
+        if inst is None or inst._closed:
+            inst = table[key] = cls(settings)
+            inst._key = key
+            inst._loop = loop
+        inst._refs += 1
+        return inst
+
+    async def release(self) -> None:
+        """Give the instance back; the last holder shuts it down."""
+        self._refs -= 1
+        if self._refs <= 0:
+            if self._loop is not None and self._key is not None:
+                table = _instances.get(self._loop)
+                if table is not None and table.get(self._key) is self:
+                    del table[self._key]
+            await self.shutdown()
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the route-refresh and heartbeat loops (idempotent)."""
+        if self._closed:
+            raise MQClientError("this client instance was shut down; create a new producer/consumer")
+        if self._started:
+            return
+        self._started = True
+        self._tasks.append(asyncio.create_task(self._every(self.settings.poll_namesrv_interval, self.refresh_routes)))
+        self._tasks.append(asyncio.create_task(self._every(self.settings.heartbeat_interval, self.send_heartbeat_to_all)))
+
+    async def shutdown(self) -> None:
+        """Stop the loops, unregister every group from every broker, close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks.clear()
+        for group in list(self.producers):
+            await self._unregister_everywhere(producer_group=group)
+        for group in list(self.consumers):
+            await self._unregister_everywhere(consumer_group=group)
+        self.producers.clear()
+        self.consumers.clear()
+        await self.remoting.close()
+
+    async def _every(self, interval: float, fn) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("client %s: periodic %s failed", self.client_id, getattr(fn, "__name__", fn))
+
+    # -- groups -----------------------------------------------------------------------------------
+    def register_producer(self, group: str, producer: Any) -> None:
+        if group in self.producers and self.producers[group] is not producer:
+            raise MQClientError(
+                f"producer group {group!r} is already used by another producer of this client instance; "
+                "use one producer per group, or set a distinct instance_name"
+            )
+        self.producers[group] = producer
+
+    async def unregister_producer(self, group: str) -> None:
+        if self.producers.pop(group, None) is not None and not self._closed:
+            await self._unregister_everywhere(producer_group=group)
+
+    def register_consumer(self, group: str, consumer: ConsumerHooks) -> None:
+        if group in self.consumers and self.consumers[group] is not consumer:
+            raise MQClientError(
+                f"consumer group {group!r} is already used by another consumer of this client instance; "
+                "use one consumer per group, or set a distinct instance_name"
+            )
+        self.consumers[group] = consumer
+
+    async def unregister_consumer(self, group: str) -> None:
+        if self.consumers.pop(group, None) is not None and not self._closed:
+            await self._unregister_everywhere(consumer_group=group)
+
+    # -- requests ---------------------------------------------------------------------------------
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        """Send ``cmd`` to ``addr`` and wait for the answer; transport failures become client errors."""
+        try:
+            return await self.remoting.invoke(addr, cmd, self.settings.request_timeout if timeout is None else timeout)
+        except RemotingError as e:
+            raise transport_error(e, addr) from None
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        try:
+            await self.remoting.invoke_oneway(addr, cmd)
+        except RemotingError as e:
+            raise transport_error(e, addr) from None
+
+    async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float | None = None) -> tuple[RemotingCommand, str]:
+        """Send ``cmd`` to a name server, failing over to the next on transport errors.
+
+        Returns the answer and the address that gave it. When none answers, raises the error of
+        the last one tried (a :class:`MQConnectionError` naming it).
+        """
+        n = len(self.namesrv_addrs)
+        last: Exception | None = None
+        for i in range(n):
+            idx = (self._ns_index + i) % n
+            addr = self.namesrv_addrs[idx]
+            try:
+                resp = await self.remoting.invoke(addr, cmd, self.settings.request_timeout if timeout is None else timeout)
+            except RemotingTimeoutError as e:
+                last = MQTimeoutError(f"name server {addr} did not answer: {e}")
+            except RemotingError as e:
+                last = MQConnectionError(f"cannot reach name server {addr}: {_reason(e)}")
+            else:
+                self._ns_index = idx
+                return resp, addr
+        assert last is not None
+        raise last
+
+    # -- routes -----------------------------------------------------------------------------------
+    async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
+        """The topic's route from the name servers; None when they do not know the topic."""
+        cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        resp, addr = await self.invoke_namesrv(cmd, timeout)
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        check_response(resp, addr)
+        if not resp.body:
+            return None
+        return TopicRouteData.from_json(resp.body)
+
+    async def update_route(self, topic: str, *, default_topic: str | None = None, default_queue_nums: int = 4) -> bool:
+        """Refresh ``topic``'s cached route; with ``default_topic``, use that topic's route in its place.
+
+        Returns True when the topic (now) has a route. Name-server failures propagate; a topic the
+        name servers do not know keeps its previous route (as the Java client does).
+        """
+        lock = self._route_locks.setdefault(topic, asyncio.Lock())
+        async with lock:
+            if default_topic:
+                route = await self.fetch_route(default_topic)
+                if route is not None:
+                    route = limit_default_route(route, default_queue_nums)
+            else:
+                route = await self.fetch_route(topic)
+            if route is None:
+                return topic in self.routes
+            self._store_route(topic, route)
+            return True
+
+    def _store_route(self, topic: str, route: TopicRouteData) -> None:
+        self.routes[topic] = route
+        self.broker_addrs.update(broker_addr_table([route]))
+        if topic in self.publish_infos or self.producers:
+            info = publish_info_from_route(topic, route)
+            old = self.publish_infos.get(topic)
+            if old is not None:
+                info.counter = old.counter
+            self.publish_infos[topic] = info
+        for consumer in list(self.consumers.values()):
+            hook = getattr(consumer, "on_route_changed", None)
+            if hook is not None and topic in consumer.topics():
+                hook(topic, subscribe_queues_from_route(topic, route))
+
+    def topics_in_use(self) -> set[str]:
+        topics = set(self.publish_infos)
+        for consumer in self.consumers.values():
+            topics |= set(consumer.topics())
+        return topics
+
+    async def refresh_routes(self) -> None:
+        """Refresh the route of every topic in use (the 30 s timer)."""
+        for topic in sorted(self.topics_in_use()):
+            try:
+                await self.update_route(topic)
+            except (MQConnectionError, MQTimeoutError, MQBrokerError) as e:
+                log.warning("client %s: route refresh of %s failed: %s", self.client_id, topic, e)
+
+    async def find_publish_info(
+        self, topic: str, *, default_topic: str = "TBW102", default_queue_nums: int = 4
+    ) -> TopicPublishInfo:
+        """Where ``topic`` can be written; falls back to the default topic's route (auto-creation).
+
+        The returned info may have no queues: the topic is unknown and no broker auto-creates topics.
+        """
+        info = self.publish_infos.get(topic)
+        if info is None or not info.ok:
+            self.publish_infos.setdefault(topic, TopicPublishInfo(topic))
+            await self.update_route(topic)
+            info = self.publish_infos.get(topic)
+        if info is not None and info.ok:
+            return info
+        if default_topic and default_topic != topic:
+            await self.update_route(topic, default_topic=default_topic, default_queue_nums=default_queue_nums)
+        return self.publish_infos.get(topic) or TopicPublishInfo(topic)
+
+    async def subscribe_queues(self, topic: str, *, refresh: bool = True) -> list[MessageQueue]:
+        """The readable queues of ``topic`` (fetching its route first when ``refresh`` or unknown)."""
+        if refresh or topic not in self.routes:
+            found = await self.update_route(topic)
+            if not found:
+                raise MQBrokerError.for_code(
+                    ResponseCode.TOPIC_NOT_EXIST, f"no route for topic {topic}", self.namesrv_addrs[self._ns_index]
+                )
+        return subscribe_queues_from_route(topic, self.routes[topic])
+
+    # -- broker addresses -------------------------------------------------------------------------
+    def master_addr(self, broker_name: str) -> str | None:
+        found = choose_broker_addr(self.broker_addrs.get(broker_name), MASTER_ID, only_this=True)
+        return found[0] if found else None
+
+    def find_broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, only_this: bool = False) -> tuple[str, int] | None:
+        """``(address, id)`` of a broker by name and id; any of that name unless ``only_this``."""
+        return choose_broker_addr(self.broker_addrs.get(broker_name), broker_id, only_this=only_this)
+
+    async def master_addr_of(self, topic: str, broker_name: str) -> str:
+        """The master's address, refreshing ``topic``'s route once when it is not known."""
+        addr = self.master_addr(broker_name)
+        if addr is None:
+            await self.update_route(topic)
+            addr = self.master_addr(broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {broker_name!r} has no master in the route of topic {topic!r}; is it running?")
+        return addr
+
+    def all_broker_addrs(self, *, masters_only: bool = False) -> list[str]:
+        out: list[str] = []
+        for addrs in self.broker_addrs.values():
+            for bid, addr in sorted(addrs.items()):
+                if not masters_only or bid == MASTER_ID:
+                    out.append(addr)
+        return out
+
+    # -- queue offsets on the broker (shared by consumers and admin) -----------------------------
+    async def _queue_request(self, code: int, mq: MessageQueue, extra: dict[str, Any] | None = None) -> RemotingCommand:
+        addr = await self.master_addr_of(mq.topic, mq.broker_name)
+        fields: dict[str, Any] = {"topic": mq.topic, "queueId": mq.queue_id}
+        if extra:
+            fields.update(extra)
+        resp = await self.invoke(addr, RemotingCommand.request(code, fields))
+        return check_response(resp, addr)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        """The queue's max offset (one past its last message) on the master."""
+        resp = await self._queue_request(RequestCode.GET_MAX_OFFSET, mq)
+        return resp.get_int("offset", 0) or 0
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        """The queue's min offset (its first message still stored) on the master."""
+        resp = await self._queue_request(RequestCode.GET_MIN_OFFSET, mq)
+        return resp.get_int("offset", 0) or 0
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the message stored closest to ``timestamp_ms`` (ms since the epoch)."""
+        resp = await self._queue_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, {"timestamp": timestamp_ms})
+        return resp.get_int("offset", 0) or 0
+
+    async def earliest_store_time(self, mq: MessageQueue) -> int:
+        resp = await self._queue_request(RequestCode.GET_EARLIEST_MSG_STORETIME, mq)
+        return resp.get_int("timestamp", 0) or 0
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq`` on the master; -1 when none is stored."""
+        addr = await self.master_addr_of(mq.topic, mq.broker_name)
+        cmd = RemotingCommand.request(
+            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id}
+        )
+        resp = await self.invoke(addr, cmd)
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        check_response(resp, addr)
+        return resp.get_int("offset", -1) if resp.get_int("offset") is not None else -1  # type: ignore[return-value]
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False) -> None:
+        """Store the group's offset of ``mq`` on the master (the next offset to consume)."""
+        addr = await self.master_addr_of(mq.topic, mq.broker_name)
+        fields = {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset}
+        cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields, oneway=oneway)
+        if oneway:
+            await self.invoke_oneway(addr, cmd)
+        else:
+            check_response(await self.invoke(addr, cmd), addr)
+
+    # -- heartbeats -------------------------------------------------------------------------------
+    def build_heartbeat(self) -> HeartbeatData:
+        return HeartbeatData(
+            client_id=self.client_id,
+            producer_data_set=[ProducerData(group_name=g) for g in sorted(self.producers)],
+            consumer_data_set=[c.consumer_data() for _, c in sorted(self.consumers.items())],
+        )
+
+    async def send_heartbeat_to_all(self) -> None:
+        """Heartbeat every known broker (masters only when no consumer is registered)."""
+        if not self.producers and not self.consumers:
+            return
+        body = self.build_heartbeat().to_json()
+        addrs = self.all_broker_addrs(masters_only=not self.consumers)
+        await asyncio.gather(*(self._heartbeat(addr, body) for addr in addrs))
+
+    async def _heartbeat(self, addr: str, body: bytes) -> None:
+        cmd = RemotingCommand.request(RequestCode.HEART_BEAT, body=body)
+        try:
+            resp = await self.invoke(addr, cmd)
+            check_response(resp, addr)
+            self.broker_versions[addr] = resp.version
+        except (MQConnectionError, MQTimeoutError, MQBrokerError) as e:
+            log.warning("client %s: heartbeat to %s failed: %s", self.client_id, addr, e)
+
+    async def _unregister_everywhere(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
+        fields = {"clientID": self.client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}
+
+        async def one(addr: str) -> None:
+            try:
+                await self.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, fields), 1.0)
+            except (MQConnectionError, MQTimeoutError) as e:
+                log.debug("client %s: unregister from %s failed: %s", self.client_id, addr, e)
+
+        await asyncio.gather(*(one(a) for a in self.all_broker_addrs()))
+
+    # -- broker → client requests -----------------------------------------------------------------
+    def _handle_running_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        group = cmd.get_str("consumerGroup") or ""
+        consumer = self.consumers.get(group)
+        if consumer is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
+        info_fn = getattr(consumer, "running_info", None)
+        info = info_fn() if info_fn is not None else {"properties": {}, "subscriptionSet": [], "mqTable": {}, "statusTable": {}}
+        info.setdefault("properties", {})["PROP_CLIENT_VERSION"] = "V4_9_7"
+        return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps(info))
+
+    def _handle_ids_changed(self, conn: Connection, cmd: RemotingCommand) -> None:
+        group = cmd.get_str("consumerGroup") or ""
+        consumer = self.consumers.get(group)
+        hook = getattr(consumer, "on_consumer_ids_changed", None)
+        log.info("client %s: broker %s says the members of %s changed", self.client_id, conn.remote_addr, group)
+        if hook is not None:
+            hook()
+        return None
+
+    def _handle_reset_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
+        group = cmd.get_str("group") or ""
+        topic = cmd.get_str("topic") or ""
+        consumer = self.consumers.get(group)
+        hook = getattr(consumer, "on_reset_offset", None)
+        if hook is None:
+            log.info("client %s: reset of %s/%s ignored: no consumer of that group here", self.client_id, group, topic)
+            return None
+        offsets = parse_reset_offset_body(cmd.body or b"")
+        hook(topic, offsets)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def _handle_check_transaction(self, conn: Connection, cmd: RemotingCommand) -> None:
+        try:
+            msgs = decode_messages(cmd.body or b"")
+        except ValueError as e:
+            log.warning("client %s: undecodable transaction check from %s: %s", self.client_id, conn.remote_addr, e)
+            return None
+        if not msgs:
+            return None
+        msg = msgs[0]
+        group = msg.properties.get("PGROUP", "")
+        producer = self.producers.get(group)
+        hook = getattr(producer, "on_check_transaction", None)
+        if hook is None:
+            log.info("client %s: transaction check for group %s ignored: no transactional producer", self.client_id, group)
+            return None
+        hook(conn.remote_addr, msg, dict(cmd.ext_fields))
+        return None
+
+
+def parse_reset_offset_body(body: bytes) -> dict[MessageQueue, int]:
+    """``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:123, …}}`` (fastjson's object keys)."""
+    from pyrocketmq.remoting.body import ResetOffsetBody
+
+    return dict(ResetOffsetBody.from_json(body).offset_table)
+
+
+def _reason(e: Exception) -> str:
+    """The short cause of a connection error (``connection refused``) for one-line messages."""
+    text = str(e)
+    for marker in ("Connect call failed", "Errno 111", "Connection refused"):
+        if marker in text:
+            return "connection refused"
+    if "timed out" in text.lower() or "TimeoutError" in text:
+        return "connection timed out"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "unknown host"
+    return text.split(": ", 1)[-1] if text.startswith("cannot connect to") else text
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for i in items:
+        seen.setdefault(i, None)
+    return list(seen)

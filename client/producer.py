@@ -1,0 +1,560 @@
+"""The producer: sync, async and oneway sends, ordered sends, batches — and a blocking facade.
+
+One send (Apache RocketMQ 4.9's ``sendDefaultImpl``, which this follows):
+
+1. validate the message(s); give each its unique id (``UNIQ_KEY``) once, kept across retries;
+2. build the payload once: a single body of at least ``compress_over`` bytes is zlib-compressed
+   (level 5) and flagged ``sysFlag = COMPRESSED | ZLIB`` (``0x301``, what the 4.9.7 Java producer
+   sets); a list of messages becomes one SEND_BATCH_MESSAGE body (``encode_batch``, never compressed);
+3. find the topic's publish info (its route; the default topic TBW102's route while the topic does
+   not exist yet, so the broker auto-creates it);
+4. pick a queue round-robin, avoiding brokers the latency fault tolerance marks slow or failing and,
+   on a retry, the broker that just failed;
+5. send SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) with the short ``a..n`` header; a reply of
+   0/10/11/12 is a :class:`~.message.SendResult`; on a retriable failure (codes 17, 14, 1, 16, 204,
+   205 or a transport error) go back to 4, at most ``retries`` more times, within ``send_timeout``.
+
+Ordered sends (a ``selector`` or a ``sharding_key``, or an explicit ``queue``) make one attempt
+only: retrying elsewhere would break the order.
+
+:class:`Producer` is the asyncio API; :class:`SyncProducer` drives one on the shared background
+loop thread for code that is not async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyrocketmq.remoting.body import MessageQueue
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.message import (
+    SysFlag,
+    UniqIdGenerator,
+    encode_batch,
+    encode_properties,
+)
+
+from .errors import (
+    SEND_RETRY_CODES,
+    MQBrokerError,
+    MQClientError,
+    MQConnectionError,
+    MQError,
+    MQTimeoutError,
+    TopicNotFoundError,
+)
+from .fault import LatencyFaultTolerance
+from .instance import ClientInstance
+from .loop_thread import LoopThread, shared_loop
+from .message import Message, SendResult, SendStatus, same_topic
+from .route import TopicPublishInfo, select_by_key
+from .settings import ClientSettings, ProducerSettings
+
+log = logging.getLogger("pyrocketmq.client")
+
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
+SendCallback = Callable[[SendResult | None, BaseException | None], None]
+
+_STATUS_BY_CODE = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+# -- pure pieces ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class Payload:
+    """What goes on the wire for one send, computed once and reused by every attempt."""
+
+    topic: str
+    body: bytes
+    sys_flag: int
+    properties: str
+    flag: int
+    batch: bool
+    #: The unique id(s) of the message(s), comma-joined for a batch (SendResult.msg_id).
+    unique_id: str
+    reconsume_times: int | None = None
+    max_reconsume_times: int | None = None
+
+
+def compress_body(body: bytes, settings: ProducerSettings) -> tuple[bytes, int]:
+    """``(body, sysFlag bits)``: zlib at ``compress_level`` when ``len(body) >= compress_over``.
+
+    >>> compress_body(b"x" * 10, ProducerSettings())
+    (b'xxxxxxxxxx', 0)
+    >>> hex(compress_body(b"x" * 4096, ProducerSettings())[1])
+    '0x301'
+    """
+    if len(body) >= settings.compress_over > 0:
+        return zlib.compress(body, settings.compress_level), SysFlag.COMPRESSED | SysFlag.COMPRESSION_ZLIB
+    return bytes(body), 0
+
+
+def prepare_single(msg: Message, settings: ProducerSettings, ids: UniqIdGenerator) -> Payload:
+    """Validate one message, assign its unique id, compress its body, encode its properties."""
+    msg.validate(settings.max_message_size)
+    if not msg.unique_id:
+        msg.unique_id = ids.next_id()
+    body, sys_flag = compress_body(bytes(msg.body), settings)
+    props = msg.wire_properties()
+    reconsume = max_reconsume = None
+    if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        # A message sent back to a retry topic carries its redelivery count in the header.
+        rt = props.pop("RECONSUME_TIME", None)
+        mr = props.pop("MAX_RECONSUME_TIMES", None)
+        reconsume = int(rt) if rt and rt.isdigit() else None
+        max_reconsume = int(mr) if mr and mr.isdigit() else None
+    if props.get("TRAN_MSG") == "true":
+        sys_flag |= SysFlag.TRANSACTION_PREPARED
+    return Payload(
+        topic=msg.topic,
+        body=body,
+        sys_flag=sys_flag,
+        properties=encode_properties(props).decode(),
+        flag=msg.flag,
+        batch=False,
+        unique_id=msg.unique_id,
+        reconsume_times=reconsume,
+        max_reconsume_times=max_reconsume,
+    )
+
+
+def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings, ids: UniqIdGenerator) -> Payload:
+    """Validate a batch (one topic, no delay, no retry topic), assign ids, encode the batch body."""
+    topic = same_topic(msgs)
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        raise MQClientError("batches cannot be sent to retry topics; send those messages one by one")
+    items = []
+    for m in msgs:
+        m.validate(settings.max_message_size)
+        if m.delay_level > 0:
+            raise MQClientError("batched messages cannot have a delay level; send delayed messages one by one")
+        if not m.unique_id:
+            m.unique_id = ids.next_id()
+        items.append((bytes(m.body), m.flag, m.wire_properties()))
+    body = encode_batch(items)
+    if len(body) > settings.max_message_size:
+        raise MQClientError(
+            f"the batch encodes to {len(body)} bytes; the limit is {settings.max_message_size}: split it"
+        )
+    wait = "true" if msgs[0].wait_store_msg_ok else "false"
+    return Payload(
+        topic=topic,
+        body=body,
+        sys_flag=0,
+        properties=encode_properties({"WAIT": wait}).decode(),
+        flag=0,
+        batch=True,
+        unique_id=",".join(m.unique_id or "" for m in msgs),
+    )
+
+
+def build_send_header(
+    payload: Payload,
+    *,
+    group: str,
+    queue: MessageQueue,
+    born_timestamp: int,
+    default_topic: str = "TBW102",
+    default_topic_queue_nums: int = 4,
+) -> dict[str, str]:
+    """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE ext fields (short keys ``a``..``n``).
+
+    >>> from pyrocketmq.remoting.body import MessageQueue
+    >>> p = Payload("T", b"x", 0, "WAIT\\x01true\\x02", 0, False, "ID")
+    >>> h = build_send_header(p, group="pg", queue=MessageQueue(topic="T", broker_name="broker-a", queue_id=1), born_timestamp=1)
+    >>> h["a"], h["b"], h["c"], h["d"], h["e"], h["m"], h["n"]
+    ('pg', 'T', 'TBW102', '4', '1', 'false', 'broker-a')
+    """
+    fields = {
+        "a": group,
+        "b": payload.topic,
+        "c": default_topic,
+        "d": str(default_topic_queue_nums),
+        "e": str(queue.queue_id),
+        "f": str(payload.sys_flag),
+        "g": str(born_timestamp),
+        "h": str(payload.flag),
+        "i": payload.properties,
+        "j": str(payload.reconsume_times or 0),
+        "k": "false",
+        "m": "true" if payload.batch else "false",
+        "n": queue.broker_name,
+    }
+    if payload.max_reconsume_times is not None:
+        fields["l"] = str(payload.max_reconsume_times)
+    return fields
+
+
+def should_retry(error: BaseException) -> bool:
+    """Whether a failed send attempt may be tried again on another broker.
+
+    >>> should_retry(MQBrokerError.for_code(17)), should_retry(MQBrokerError.for_code(13))
+    (True, False)
+    """
+    if isinstance(error, MQBrokerError):
+        return error.code in SEND_RETRY_CODES
+    return isinstance(error, MQConnectionError | MQTimeoutError)
+
+
+def send_result_from_response(resp: RemotingCommand, payload: Payload, broker_name: str, addr: str) -> SendResult:
+    """A :class:`SendResult` from a send's answer, or the :class:`MQBrokerError` it stands for."""
+    status = _STATUS_BY_CODE.get(resp.code)
+    if status is None:
+        raise MQBrokerError.for_code(resp.code, resp.remark, addr)
+    queue_id = resp.get_int("queueId", -1)
+    return SendResult(
+        status=status,
+        msg_id=payload.unique_id,
+        offset_msg_id=resp.get_str("msgId") or "",
+        message_queue=MessageQueue(topic=payload.topic, broker_name=broker_name, queue_id=queue_id if queue_id is not None else -1),
+        queue_offset=resp.get_int("queueOffset", -1) or 0,
+        transaction_id=resp.get_str("transactionId"),
+        region_id=resp.get_str("MSG_REGION"),
+    )
+
+
+# -- the producer -----------------------------------------------------------------------------------
+
+
+class Producer:
+    """An asyncio producer for one producer group.
+
+    Example::
+
+        producer = Producer("my-group", "127.0.0.1:9876")
+        await producer.start()
+        result = await producer.send(Message("TopicTest", b"hello", tags="TagA", keys="k1"))
+        print(result.status, result.msg_id, result.message_queue)
+        await producer.send([Message("TopicTest", b"a"), Message("TopicTest", b"b")])   # one batch
+        await producer.send(Message("Orders", b"paid"), sharding_key="order-17")        # ordered
+        await producer.shutdown()
+
+    It is also an async context manager (``async with Producer(...) as p:``).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: ProducerSettings | None = None,
+        client: ClientSettings | None = None,
+    ) -> None:
+        if not group:
+            raise MQClientError("the producer group is empty: give a group name")
+        self.group = group
+        self.settings = settings or ProducerSettings()
+        self.client_settings = client or ClientSettings()
+        self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
+        self.fault = LatencyFaultTolerance()
+        self._instance: ClientInstance | None = None
+        self._ids: UniqIdGenerator | None = None
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise MQClientError("the producer is not started: call 'await producer.start()' first")
+        return self._instance
+
+    async def start(self) -> None:
+        """Join the client instance of the name servers and register the group (idempotent)."""
+        if self._instance is not None:
+            return
+        inst = ClientInstance.acquire(self.client_settings)
+        try:
+            inst.register_producer(self.group, self)
+            await inst.start()
+        except BaseException:
+            await inst.release()
+            raise
+        self._instance = inst
+        self._ids = UniqIdGenerator(inst.client_ip)
+
+    async def shutdown(self) -> None:
+        """Wait for async sends in flight, unregister the group, release the client instance."""
+        inst, self._instance = self._instance, None
+        if inst is None:
+            return
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+        await inst.unregister_producer(self.group)
+        await inst.release()
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # -- API ------------------------------------------------------------------------------------
+    async def send(
+        self,
+        msg: Message | Sequence[Message],
+        timeout: float | None = None,
+        *,
+        selector: Selector | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """Send and wait until the broker acknowledges; see the module docstring for the steps.
+
+        ``msg`` may be a list of messages of one topic: they go as one batch. ``selector(queues,
+        msg, arg)`` or ``sharding_key`` pick the queue for ordered messages; ``queue`` names it.
+        Raises :class:`~.errors.MQClientError` on a bad message, :class:`~.errors.MQBrokerError`
+        when the broker refuses it, :class:`~.errors.MQTimeoutError` /
+        :class:`~.errors.MQConnectionError` when every attempt failed in transport.
+        """
+        return await self._send(msg, timeout, selector, arg, sharding_key, queue, oneway=False)
+
+    def send_async(
+        self,
+        msg: Message | Sequence[Message],
+        callback: SendCallback | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> asyncio.Task[SendResult]:
+        """Start a send and return its task at once; ``callback(result, error)`` runs when it is done.
+
+        Example::
+
+            task = producer.send_async(Message("T", b"x"), lambda r, e: print(r or e))
+            ...
+            result = await task
+        """
+        self.instance  # noqa: B018 — raise now if not started, not inside the task
+        task = asyncio.ensure_future(self.send(msg, timeout, **kwargs))
+        self._pending.add(task)
+
+        def done(t: asyncio.Task[SendResult]) -> None:
+            self._pending.discard(t)
+            if t.cancelled():
+                err: BaseException | None = asyncio.CancelledError()
+                res = None
+            else:
+                err = t.exception()
+                res = None if err is not None else t.result()
+            if callback is not None:
+                try:
+                    callback(res, err)
+                except Exception:
+                    log.exception("send callback failed")
+            elif err is not None and not t.cancelled():
+                t.exception()  # retrieved: the caller may never await the task
+
+        task.add_done_callback(done)
+        return task
+
+    async def send_oneway(
+        self,
+        msg: Message | Sequence[Message],
+        *,
+        selector: Selector | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+        queue: MessageQueue | None = None,
+    ) -> None:
+        """Send without waiting for the broker (no result, no retry); returns once the request is written."""
+        await self._send(msg, None, selector, arg, sharding_key, queue, oneway=True)
+
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues ``topic`` can be written to (for custom selectors)."""
+        info = await self._publish_info(topic)
+        return list(info.queues)
+
+    # -- internals ------------------------------------------------------------------------------
+    async def _publish_info(self, topic: str) -> TopicPublishInfo:
+        inst = self.instance
+        info = await inst.find_publish_info(
+            topic,
+            default_topic=self.settings.default_topic,
+            default_queue_nums=self.settings.default_topic_queue_nums,
+        )
+        if not info.ok:
+            raise TopicNotFoundError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"no route info of topic {topic} (and no broker auto-creates topics)",
+                inst.namesrv_addrs[0],
+            )
+        return info
+
+    async def _send(
+        self,
+        msg: Message | Sequence[Message],
+        timeout: float | None,
+        selector: Selector | None,
+        arg: Any,
+        sharding_key: str | None,
+        queue: MessageQueue | None,
+        *,
+        oneway: bool,
+    ) -> Any:
+        inst = self.instance
+        assert self._ids is not None
+        timeout = self.settings.send_timeout if timeout is None else timeout
+        begin = time.monotonic()
+        if isinstance(msg, Message):
+            payload = prepare_single(msg, self.settings, self._ids)
+            first = msg
+        else:
+            msgs = list(msg)
+            payload = prepare_batch(msgs, self.settings, self._ids)
+            first = msgs[0]
+        info = await self._publish_info(payload.topic)
+
+        fixed: MessageQueue | None = queue
+        if fixed is None and selector is not None:
+            fixed = selector(list(info.queues), first, arg)
+        elif fixed is None and sharding_key is not None:
+            fixed = select_by_key(info.queues, sharding_key)
+        attempts = 1 if (oneway or fixed is not None) else 1 + max(0, self.settings.retries)
+
+        last_error: BaseException | None = None
+        last_result: SendResult | None = None
+        last_broker: str | None = None
+        tried: list[str] = []
+        for _ in range(attempts):
+            remaining = timeout - (time.monotonic() - begin)
+            if remaining <= 0:
+                break
+            if fixed is not None:
+                mq = fixed
+            else:
+                avail = self.fault.is_available if self.settings.latency_fault_enabled else None
+                mq = info.select_queue(last_broker, avail)
+            tried.append(mq.broker_name)
+            started = time.monotonic()
+            try:
+                result = await self._send_to(inst, mq, payload, remaining, oneway)
+            except MQError as e:
+                self._record(mq.broker_name, started, failed=True)
+                last_error, last_broker = e, mq.broker_name
+                if should_retry(e):
+                    log.info("send to %s failed (%s); %s", mq, e, "retrying" if attempts > 1 else "giving up")
+                    continue
+                raise
+            self._record(mq.broker_name, started, failed=False)
+            if (
+                result is not None
+                and result.status is not SendStatus.SEND_OK
+                and self.settings.retry_another_broker_when_not_store_ok
+                and attempts > 1
+            ):
+                last_broker = mq.broker_name
+                last_error = None
+                last_result = result
+                continue
+            return result
+        if last_error is None:
+            if last_result is not None:
+                return last_result
+            raise MQTimeoutError(f"send to topic {payload.topic} did not complete within {timeout:.1f}s (brokers tried: {tried})")
+        last_error.add_note(f"send to topic {payload.topic} failed {len(tried)} time(s); brokers tried: {tried}")
+        raise last_error
+
+    def _record(self, broker: str, started: float, *, failed: bool) -> None:
+        if self.settings.latency_fault_enabled:
+            self.fault.update(broker, (time.monotonic() - started) * 1000.0, isolation=failed)
+
+    async def _send_to(
+        self, inst: ClientInstance, mq: MessageQueue, payload: Payload, timeout: float, oneway: bool
+    ) -> SendResult | None:
+        addr = await inst.master_addr_of(payload.topic, mq.broker_name)
+        fields = build_send_header(
+            payload,
+            group=self.group,
+            queue=mq,
+            born_timestamp=int(time.time() * 1000),
+            default_topic=self.settings.default_topic,
+            default_topic_queue_nums=self.settings.default_topic_queue_nums,
+        )
+        code = RequestCode.SEND_BATCH_MESSAGE if payload.batch else RequestCode.SEND_MESSAGE_V2
+        cmd = RemotingCommand.request(code, fields, payload.body, oneway=oneway)
+        if oneway:
+            await inst.invoke_oneway(addr, cmd)
+            return None
+        resp = await inst.invoke(addr, cmd, timeout)
+        return send_result_from_response(resp, payload, mq.broker_name, addr)
+
+
+class SyncProducer:
+    """A blocking :class:`Producer` for code that is not async (thread-safe).
+
+    The asyncio producer runs on a background event-loop thread (shared by all sync clients by
+    default); each call waits for its result.
+
+    Example::
+
+        with SyncProducer("my-group", "127.0.0.1:9876") as producer:
+            result = producer.send(Message("TopicTest", b"hello", tags="TagA"))
+            future = producer.send_async(Message("TopicTest", b"later"))   # concurrent.futures.Future
+            producer.send_oneway(Message("TopicTest", b"fire and forget"))
+            print(result.msg_id, future.result().msg_id)
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: ProducerSettings | None = None,
+        client: ClientSettings | None = None,
+        *,
+        loop_thread: LoopThread | None = None,
+    ) -> None:
+        self.producer = Producer(group, namesrv_addr, settings, client)
+        self._lt = loop_thread or shared_loop()
+
+    def start(self) -> SyncProducer:
+        self._lt.run(self.producer.start())
+        return self
+
+    def shutdown(self) -> None:
+        if self._lt.alive:
+            self._lt.run(self.producer.shutdown())
+
+    def __enter__(self) -> SyncProducer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def send(self, msg: Message | Sequence[Message], timeout: float | None = None, **kwargs: Any) -> SendResult:
+        """Blocking :meth:`Producer.send`."""
+        return self._lt.run(self.producer.send(msg, timeout, **kwargs))
+
+    def send_async(
+        self,
+        msg: Message | Sequence[Message],
+        callback: SendCallback | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> concurrent.futures.Future[SendResult]:
+        """Start a send; returns a future. ``callback(result, error)`` runs on the loop thread: keep it short."""
+
+        async def go() -> SendResult:
+            return await self.producer.send_async(msg, callback, timeout, **kwargs)
+
+        return self._lt.submit(go())
+
+    def send_oneway(self, msg: Message | Sequence[Message], **kwargs: Any) -> None:
+        """Blocking :meth:`Producer.send_oneway` (returns once written)."""
+        self._lt.run(self.producer.send_oneway(msg, **kwargs))
+
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        return self._lt.run(self.producer.fetch_publish_queues(topic))

@@ -1,0 +1,771 @@
+"""The lite pull consumer: assign queues, poll, commit — plus the raw ``pull`` it is built on.
+
+Two levels:
+
+- :meth:`PullConsumer.pull` — one PULL_MESSAGE (11) to a queue at an offset, answered as a
+  :class:`PullResult` (FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL, next offset, the
+  queue's min and max offsets, the messages). The request carries ``sysFlag = SUBSCRIPTION |
+  LITE_PULL`` (``| SUSPEND`` when the broker may hold it for ``suspend_ms``) and the tag expression,
+  so the broker needs no heartbeat subscription.
+- :meth:`PullConsumer.assign` / :meth:`~PullConsumer.poll` / :meth:`~PullConsumer.commit` — one
+  background task per assigned queue pulls ahead (long polling) into a local buffer (at most
+  ``max_buffered_per_queue`` messages per queue); ``poll`` hands out what is buffered.
+
+What every delivered message has been through (as in the Java client's ``processPullResult``):
+the broker filters by tag *hash*, so tags are re-checked here by exact string; a message pulled
+from ``%RETRY%<group>`` gets its original topic back from ``RETRY_TOPIC``; a compressed body is
+inflated (and the COMPRESSED bits cleared from ``sys_flag``); ``MIN_OFFSET`` / ``MAX_OFFSET``
+properties hold the queue's bounds at pull time.
+
+Offsets: a queue's *consumed* offset is the next offset after what ``poll`` returned (empty
+pulls that skip filtered entries advance it too); ``commit`` stores consumed offsets on the
+master (UPDATE_CONSUMER_OFFSET). A queue assigned without ``seek`` starts at the group's committed
+offset, else per ``consume_from``. ``seek`` bumps the queue's generation: batches pulled before
+it are dropped, never delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pyrocketmq.remoting.body import ConsumerData, MessageQueue, SubscriptionData
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.message import (
+    MessageDecodeError,
+    MessageExt,
+    Prop,
+    SysFlag,
+    decode_messages,
+    tags_code,
+    uncompressed_body,
+)
+
+from .errors import MQBrokerError, MQClientError, MQError
+from .instance import ClientInstance
+from .loop_thread import LoopThread, shared_loop
+from .message import check_topic
+from .route import MASTER_ID
+from .settings import ClientSettings, PullConsumerSettings
+
+log = logging.getLogger("pyrocketmq.client")
+
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+
+
+class PullSysFlag:
+    """Bits of the pull request's ``sysFlag``."""
+
+    COMMIT_OFFSET = 0x1
+    SUSPEND = 0x2
+    SUBSCRIPTION = 0x4
+    CLASS_FILTER = 0x8
+    LITE_PULL = 0x10
+
+
+class PullStatus(StrEnum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_STATUS_BY_CODE = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(slots=True)
+class PullResult:
+    """One pull's answer. ``next_begin_offset`` is where the next pull of the queue starts."""
+
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt] = field(default_factory=list)
+    suggest_which_broker_id: int = MASTER_ID
+
+
+@dataclass(slots=True, frozen=True)
+class Subscription:
+    """A parsed tag expression: ``*`` (everything) or tags joined by ``||``."""
+
+    expression: str
+    tags: frozenset[str]
+
+    @property
+    def all(self) -> bool:
+        return not self.tags
+
+    def codes(self) -> list[int]:
+        return sorted({tags_code(t) for t in self.tags})
+
+    def matches(self, tags: str | None) -> bool:
+        return not self.tags or (tags is not None and tags in self.tags)
+
+
+def parse_expression(expression: str | None) -> Subscription:
+    """``"TagA || TagB"`` → tags {TagA, TagB}; ``"*"``, ``""`` or None → everything.
+
+    >>> sorted(parse_expression(" TagA||TagB ").tags), parse_expression("*").all
+    (['TagA', 'TagB'], True)
+    """
+    expr = (expression or "").strip()
+    if not expr or expr == "*":
+        return Subscription("*", frozenset())
+    tags = frozenset(t.strip() for t in expr.split("||") if t.strip())
+    if not tags:
+        return Subscription("*", frozenset())
+    return Subscription(expr, tags)
+
+
+def build_pull_header(
+    *,
+    group: str,
+    mq: MessageQueue,
+    offset: int,
+    max_nums: int,
+    subscription: Subscription,
+    suspend_ms: int,
+    sub_version: int,
+    commit_offset: int = 0,
+) -> dict[str, Any]:
+    """PULL_MESSAGE ext fields of a lite pull (subscription in the header, no offset commit).
+
+    >>> from pyrocketmq.remoting.body import MessageQueue
+    >>> h = build_pull_header(group="g", mq=MessageQueue(topic="T", broker_name="b", queue_id=2), offset=5,
+    ...                       max_nums=32, subscription=parse_expression("*"), suspend_ms=0, sub_version=1)
+    >>> h["sysFlag"], h["queueId"], h["subscription"]
+    (20, 2, '*')
+    """
+    sys_flag = PullSysFlag.SUBSCRIPTION | PullSysFlag.LITE_PULL
+    if suspend_ms > 0:
+        sys_flag |= PullSysFlag.SUSPEND
+    return {
+        "consumerGroup": group,
+        "topic": mq.topic,
+        "queueId": mq.queue_id,
+        "queueOffset": offset,
+        "maxMsgNums": max_nums,
+        "sysFlag": sys_flag,
+        "commitOffset": commit_offset,
+        "suspendTimeoutMillis": max(0, suspend_ms),
+        "subscription": subscription.expression,
+        "subVersion": sub_version,
+        "expressionType": "TAG",
+    }
+
+
+def process_messages(
+    messages: list[MessageExt], subscription: Subscription, group: str, min_offset: int, max_offset: int
+) -> list[MessageExt]:
+    """What a user receives from decoded pull messages (see the module docstring)."""
+    out: list[MessageExt] = []
+    retry_topic = RETRY_GROUP_TOPIC_PREFIX + group
+    for msg in messages:
+        if not subscription.matches(msg.properties.get(Prop.TAGS)):
+            continue
+        original = msg.properties.get(Prop.RETRY_TOPIC)
+        if original and msg.topic == retry_topic:
+            msg.topic = original
+        if msg.sys_flag & SysFlag.COMPRESSED:
+            msg.body = uncompressed_body(msg)
+            msg.sys_flag &= ~(SysFlag.COMPRESSED | SysFlag.COMPRESSION_MASK)
+        msg.properties[Prop.MIN_OFFSET] = str(min_offset)
+        msg.properties[Prop.MAX_OFFSET] = str(max_offset)
+        out.append(msg)
+    return out
+
+
+def pull_result_from_response(
+    resp: RemotingCommand, subscription: Subscription, group: str, addr: str
+) -> PullResult:
+    """A :class:`PullResult` from a pull's answer, or the :class:`MQBrokerError` it stands for."""
+    status = _STATUS_BY_CODE.get(resp.code)
+    if status is None:
+        raise MQBrokerError.for_code(resp.code, resp.remark, addr)
+    min_off = resp.get_int("minOffset", 0) or 0
+    max_off = resp.get_int("maxOffset", 0) or 0
+    result = PullResult(
+        status=status,
+        next_begin_offset=resp.get_int("nextBeginOffset", 0) or 0,
+        min_offset=min_off,
+        max_offset=max_off,
+        suggest_which_broker_id=resp.get_int("suggestWhichBrokerId", MASTER_ID) or MASTER_ID,
+    )
+    if status is PullStatus.FOUND and resp.body:
+        try:
+            decoded = decode_messages(resp.body)
+        except MessageDecodeError as e:
+            raise MQBrokerError(ResponseCode.SYSTEM_ERROR, f"undecodable pull body: {e}", addr) from None
+        result.messages = process_messages(decoded, subscription, group, min_off, max_off)
+    return result
+
+
+# -- the consumer -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _QueueState:
+    mq: MessageQueue
+    pull_offset: int | None = None
+    consumed_offset: int | None = None
+    committed_offset: int | None = None
+    generation: int = 0
+    buffered: int = 0
+    paused: bool = False
+    task: asyncio.Task[None] | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(slots=True)
+class _Batch:
+    mq: MessageQueue
+    generation: int
+    messages: list[MessageExt]
+    next_offset: int
+
+
+class PullConsumer:
+    """A lite pull consumer for one consumer group (asyncio).
+
+    Example::
+
+        consumer = PullConsumer("my-group", "127.0.0.1:9876")
+        await consumer.start()
+        queues = await consumer.fetch_queues("TopicTest")
+        await consumer.assign(queues)
+        await consumer.seek_to_begin(queues)
+        while True:
+            for msg in await consumer.poll(timeout=5):
+                print(msg.queue_offset, msg.tags, msg.body)
+            await consumer.commit()
+
+    Low-level use needs no assignment: ``await consumer.pull(mq, offset, 32)``.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: PullConsumerSettings | None = None,
+        client: ClientSettings | None = None,
+    ) -> None:
+        if not group:
+            raise MQClientError("the consumer group is empty: give a group name")
+        self.group = group
+        self.settings = settings or PullConsumerSettings()
+        if self.settings.consume_from not in ("last", "first", "timestamp"):
+            raise MQClientError(f"consume_from={self.settings.consume_from!r}: use 'last', 'first' or 'timestamp'")
+        self.client_settings = client or ClientSettings()
+        self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
+        self._instance: ClientInstance | None = None
+        self._states: dict[MessageQueue, _QueueState] = {}
+        self._ready: collections.deque[_Batch] = collections.deque()
+        self._data: asyncio.Event | None = None
+        self._suggested: dict[MessageQueue, int] = {}
+        self._sub_version = int(time.time() * 1000)
+        self._started_ms = 0
+        self._commit_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise MQClientError("the consumer is not started: call 'await consumer.start()' first")
+        return self._instance
+
+    async def start(self) -> None:
+        """Join the client instance and register the group (idempotent)."""
+        if self._instance is not None:
+            return
+        inst = ClientInstance.acquire(self.client_settings)
+        try:
+            inst.register_consumer(self.group, self)
+            await inst.start()
+        except BaseException:
+            await inst.release()
+            raise
+        self._instance = inst
+        self._data = asyncio.Event()
+        self._started_ms = int(time.time() * 1000)
+        if self.settings.auto_commit:
+            self._commit_task = asyncio.create_task(self._auto_commit_loop())
+
+    async def shutdown(self) -> None:
+        """Stop pulling, commit (with ``auto_commit``), unregister the group, release the instance."""
+        inst = self._instance
+        if inst is None:
+            return
+        if self._commit_task is not None:
+            self._commit_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._commit_task
+            self._commit_task = None
+        await self._stop_tasks(list(self._states.values()))
+        if self.settings.auto_commit:
+            with contextlib.suppress(MQError):
+                await self.commit_sync()
+        self._instance = None
+        await inst.unregister_consumer(self.group)
+        await inst.release()
+
+    async def __aenter__(self) -> PullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # -- queues ---------------------------------------------------------------------------------
+    async def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of ``topic`` (from its current route)."""
+        check_topic(topic)
+        return await self.instance.subscribe_queues(topic)
+
+    async def assign(self, queues: Iterable[MessageQueue]) -> None:
+        """Make ``queues`` the consumer's assignment; pulling starts at once in the background.
+
+        Queues already assigned keep their position; queues no longer listed are dropped
+        (their buffered messages are discarded, their consumed offsets forgotten: commit first).
+        """
+        inst = self.instance
+        wanted = list(dict.fromkeys(queues))
+        for mq in wanted:
+            check_topic(mq.topic)
+        gone = [s for mq, s in self._states.items() if mq not in wanted]
+        await self._stop_tasks(gone)
+        for s in gone:
+            del self._states[s.mq]
+        for mq in wanted:
+            if mq not in self._states:
+                state = self._states[mq] = _QueueState(mq)
+                state.task = asyncio.create_task(self._pull_loop(state))
+        for topic in {mq.topic for mq in wanted}:
+            if topic not in inst.routes:
+                await inst.update_route(topic)
+        await inst.send_heartbeat_to_all()
+
+    def assignment(self) -> list[MessageQueue]:
+        return list(self._states)
+
+    def _state(self, mq: MessageQueue) -> _QueueState:
+        state = self._states.get(mq)
+        if state is None:
+            raise MQClientError(f"{mq} is not assigned to this consumer: call assign() first")
+        return state
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Continue ``mq`` from ``offset``: the next messages polled from it start there."""
+        if offset < 0:
+            raise MQClientError(f"offset {offset} is negative")
+        state = self._state(mq)
+        state.generation += 1
+        state.pull_offset = offset
+        state.consumed_offset = offset
+        state.buffered = 0
+        # A pull in flight (perhaps held by the broker for seconds) is for the old position: drop it.
+        if state.task is not None:
+            state.task.cancel()
+            state.task = asyncio.get_running_loop().create_task(self._pull_loop(state))
+
+    async def seek_to_begin(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+        """Seek each queue (all assigned by default) to its min offset on the broker."""
+        for mq in self._pick(queues):
+            self.seek(mq, await self.instance.min_offset(mq))
+
+    async def seek_to_end(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+        """Seek each queue (all assigned by default) to its max offset: only new messages follow."""
+        for mq in self._pick(queues):
+            self.seek(mq, await self.instance.max_offset(mq))
+
+    async def seek_to_timestamp(self, timestamp_ms: int, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+        """Seek each queue to the first message stored at or after ``timestamp_ms``, roughly."""
+        for mq in self._pick(queues):
+            self.seek(mq, await self.instance.search_offset(mq, timestamp_ms))
+
+    def _pick(self, queues: MessageQueue | Sequence[MessageQueue] | None) -> list[MessageQueue]:
+        if queues is None:
+            return list(self._states)
+        if isinstance(queues, MessageQueue):
+            return [queues]
+        return list(queues)
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling these queues (what is buffered is still delivered)."""
+        for mq in queues:
+            self._state(mq).paused = True
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        for mq in queues:
+            state = self._state(mq)
+            state.paused = False
+            state.wake.set()
+
+    def position(self, mq: MessageQueue) -> int | None:
+        """The consumed offset of ``mq``: the offset of the next message ``poll`` will return."""
+        return self._state(mq).consumed_offset
+
+    # -- polling --------------------------------------------------------------------------------
+    async def poll(self, timeout: float = 5.0, max_messages: int = 1024) -> list[MessageExt]:
+        """Messages pulled from the assigned queues; waits up to ``timeout`` seconds for some.
+
+        Returns ``[]`` when nothing arrived in time. Messages of one queue come in offset order.
+        """
+        self.instance  # noqa: B018 — raise if not started
+        if not self._states:
+            raise MQClientError("no queue is assigned: call assign(await fetch_queues(topic)) first")
+        assert self._data is not None
+        deadline = time.monotonic() + timeout
+        out: list[MessageExt] = []
+        while True:
+            self._drain(out, max_messages)
+            if out:
+                return out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return out
+            self._data.clear()
+            if self._ready:
+                continue
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._data.wait(), remaining)
+
+    def _drain(self, out: list[MessageExt], limit: int) -> None:
+        while self._ready:
+            batch = self._ready[0]
+            if out and len(out) + len(batch.messages) > limit:
+                return
+            self._ready.popleft()
+            state = self._states.get(batch.mq)
+            if state is None or state.generation != batch.generation:
+                continue
+            state.buffered -= len(batch.messages)
+            state.consumed_offset = batch.next_offset
+            out.extend(batch.messages)
+            state.wake.set()
+
+    async def _stop_tasks(self, states: list[_QueueState]) -> None:
+        tasks = [s.task for s in states if s.task is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        for s in states:
+            s.task = None
+
+    async def _initial_offset(self, mq: MessageQueue) -> int:
+        inst = self.instance
+        committed = await inst.query_consumer_offset(self.group, mq)
+        if committed >= 0:
+            return committed
+        if self.settings.consume_from == "first" or mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return await inst.min_offset(mq)
+        if self.settings.consume_from == "timestamp":
+            return await inst.search_offset(mq, self.settings.consume_timestamp_ms)
+        return await inst.max_offset(mq)
+
+    def expression_for(self, topic: str) -> str:
+        return self.settings.topic_expressions.get(topic, self.settings.expression)
+
+    async def _pull_loop(self, state: _QueueState) -> None:
+        mq = state.mq
+        s = self.settings
+        while True:
+            if state.paused or state.buffered >= s.max_buffered_per_queue:
+                state.wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(state.wake.wait(), 1.0)
+                continue
+            gen = state.generation
+            try:
+                if state.pull_offset is None:
+                    offset = await self._initial_offset(mq)
+                    if gen != state.generation:
+                        continue
+                    state.pull_offset = offset
+                    if state.consumed_offset is None:
+                        state.consumed_offset = offset
+                offset = state.pull_offset
+                result = await self.pull(mq, offset, s.pull_batch_size, self.expression_for(mq.topic), s.long_poll_ms)
+            except asyncio.CancelledError:
+                raise
+            except MQError as e:
+                log.warning("pull of %s failed: %s; retrying in %.1fs", mq, e, s.pull_delay_on_error)
+                await asyncio.sleep(s.pull_delay_on_error)
+                continue
+            except Exception:
+                log.exception("pull of %s failed unexpectedly", mq)
+                await asyncio.sleep(s.pull_delay_on_error)
+                continue
+            if gen != state.generation:
+                continue
+            if result.status is PullStatus.OFFSET_ILLEGAL:
+                log.warning("offset %d of %s is illegal (queue holds %d..%d); moving to %d",
+                            offset, mq, result.min_offset, result.max_offset, result.next_begin_offset)
+            state.pull_offset = result.next_begin_offset
+            if result.messages or result.next_begin_offset != offset:
+                state.buffered += len(result.messages)
+                self._ready.append(_Batch(mq, gen, result.messages, result.next_begin_offset))
+                if self._data is not None:
+                    self._data.set()
+            elif s.long_poll_ms <= 0:
+                await asyncio.sleep(0.2)  # nothing new and no long polling: do not spin
+
+    # -- the raw pull ---------------------------------------------------------------------------
+    async def pull(
+        self,
+        mq: MessageQueue,
+        offset: int,
+        max_nums: int = 32,
+        expression: str = "*",
+        suspend_ms: int = 0,
+        timeout: float | None = None,
+    ) -> PullResult:
+        """Pull up to ``max_nums`` messages of ``mq`` from ``offset``.
+
+        ``suspend_ms`` > 0 lets the broker hold the request that long when nothing is there
+        (long polling). ``timeout`` defaults to ``suspend_ms`` plus ``pull_timeout``.
+
+        Example::
+
+            result = await consumer.pull(mq, 0, 32)
+            for msg in result.messages: ...
+            next_offset = result.next_begin_offset
+        """
+        inst = self.instance
+        if offset < 0:
+            raise MQClientError(f"offset {offset} is negative")
+        sub = parse_expression(expression)
+        bid = self._suggested.get(mq, MASTER_ID)
+        found = inst.find_broker_addr(mq.broker_name, bid)
+        if found is None:
+            await inst.update_route(mq.topic)
+            found = inst.find_broker_addr(mq.broker_name, bid)
+        if found is None:
+            raise MQClientError(f"broker {mq.broker_name!r} of {mq} is not in the route of {mq.topic!r}; is it running?")
+        addr, _ = found
+        fields = build_pull_header(
+            group=self.group, mq=mq, offset=offset, max_nums=max_nums, subscription=sub,
+            suspend_ms=suspend_ms, sub_version=self._sub_version,
+        )
+        if timeout is None:
+            timeout = suspend_ms / 1000.0 + self.settings.pull_timeout
+        resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), timeout)
+        result = pull_result_from_response(resp, sub, self.group, addr)
+        if result.suggest_which_broker_id != MASTER_ID or mq in self._suggested:
+            self._suggested[mq] = result.suggest_which_broker_id
+        return result
+
+    # -- offsets --------------------------------------------------------------------------------
+    def _to_commit(self, offsets: dict[MessageQueue, int] | None) -> dict[MessageQueue, int]:
+        if offsets is not None:
+            return dict(offsets)
+        return {
+            mq: s.consumed_offset
+            for mq, s in self._states.items()
+            if s.consumed_offset is not None and s.consumed_offset != s.committed_offset
+        }
+
+    async def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        """Store the consumed offsets (or ``offsets``) on the brokers without waiting (oneway)."""
+        inst = self.instance
+        for mq, off in self._to_commit(offsets).items():
+            try:
+                await inst.update_consumer_offset(self.group, mq, off, oneway=True)
+            except MQError as e:
+                log.warning("commit of %s at %d failed: %s", mq, off, e)
+                continue
+            if mq in self._states:
+                self._states[mq].committed_offset = off
+
+    async def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        """Store the consumed offsets (or ``offsets``) and wait for every broker to confirm."""
+        inst = self.instance
+        todo = self._to_commit(offsets)
+        results = await asyncio.gather(
+            *(inst.update_consumer_offset(self.group, mq, off) for mq, off in todo.items()), return_exceptions=True
+        )
+        errors = []
+        for (mq, off), res in zip(todo.items(), results, strict=True):
+            if isinstance(res, BaseException):
+                errors.append((mq, res))
+            elif mq in self._states:
+                self._states[mq].committed_offset = off
+        if errors:
+            mq, err = errors[0]
+            if isinstance(err, MQError):
+                err.add_note(f"committing {len(errors)} of {len(todo)} queue offset(s) failed, first {mq}")
+            raise err
+
+    async def committed(self, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq`` on the broker; -1 when none is stored."""
+        return await self.instance.query_consumer_offset(self.group, mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self.instance.min_offset(mq)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self.instance.max_offset(mq)
+
+    async def _auto_commit_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.auto_commit_interval)
+            try:
+                await self.commit()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("auto-commit of group %s failed", self.group)
+
+    # -- hooks for the client instance ----------------------------------------------------------
+    def topics(self) -> set[str]:
+        return {mq.topic for mq in self._states}
+
+    def consumer_data(self) -> ConsumerData:
+        subs = tuple(
+            SubscriptionData.build(t, parse_expression(self.expression_for(t)).expression, self._sub_version)
+            for t in sorted(self.topics())
+        )
+        from_where = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET",
+                      "timestamp": "CONSUME_FROM_TIMESTAMP"}[self.settings.consume_from]
+        return ConsumerData(
+            group_name=self.group,
+            consume_type="CONSUME_ACTIVELY",
+            message_model="CLUSTERING",
+            consume_from_where=from_where,
+            subscription_data_set=subs,
+            unit_mode=False,
+        )
+
+    def running_info(self) -> dict[str, Any]:
+        """A minimal ConsumerRunningInfo for GET_CONSUMER_RUNNING_INFO."""
+        return {
+            "properties": {
+                "PROP_CONSUME_TYPE": "CONSUME_ACTIVELY",
+                "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms),
+                "PROP_NAMESERVER_ADDR": self.client_settings.namesrv_addr,
+                "PROP_CLIENT_LANGUAGE": "PYTHON",
+            },
+            "subscriptionSet": [
+                SubscriptionData.build(t, parse_expression(self.expression_for(t)).expression, self._sub_version).to_dict()
+                for t in sorted(self.topics())
+            ],
+            "mqTable": {},
+            "statusTable": {},
+        }
+
+    def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """The broker asked the group to restart from ``offsets`` (admin resetOffsetByTime)."""
+        for mq, off in offsets.items():
+            if mq in self._states:
+                self.seek(mq, off)
+                self._states[mq].committed_offset = None
+
+
+class SyncPullConsumer:
+    """A blocking :class:`PullConsumer` driven on the shared background loop thread.
+
+    Example::
+
+        with SyncPullConsumer("my-group", "127.0.0.1:9876") as consumer:
+            consumer.assign(consumer.fetch_queues("TopicTest"))
+            consumer.seek_to_begin()
+            for msg in consumer.poll(timeout=5):
+                print(msg.body)
+            consumer.commit_sync()
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: PullConsumerSettings | None = None,
+        client: ClientSettings | None = None,
+        *,
+        loop_thread: LoopThread | None = None,
+    ) -> None:
+        self.consumer = PullConsumer(group, namesrv_addr, settings, client)
+        self._lt = loop_thread or shared_loop()
+
+    def start(self) -> SyncPullConsumer:
+        self._lt.run(self.consumer.start())
+        return self
+
+    def shutdown(self) -> None:
+        if self._lt.alive:
+            self._lt.run(self.consumer.shutdown())
+
+    def __enter__(self) -> SyncPullConsumer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        return self._lt.run(self.consumer.fetch_queues(topic))
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        self._lt.run(self.consumer.assign(list(queues)))
+
+    def assignment(self) -> list[MessageQueue]:
+        return self.consumer.assignment()
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        self._lt.run(_call(self.consumer.seek, mq, offset))
+
+    def seek_to_begin(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+        self._lt.run(self.consumer.seek_to_begin(queues))
+
+    def seek_to_end(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+        self._lt.run(self.consumer.seek_to_end(queues))
+
+    def seek_to_timestamp(self, timestamp_ms: int, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+        self._lt.run(self.consumer.seek_to_timestamp(timestamp_ms, queues))
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        self._lt.run(_call(self.consumer.pause, list(queues)))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        self._lt.run(_call(self.consumer.resume, list(queues)))
+
+    def position(self, mq: MessageQueue) -> int | None:
+        return self._lt.run(_call(self.consumer.position, mq))
+
+    def poll(self, timeout: float = 5.0, max_messages: int = 1024) -> list[MessageExt]:
+        return self._lt.run(self.consumer.poll(timeout, max_messages))
+
+    def pull(self, mq: MessageQueue, offset: int, max_nums: int = 32, expression: str = "*", suspend_ms: int = 0) -> PullResult:
+        return self._lt.run(self.consumer.pull(mq, offset, max_nums, expression, suspend_ms))
+
+    def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        self._lt.run(self.consumer.commit(offsets))
+
+    def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        self._lt.run(self.consumer.commit_sync(offsets))
+
+    def committed(self, mq: MessageQueue) -> int:
+        return self._lt.run(self.consumer.committed(mq))
+
+    def min_offset(self, mq: MessageQueue) -> int:
+        return self._lt.run(self.consumer.min_offset(mq))
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        return self._lt.run(self.consumer.max_offset(mq))
+
+
+async def _call(fn, *args):  # run a plain method on the loop thread (state lives there)
+    return fn(*args)

@@ -1,0 +1,95 @@
+"""Client settings: small groups, one docstring per field, defaults of the Apache RocketMQ 4.9 client.
+
+- :class:`ClientSettings` — shared by everything that runs on one :class:`~.instance.ClientInstance`
+  (name servers, identity, background intervals).
+- :class:`ProducerSettings` — sends: timeout, retries, compression, fault avoidance.
+- :class:`PullConsumerSettings` — pulls: batch size, long polling, buffering, offset commits.
+
+All durations are in seconds (floats) unless the name ends in ``_ms``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def split_namesrv_addr(addr: str) -> list[str]:
+    """``"a:9876;b:9876"`` (``,`` also accepted) → ``["a:9876", "b:9876"]``.
+
+    >>> split_namesrv_addr("127.0.0.1:9876; 10.0.0.2:9876")
+    ['127.0.0.1:9876', '10.0.0.2:9876']
+    """
+    parts = [p.strip() for p in addr.replace(",", ";").split(";")]
+    return [p for p in parts if p]
+
+
+@dataclass(slots=True)
+class ClientSettings:
+    """What one client runtime (name servers, identity, timers) needs."""
+
+    namesrv_addr: str = "127.0.0.1:9876"
+    """Name servers, ``host:port`` separated by ``;``; requests fail over from one to the next."""
+    instance_name: str = ""
+    """Second half of the client id (``ip@instance``); empty means ``pid#nanotime`` (Java's default)."""
+    client_ip: str = ""
+    """The address put in the client id and unique message ids; empty means detect it."""
+    request_timeout: float = 3.0
+    """Seconds to wait for a name server or an admin/offset request to answer."""
+    poll_namesrv_interval: float = 30.0
+    """Seconds between refreshes of the routes of the topics in use."""
+    heartbeat_interval: float = 30.0
+    """Seconds between heartbeats to every broker (brokers drop clients silent for 120 s)."""
+    connect_timeout: float = 3.0
+    """Seconds to wait for a TCP connection to open."""
+
+
+@dataclass(slots=True)
+class ProducerSettings:
+    """How a :class:`~.producer.Producer` sends."""
+
+    send_timeout: float = 3.0
+    """Seconds a send may take in total, retries included."""
+    retries: int = 2
+    """Extra attempts of a sync or async send on another broker after a retriable failure."""
+    retry_another_broker_when_not_store_ok: bool = False
+    """Also retry when the broker stored the message less durably than asked (FLUSH_*_TIMEOUT …)."""
+    compress_over: int = 4096
+    """Bodies of at least this many bytes are zlib-compressed (never batches)."""
+    compress_level: int = 5
+    """zlib level used for compression (Java's default)."""
+    max_message_size: int = 4 * 1024 * 1024
+    """Largest body (or batch body) accepted, in bytes (the broker's default ``maxMessageSize``)."""
+    default_topic: str = "TBW102"
+    """Topic whose route is used, and named in the send header, when the topic does not exist yet."""
+    default_topic_queue_nums: int = 4
+    """Queues a broker creates for an auto-created topic."""
+    latency_fault_enabled: bool = True
+    """Avoid brokers that recently failed or answered slowly (see :mod:`.fault`)."""
+
+
+@dataclass(slots=True)
+class PullConsumerSettings:
+    """How a :class:`~.pull_consumer.PullConsumer` pulls and commits."""
+
+    pull_batch_size: int = 32
+    """Messages asked for per pull request (``maxMsgNums``)."""
+    long_poll_ms: int = 20000
+    """How long a broker may hold a pull that finds nothing (0 = answer at once)."""
+    pull_timeout: float = 10.0
+    """Seconds to wait for a pull's answer on top of ``long_poll_ms``."""
+    max_buffered_per_queue: int = 1024
+    """Pulled-but-not-polled messages per queue above which pulling that queue pauses."""
+    pull_delay_on_error: float = 1.0
+    """Seconds before a queue is pulled again after a failed pull."""
+    auto_commit: bool = True
+    """Commit the offsets of polled messages every ``auto_commit_interval`` and on shutdown."""
+    auto_commit_interval: float = 5.0
+    """Seconds between automatic commits."""
+    consume_from: str = "last"
+    """Where a queue without a committed offset starts: ``last`` (new messages only), ``first`` or ``timestamp``."""
+    consume_timestamp_ms: int = 0
+    """Start time for ``consume_from="timestamp"`` (ms since the epoch)."""
+    expression: str = "*"
+    """Tag expression of assigned topics: ``*`` or ``TagA || TagB``."""
+    topic_expressions: dict[str, str] = field(default_factory=dict)
+    """Per-topic expressions overriding ``expression`` (``{"TopicA": "TagA"}``)."""

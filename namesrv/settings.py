@@ -1,0 +1,115 @@
+"""Name-server settings, loadable from a ``namesrv.conf`` with RocketMQ's keys.
+
+Java properties syntax: ``key=value`` / ``key: value`` / ``key value``, ``#`` and ``!`` comments,
+a trailing backslash continues a line. Keys this name server does not use are reported (logged
+by the caller), not rejected, so a Java ``namesrv.conf`` works unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+
+
+class ConfigError(ValueError):
+    """A setting has a value this name server cannot use; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class NamesrvSettings:
+    listen_port: int = 9876
+    """``listenPort``: the remoting port (0 picks a free one)."""
+
+    host: str = "0.0.0.0"
+    """``bindAddress``: the address to listen on."""
+
+    kv_config_path: str | None = None
+    """``kvConfigPath``: where the KV config is kept; default ``<rocketmqHome>/namesrv/kvConfig.json``
+    when ``rocketmqHome`` is set, else in memory only."""
+
+    scan_interval_ms: int = 10_000
+    """``scanNotActiveBrokerInterval``: how often silent brokers are looked for."""
+
+    broker_expiry_ms: int = 120_000
+    """``brokerChannelExpiredTime``: a broker silent this long is removed."""
+
+    extra: dict[str, str] = field(default_factory=dict)
+    """Keys present in the file that this name server does not use."""
+
+    @classmethod
+    def from_conf(cls, conf: dict[str, str]) -> NamesrvSettings:
+        used: set[str] = set()
+
+        def get(key: str) -> str | None:
+            used.add(key)
+            v = conf.get(key)
+            return None if v is None or not v.strip() else v.strip()
+
+        def get_int(key: str, default: int, lo: int, hi: int) -> int:
+            raw = get(key)
+            if raw is None:
+                return default
+            try:
+                v = int(raw)
+            except ValueError:
+                raise ConfigError(f"{key}={raw!r}: expected an integer") from None
+            if not lo <= v <= hi:
+                raise ConfigError(f"{key}={v}: expected {lo}..{hi}")
+            return v
+
+        kv_path = get("kvConfigPath")
+        home = get("rocketmqHome")
+        if kv_path is None and home is not None:
+            kv_path = os.path.join(home, "namesrv", "kvConfig.json")
+        return cls(
+            listen_port=get_int("listenPort", 9876, 0, 65535),
+            host=get("bindAddress") or "0.0.0.0",
+            kv_config_path=kv_path,
+            scan_interval_ms=get_int("scanNotActiveBrokerInterval", 10_000, 100, 3_600_000),
+            broker_expiry_ms=get_int("brokerChannelExpiredTime", 120_000, 1_000, 86_400_000),
+            extra={k: v for k, v in conf.items() if k not in used},
+        )
+
+    @classmethod
+    def load(cls, path: str | None, **overrides: object) -> NamesrvSettings:
+        """Settings from ``path`` (if any) with command-line ``overrides`` (snake_case names) applied."""
+        conf = read_properties(path) if path else {}
+        settings = cls.from_conf(conf)
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        if not changes:
+            return settings
+        return replace(settings, **changes)
+
+
+_SPLIT = re.compile(r"(?<!\\)[=:\s]")
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A Java properties file as a dict (the simple subset RocketMQ configs use)."""
+    conf: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    logical: list[str] = []
+    pending = ""
+    for raw in lines:
+        line = raw.strip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending += line[:-1]
+            continue
+        logical.append(pending + line)
+        pending = ""
+    if pending:
+        logical.append(pending)
+    for line in logical:
+        m = _SPLIT.search(line)
+        if m is None:
+            conf[line] = ""
+            continue
+        key, rest = line[: m.start()], line[m.end() :].lstrip()
+        if m.group().isspace() and rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip()
+        conf[key.replace("\\", "")] = rest.strip()
+    return conf

@@ -1,0 +1,511 @@
+"""Typed request/response headers: a command's ``extFields`` as frozen dataclasses.
+
+Pure codec, no I/O. Each header is declared once as a dataclass; its fields *are* the table:
+
+- the wire key is the Java field name, derived from the attribute (``consumer_group`` →
+  ``consumerGroup``) unless a field says otherwise (``jf("clientID")``);
+- the type comes from the annotation: ``int``, ``str`` or ``bool`` (``X | None`` is optional);
+- a field without a default is required (Java's ``@CFNotNull``): ``from_command`` raises
+  :class:`HeaderError` naming it when it is missing or not a number.
+
+Values go on the wire as Java writes them (``stringify``): decimal numbers, ``true``/``false``; a
+``None`` is left out. From 4.9.5 many requests carry an optional ``bname``; it is ignored.
+
+SEND_MESSAGE comes in two spellings: V1 (code 10) with the long names and V2 (codes 310, 320)
+with the one-letter keys ``a``..``n``; :meth:`SendMessageRequestHeader.from_command` reads both.
+
+>>> from pyrocketmq.remoting.command import RemotingCommand
+>>> cmd = RemotingCommand.request(14, {"consumerGroup": "cg", "topic": "T", "queueId": 3})
+>>> QueryConsumerOffsetRequestHeader.from_command(cmd).queue_id
+3
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, TypeVar
+
+from .command import RemotingCommand, stringify
+
+H = TypeVar("H", bound="Header")
+
+
+class HeaderError(ValueError):
+    """A request header field is missing or malformed; the message names the field."""
+
+    def __init__(self, message: str, field_name: str) -> None:
+        super().__init__(message)
+        self.field_name = field_name
+
+
+def jf(java_name: str, default: Any = MISSING) -> Any:
+    """A header field whose wire key is not the camelCase of its attribute name."""
+    return field(default=default, metadata={"java": java_name})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+_KIND = re.compile(r"^(int|str|bool)\b")
+
+# per field: (attr, wire key, kind, required, label used in errors)
+_Spec = tuple[tuple[str, str, str, bool, str], ...]
+
+
+def _spec_of(cls: type) -> _Spec:
+    out = []
+    for f in fields(cls):
+        m = _KIND.match(str(f.type))
+        if m is None:
+            raise TypeError(f"{cls.__name__}.{f.name}: header fields are int, str or bool")
+        java = f.metadata.get("java") or _camel(f.name)
+        required = f.default is MISSING and f.default_factory is MISSING
+        out.append((f.name, java, m.group(1), required, repr(java)))
+    return tuple(out)
+
+
+def _read(cls: type[H], ext: dict[str, str], spec: _Spec) -> H:
+    kw: dict[str, Any] = {}
+    for attr, key, kind, required, label in spec:
+        raw = ext.get(key)
+        if raw is None or (kind != "str" and (raw == "" or raw == "null")):
+            if required:
+                raise HeaderError(f"the request header field {label} is missing", key)
+            continue
+        if kind == "int":
+            try:
+                kw[attr] = int(raw)
+            except ValueError:
+                raise HeaderError(f"the request header field {label} is not an integer: {raw!r}", key) from None
+        elif kind == "bool":
+            kw[attr] = raw.strip().lower() == "true"  # Java Boolean.parseBoolean: anything else is false
+        else:
+            kw[attr] = raw
+    return cls(**kw)
+
+
+class Header:
+    """Base of every header: generic parse/emit driven by the dataclass fields."""
+
+    __slots__ = ()
+
+    @classmethod
+    def spec(cls) -> _Spec:
+        spec = cls.__dict__.get("_spec_cache")
+        if spec is None:
+            spec = _spec_of(cls)
+            type.__setattr__(cls, "_spec_cache", spec)
+        return spec
+
+    @classmethod
+    def from_ext(cls: type[H], ext: dict[str, str]) -> H:
+        return _read(cls, ext, cls.spec())
+
+    @classmethod
+    def from_command(cls: type[H], cmd: RemotingCommand) -> H:
+        """The header of ``cmd``; :class:`HeaderError` names a missing or malformed field."""
+        return _read(cls, cmd.ext_fields, cls.spec())
+
+    def to_ext(self) -> dict[str, str]:
+        """Ext fields as Java writes them (``None`` left out)."""
+        return stringify({key: getattr(self, attr) for attr, key, *_ in self.spec()})
+
+
+# -- send ---------------------------------------------------------------------------------------
+
+# V2's one-letter keys, in the order of the V1 fields they stand for
+_SEND_V2 = (
+    ("producer_group", "a"), ("topic", "b"), ("default_topic", "c"), ("default_topic_queue_nums", "d"),
+    ("queue_id", "e"), ("sys_flag", "f"), ("born_timestamp", "g"), ("flag", "h"), ("properties", "i"),
+    ("reconsume_times", "j"), ("unit_mode", "k"), ("max_reconsume_times", "l"), ("batch", "m"),
+)  # fmt: skip
+_SEND_V2_CODES = (310, 320)
+
+
+@dataclass(frozen=True, slots=True)
+class SendMessageRequestHeader(Header):
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    batch: bool = False
+    max_reconsume_times: int | None = None
+
+    @classmethod
+    def from_command(cls, cmd: RemotingCommand) -> SendMessageRequestHeader:
+        """V2 (codes 310/320, keys ``a``..``m``) or V1 (code 10, long names)."""
+        ext = cmd.ext_fields
+        if cmd.code in _SEND_V2_CODES or ("b" in ext and "topic" not in ext):
+            return _read(cls, ext, _send_v2_spec())
+        return _read(cls, ext, cls.spec())
+
+    def to_ext_v2(self) -> dict[str, str]:
+        """The one-letter form a 4.x producer sends with SEND_MESSAGE_V2."""
+        return stringify({short: getattr(self, attr) for attr, short in _SEND_V2})
+
+
+def _send_v2_spec() -> _Spec:
+    spec = _V2_SPEC_CACHE.get("v2")
+    if spec is None:
+        short = dict(_SEND_V2)
+        spec = _V2_SPEC_CACHE["v2"] = tuple(
+            (attr, short[attr], kind, req, f"{short[attr]!r} ({key})")
+            for attr, key, kind, req, _ in SendMessageRequestHeader.spec()
+        )
+    return spec
+
+
+_V2_SPEC_CACHE: dict[str, _Spec] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class SendMessageResponseHeader(Header):
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None = None
+
+    def to_ext(self) -> dict[str, str]:
+        ext = Header.to_ext(self)
+        # the Java broker adds these to every send answer; clients copy them onto the message
+        ext["MSG_REGION"] = "DefaultRegion"
+        ext["TRACE_ON"] = "true"
+        return ext
+
+
+# -- pull and offsets ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PullMessageRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_timeout_millis: int
+    sub_version: int
+    subscription: str | None = None
+    expression_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PullMessageResponseHeader(Header):
+    """Always all four fields, even on errors: a Java client unboxes them unconditionally."""
+
+    suggest_which_broker_id: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryConsumerOffsetRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryConsumerOffsetResponseHeader(Header):
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateConsumerOffsetRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    commit_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetMaxOffsetRequestHeader(Header):
+    topic: str
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetMinOffsetRequestHeader(Header):
+    topic: str
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetEarliestMsgStoretimeRequestHeader(Header):
+    topic: str
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOffsetRequestHeader(Header):
+    topic: str
+    queue_id: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetResponseHeader(Header):
+    """GET_MAX_OFFSET, GET_MIN_OFFSET and SEARCH_OFFSET_BY_TIMESTAMP answer ``offset``."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetEarliestMsgStoretimeResponseHeader(Header):
+    timestamp: int
+
+
+# -- clients ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterClientRequestHeader(Header):
+    client_id: str = jf("clientID")
+    producer_group: str | None = None
+    consumer_group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumerListByGroupRequestHeader(Header):
+    consumer_group: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyConsumerIdsChangedRequestHeader(Header):
+    consumer_group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSendMsgBackRequestHeader(Header):
+    offset: int
+    group: str
+    delay_level: int
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+    unit_mode: bool = False
+    max_reconsume_times: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransactionRequestHeader(Header):
+    producer_group: str
+    tran_state_table_offset: int
+    commit_log_offset: int
+    commit_or_rollback: int  # 0 unknown, 8 commit, 12 rollback
+    msg_id: str
+    from_transaction_check: bool = False
+    transaction_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckTransactionStateRequestHeader(Header):
+    tran_state_table_offset: int
+    commit_log_offset: int
+    msg_id: str | None = None
+    transaction_id: str | None = None
+    offset_msg_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResetOffsetRequestHeader(Header):
+    """INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220)."""
+
+    topic: str
+    group: str
+    timestamp: int  # -1: the max offset
+    is_force: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumerStatusRequestHeader(Header):
+    topic: str
+    group: str
+    client_addr: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumerRunningInfoRequestHeader(Header):
+    consumer_group: str
+    client_id: str
+    jstack_enable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumerConnectionListRequestHeader(Header):
+    consumer_group: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetProducerConnectionListRequestHeader(Header):
+    producer_group: str
+
+
+# -- administration -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicRequestHeader(Header):
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str  # SINGLE_TAG or MULTI_TAG
+    topic_sys_flag: int | None = None
+    order: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicRequestHeader(Header):
+    """DELETE_TOPIC_IN_BROKER (215); DELETE_TOPIC_IN_NAMESRV (216) may add ``clusterName``."""
+
+    topic: str
+    cluster_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSubscriptionGroupRequestHeader(Header):
+    group_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ViewMessageRequestHeader(Header):
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMessageRequestHeader(Header):
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMessageResponseHeader(Header):
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetTopicStatsInfoRequestHeader(Header):
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumeStatsRequestHeader(Header):
+    consumer_group: str
+    topic: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeMessageDirectlyResultRequestHeader(Header):
+    consumer_group: str
+    client_id: str | None = None
+    msg_id: str | None = None
+    broker_name: str | None = None
+
+
+# -- name server --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRequestHeader(Header):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    ha_server_addr: str
+    broker_id: int
+    compressed: bool = False
+    body_crc32: int = 0  # crc32(body) & 0x7FFFFFFF; 0 = not checked
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerResponseHeader(Header):
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnRegisterBrokerRequestHeader(Header):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDataVersionRequestHeader(Header):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDataVersionResponseHeader(Header):
+    changed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GetRouteInfoRequestHeader(Header):
+    topic: str
+    accept_standard_json_only: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GetTopicsByClusterRequestHeader(Header):
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class WipeWritePermOfBrokerRequestHeader(Header):
+    broker_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class WipeWritePermOfBrokerResponseHeader(Header):
+    wipe_topic_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PutKVConfigRequestHeader(Header):
+    namespace: str
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetKVConfigRequestHeader(Header):
+    namespace: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetKVConfigResponseHeader(Header):
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteKVConfigRequestHeader(Header):
+    namespace: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetKVListByNamespaceRequestHeader(Header):
+    namespace: str

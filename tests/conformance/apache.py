@@ -1,0 +1,118 @@
+"""Run an Apache RocketMQ name server + broker (4.9.7 jars) with ``java -cp``, for the conformance peer.
+
+The shipped ``mqnamesrv``/``mqbroker`` scripts do not work on JDK 17 (``-Djava.ext.dirs``, CMS and
+PermSize flags are fatal) and ask for 8 GiB heaps, so the JVMs are launched directly:
+
+- ``-Drocketmq.home.dir=<home>``: both servers load ``<home>/conf/logback_{namesrv,broker}.xml`` at
+  start and exit if it is missing; ours log to stdout, which goes to ``<home>/*.log``.
+- ``-Duser.home=<home>``: several defaults (``kvConfig.json``, ``storePathCommitLog``, the config
+  backup paths) live under ``user.home``; this keeps every file under the test's directory.
+- ``SERVER_JDK17_FLAGS`` (jvm.py): module openings for the mmap cleanup code.
+- Small heaps (``-Xmx512m``, ``-XX:MaxDirectMemorySize=512m``) and a 64 MiB commitlog segment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conformance import jvm, maven, probe
+from tests.helpers.cluster import (
+    Cluster,
+    ManagedProcess,
+    free_broker_port,
+    free_port,
+    wait_for_tcp,
+    write_properties,
+)
+
+NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
+BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
+
+SERVER_HEAP = ["-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m", "-XX:+UseG1GC"]
+
+_LOGBACK = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level [%thread] %logger{24} - %msg%n</pattern></encoder>
+  </appender>
+  <logger name="RocketmqStats" level="WARN"/>
+  <logger name="RocketmqCommercial" level="WARN"/>
+  <logger name="RocketmqWaterMark" level="WARN"/>
+  <root level="INFO"><appender-ref ref="STDOUT"/></root>
+</configuration>
+"""
+
+
+def apache_broker_conf(namesrv_addr: str, listen_port: int, home: Path) -> dict[str, object]:
+    store = home / "store"
+    return {
+        "brokerClusterName": "DefaultCluster",
+        "brokerName": "broker-a",
+        "brokerId": 0,
+        "namesrvAddr": namesrv_addr,
+        "listenPort": listen_port,
+        "brokerIP1": "127.0.0.1",
+        "brokerRole": "ASYNC_MASTER",
+        "flushDiskType": "ASYNC_FLUSH",
+        "storePathRootDir": store,
+        "storePathCommitLog": store / "commitlog",
+        "autoCreateTopicEnable": True,
+        "mappedFileSizeCommitLog": 64 * 1024 * 1024,
+        # 2-core CI machines: queueing a send for up to 1 s is not "busy"
+        "waitTimeMillsInSendQueue": 1000,
+    }
+
+
+def start_apache_cluster(home: Path, *, timeout: float = 90.0) -> Cluster:
+    """Start name server + master broker under ``home``; return once TBW102 has a route."""
+    server_lib = maven.resolve(maven.SERVER)
+    java = jvm.java_executable()
+    conf_dir = home / "conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "logback_namesrv.xml").write_text(_LOGBACK)
+    (conf_dir / "logback_broker.xml").write_text(_LOGBACK)
+
+    ns_port = free_port()
+    broker_port = free_broker_port()
+    namesrv_addr = f"127.0.0.1:{ns_port}"
+    ns_conf = write_properties(conf_dir / "namesrv.conf", {"listenPort": ns_port})
+    broker_values = apache_broker_conf(namesrv_addr, broker_port, home)
+    broker_conf = write_properties(conf_dir / "broker.conf", broker_values)
+
+    common = [
+        java,
+        *SERVER_HEAP,
+        *jvm.SERVER_JDK17_FLAGS,
+        f"-Drocketmq.home.dir={home}",
+        f"-Duser.home={home}",
+        "-Dfile.encoding=UTF-8",
+        "-cp",
+        maven.classpath(server_lib),
+    ]
+    namesrv = ManagedProcess(
+        "apache-namesrv", [*common, NAMESRV_MAIN, "-c", str(ns_conf)], home / "namesrv.log", cwd=home
+    )
+    broker = ManagedProcess(
+        "apache-broker", [*common, BROKER_MAIN, "-c", str(broker_conf)], home / "broker.log", cwd=home
+    )
+    cluster = Cluster(
+        "apache",
+        namesrv_addr,
+        f"127.0.0.1:{broker_port}",
+        str(broker_values["brokerName"]),
+        str(broker_values["brokerClusterName"]),
+        home,
+        [namesrv],
+    )
+    try:
+        namesrv.start()
+        namesrv.wait_for_log("The Name Server boot success", timeout)
+        wait_for_tcp("127.0.0.1", ns_port, timeout, namesrv.alive)
+        cluster.processes.append(broker.start())
+        broker.wait_for_log("boot success", timeout)
+        probe.wait_for_route(namesrv_addr, "TBW102", timeout, alive=cluster.alive)
+    except BaseException as exc:
+        tails = cluster.log_tails()
+        cluster.stop()
+        raise RuntimeError(f"Apache RocketMQ did not start: {exc}\n{tails}") from exc
+    return cluster

@@ -1,0 +1,1 @@
+"""Shared test helpers (process launch, free ports). Imported as ``tests.helpers``."""

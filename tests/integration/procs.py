@@ -1,0 +1,134 @@
+"""Real name-server and broker processes on loopback for integration tests.
+
+Each process logs to a file under the test's tmp dir; a failed start shows the log's tail. Every
+process started here is stopped (SIGTERM, then SIGKILL) by the fixture that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def free_port(span: int = 1) -> int:
+    """A free TCP port ``p`` on 127.0.0.1 such that ``p-2 .. p+span`` are free too."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < 1030 or port + span > 65535:
+            continue
+        ok = True
+        for p in range(port - 2, port + span + 1):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return port
+    raise RuntimeError("no free port")
+
+
+def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}:\n{tail(log)}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} did not open within {timeout}s:\n{tail(log)}")
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+class Proc:
+    def __init__(self, name: str, args: list[str], log: Path, port: int) -> None:
+        self.name, self.args, self.log, self.port = name, args, log, port
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> Proc:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.log, "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(self.args, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        fh.close()
+        wait_port(self.port, self.proc, self.log)
+        return self
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        p = self.proc
+        if p is None or p.poll() is not None:
+            return None if p is None else p.returncode
+        p.send_signal(signal.SIGTERM)
+        try:
+            return p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            return p.wait(5)
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def start_namesrv(tmp: Path) -> Proc:
+    port = free_port()
+    return Proc(
+        "namesrv",
+        [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(port)],
+        tmp / "logs" / "namesrv.log",
+        port,
+    ).start()
+
+
+def write_broker_conf(tmp: Path, namesrv: str, port: int, name: str = "broker-a", **extra: object) -> Path:
+    conf = {
+        "brokerClusterName": "DefaultCluster",
+        "brokerName": name,
+        "brokerId": 0,
+        "namesrvAddr": namesrv,
+        "listenPort": port,
+        "brokerIP1": "127.0.0.1",
+        "storePathRootDir": str(tmp / name / "store"),
+        "flushDiskType": "ASYNC_FLUSH",
+        "autoCreateTopicEnable": "true",
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+    }
+    conf.update(extra)
+    path = tmp / f"{name}.conf"
+    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    return path
+
+
+def start_broker(tmp: Path, namesrv: str, name: str = "broker-a", port: int | None = None, **extra: object) -> Proc:
+    port = port or free_port(span=1)
+    conf = write_broker_conf(tmp, namesrv, port, name, **extra)
+    return Proc(
+        name,
+        [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(conf)],
+        tmp / "logs" / f"{name}.log",
+        port,
+    ).start()

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import asyncio
+
+from pyrocketmq.broker.long_poll import PullHoldService
+from pyrocketmq.broker.processors.pull import parse_tag_expression, tag_filter
+from pyrocketmq.remoting.message import tags_code
+
+
+def test_tag_expressions():
+    assert parse_tag_expression("*") is None
+    assert parse_tag_expression("") is None
+    assert parse_tag_expression(None) is None
+    codes = parse_tag_expression("TagA || TagB ||")
+    assert codes == {tags_code("TagA"), tags_code("TagB")}
+    match = tag_filter(codes)
+    assert match(tags_code("TagA")) and not match(tags_code("TagC"))
+
+
+def test_hold_woken_by_matching_dispatch_only():
+    async def run():
+        svc = PullHoldService()
+        only_a = tag_filter(parse_tag_expression("A"))
+        waiter = asyncio.ensure_future(svc.wait("T", 0, 5, only_a, 5.0))
+        await asyncio.sleep(0)
+        assert svc.held_count == 1
+        svc.notify("T", 1, 10, tags_code("A"))  # other queue
+        svc.notify("T", 0, 5, tags_code("A"))  # not past the offset asked for
+        svc.notify("T", 0, 6, tags_code("B"))  # other tag
+        await asyncio.sleep(0.01)
+        assert not waiter.done()
+        svc.notify("T", 0, 6, tags_code("A"))
+        assert await waiter is True
+        assert svc.held_count == 0
+
+    asyncio.run(run())
+
+
+def test_hold_times_out_and_is_forgotten():
+    async def run():
+        svc = PullHoldService()
+        assert await svc.wait("T", 0, 0, None, 0.05) is False
+        assert svc.held_count == 0
+
+    asyncio.run(run())

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+
+from pyrocketmq.broker.settings import BrokerRole, BrokerSettings, ConfigError, read_properties
+
+
+def test_rocketmq_keys_are_read(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "# a comment\n"
+        "brokerClusterName = C1\n"
+        "brokerName=broker-b\n"
+        "brokerId=0\n"
+        "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876\n"
+        "listenPort=20911\n"
+        "brokerIP1=10.1.1.1\n"
+        "storePathRootDir=/data/store\n"
+        "flushDiskType=SYNC_FLUSH\n"
+        "brokerRole=SYNC_MASTER\n"
+        "autoCreateTopicEnable=false\n"
+        "mappedFileSizeCommitLog=1048576\n"
+        "fileReservedTime=48\n"
+        "maxMessageSize=65536\n"
+        "someJavaOnlyKey=1\n"
+    )
+    s = BrokerSettings.from_conf(read_properties(str(conf)))
+    assert s.identity.cluster_name == "C1" and s.identity.broker_name == "broker-b"
+    assert s.identity.role == BrokerRole.SYNC_MASTER
+    assert s.network.namesrv_addrs == ("10.0.0.1:9876", "10.0.0.2:9876")
+    assert s.network.listen_port == 20911 and s.addr == "10.1.1.1:20911"
+    assert s.topics.auto_create_topic is False
+    assert s.store.store_path_root_dir == "/data/store"
+    assert s.store.sync_flush
+    assert s.store.mapped_file_size_commit_log == 1048576
+    assert s.store.retention.file_reserved_time == 48
+    assert s.store.max_message_size == 65536
+    assert s.extra == {"someJavaOnlyKey": "1"}
+
+
+@pytest.mark.parametrize(
+    "conf, words",
+    [
+        ({"listenPort": "abc"}, "listenPort"),
+        ({"listenPort": "70000"}, "listenPort"),
+        ({"brokerRole": "LEADER"}, "brokerRole"),
+        ({"brokerRole": "SLAVE", "brokerId": "0"}, "brokerId"),
+        ({"autoCreateTopicEnable": "yes"}, "autoCreateTopicEnable"),
+        ({"namesrvAddr": "nohostport"}, "namesrvAddr"),
+    ],
+)
+def test_bad_values_name_the_key(conf, words):
+    with pytest.raises(ConfigError, match=words):
+        BrokerSettings.from_conf(conf)
+
+
+def test_slave_keeps_its_id_and_master_is_zero():
+    assert BrokerSettings.from_conf({"brokerRole": "SLAVE", "brokerId": "2"}).identity.broker_id == 2
+    assert BrokerSettings.from_conf({"brokerId": "3"}).identity.broker_id == 0
