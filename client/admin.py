@@ -323,6 +323,8 @@ class Admin:
             ip, port, offset = decode_offset_msg_id(offset_msg_id)
         except ValueError as e:
             raise MQClientError(f"{offset_msg_id!r} is not an offset message id: {e}") from None
+        if not 0 < port < 65536:
+            raise MQClientError(f"{offset_msg_id!r} is not an offset message id: it names port {port}")
         addr = f"{ip}:{port}"
         resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
         msgs = _decode(resp.body or b"", addr)

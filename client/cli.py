@@ -409,7 +409,7 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
                 received += 1
                 if not args.quiet:
                     extra = user_properties(m.properties)
-                    line = (f"[{m.topic}:{m.store_host[0]}:{m.queue_id}@{m.queue_offset}] msgId={m.msg_id} "
+                    line = (f"[{m.topic} q{m.queue_id}@{m.queue_offset}] msgId={m.msg_id} "
                             f"tags={m.tags or ''} keys={' '.join(m.keys)}")
                     if extra:
                         line += " props=" + ",".join(f"{k}={v}" for k, v in extra.items())

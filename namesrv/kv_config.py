@@ -14,7 +14,6 @@ import os
 import tempfile
 
 import orjson
-
 from pyrocketmq.remoting.body import KVTable, loads
 
 log = logging.getLogger("pyrocketmq.namesrv")

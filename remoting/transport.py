@@ -72,8 +72,7 @@ class Connection(asyncio.Protocol):
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = transport  # type: ignore[assignment]  # uvloop's is not an asyncio.Transport subclass
         peer = transport.get_extra_info("peername")
         if peer:
             self.remote_addr = f"{peer[0]}:{peer[1]}"
@@ -205,6 +204,7 @@ class Connection(asyncio.Protocol):
         self._pending.clear()
         if not self.connected.done():
             self.connected.set_exception(err)
+            self.connected.exception()  # nobody may be waiting: don't warn about it
         for fn in self._close_callbacks:
             try:
                 fn(self)

@@ -7,6 +7,11 @@ bash scripts/setup.sh
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== import-linter"
-.venv/bin/lint-imports --no-cache
+# import-linter walks a package's folder, so it checks an installed (non-editable) copy whose
+# layout is the wheel's: pyrocketmq/broker/store/…, not the repository's top-level folders.
+lintdir=$(mktemp -d)
+trap 'rm -rf "$lintdir"' EXIT
+.venv/bin/python -m pip install -q --no-deps --no-build-isolation --target "$lintdir" . >/dev/null
+(cd "$lintdir" && PYTHONPATH="$lintdir" "$OLDPWD/.venv/bin/lint-imports" --no-cache --config "$OLDPWD/pyproject.toml")
 echo "== pytest"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -112,7 +112,7 @@ class PullProcessor:
         pull = broker.settings.pull
         max_nums = max(1, min(h.max_msg_nums, pull.max_transfer_count_hot))
         result = broker.store.get_message(
-            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, pull.max_transfer_bytes_hot, matches
+            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, None, matches
         )
         status = result.status
         if status in (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE):

@@ -1,0 +1,164 @@
+"""The name server process: settings → state → handlers → server, plus the expiry scan.
+
+A name server is stateless and alone: replicas never talk to each other; brokers register with
+every one of them. A broker is removed when the connection it registered through closes, or when
+it has been silent for ``broker_expiry_ms`` (checked every ``scan_interval_ms``).
+
+CLI: ``pyrocketmq namesrv [-c namesrv.conf] [--listen-port N] [--host H]`` (also
+``python -m pyrocketmq.namesrv``). Once bound it logs ``pyrocketmq namesrv listening on HOST:PORT``;
+SIGTERM / SIGINT stop it cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+
+from pyrocketmq.remoting.transport import Connection, RemotingServer
+
+from .kv_config import KVConfigError, KVConfigManager
+from .processor import NamesrvProcessor
+from .route_info import RouteInfoManager
+from .settings import ConfigError, NamesrvSettings
+
+log = logging.getLogger("pyrocketmq.namesrv")
+
+
+class NameServer:
+    """One name server on one port.
+
+    >>> async def demo():
+    ...     ns = NameServer(NamesrvSettings(listen_port=0, host="127.0.0.1"))
+    ...     port = await ns.start()
+    ...     await ns.stop()
+    ...     return port > 0
+    >>> asyncio.run(demo())
+    True
+    """
+
+    def __init__(self, settings: NamesrvSettings | None = None) -> None:
+        self.settings = settings or NamesrvSettings()
+        self.routes = RouteInfoManager()
+        self.kv = KVConfigManager(self.settings.kv_config_path)
+        self.processor = NamesrvProcessor(self.routes, self.kv)
+        self.server = RemotingServer("namesrv", self.processor.handlers())
+        self.server.on_connection_closed(self._connection_closed)
+        self.port = 0
+        self._scan_task: asyncio.Task[None] | None = None
+
+    @property
+    def addr(self) -> str:
+        host = self.settings.host
+        return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{self.port}"
+
+    async def start(self) -> int:
+        """Load the KV config, bind, start the expiry scan; the port bound."""
+        self.kv.load()
+        self.port = await self.server.start(self.settings.host, self.settings.listen_port)
+        self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-expiry-scan")
+        log.info("pyrocketmq namesrv listening on %s:%d", self.settings.host, self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            try:
+                await self._scan_task
+            except asyncio.CancelledError:
+                pass
+            self._scan_task = None
+        await self.server.stop()
+        log.info("pyrocketmq namesrv stopped")
+
+    def scan_expired(self, now_ms: int | None = None) -> list[str]:
+        """Remove brokers silent for too long and close their connections; their addresses."""
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        expired = self.routes.scan_expired(now, self.settings.broker_expiry_ms)
+        for live in expired:
+            if isinstance(live.channel, Connection):
+                live.channel.close("broker registration expired")
+        return [live.broker_addr for live in expired]
+
+    async def _scan_loop(self) -> None:
+        interval = self.settings.scan_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.scan_expired()
+            except Exception:  # the scan must outlive a bug in one round
+                log.exception("expiry scan failed")
+
+    def _connection_closed(self, conn: Connection) -> None:
+        removed = self.routes.on_channel_closed(conn)
+        if removed:
+            log.info("connection %s closed (%s): brokers removed: %s", conn.remote_addr, conn.close_reason, ", ".join(removed))
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pyrocketmq namesrv", description="Run a RocketMQ-compatible name server.")
+    p.add_argument("-c", "--config", help="namesrv.conf (Java properties with RocketMQ's keys)")
+    p.add_argument("--listen-port", type=int, metavar="N", help="port to listen on (overrides listenPort; 0 = any free)")
+    p.add_argument("--host", metavar="H", help="address to bind (overrides bindAddress; default 0.0.0.0)")
+    p.add_argument("-p", "--print-config", action="store_true", help="print the effective settings and exit")
+    p.add_argument("--log-level", default=os.environ.get("PYROCKETMQ_LOG_LEVEL", "INFO"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # usage already printed; -h exits 0
+        return int(e.code or 0)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        if args.listen_port is not None and not 0 <= args.listen_port <= 65535:
+            raise ConfigError(f"--listen-port {args.listen_port}: expected 0..65535")
+        settings = NamesrvSettings.load(args.config, listen_port=args.listen_port, host=args.host)
+    except FileNotFoundError:
+        parser.print_usage(sys.stderr)
+        print(f"pyrocketmq namesrv: error: config file not found: {args.config}", file=sys.stderr)
+        return 2
+    except (ConfigError, OSError, UnicodeDecodeError) as e:
+        parser.print_usage(sys.stderr)
+        print(f"pyrocketmq namesrv: error: {e}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(settings)
+        return 0
+    if settings.extra:
+        log.info("ignoring namesrv.conf keys this name server does not use: %s", ", ".join(sorted(settings.extra)))
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(_serve(NameServer(settings)))
+    return uvloop.run(_serve(NameServer(settings)))
+
+
+async def _serve(ns: NameServer) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await ns.start()
+    except (OSError, KVConfigError) as e:
+        log.error("cannot start the name server: %s", e)
+        await ns.server.stop()
+        return 1
+    await stop.wait()
+    log.info("shutting down")
+    await ns.stop()
+    return 0
