@@ -72,7 +72,8 @@ class Broker:
 
     async def start(self) -> None:
         s = self.settings
-        self.port = await self.server.start(s.network.bind_address, s.network.listen_port)
+        # Bind first (a listenPort=0 broker needs its port for message ids), accept once recovered.
+        self.port = await self.server.start(s.network.bind_address, s.network.listen_port, serve=False)
         self.store_host = pack_host(s.network.broker_ip, self.port)
         self.topics.load()
         self.groups.load()
@@ -88,6 +89,7 @@ class Broker:
         for processor in (SendProcessor(self), PullProcessor(self), OffsetProcessor(self), self.client_processor, AdminProcessor(self)):
             processor.register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
+        await self.server.serve()
         n = await self.registrar.register_all()
         log.info(
             "pyrocketmq broker %s (%s, cluster %s) listening on %s; registered with %d of %d name servers; store at %s",

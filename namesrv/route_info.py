@@ -178,12 +178,15 @@ class RouteInfoManager:
             members -= names
             if not members:
                 del self.cluster_addr_table[cluster]
+        gone = []
         for topic, per_broker in list(self.topic_queue_table.items()):
             for name in names:
                 per_broker.pop(name, None)
             if not per_broker:
-                log.info("topic %s has no broker left: route removed", topic)
                 del self.topic_queue_table[topic]
+                gone.append(topic)
+        if gone:
+            log.info("%d topics have no broker left, routes removed: %s", len(gone), ", ".join(sorted(gone)[:20]))
 
     # -- departures ---------------------------------------------------------------------------------
     def on_channel_closed(self, channel: Hashable) -> list[str]:

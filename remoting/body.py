@@ -1,8 +1,15 @@
 """JSON bodies of the remoting protocol (PROTOCOL.md §3): routes, registrations, heartbeats, stats.
 
 Pure codec: bytes in, values out, no I/O. Python attributes are snake_case; JSON keys are exactly
-the Java field names (camelCase, ``clientID`` included). Each class has ``to_json() -> bytes`` and
-``from_json(bytes)``; nested values also have ``to_dict()`` / ``from_dict()``.
+the Java field names (camelCase, ``clientID`` included). Every class derives from :class:`JsonBody`:
+``to_json() -> bytes`` / ``from_json(bytes)`` over ``to_dict()`` / ``from_dict()``; scalar fields
+map themselves (from the dataclass fields), nested ones are spelled out per class.
+
+>>> route = TopicRouteData.from_json(b'{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.9:10911"},'
+...     b'"brokerName":"broker-a","cluster":"C"}],"queueDatas":[{"brokerName":"broker-a",'
+...     b'"perm":6,"readQueueNums":4,"writeQueueNums":4}]}')
+>>> route.broker_datas[0].select_broker_addr(), route.queue_datas[0].write_queue_nums
+('10.0.0.9:10911', 4)
 
 Invariants:
 
@@ -218,34 +225,96 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
+# -- the shared shape ---------------------------------------------------------------------------
+
+_SCALAR = re.compile(r"^(int|str|bool|float)\b")
+
+
+def jname(json_name: str, **kw: Any) -> Any:
+    """A field whose JSON key is not the camelCase of its attribute (``clientID``, ``lockOKMQSet``)."""
+    return field(metadata={"json": json_name}, **kw)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _convert(kind: str, v: Any) -> Any:
+    if kind == "int":
+        return int(v)
+    if kind == "bool":
+        return v.lower() == "true" if isinstance(v, str) else bool(v)
+    if kind == "float":
+        return float(v)
+    return str(v)
+
+
+class JsonBody:
+    """Base of every body: ``to_json``/``from_json`` over ``to_dict``/``from_dict``.
+
+    Scalar fields (``int``, ``str``, ``bool``, ``float``, optionally ``| None``) are mapped by
+    themselves: JSON key = camelCase of the attribute (or :func:`jname`), ``None`` left out,
+    a missing key takes the field's default (Java's). Classes with nested values extend
+    ``to_dict``/``from_dict`` for those fields.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _scalars(cls) -> tuple[tuple[str, str, str], ...]:
+        spec = cls.__dict__.get("_scalar_spec")
+        if spec is None:
+            spec = tuple(
+                (f.name, f.metadata.get("json") or _camel(f.name), m.group(1))
+                for f in fields(cls)  # type: ignore[arg-type]
+                if (m := _SCALAR.match(str(f.type)))
+            )
+            type.__setattr__(cls, "_scalar_spec", spec)
+        return spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: v for attr, key, _ in self._scalars() if (v := getattr(self, attr)) is not None}
+
+    @classmethod
+    def _scalar_kwargs(cls, d: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for attr, key, kind in cls._scalars():
+            v = d.get(key)
+            if v is not None and not (v == "" and kind != "str"):
+                out[attr] = _convert(kind, v)
+        return out
+
+    @classmethod
+    def from_dict(cls: type[B], d: dict[str, Any]) -> B:
+        return cls(**cls._scalar_kwargs(d))
+
+    def to_json(self) -> bytes:
+        return dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls: type[B], data: bytes | bytearray | memoryview | str) -> B:
+        """Parse a body (strict JSON or fastjson's dialect); unknown keys are ignored."""
+        return cls.from_dict(_obj(data))
+
+
+B = TypeVar("B", bound=JsonBody)
+
+
 # -- message queues and maps keyed by them -------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class MessageQueue:
+class MessageQueue(JsonBody):
     """One queue of a topic on one broker. Sorts like Java's: topic, broker name, queue id.
 
     >>> MessageQueue("T", "broker-a", 0) < MessageQueue("T", "broker-a", 1)
     True
     """
 
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> MessageQueue:
-        return cls(topic=str(d.get("topic") or ""), broker_name=str(d.get("brokerName") or ""), queue_id=_int(d.get("queueId")))
-
-    def to_json(self) -> bytes:
-        return dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes) -> MessageQueue:
-        return cls.from_dict(_obj(data))
+    topic: str = ""
+    broker_name: str = ""
+    queue_id: int = 0
 
 
 _MQ_TO_STRING = re.compile(r"MessageQueue \[topic=(.*), brokerName=(.*), queueId=(-?\d+)\]$")
@@ -265,9 +334,7 @@ def _mq_key(k: Any) -> MessageQueue:
 
 
 def _mq_map_from(v: Any, value: Callable[[Any], T]) -> dict[MessageQueue, T]:
-    if not v:
-        return {}
-    return {_mq_key(k): value(x) for k, x in v.items()}
+    return {_mq_key(k): value(x) for k, x in v.items()} if v else {}
 
 
 def _mq_map_json(table: dict[MessageQueue, Any], value: Callable[[Any], Any]) -> bytes:
@@ -276,66 +343,32 @@ def _mq_map_json(table: dict[MessageQueue, Any], value: Callable[[Any], Any]) ->
     return b"{" + b",".join(items) + b"}"
 
 
+def _mqs(v: Any) -> list[MessageQueue]:
+    return sorted({MessageQueue.from_dict(m) for m in v or ()})
+
+
 # -- topics and registration --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class DataVersion:
+class DataVersion(JsonBody):
     """A broker's topic-table version; equal when both timestamp and counter match."""
 
     timestamp: int = 0
     counter: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"counter": self.counter, "timestamp": self.timestamp}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> DataVersion:
-        d = d or {}
-        return cls(timestamp=_int(d.get("timestamp")), counter=_int(d.get("counter")))
-
-    def to_json(self) -> bytes:
-        return dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes) -> DataVersion:
-        return cls.from_dict(_obj(data))
-
 
 @dataclass(frozen=True, slots=True)
-class TopicConfig:
+class TopicConfig(JsonBody):
     """A topic on one broker (Java defaults: 16/16 queues, perm 6 = read|write)."""
 
-    topic_name: str
+    topic_name: str = ""
     read_queue_nums: int = 16
     write_queue_nums: int = 16
     perm: int = 6
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicFilterType": self.topic_filter_type,
-            "topicName": self.topic_name,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any], name: str | None = None) -> TopicConfig:
-        return cls(
-            topic_name=str(d.get("topicName") or name or ""),
-            read_queue_nums=_int(d.get("readQueueNums"), 16),
-            write_queue_nums=_int(d.get("writeQueueNums"), 16),
-            perm=_int(d.get("perm"), 6),
-            topic_filter_type=str(d.get("topicFilterType") or "SINGLE_TAG"),
-            topic_sys_flag=_int(d.get("topicSysFlag")),
-            order=_bool(d.get("order")),
-        )
 
     def encode_line(self) -> str:
         """Java ``TopicConfig.encode()``: ``name read write perm filterType`` (compressed registration)."""
@@ -350,50 +383,39 @@ class TopicConfig:
         order = len(parts) > 6 and parts[6].lower() == "true"
         return cls(parts[0], int(parts[1]), int(parts[2]), int(parts[3]), parts[4], sys_flag, order)
 
-    def to_json(self) -> bytes:
-        return dumps(self.to_dict())
 
-    @classmethod
-    def from_json(cls, data: bytes) -> TopicConfig:
-        return cls.from_dict(_obj(data))
+def _version(d: Any) -> DataVersion | None:
+    return None if d is None else DataVersion.from_dict(d)
 
 
 @dataclass(slots=True)
-class TopicConfigSerializeWrapper:
+class TopicConfigSerializeWrapper(JsonBody):
     """A broker's whole topic table with its version (``topics.json``, GET_ALL_TOPIC_CONFIG)."""
 
     topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
     data_version: DataVersion | None = field(default_factory=DataVersion)
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none({
-            "dataVersion": None if self.data_version is None else self.data_version.to_dict(),
-            "topicConfigTable": {k: v.to_dict() for k, v in self.topic_config_table.items()},
-        })
+        d: dict[str, Any] = {"topicConfigTable": {k: v.to_dict() for k, v in self.topic_config_table.items()}}
+        if self.data_version is not None:
+            d["dataVersion"] = self.data_version.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> TopicConfigSerializeWrapper:
         d = d or {}
         table = d.get("topicConfigTable") or {}
-        dv = d.get("dataVersion")
         return cls(
-            topic_config_table={str(k): TopicConfig.from_dict(v, str(k)) for k, v in table.items()},
-            data_version=None if dv is None else DataVersion.from_dict(dv),
+            {str(k): TopicConfig.from_dict({"topicName": k, **v}) for k, v in table.items()},
+            _version(d.get("dataVersion")),
         )
-
-    def to_json(self) -> bytes:
-        return dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes) -> TopicConfigSerializeWrapper:
-        return cls.from_dict(_obj(data))
 
 
 _INT32 = struct.Struct(">i")
 
 
 @dataclass(slots=True)
-class RegisterBrokerBody:
+class RegisterBrokerBody(JsonBody):
     """REGISTER_BROKER's body: the broker's topic table and its filter servers.
 
     With the header's ``compressed=true`` (Java ``compressedRegister``) the body is instead::
@@ -414,15 +436,11 @@ class RegisterBrokerBody:
             "topicConfigSerializeWrapper": self.topic_config_serialize_wrapper.to_dict(),
         }
 
-    def to_json(self) -> bytes:
-        return dumps(self.to_dict())
-
     @classmethod
-    def from_json(cls, data: bytes) -> RegisterBrokerBody:
-        d = _obj(data)
+    def from_dict(cls, d: dict[str, Any]) -> RegisterBrokerBody:
         return cls(
-            topic_config_serialize_wrapper=TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper")),
-            filter_server_list=_strs(d.get("filterServerList")),
+            TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper")),
+            _strs(d.get("filterServerList")),
         )
 
     @classmethod
@@ -437,85 +455,64 @@ class RegisterBrokerBody:
             raise ValueError(f"compressed register body does not inflate: {e}") from None
         pos = 0
 
-        def chunk() -> bytes:
+        def int32() -> int:
             nonlocal pos
             if pos + 4 > len(raw):
                 raise ValueError("compressed register body is truncated")
-            (n,) = _INT32.unpack_from(raw, pos)
-            if n < 0 or pos + 4 + n > len(raw):
-                raise ValueError(f"compressed register body: length {n} at {pos} runs past the end")
-            pos += 4 + n
+            pos += 4
+            return _INT32.unpack_from(raw, pos - 4)[0]
+
+        def chunk() -> bytes:
+            nonlocal pos
+            n = int32()
+            if n < 0 or pos + n > len(raw):
+                raise ValueError(f"compressed register body: length {n} at {pos - 4} runs past the end")
+            pos += n
             return raw[pos - n : pos]
 
         version = DataVersion.from_json(chunk())
-        if pos + 4 > len(raw):
-            raise ValueError("compressed register body is truncated")
-        (count,) = _INT32.unpack_from(raw, pos)
-        pos += 4
         table: dict[str, TopicConfig] = {}
-        for _ in range(count):
+        for _ in range(int32()):
             tc = TopicConfig.decode_line(chunk().decode())
             table[tc.topic_name] = tc
         servers = _strs(loads(chunk())) if pos < len(raw) else []
         return cls(TopicConfigSerializeWrapper(table, version), servers)
 
     def to_compressed(self) -> bytes:
-        """The compressed form (for tests and peers that want it)."""
+        """The compressed form (for tests, and peers that want it)."""
         w = self.topic_config_serialize_wrapper
-        parts = []
-        for blob in (
-            (w.data_version or DataVersion()).to_json(),
-            *(tc.encode_line().encode() for tc in w.topic_config_table.values()),
-        ):
-            parts.append(_INT32.pack(len(blob)) + blob)
-        parts.insert(1, _INT32.pack(len(w.topic_config_table)))
-        servers = orjson.dumps(list(self.filter_server_list))
-        parts.append(_INT32.pack(len(servers)) + servers)
+
+        def chunk(blob: bytes) -> bytes:
+            return _INT32.pack(len(blob)) + blob
+
+        parts = [chunk((w.data_version or DataVersion()).to_json()), _INT32.pack(len(w.topic_config_table))]
+        parts += [chunk(tc.encode_line().encode()) for tc in w.topic_config_table.values()]
+        parts.append(chunk(orjson.dumps(list(self.filter_server_list))))
         return zlib.compress(b"".join(parts), 9)
 
 
 # -- routes -------------------------------------------------------------------------------------
 
+MASTER_ID = 0
+
 
 @dataclass(slots=True)
-class QueueData:
+class QueueData(JsonBody):
     """A topic's queues on one broker name (mutable: the client trims default routes in place)."""
 
-    broker_name: str
+    broker_name: str = ""
     read_queue_nums: int = 0
     write_queue_nums: int = 0
     perm: int = 6
     topic_sys_flag: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "brokerName": self.broker_name,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> QueueData:
-        return cls(
-            broker_name=str(d.get("brokerName") or ""),
-            read_queue_nums=_int(d.get("readQueueNums")),
-            write_queue_nums=_int(d.get("writeQueueNums")),
-            perm=_int(d.get("perm")),
-            topic_sys_flag=_int(d.get("topicSysFlag")),
-        )
-
-
-MASTER_ID = 0
-
 
 @dataclass(slots=True)
-class BrokerData:
+class BrokerData(JsonBody):
     """One broker name (a master and its slaves): ``broker_addrs`` maps broker id → ``ip:port``."""
 
-    cluster: str
-    broker_name: str
+    cluster: str = ""
+    broker_name: str = ""
     broker_addrs: dict[int, str] = field(default_factory=dict)
 
     def select_broker_addr(self) -> str | None:
@@ -526,24 +523,18 @@ class BrokerData:
         return addr
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "brokerAddrs": {str(k): v for k, v in sorted(self.broker_addrs.items())},
-            "brokerName": self.broker_name,
-            "cluster": self.cluster,
-        }
+        d = JsonBody.to_dict(self)
+        d["brokerAddrs"] = {str(k): v for k, v in sorted(self.broker_addrs.items())}
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BrokerData:
-        addrs = d.get("brokerAddrs") or {}
-        return cls(
-            cluster=str(d.get("cluster") or ""),
-            broker_name=str(d.get("brokerName") or ""),
-            broker_addrs={int(k): str(v) for k, v in addrs.items()},
-        )
+        addrs = {int(k): str(v) for k, v in (d.get("brokerAddrs") or {}).items()}
+        return cls(broker_addrs=addrs, **cls._scalar_kwargs(d))
 
 
 @dataclass(slots=True)
-class TopicRouteData:
+class TopicRouteData(JsonBody):
     """GET_ROUTEINFO_BY_TOPIC's answer. ``order_topic_conf`` (``"brokerName:num;…"``) overrides
     ``queue_datas`` for publishing when set."""
 
@@ -553,87 +544,80 @@ class TopicRouteData:
     order_topic_conf: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none({
-            "brokerDatas": [b.to_dict() for b in self.broker_datas],
-            "filterServerTable": {k: list(v) for k, v in self.filter_server_table.items()},
-            "orderTopicConf": self.order_topic_conf,
-            "queueDatas": [q.to_dict() for q in self.queue_datas],
-        })
-
-    def to_json(self) -> bytes:
-        return dumps(self.to_dict())
+        d = JsonBody.to_dict(self)
+        d["brokerDatas"] = [b.to_dict() for b in self.broker_datas]
+        d["filterServerTable"] = {k: list(v) for k, v in self.filter_server_table.items()}
+        d["queueDatas"] = [q.to_dict() for q in self.queue_datas]
+        return d
 
     @classmethod
-    def from_json(cls, data: bytes) -> TopicRouteData:
-        d = _obj(data)
+    def from_dict(cls, d: dict[str, Any]) -> TopicRouteData:
         return cls(
             queue_datas=[QueueData.from_dict(q) for q in d.get("queueDatas") or ()],
             broker_datas=[BrokerData.from_dict(b) for b in d.get("brokerDatas") or ()],
             filter_server_table={str(k): _strs(v) for k, v in (d.get("filterServerTable") or {}).items()},
-            order_topic_conf=d.get("orderTopicConf"),
+            **cls._scalar_kwargs(d),
         )
 
 
 @dataclass(slots=True)
-class ClusterInfo:
+class ClusterInfo(JsonBody):
     """GET_BROKER_CLUSTER_INFO: every broker name, and the broker names of each cluster."""
 
     broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
     cluster_addr_table: dict[str, list[str]] = field(default_factory=dict)
 
-    def to_json(self) -> bytes:
-        return dumps({
+    def to_dict(self) -> dict[str, Any]:
+        return {
             "brokerAddrTable": {k: v.to_dict() for k, v in self.broker_addr_table.items()},
             "clusterAddrTable": {k: sorted(v) for k, v in self.cluster_addr_table.items()},
-        })
+        }
 
     @classmethod
-    def from_json(cls, data: bytes) -> ClusterInfo:
-        d = _obj(data)
+    def from_dict(cls, d: dict[str, Any]) -> ClusterInfo:
         return cls(
-            broker_addr_table={str(k): BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()},
-            cluster_addr_table={str(k): _strs(v) for k, v in (d.get("clusterAddrTable") or {}).items()},
+            {str(k): BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()},
+            {str(k): _strs(v) for k, v in (d.get("clusterAddrTable") or {}).items()},
         )
 
 
 @dataclass(slots=True)
-class TopicList:
+class TopicList(JsonBody):
     """``{"topicList":[…]}`` (GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPICS_BY_CLUSTER)."""
 
     topic_list: list[str] = field(default_factory=list)
     broker_addr: str | None = None
 
-    def to_json(self) -> bytes:
-        return dumps(_drop_none({"brokerAddr": self.broker_addr, "topicList": list(self.topic_list)}))
+    def to_dict(self) -> dict[str, Any]:
+        return {**JsonBody.to_dict(self), "topicList": list(self.topic_list)}
 
     @classmethod
-    def from_json(cls, data: bytes) -> TopicList:
-        d = _obj(data)
-        return cls(topic_list=_strs(d.get("topicList")), broker_addr=d.get("brokerAddr"))
+    def from_dict(cls, d: dict[str, Any]) -> TopicList:
+        return cls(_strs(d.get("topicList")), **cls._scalar_kwargs(d))
 
 
 @dataclass(slots=True)
-class KVTable:
+class KVTable(JsonBody):
     """``{"table":{…}}``: string → string (order-topic config, broker runtime info)."""
 
     table: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> bytes:
-        return dumps({"table": dict(self.table)})
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": dict(self.table)}
 
     @classmethod
-    def from_json(cls, data: bytes) -> KVTable:
-        return cls(table={str(k): str(v) for k, v in (_obj(data).get("table") or {}).items()})
+    def from_dict(cls, d: dict[str, Any]) -> KVTable:
+        return cls({str(k): str(v) for k, v in (d.get("table") or {}).items()})
 
 
 # -- clients ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class SubscriptionData:
+class SubscriptionData(JsonBody):
     """One topic subscription of a consumer group; ``code_set`` holds Java hash codes of the tags."""
 
-    topic: str
+    topic: str = ""
     sub_string: str = "*"
     tags_set: tuple[str, ...] = ()
     code_set: tuple[int, ...] = ()
@@ -651,117 +635,84 @@ class SubscriptionData:
         expr = (expression or "").strip()
         if expression_type != "TAG" or expr in ("", "*"):
             return cls(topic, expr or "*", (), (), sub_version, expression_type)
-        from pyrocketmq.remoting.message import tags_code  # lazily: the message codec is a sibling
+        from pyrocketmq.remoting.message import tags_code  # lazily: a sibling codec, not needed otherwise
 
         tags = tuple(dict.fromkeys(t.strip() for t in expr.split("||") if t.strip()))
         return cls(topic, expr, tags, tuple(tags_code(t) for t in tags), sub_version, expression_type)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "classFilterMode": self.class_filter_mode,
-            "codeSet": list(self.code_set),
-            "expressionType": self.expression_type,
-            "subString": self.sub_string,
-            "subVersion": self.sub_version,
-            "tagsSet": list(self.tags_set),
-            "topic": self.topic,
-        }
+        return {**JsonBody.to_dict(self), "codeSet": list(self.code_set), "tagsSet": list(self.tags_set)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SubscriptionData:
         return cls(
-            topic=str(d.get("topic") or ""),
-            sub_string=str(d.get("subString") if d.get("subString") is not None else "*"),
             tags_set=tuple(_strs(d.get("tagsSet"))),
             code_set=tuple(int(c) for c in d.get("codeSet") or ()),
-            sub_version=_int(d.get("subVersion")),
-            expression_type=str(d.get("expressionType") or "TAG"),
-            class_filter_mode=_bool(d.get("classFilterMode")),
+            **cls._scalar_kwargs(d),
         )
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerData:
+class ConsumerData(JsonBody):
     """A consumer group as one client runs it (in a heartbeat)."""
 
-    group_name: str
-    consume_type: str = "CONSUME_PASSIVELY"
-    message_model: str = "CLUSTERING"
+    group_name: str = ""
+    consume_type: str = "CONSUME_PASSIVELY"  # or CONSUME_ACTIVELY (pull)
+    message_model: str = "CLUSTERING"  # or BROADCASTING
     consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
     subscription_data_set: tuple[SubscriptionData, ...] = ()
     unit_mode: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "consumeFromWhere": self.consume_from_where,
-            "consumeType": self.consume_type,
-            "groupName": self.group_name,
-            "messageModel": self.message_model,
-            "subscriptionDataSet": [s.to_dict() for s in self.subscription_data_set],
-            "unitMode": self.unit_mode,
-        }
+        return {**JsonBody.to_dict(self), "subscriptionDataSet": [s.to_dict() for s in self.subscription_data_set]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ConsumerData:
-        return cls(
-            group_name=str(d.get("groupName") or ""),
-            consume_type=str(d.get("consumeType") or "CONSUME_PASSIVELY"),
-            message_model=str(d.get("messageModel") or "CLUSTERING"),
-            consume_from_where=str(d.get("consumeFromWhere") or "CONSUME_FROM_LAST_OFFSET"),
-            subscription_data_set=tuple(SubscriptionData.from_dict(s) for s in d.get("subscriptionDataSet") or ()),
-            unit_mode=_bool(d.get("unitMode")),
-        )
+        subs = tuple(SubscriptionData.from_dict(s) for s in d.get("subscriptionDataSet") or ())
+        return cls(subscription_data_set=subs, **cls._scalar_kwargs(d))
 
 
 @dataclass(frozen=True, slots=True)
-class ProducerData:
-    group_name: str
+class ProducerData(JsonBody):
+    group_name: str = ""
 
 
 @dataclass(slots=True)
-class HeartbeatData:
+class HeartbeatData(JsonBody):
     """HEART_BEAT's body: a client's producer and consumer groups."""
 
-    client_id: str
+    client_id: str = jname("clientID", default="")
     producer_data_set: list[ProducerData] = field(default_factory=list)
     consumer_data_set: list[ConsumerData] = field(default_factory=list)
 
-    def to_json(self) -> bytes:
-        return dumps({
-            "clientID": self.client_id,
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **JsonBody.to_dict(self),
             "consumerDataSet": [c.to_dict() for c in self.consumer_data_set],
-            "producerDataSet": [{"groupName": p.group_name} for p in self.producer_data_set],
-        })
+            "producerDataSet": [p.to_dict() for p in self.producer_data_set],
+        }
 
     @classmethod
-    def from_json(cls, data: bytes) -> HeartbeatData:
-        d = _obj(data)
+    def from_dict(cls, d: dict[str, Any]) -> HeartbeatData:
         return cls(
-            client_id=str(d.get("clientID") or ""),
-            producer_data_set=[ProducerData(str(p.get("groupName") or "")) for p in d.get("producerDataSet") or ()],
+            producer_data_set=[ProducerData.from_dict(p) for p in d.get("producerDataSet") or ()],
             consumer_data_set=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or ()],
+            **cls._scalar_kwargs(d),
         )
 
 
 @dataclass(frozen=True, slots=True)
-class ClientConnection:
+class ClientConnection(JsonBody):
     """Java ``Connection``: one client connected to a broker (admin connection lists)."""
 
-    client_id: str
-    client_addr: str
+    client_id: str = ""
+    client_addr: str = ""
     language: str = "JAVA"
     version: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"clientAddr": self.client_addr, "clientId": self.client_id, "language": self.language, "version": self.version}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ClientConnection:
-        return cls(str(d.get("clientId") or ""), str(d.get("clientAddr") or ""), str(d.get("language") or "JAVA"), _int(d.get("version")))
-
 
 @dataclass(slots=True)
-class ConsumerConnection:
+class ConsumerConnection(JsonBody):
     """GET_CONSUMER_CONNECTION_LIST's body: a group's members and what they subscribe to."""
 
     connection_set: list[ClientConnection] = field(default_factory=list)
@@ -770,78 +721,63 @@ class ConsumerConnection:
     message_model: str | None = None
     consume_from_where: str | None = None
 
-    def to_json(self) -> bytes:
-        return dumps(_drop_none({
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **JsonBody.to_dict(self),
             "connectionSet": [c.to_dict() for c in self.connection_set],
-            "consumeFromWhere": self.consume_from_where,
-            "consumeType": self.consume_type,
-            "messageModel": self.message_model,
             "subscriptionTable": {k: v.to_dict() for k, v in self.subscription_table.items()},
-        }))
+        }
 
     @classmethod
-    def from_json(cls, data: bytes) -> ConsumerConnection:
-        d = _obj(data)
+    def from_dict(cls, d: dict[str, Any]) -> ConsumerConnection:
         return cls(
-            connection_set=[ClientConnection.from_dict(c) for c in d.get("connectionSet") or ()],
-            subscription_table={str(k): SubscriptionData.from_dict(v) for k, v in (d.get("subscriptionTable") or {}).items()},
-            consume_type=d.get("consumeType"),
-            message_model=d.get("messageModel"),
-            consume_from_where=d.get("consumeFromWhere"),
+            [ClientConnection.from_dict(c) for c in d.get("connectionSet") or ()],
+            {str(k): SubscriptionData.from_dict(v) for k, v in (d.get("subscriptionTable") or {}).items()},
+            **cls._scalar_kwargs(d),
         )
 
 
 @dataclass(slots=True)
-class ProducerConnection:
+class ProducerConnection(JsonBody):
     connection_set: list[ClientConnection] = field(default_factory=list)
 
-    def to_json(self) -> bytes:
-        return dumps({"connectionSet": [c.to_dict() for c in self.connection_set]})
+    def to_dict(self) -> dict[str, Any]:
+        return {"connectionSet": [c.to_dict() for c in self.connection_set]}
 
     @classmethod
-    def from_json(cls, data: bytes) -> ProducerConnection:
-        return cls([ClientConnection.from_dict(c) for c in _obj(data).get("connectionSet") or ()])
+    def from_dict(cls, d: dict[str, Any]) -> ProducerConnection:
+        return cls([ClientConnection.from_dict(c) for c in d.get("connectionSet") or ()])
 
 
 @dataclass(slots=True)
-class ConsumerIdList:
+class ConsumerIdList(JsonBody):
     """GET_CONSUMER_LIST_BY_GROUP's body (Java ``GetConsumerListByGroupResponseBody``)."""
 
     consumer_id_list: list[str] = field(default_factory=list)
 
-    def to_json(self) -> bytes:
-        return dumps({"consumerIdList": list(self.consumer_id_list)})
+    def to_dict(self) -> dict[str, Any]:
+        return {"consumerIdList": list(self.consumer_id_list)}
 
     @classmethod
-    def from_json(cls, data: bytes) -> ConsumerIdList:
-        return cls(_strs(_obj(data).get("consumerIdList")))
-
-
-def _mqs(v: Any) -> list[MessageQueue]:
-    return sorted({MessageQueue.from_dict(m) for m in v or ()})
+    def from_dict(cls, d: dict[str, Any]) -> ConsumerIdList:
+        return cls(_strs(d.get("consumerIdList")))
 
 
 @dataclass(slots=True)
-class LockBatchRequestBody:
+class LockBatchRequestBody(JsonBody):
     """LOCK_BATCH_MQ's body; UNLOCK_BATCH_MQ's has the same shape."""
 
-    consumer_group: str
-    client_id: str
+    consumer_group: str = ""
+    client_id: str = ""
     mq_set: list[MessageQueue] = field(default_factory=list)
     only_this_broker: bool = False
 
-    def to_json(self) -> bytes:
-        return dumps({
-            "clientId": self.client_id,
-            "consumerGroup": self.consumer_group,
-            "mqSet": [m.to_dict() for m in self.mq_set],
-            "onlyThisBroker": self.only_this_broker,
-        })
+    def to_dict(self) -> dict[str, Any]:
+        return {**JsonBody.to_dict(self), "mqSet": [m.to_dict() for m in self.mq_set]}
 
     @classmethod
-    def from_json(cls, data: bytes):  # -> Self
-        d = _obj(data)
-        return cls(str(d.get("consumerGroup") or ""), str(d.get("clientId") or ""), _mqs(d.get("mqSet")), _bool(d.get("onlyThisBroker")))
+    def from_dict(cls, d: dict[str, Any]):  # -> the class it is called on
+        return cls(mq_set=_mqs(d.get("mqSet")), **cls._scalar_kwargs(d))
 
 
 class UnlockBatchRequestBody(LockBatchRequestBody):
@@ -849,27 +785,27 @@ class UnlockBatchRequestBody(LockBatchRequestBody):
 
 
 @dataclass(slots=True)
-class LockBatchResponseBody:
+class LockBatchResponseBody(JsonBody):
     """``{"lockOKMQSet":[mq…]}``: the queues the client now holds."""
 
     lock_ok_mq_set: list[MessageQueue] = field(default_factory=list)
 
-    def to_json(self) -> bytes:
-        return dumps({"lockOKMQSet": [m.to_dict() for m in self.lock_ok_mq_set]})
+    def to_dict(self) -> dict[str, Any]:
+        return {"lockOKMQSet": [m.to_dict() for m in self.lock_ok_mq_set]}
 
     @classmethod
-    def from_json(cls, data: bytes) -> LockBatchResponseBody:
-        return cls(_mqs(_obj(data).get("lockOKMQSet")))
+    def from_dict(cls, d: dict[str, Any]) -> LockBatchResponseBody:
+        return cls(_mqs(d.get("lockOKMQSet")))
 
 
 # -- subscription groups ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class SubscriptionGroupConfig:
+class SubscriptionGroupConfig(JsonBody):
     """A consumer group's broker-side config, with Java's defaults."""
 
-    group_name: str
+    group_name: str = ""
     consume_enable: bool = True
     consume_from_min_enable: bool = True
     consume_broadcast_enable: bool = True
@@ -879,84 +815,41 @@ class SubscriptionGroupConfig:
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
 
-    _JAVA = (
-        ("group_name", "groupName"),
-        ("consume_enable", "consumeEnable"),
-        ("consume_from_min_enable", "consumeFromMinEnable"),
-        ("consume_broadcast_enable", "consumeBroadcastEnable"),
-        ("retry_queue_nums", "retryQueueNums"),
-        ("retry_max_times", "retryMaxTimes"),
-        ("broker_id", "brokerId"),
-        ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly"),
-        ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable"),
-    )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {j: getattr(self, a) for a, j in self._JAVA}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SubscriptionGroupConfig:
-        kw: dict[str, Any] = {}
-        for attr, java in cls._JAVA[1:]:
-            v = d.get(java)
-            if v is not None:
-                kw[attr] = _bool(v) if isinstance(_GROUP_DEFAULTS[attr], bool) else _int(v)
-        return cls(group_name=str(d.get("groupName") or ""), **kw)
-
-    def to_json(self) -> bytes:
-        return dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes) -> SubscriptionGroupConfig:
-        return cls.from_dict(_obj(data))
-
-
-_GROUP_DEFAULTS = {f.name: f.default for f in fields(SubscriptionGroupConfig)}
-
 
 @dataclass(slots=True)
-class SubscriptionGroupWrapper:
+class SubscriptionGroupWrapper(JsonBody):
     """``subscriptionGroup.json`` and GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body."""
 
     subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
     data_version: DataVersion | None = field(default_factory=DataVersion)
 
-    def to_json(self) -> bytes:
-        return dumps(_drop_none({
-            "dataVersion": None if self.data_version is None else self.data_version.to_dict(),
-            "subscriptionGroupTable": {k: v.to_dict() for k, v in self.subscription_group_table.items()},
-        }))
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"subscriptionGroupTable": {k: v.to_dict() for k, v in self.subscription_group_table.items()}}
+        if self.data_version is not None:
+            d["dataVersion"] = self.data_version.to_dict()
+        return d
 
     @classmethod
-    def from_json(cls, data: bytes) -> SubscriptionGroupWrapper:
-        d = _obj(data)
+    def from_dict(cls, d: dict[str, Any]) -> SubscriptionGroupWrapper:
         table = d.get("subscriptionGroupTable") or {}
-        dv = d.get("dataVersion")
         return cls(
             {str(k): SubscriptionGroupConfig.from_dict({"groupName": k, **v}) for k, v in table.items()},
-            None if dv is None else DataVersion.from_dict(dv),
+            _version(d.get("dataVersion")),
         )
 
 
-# -- statistics and offsets (maps keyed by MessageQueue) -----------------------------------------
+# -- statistics and offsets (maps keyed by MessageQueue, written in fastjson's form) -------------
 
 
 @dataclass(frozen=True, slots=True)
-class TopicOffset:
+class TopicOffset(JsonBody):
     min_offset: int = 0
     max_offset: int = 0
     last_update_timestamp: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"lastUpdateTimestamp": self.last_update_timestamp, "maxOffset": self.max_offset, "minOffset": self.min_offset}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TopicOffset:
-        return cls(_int(d.get("minOffset")), _int(d.get("maxOffset")), _int(d.get("lastUpdateTimestamp")))
-
 
 @dataclass(slots=True)
-class TopicStatsTable:
+class TopicStatsTable(JsonBody):
     """GET_TOPIC_STATS_INFO's body: min/max offset per queue."""
 
     offset_table: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
@@ -965,26 +858,19 @@ class TopicStatsTable:
         return b'{"offsetTable":' + _mq_map_json(self.offset_table, TopicOffset.to_dict) + b"}"
 
     @classmethod
-    def from_json(cls, data: bytes) -> TopicStatsTable:
-        return cls(_mq_map_from(_obj(data).get("offsetTable"), TopicOffset.from_dict))
+    def from_dict(cls, d: dict[Any, Any]) -> TopicStatsTable:
+        return cls(_mq_map_from(d.get("offsetTable"), TopicOffset.from_dict))
 
 
 @dataclass(frozen=True, slots=True)
-class OffsetWrapper:
+class OffsetWrapper(JsonBody):
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"brokerOffset": self.broker_offset, "consumerOffset": self.consumer_offset, "lastTimestamp": self.last_timestamp}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> OffsetWrapper:
-        return cls(_int(d.get("brokerOffset")), _int(d.get("consumerOffset")), _int(d.get("lastTimestamp")))
-
 
 @dataclass(slots=True)
-class ConsumeStats:
+class ConsumeStats(JsonBody):
     """GET_CONSUME_STATS's body: broker and consumer offsets per queue, and the group's TPS."""
 
     consume_tps: float = 0.0
@@ -995,17 +881,16 @@ class ConsumeStats:
         return sum(w.broker_offset - w.consumer_offset for w in self.offset_table.values())
 
     def to_json(self) -> bytes:
-        tps = orjson.dumps(float(self.consume_tps))
-        return b'{"consumeTps":' + tps + b',"offsetTable":' + _mq_map_json(self.offset_table, OffsetWrapper.to_dict) + b"}"
+        table = _mq_map_json(self.offset_table, OffsetWrapper.to_dict)
+        return b'{"consumeTps":' + orjson.dumps(float(self.consume_tps)) + b',"offsetTable":' + table + b"}"
 
     @classmethod
-    def from_json(cls, data: bytes) -> ConsumeStats:
-        d = _obj(data)
+    def from_dict(cls, d: dict[Any, Any]) -> ConsumeStats:
         return cls(float(d.get("consumeTps") or 0.0), _mq_map_from(d.get("offsetTable"), OffsetWrapper.from_dict))
 
 
 @dataclass(slots=True)
-class ResetOffsetBody:
+class ResetOffsetBody(JsonBody):
     """RESET_CONSUMER_CLIENT_OFFSET's body and INVOKE_BROKER_TO_RESET_OFFSET's answer."""
 
     offset_table: dict[MessageQueue, int] = field(default_factory=dict)
@@ -1014,12 +899,12 @@ class ResetOffsetBody:
         return b'{"offsetTable":' + _mq_map_json(self.offset_table, int) + b"}"
 
     @classmethod
-    def from_json(cls, data: bytes) -> ResetOffsetBody:
-        return cls(_mq_map_from(_obj(data).get("offsetTable"), int))
+    def from_dict(cls, d: dict[Any, Any]) -> ResetOffsetBody:
+        return cls(_mq_map_from(d.get("offsetTable"), int))
 
 
 @dataclass(slots=True)
-class GetConsumerStatusBody:
+class GetConsumerStatusBody(JsonBody):
     """GET_CONSUMER_STATUS_FROM_CLIENT's answer: offsets per queue, per client."""
 
     message_queue_table: dict[MessageQueue, int] = field(default_factory=dict)
@@ -1027,14 +912,13 @@ class GetConsumerStatusBody:
 
     def to_json(self) -> bytes:
         clients = b",".join(dumps(k) + b":" + _mq_map_json(v, int) for k, v in sorted(self.consumer_table.items()))
-        return b'{"consumerTable":{' + clients + b'},"messageQueueTable":' + _mq_map_json(self.message_queue_table, int) + b"}"
+        queues = _mq_map_json(self.message_queue_table, int)
+        return b'{"consumerTable":{' + clients + b'},"messageQueueTable":' + queues + b"}"
 
     @classmethod
-    def from_json(cls, data: bytes) -> GetConsumerStatusBody:
-        d = _obj(data)
+    def from_dict(cls, d: dict[Any, Any]) -> GetConsumerStatusBody:
         clients = d.get("consumerTable") or {}
         return cls(
             _mq_map_from(d.get("messageQueueTable"), int),
             {str(k): _mq_map_from(v, int) for k, v in clients.items()},
         )
-

@@ -22,6 +22,7 @@ with the one-letter keys ``a``..``n``; :meth:`SendMessageRequestHeader.from_comm
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
@@ -154,18 +155,14 @@ class SendMessageRequestHeader(Header):
         return stringify({short: getattr(self, attr) for attr, short in _SEND_V2})
 
 
+@functools.cache
 def _send_v2_spec() -> _Spec:
-    spec = _V2_SPEC_CACHE.get("v2")
-    if spec is None:
-        short = dict(_SEND_V2)
-        spec = _V2_SPEC_CACHE["v2"] = tuple(
-            (attr, short[attr], kind, req, f"{short[attr]!r} ({key})")
-            for attr, key, kind, req, _ in SendMessageRequestHeader.spec()
-        )
-    return spec
-
-
-_V2_SPEC_CACHE: dict[str, _Spec] = {}
+    """SendMessageRequestHeader's spec keyed by the V2 letters; errors name both spellings."""
+    short = dict(_SEND_V2)
+    return tuple(
+        (attr, short[attr], kind, required, f"{short[attr]!r} ({key})")
+        for attr, key, kind, required, _ in SendMessageRequestHeader.spec()
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -240,11 +240,19 @@ class RemotingServer:
         for fn in self._close_listeners:
             fn(conn)
 
-    async def start(self, host: str = "0.0.0.0", port: int = 0) -> int:
+    async def start(self, host: str = "0.0.0.0", port: int = 0, *, serve: bool = True) -> int:
+        """Bind (and, with ``serve``, accept). ``serve=False`` learns the port before accepting:
+        connections are refused until :meth:`serve` is called."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._make_connection, host, port, reuse_address=True, backlog=1024)
+        self._server = await loop.create_server(
+            self._make_connection, host, port, reuse_address=True, backlog=1024, start_serving=serve
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
+
+    async def serve(self) -> None:
+        if self._server is not None:
+            await self._server.start_serving()
 
     async def stop(self) -> None:
         if self._server is not None:
