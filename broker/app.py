@@ -25,6 +25,7 @@ from .processors.admin import AdminProcessor
 from .processors.client import ClientProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
+from .processors.query import QueryProcessor
 from .processors.send import SendProcessor
 from .registration import Registrar
 from .settings import BrokerSettings, ConfigError, read_properties
@@ -86,7 +87,7 @@ class Broker:
         self.topics.persist()
         self.topics.on_change = self.registrar.register_soon
         self.client_processor = ClientProcessor(self)
-        for processor in (SendProcessor(self), PullProcessor(self), OffsetProcessor(self), self.client_processor, AdminProcessor(self)):
+        for processor in (SendProcessor(self), PullProcessor(self), OffsetProcessor(self), self.client_processor, AdminProcessor(self), QueryProcessor(self)):
             processor.register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()

@@ -39,7 +39,7 @@ class PullHoldService:
         try:
             await asyncio.wait_for(fut, timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         finally:
             waiting = self._held.get(key)

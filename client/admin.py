@@ -14,7 +14,8 @@ cluster info                  106    a name server
 create / update group         200    one broker, or every master of a cluster
 consume stats (progress)      208    the masters in the route of ``%RETRY%<group>`` (all masters
                                      when that topic has no route)
-consumer ids of a group       38     a master of the group's retry topic (or of the cluster)
+consumer connections          203    the masters of the group's retry topic (or of the cluster);
+                              38     when a broker does not implement 203 (ids only)
 view message by offset id     33     the ``ip:port`` encoded in the id
 query by unique key           12     every master in the topic's route
 min / max / search offset     31 / 30 / 29  the queue's master
@@ -32,8 +33,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
 from pyrocketmq.remoting.body import (
+    ClientConnection,
     ClusterInfo,
+    ConsumerConnection,
     ConsumeStats,
     MessageQueue,
     SubscriptionGroupConfig,
@@ -203,7 +207,9 @@ class Admin:
         await asyncio.gather(*(self._broker(a, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}) for a in targets))
         for ns in self.instance.namesrv_addrs:
             resp = await self.instance.invoke(
-                ns, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster})
+                ns,
+                RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster}),
+                what="name server",
             )
             check_response(resp, ns)
         return targets
@@ -212,7 +218,7 @@ class Admin:
         """PUT_KV_CONFIG on every name server."""
         for ns in self.instance.namesrv_addrs:
             cmd = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value})
-            check_response(await self.instance.invoke(ns, cmd), ns)
+            check_response(await self.instance.invoke(ns, cmd, what="name server"), ns)
 
     async def topic_list(self) -> list[str]:
         """Every topic the name servers know (sorted)."""
@@ -315,6 +321,28 @@ class Admin:
             if resp.code == ResponseCode.SUCCESS and resp.body:
                 ids.update(orjson.loads(resp.body).get("consumerIdList") or [])
         return sorted(ids)
+
+    async def consumer_connection(self, group: str) -> ConsumerConnection:
+        """The group's members (client id, address, language, version) and subscriptions.
+
+        Asks GET_CONSUMER_CONNECTION_LIST (203); a broker that does not implement it is asked
+        GET_CONSUMER_LIST_BY_GROUP (38) and only the client ids are filled in.
+        """
+        for addr in await self._group_brokers(group):
+            resp = await self.instance.invoke(
+                addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+            )
+            if resp.code == ResponseCode.SUCCESS and resp.body:
+                conn = ConsumerConnection.from_json(resp.body)
+                if conn.connection_set:
+                    return conn
+            elif resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                ids = await self.consumer_ids(group)
+                if ids:
+                    return ConsumerConnection(connection_set=[ClientConnection(client_id=i) for i in ids])
+        raise MQBrokerError.for_code(
+            ResponseCode.CONSUMER_NOT_ONLINE, f"no consumer of group {group} is connected", None
+        )
 
     # -- messages -------------------------------------------------------------------------------
     async def view_message(self, offset_msg_id: str) -> MessageExt:
@@ -421,9 +449,9 @@ class SyncAdmin:
         self._lt.run(self.admin.start())
         return self
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float = 60.0) -> None:
         if self._lt.alive:
-            self._lt.run(self.admin.shutdown())
+            self._lt.run(self.admin.shutdown(), timeout)
 
     def __enter__(self) -> SyncAdmin:
         return self.start()

@@ -69,9 +69,16 @@ def send_result_line(r: SendResult) -> str:
     mq = r.message_queue
     return (
         f"SendResult [sendStatus={r.status.value}, msgId={r.msg_id}, offsetMsgId={r.offset_msg_id}, "
-        f"messageQueue=MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}], "  # type: ignore[attr-defined]
+        f"messageQueue=MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}], "
         f"queueOffset={r.queue_offset}]"
     )
+
+
+def version_desc(version: int) -> str:
+    """A client's version number as Java names it (``407`` → ``V4_9_7``); 4.9.x only, else the number."""
+    if 393 <= version <= 409 and version % 2:
+        return f"V4_9_{(version - 393) // 2}"
+    return str(version) if version else "N/A"
 
 
 def body_text(body: bytes, limit: int | None = None) -> str:
@@ -161,6 +168,10 @@ def _admin_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group name")
     p.add_argument("-t", "--topicName", dest="topic", help="only this topic")
 
+    p = sub.add_parser("consumerConnection", help="the members of a consumer group and their subscriptions")
+    _add_ns(p)
+    p.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group name")
+
     p = sub.add_parser("queryMsgById", help="show a message by offset id (or unique id with -t)")
     _add_ns(p)
     p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="offset message id, or unique id with -t")
@@ -220,6 +231,19 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
             out.write(orjson.dumps(to_jsonable(config)).decode() + "\n")
         elif cmd == "consumerProgress":
             await _consumer_progress(admin, args.group, args.topic, out)
+        elif cmd == "consumerConnection":
+            conn = await admin.consumer_connection(args.group)
+            rows: list[list[Any]] = [["#", "#ClientId", "#ClientAddr", "#Language", "#Version"]]
+            for i, c in enumerate(conn.connection_set, 1):
+                rows.append([f"{i:03d}", c.client_id, c.client_addr or "N/A", c.language, version_desc(c.version)])
+            table(rows, [3, 36, 22, 10, 0], out)
+            if conn.subscription_table:
+                out.write("\nBelow is subscription:\n")
+                for i, (topic, sub) in enumerate(sorted(conn.subscription_table.items()), 1):
+                    out.write(f"{i:03d}  Topic: {topic:<40} SubExpression: {sub.sub_string}\n")
+            if conn.consume_type:
+                out.write(f"\nConsumeType: {conn.consume_type}\nMessageModel: {conn.message_model}\n"
+                          f"ConsumeFromWhere: {conn.consume_from_where}\n")
         elif cmd == "queryMsgById":
             msg = await admin.find_message(args.msg_id, args.topic)
             _print_message(msg, out)

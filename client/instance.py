@@ -35,10 +35,10 @@ import os
 import socket
 import time
 import weakref
-from collections.abc import Iterable
 from typing import Any, Protocol
 
 import orjson
+
 from pyrocketmq.remoting.body import (
     ConsumerData,
     HeartbeatData,
@@ -101,12 +101,11 @@ def default_instance_name() -> str:
     return f"{os.getpid()}#{time.monotonic_ns()}"
 
 
-def transport_error(e: RemotingError, addr: str, what: str = "") -> Exception:
-    """The client error for a transport failure talking to ``addr``."""
-    prefix = f"{what} " if what else ""
+def transport_error(e: RemotingError, addr: str, what: str = "broker") -> Exception:
+    """The client error for a transport failure talking to ``addr`` (a one-line message)."""
     if isinstance(e, RemotingTimeoutError):
-        return MQTimeoutError(f"{prefix}{addr}: {e}")
-    return MQConnectionError(f"{prefix}{addr}: {e}")
+        return MQTimeoutError(str(e))
+    return MQConnectionError(f"cannot reach {what} {addr}: {_reason(e)}")
 
 
 def check_response(resp: RemotingCommand, addr: str, *ok: int) -> RemotingCommand:
@@ -219,8 +218,12 @@ class ClientInstance:
         await self.remoting.close()
 
     async def _every(self, interval: float, fn) -> None:
-        while True:
+        # The flag, not only the cancel, ends the loop: before Python 3.12 asyncio.wait_for can
+        # swallow a cancellation that races with an answer.
+        while not self._closed:
             await asyncio.sleep(interval)
+            if self._closed:
+                return
             try:
                 await fn()
             except asyncio.CancelledError:
@@ -254,18 +257,20 @@ class ClientInstance:
             await self._unregister_everywhere(consumer_group=group)
 
     # -- requests ---------------------------------------------------------------------------------
-    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        """Send ``cmd`` to ``addr`` and wait for the answer; transport failures become client errors."""
+    async def invoke(
+        self, addr: str, cmd: RemotingCommand, timeout: float | None = None, *, what: str = "broker"
+    ) -> RemotingCommand:
+        """Send ``cmd`` to ``addr`` (a ``what``) and wait for the answer; transport failures become client errors."""
         try:
             return await self.remoting.invoke(addr, cmd, self.settings.request_timeout if timeout is None else timeout)
         except RemotingError as e:
-            raise transport_error(e, addr) from None
+            raise transport_error(e, addr, what) from None
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         try:
             await self.remoting.invoke_oneway(addr, cmd)
         except RemotingError as e:
-            raise transport_error(e, addr) from None
+            raise transport_error(e, addr, "broker") from None
 
     async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float | None = None) -> tuple[RemotingCommand, str]:
         """Send ``cmd`` to a name server, failing over to the next on transport errors.
@@ -280,10 +285,8 @@ class ClientInstance:
             addr = self.namesrv_addrs[idx]
             try:
                 resp = await self.remoting.invoke(addr, cmd, self.settings.request_timeout if timeout is None else timeout)
-            except RemotingTimeoutError as e:
-                last = MQTimeoutError(f"name server {addr} did not answer: {e}")
             except RemotingError as e:
-                last = MQConnectionError(f"cannot reach name server {addr}: {_reason(e)}")
+                last = transport_error(e, addr, "name server")
             else:
                 self._ns_index = idx
                 return resp, addr
@@ -558,11 +561,8 @@ def _reason(e: Exception) -> str:
         return "connection timed out"
     if "Name or service not known" in text or "nodename nor servname" in text:
         return "unknown host"
-    return text.split(": ", 1)[-1] if text.startswith("cannot connect to") else text
-
-
-def unique(items: Iterable[str]) -> list[str]:
-    seen: dict[str, None] = {}
-    for i in items:
-        seen.setdefault(i, None)
-    return list(seen)
+    if text.startswith("cannot connect to "):
+        return text.split(": ", 1)[-1]
+    if text.startswith("connection to ") and " closed: " in text:
+        return "connection closed (" + text.split(" closed: ", 1)[1] + ")"
+    return text

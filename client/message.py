@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt, Prop
 
 from .errors import MQClientError
@@ -173,7 +174,7 @@ class SendResult:
     status: SendStatus
     msg_id: str
     offset_msg_id: str
-    message_queue: object  # pyrocketmq.remoting.body.MessageQueue
+    message_queue: MessageQueue
     queue_offset: int
     transaction_id: str | None = None
     region_id: str | None = None

@@ -35,6 +35,7 @@ from typing import Any
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import SendMessageRequestHeader
 from pyrocketmq.remoting.message import (
     SysFlag,
     UniqIdGenerator,
@@ -87,6 +88,7 @@ class Payload:
     batch: bool
     #: The unique id(s) of the message(s), comma-joined for a batch (SendResult.msg_id).
     unique_id: str
+    #: For a message sent to ``%RETRY%<group>`` by a consumer (header ``j``/``l``).
     reconsume_times: int | None = None
     max_reconsume_times: int | None = None
 
@@ -111,15 +113,6 @@ def prepare_single(msg: Message, settings: ProducerSettings, ids: UniqIdGenerato
         msg.unique_id = ids.next_id()
     body, sys_flag = compress_body(bytes(msg.body), settings)
     props = msg.wire_properties()
-    reconsume = max_reconsume = None
-    if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        # A message sent back to a retry topic carries its redelivery count in the header.
-        rt = props.pop("RECONSUME_TIME", None)
-        mr = props.pop("MAX_RECONSUME_TIMES", None)
-        reconsume = int(rt) if rt and rt.isdigit() else None
-        max_reconsume = int(mr) if mr and mr.isdigit() else None
-    if props.get("TRAN_MSG") == "true":
-        sys_flag |= SysFlag.TRANSACTION_PREPARED
     return Payload(
         topic=msg.topic,
         body=body,
@@ -128,8 +121,6 @@ def prepare_single(msg: Message, settings: ProducerSettings, ids: UniqIdGenerato
         flag=msg.flag,
         batch=False,
         unique_id=msg.unique_id,
-        reconsume_times=reconsume,
-        max_reconsume_times=max_reconsume,
     )
 
 
@@ -180,23 +171,23 @@ def build_send_header(
     >>> h["a"], h["b"], h["c"], h["d"], h["e"], h["m"], h["n"]
     ('pg', 'T', 'TBW102', '4', '1', 'false', 'broker-a')
     """
-    fields = {
-        "a": group,
-        "b": payload.topic,
-        "c": default_topic,
-        "d": str(default_topic_queue_nums),
-        "e": str(queue.queue_id),
-        "f": str(payload.sys_flag),
-        "g": str(born_timestamp),
-        "h": str(payload.flag),
-        "i": payload.properties,
-        "j": str(payload.reconsume_times or 0),
-        "k": "false",
-        "m": "true" if payload.batch else "false",
-        "n": queue.broker_name,
-    }
-    if payload.max_reconsume_times is not None:
-        fields["l"] = str(payload.max_reconsume_times)
+    header = SendMessageRequestHeader(
+        producer_group=group,
+        topic=payload.topic,
+        default_topic=default_topic,
+        default_topic_queue_nums=default_topic_queue_nums,
+        queue_id=queue.queue_id,
+        sys_flag=payload.sys_flag,
+        born_timestamp=born_timestamp,
+        flag=payload.flag,
+        properties=payload.properties,
+        reconsume_times=payload.reconsume_times or 0,
+        unit_mode=False,
+        batch=payload.batch,
+        max_reconsume_times=payload.max_reconsume_times,
+    )
+    fields = header.to_ext_v2()
+    fields["n"] = queue.broker_name  # 4.9.5+: the broker name the queue belongs to
     return fields
 
 
@@ -524,9 +515,9 @@ class SyncProducer:
         self._lt.run(self.producer.start())
         return self
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float = 60.0) -> None:
         if self._lt.alive:
-            self._lt.run(self.producer.shutdown())
+            self._lt.run(self.producer.shutdown(), timeout)
 
     def __enter__(self) -> SyncProducer:
         return self.start()

@@ -39,6 +39,7 @@ from typing import Any
 from pyrocketmq.remoting.body import ConsumerData, MessageQueue, SubscriptionData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import PullMessageRequestHeader
 from pyrocketmq.remoting.message import (
     MessageDecodeError,
     MessageExt,
@@ -141,31 +142,31 @@ def build_pull_header(
     suspend_ms: int,
     sub_version: int,
     commit_offset: int = 0,
-) -> dict[str, Any]:
+) -> dict[str, str]:
     """PULL_MESSAGE ext fields of a lite pull (subscription in the header, no offset commit).
 
     >>> from pyrocketmq.remoting.body import MessageQueue
     >>> h = build_pull_header(group="g", mq=MessageQueue(topic="T", broker_name="b", queue_id=2), offset=5,
     ...                       max_nums=32, subscription=parse_expression("*"), suspend_ms=0, sub_version=1)
     >>> h["sysFlag"], h["queueId"], h["subscription"]
-    (20, 2, '*')
+    ('20', '2', '*')
     """
     sys_flag = PullSysFlag.SUBSCRIPTION | PullSysFlag.LITE_PULL
     if suspend_ms > 0:
         sys_flag |= PullSysFlag.SUSPEND
-    return {
-        "consumerGroup": group,
-        "topic": mq.topic,
-        "queueId": mq.queue_id,
-        "queueOffset": offset,
-        "maxMsgNums": max_nums,
-        "sysFlag": sys_flag,
-        "commitOffset": commit_offset,
-        "suspendTimeoutMillis": max(0, suspend_ms),
-        "subscription": subscription.expression,
-        "subVersion": sub_version,
-        "expressionType": "TAG",
-    }
+    return PullMessageRequestHeader(
+        consumer_group=group,
+        topic=mq.topic,
+        queue_id=mq.queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sys_flag=sys_flag,
+        commit_offset=commit_offset,
+        suspend_timeout_millis=max(0, suspend_ms),
+        sub_version=sub_version,
+        subscription=subscription.expression,
+        expression_type="TAG",
+    ).to_ext()
 
 
 def process_messages(
@@ -309,11 +310,11 @@ class PullConsumer:
         inst = self._instance
         if inst is None:
             return
-        if self._commit_task is not None:
-            self._commit_task.cancel()
+        commit_task, self._commit_task = self._commit_task, None
+        if commit_task is not None:
+            commit_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._commit_task
-            self._commit_task = None
+                await commit_task
         await self._stop_tasks(list(self._states.values()))
         if self.settings.auto_commit:
             with contextlib.suppress(MQError):
@@ -377,9 +378,10 @@ class PullConsumer:
         state.consumed_offset = offset
         state.buffered = 0
         # A pull in flight (perhaps held by the broker for seconds) is for the old position: drop it.
-        if state.task is not None:
-            state.task.cancel()
+        old = state.task
+        if old is not None:
             state.task = asyncio.get_running_loop().create_task(self._pull_loop(state))
+            old.cancel()
 
     async def seek_to_begin(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
         """Seek each queue (all assigned by default) to its min offset on the broker."""
@@ -459,13 +461,13 @@ class PullConsumer:
 
     async def _stop_tasks(self, states: list[_QueueState]) -> None:
         tasks = [s.task for s in states if s.task is not None]
+        for s in states:
+            s.task = None
         for t in tasks:
             t.cancel()
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-        for s in states:
-            s.task = None
 
     async def _initial_offset(self, mq: MessageQueue) -> int:
         inst = self.instance
@@ -484,7 +486,10 @@ class PullConsumer:
     async def _pull_loop(self, state: _QueueState) -> None:
         mq = state.mq
         s = self.settings
-        while True:
+        me = asyncio.current_task()
+        # A task replaced by seek() or stopped must end even if its cancellation was lost (before
+        # Python 3.12, asyncio.wait_for can swallow a cancel that races with the answer).
+        while state.task is me:
             if state.paused or state.buffered >= s.max_buffered_per_queue:
                 state.wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
@@ -511,7 +516,7 @@ class PullConsumer:
                 log.exception("pull of %s failed unexpectedly", mq)
                 await asyncio.sleep(s.pull_delay_on_error)
                 continue
-            if gen != state.generation:
+            if gen != state.generation or state.task is not me:
                 continue
             if result.status is PullStatus.OFFSET_ILLEGAL:
                 log.warning("offset %d of %s is illegal (queue holds %d..%d); moving to %d",
@@ -556,7 +561,10 @@ class PullConsumer:
             await inst.update_route(mq.topic)
             found = inst.find_broker_addr(mq.broker_name, bid)
         if found is None:
-            raise MQClientError(f"broker {mq.broker_name!r} of {mq} is not in the route of {mq.topic!r}; is it running?")
+            raise MQClientError(
+                f"broker {mq.broker_name!r} is not in the route of topic {mq.topic!r} (a new topic's route "
+                "reaches the name servers a moment after its first message); retry, and check the broker runs"
+            )
         addr, _ = found
         fields = build_pull_header(
             group=self.group, mq=mq, offset=offset, max_nums=max_nums, subscription=sub,
@@ -622,8 +630,11 @@ class PullConsumer:
         return await self.instance.max_offset(mq)
 
     async def _auto_commit_loop(self) -> None:
-        while True:
+        me = asyncio.current_task()
+        while self._commit_task is me:
             await asyncio.sleep(self.settings.auto_commit_interval)
+            if self._commit_task is not me:
+                return
             try:
                 await self.commit()
             except asyncio.CancelledError:
@@ -705,9 +716,9 @@ class SyncPullConsumer:
         self._lt.run(self.consumer.start())
         return self
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float = 60.0) -> None:
         if self._lt.alive:
-            self._lt.run(self.consumer.shutdown())
+            self._lt.run(self.consumer.shutdown(), timeout)
 
     def __enter__(self) -> SyncPullConsumer:
         return self.start()

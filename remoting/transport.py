@@ -17,14 +17,13 @@ import inspect
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Union
 
 from .code import ResponseCode
 from .command import RPC_RESPONSE, FrameDecoder, FrameError, RemotingCommand, encode_prefix
 
 log = logging.getLogger("pyrocketmq.remoting")
 
-HandlerResult = Union[RemotingCommand, None, Awaitable[Union[RemotingCommand, None]]]
+HandlerResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 Handler = Callable[["Connection", RemotingCommand], HandlerResult]
 
 _opaque_counter = itertools.count(1)
@@ -158,7 +157,7 @@ class Connection(asyncio.Protocol):
         try:
             self.write(cmd)
             return await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RemotingTimeoutError(
                 f"no response from {self.remote_addr} to request code {cmd.code} within {timeout:.1f}s"
             ) from None
@@ -311,7 +310,7 @@ class RemotingClient:
                 loop.create_connection(lambda: Connection(self.handlers, on_close=drop, name="client"), host, int(port)),
                 self.connect_timeout,
             )
-        except (OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError, OverflowError) as e:
             raise RemotingConnectError(f"cannot connect to {addr}: {e or type(e).__name__}") from None
         conn.remote_addr = addr
         self._conns[addr] = conn

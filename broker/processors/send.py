@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, SendMessageRequestHeader
-from pyrocketmq.remoting.message import MAX_PROPERTIES_BYTES, Prop, SysFlag, decode_properties, iter_batch_raw, pack_host, tags_code
+from pyrocketmq.remoting.message import (
+    MAX_PROPERTIES_BYTES,
+    Prop,
+    SysFlag,
+    decode_properties,
+    iter_batch_raw,
+    pack_host,
+    tags_code,
+)
 from pyrocketmq.remoting.transport import Connection
 
 from ..settings import BrokerRole
@@ -120,6 +128,9 @@ class SendProcessor:
                 f"request queueId[{queue_id}] is illegal, topic {h.topic} has {config.write_queue_nums} write queues",
             )
         raw_props = (h.properties or "").encode()
+        wait = b"WAIT\x01false" not in raw_props
+        # Like Java 4.9: WAIT only steers this answer, so it is not stored (9 bytes per message).
+        raw_props = strip_property(raw_props, b"WAIT")
         if raw_props and not raw_props.endswith(b"\x02"):
             raw_props += b"\x02"
         props_bytes = raw_props + self.cluster_prop
@@ -141,7 +152,6 @@ class SendProcessor:
             if not inners:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
             result = broker.store.put_messages(inners)
-            wait = True
         else:
             props = decode_properties(raw_props) if raw_props else {}
             inner = MessageInner(
@@ -161,7 +171,6 @@ class SendProcessor:
                 keys=props.get(Prop.KEYS),
             )
             result = broker.store.put_message(inner)
-            wait = props.get(Prop.WAIT, "true") != "false"
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code != ResponseCode.SUCCESS:
             return cmd.response(code, f"putting the message failed: {result.status.name}")
@@ -216,13 +225,29 @@ class SendProcessor:
         timeout = self.broker.settings.store.sync_flush_timeout_ms / 1000
         try:
             ok = await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             ok = False
         if not ok:
             log.warning("flush to disk timed out for offset %d", offset)
             response.code = ResponseCode.FLUSH_DISK_TIMEOUT
             response.remark = "flush disk timeout"
         return response
+
+
+def strip_property(raw: bytes, key: bytes) -> bytes:
+    """``raw`` encoded properties without the pair for ``key`` (bytes in, bytes out: no decoding)."""
+    needle = key + b"\x01"
+    if raw.startswith(needle):
+        start = 0
+    else:
+        i = raw.find(b"\x02" + needle)
+        if i < 0:
+            return raw
+        start = i + 1
+    end = raw.find(b"\x02", start)
+    if end < 0:  # the last pair: drop it with the separator before it
+        return raw[: max(start - 1, 0)]
+    return raw[:start] + raw[end + 1 :]
 
 
 def _resolve(fut: asyncio.Future[bool], ok: bool) -> None:

@@ -4,6 +4,7 @@ Files under ``storePathRootDir``::
 
     commitlog/<20-digit offset>                 all messages (CommitLog)
     consumequeue/<topic>/<queueId>/<offset>     per-queue index (ConsumeQueue), derived
+    index/<yyyyMMddHHmmssSSS>                   key index (IndexFile), derived
     checkpoint                                  durable timestamps (Checkpoint)
     abort                                       exists while the store runs
     config/                                     JSON configs of other components (config_file)
@@ -13,14 +14,16 @@ event loop) and never block on the disk; the flush thread syncs files and runs S
 the clean thread deletes expired files (segment lists are copy-on-write, so it can run alongside).
 
 Put path: encode the record once, pick the segment (blank + roll if needed), patch QUEUEOFFSET and
-PHYSICALOFFSET in the encoded bytes, copy them into the mapping, append the consume-queue unit, call
-``on_dispatch``. So when ``put_message`` returns, a pull can already read the message.
+PHYSICALOFFSET in the encoded bytes, copy them into the mapping, append the consume-queue unit, index
+the keys, call ``on_dispatch``. So when ``put_message`` returns, a pull (or a query by key) can already
+read the message.
 
 Recovery (``load``): with no abort file (clean stop) the last 3 commitlog segments are checked;
 with one (crash) the scan starts at the segment chosen by the checkpoint, drops the torn tail and
-re-dispatches every valid record to the consume queues (units already there are skipped). Then
-consume-queue units pointing at or past the commitlog's end are cut. Afterwards every acknowledged
-(durable) message is readable in order, once, in its queue.
+re-dispatches every valid record to the consume queues (units already there are skipped) and to the
+index (records after the newest one it holds; the scan starts early enough for that). Then
+consume-queue units and index entries pointing at or past the commitlog's end are undone.
+Afterwards every acknowledged (durable) message is readable in order, once, in its queue.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ import time
 from collections.abc import Callable
 
 from pyrocketmq.remoting.message import (
+    KEY_SEPARATOR,
     MAX_PROPERTIES_BYTES,
     MAX_TOPIC_BYTES,
+    MessageDecodeError,
     MessageExt,
     Prop,
     SysFlag,
@@ -50,9 +55,17 @@ from .checkpoint import Checkpoint
 from .commit_log import CommitLog
 from .consume_queue import FILLER_SIZE, UNIT, ConsumeQueue
 from .flush import CleanService, FlushCallback, FlushService
+from .index_file import IndexService
 from .mapped_file_queue import StoreError
 from .settings import StoreSettings
-from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult
+from .values import (
+    GetMessageStatus,
+    GetResult,
+    MessageInner,
+    PutMessageStatus,
+    PutResult,
+    QueryMessageResult,
+)
 
 log = logging.getLogger("pyrocketmq.broker.store")
 
@@ -90,6 +103,7 @@ class MessageStore:
         self.store_host_bytes = pack_host(*store_host)
         self.commit_log = CommitLog(settings)
         self.checkpoint = Checkpoint(settings.checkpoint_path)
+        self.index = IndexService(settings.index_dir, settings.index)
         self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
         self._cq_file_size = settings.consume_queue_file_size
         self._delay_levels = settings.delay_levels_ms
@@ -123,32 +137,47 @@ class MessageStore:
             log.warning("abort file found: the store did not stop cleanly; running crash recovery")
         self.commit_log.load()
         self._load_consume_queues()
+        self.index.load()
         self.checkpoint.load()
         for cq in self._cqs.values():
             cq.recover()
         rebuilt = [0]
-
-        def redispatch(msg: MessageExt, phys: int, size: int) -> None:
-            if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in _NO_DISPATCH:
-                return
-            tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
-            if self._cq(msg.topic, msg.queue_id).put(msg.queue_offset, phys, size, tags):
-                rebuilt[0] += 1
-            self._last_dispatch_ts = max(self._last_dispatch_ts, msg.store_timestamp)
+        index = self.index
+        indexing = s.index.message_index_enable
 
         start = self.commit_log.recovery_start(
             abnormal=abnormal, checkpoint_min_ts=self.checkpoint.min_timestamp
         )
+        scan_from = self._index_recovery_start(start) if abnormal and indexing else start
+
+        def redispatch(msg: MessageExt, phys: int, size: int) -> None:
+            if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in _NO_DISPATCH:
+                return
+            # Records before `start` (scanned for the index only) keep their units: re-deriving
+            # them could resurrect the queues of a deleted topic.
+            if phys >= start:
+                tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
+                if self._cq(msg.topic, msg.queue_id).put(msg.queue_offset, phys, size, tags):
+                    rebuilt[0] += 1
+            if indexing:
+                index.build(msg.topic, msg.properties, phys, msg.store_timestamp)
+            self._last_dispatch_ts = max(self._last_dispatch_ts, msg.store_timestamp)
+
         if abnormal:
             # Units of records from `start` on may be torn or missing (their flush raced the crash):
             # cut them and derive them again from the validated commitlog records.
             for cq in self._cqs.values():
                 cq.truncate_dirty(start, routine=True)
+        index_before = index.last_phy
         max_phys = self.commit_log.recover(
-            start, abnormal=abnormal, dispatch=redispatch if abnormal else None
+            scan_from, abnormal=abnormal, dispatch=redispatch if abnormal else None
         )
         if rebuilt[0]:
             log.warning("rebuilt %d consume-queue unit(s) from the commitlog", rebuilt[0])
+        if index.last_phy != index_before:
+            log.warning("re-indexed the records after commitlog offset %d", index_before)
+        # Entries of records the recovery dropped: their offsets will hold other records.
+        index.truncate(max_phys, self._store_timestamp_at)
         if not self.commit_log.queue.files:
             for cq in self._cqs.values():
                 if cq.max_offset:
@@ -161,6 +190,25 @@ class MessageStore:
         with open(s.abort_path, "wb"):
             pass
         self._loaded = self._running = True
+
+    def _index_recovery_start(self, start: int) -> int:
+        """Where an abnormal recovery must start scanning so the index gets every record after the
+        newest one it holds: that record's segment, or the segment of the index's checkpoint time if
+        later (records up to it were offered to the index and flushed; those after ``last_phy`` had
+        no keys). With no index files it is ``start``: the index begins with what is re-dispatched."""
+        last = self.index.last_phy
+        if last < 0:
+            return start
+        seg = last - last % self.commit_log.file_size
+        ts = self.checkpoint.index_msg_timestamp
+        if ts > 0:
+            by_time = self.commit_log.recovery_start(abnormal=True, checkpoint_min_ts=max(0, ts - 3000))
+            seg = max(seg, by_time)
+        return min(start, seg)
+
+    def _store_timestamp_at(self, phys: int) -> int:
+        rec = self.commit_log.get_record(phys)
+        return -1 if rec is None else self.commit_log.pickup_store_timestamp(phys, len(rec))
 
     def _load_consume_queues(self) -> None:
         root = self.settings.consume_queue_dir
@@ -190,10 +238,11 @@ class MessageStore:
             return
         self._running = False
         self.clean_service.shutdown()
-        self.flush_service.shutdown()  # final flush of commitlog, consume queues and checkpoint
+        self.flush_service.shutdown()  # final flush of commitlog, consume queues, index and checkpoint
         self.commit_log.close()
         for cq in list(self._cqs.values()):
             cq.close()
+        self.index.close()
         try:
             os.unlink(self.settings.abort_path)
         except FileNotFoundError:
@@ -217,11 +266,14 @@ class MessageStore:
         return off
 
     def _flush_logics(self) -> None:
-        ts = self._last_dispatch_ts
+        ts = self._last_dispatch_ts  # captured first: every record up to it is in the files synced
         for cq in list(self._cqs.values()):
             cq.flush()
+        self.index.flush()
         if ts:
             self.checkpoint.logics_msg_timestamp = ts
+            if self.settings.index.message_index_enable:
+                self.checkpoint.index_msg_timestamp = ts
         self.checkpoint.flush()
 
     # -- consume queues -------------------------------------------------------------------------
@@ -322,6 +374,8 @@ class MessageStore:
         if cq is not None:
             tags = self._tags_code(msg.topic, msg.properties, now, msg.tags_code)
             cq.put(qoff, phys, size, tags)
+            if self.settings.index.message_index_enable:
+                self.index.build(msg.topic, msg.properties, phys, now)
             self._last_dispatch_ts = now
             hook = self.on_dispatch
             if hook is not None:
@@ -373,9 +427,12 @@ class MessageStore:
         self.commit_log.last_store_timestamp = now
         phys = phys0
         hook = self.on_dispatch
+        indexing = self.settings.index.message_index_enable
         for i, (m, rec) in enumerate(zip(msgs, recs, strict=True)):
             tags = self._tags_code(m.topic, m.properties, now, m.tags_code)
             cq.put(qoff0 + i, phys, len(rec), tags)
+            if indexing:
+                self.index.build(m.topic, m.properties, phys, now)
             phys += len(rec)
             if hook is not None:
                 hook(m.topic, m.queue_id, qoff0 + i + 1, tags, m.properties)
@@ -563,6 +620,47 @@ class MessageStore:
         rec = self.commit_log.get_record(phys_offset)
         return None if rec is None else decode_message(rec)[0]
 
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int
+    ) -> QueryMessageResult:
+        """Records of ``topic`` whose KEYS contain ``key`` or whose UNIQ_KEY is ``key``, stored within
+        ``[begin_ts, end_ts]`` (ms): the newest ``min(max_num, maxMsgsNumBatch)``, ascending offsets.
+
+        Each index hit is checked against the record itself (hashes collide; an entry may outlive
+        its record), so every buffer returned really matches.
+
+        >>> r = store.query_message("T", "order-1", 32, 0, 2**63 - 1)   # doctest: +SKIP
+        >>> [decode_message(b)[0].keys for b in r.buffers]                # doctest: +SKIP
+        [['order-1']]
+        """
+        if not key:  # nothing is indexed under an empty key; "" would match any record without KEYS
+            return QueryMessageResult([], *self.index.last_update)
+        max_phys = self.commit_log.max_offset
+        found: dict[int, memoryview] = {}
+
+        def accept(phys: int) -> bool:
+            if phys >= max_phys:
+                return False
+            rec = self.commit_log.get_record(phys)
+            if rec is None:
+                return False
+            try:
+                msg, _ = decode_message(rec, read_body=False)
+            except MessageDecodeError:
+                return False
+            if msg.commitlog_offset != phys or msg.topic != topic:
+                return False
+            if not begin_ts <= msg.store_timestamp <= end_ts:
+                return False
+            props = msg.properties
+            if props.get(Prop.UNIQ_KEY) != key and key not in props.get(Prop.KEYS, "").split(KEY_SEPARATOR):
+                return False
+            found[phys] = rec
+            return True
+
+        offsets, last_ts, last_phy = self.index.query(topic, key, max_num, begin_ts, end_ts, accept)
+        return QueryMessageResult([found[p] for p in offsets], last_ts, last_phy)
+
     # -- topics and retention -------------------------------------------------------------------
     def delete_topics(self, topics: set[str]) -> None:
         """Drop the consume queues of ``topics`` (the commitlog keeps their records until retention)."""
@@ -605,6 +703,7 @@ class MessageStore:
             cq_files += cq.delete_expired(clmin)
         if cq_files:
             log.info("retention deleted %d consume-queue file(s) below offset %d", cq_files, clmin)
+        self.index.delete_expired(clmin)
         return len(gone)
 
     def _clean_tick(self) -> None:

@@ -1,9 +1,10 @@
 """Store settings: small grouped dataclasses, loadable from RocketMQ ``broker.conf`` keys.
 
-``StoreSettings`` holds where files live and how big they are, plus two groups: ``flush``
-(durability) and ``retention`` (what gets deleted, when). :func:`StoreSettings.from_conf` reads the
-Java key names (``storePathRootDir``, ``mappedFileSizeCommitLog``, ``flushDiskType`` …); unknown keys
-are ignored so one ``broker.conf`` can feed every component.
+``StoreSettings`` holds where files live and how big they are, plus three groups: ``flush``
+(durability), ``retention`` (what gets deleted, when) and ``index`` (the message-key index).
+:func:`StoreSettings.from_conf` reads the Java key names (``storePathRootDir``,
+``mappedFileSizeCommitLog``, ``flushDiskType``, ``maxIndexNum`` …); unknown keys are ignored so one
+``broker.conf`` can feed every component.
 """
 
 from __future__ import annotations
@@ -57,6 +58,21 @@ class RetentionSettings:
 
 
 @dataclass(slots=True)
+class IndexSettings:
+    message_index_enable: bool = True
+    """``messageIndexEnable``: index every message by ``topic#KEYS entry`` and ``topic#UNIQ_KEY``
+    (QUERY_MESSAGE). Off: nothing new is indexed; existing index files stay queryable."""
+    max_hash_slot_num: int = 5_000_000
+    """``maxHashSlotNum``: hash slots per index file (4 bytes each)."""
+    max_index_num: int = 5_000_000 * 4
+    """``maxIndexNum``: entries per index file (20 bytes each; entry 0 is never used)."""
+    max_msgs_num_batch: int = 64
+    """``maxMsgsNumBatch``: most messages one query returns, whatever ``maxNum`` asks."""
+    default_query_max_num: int = 32
+    """``defaultQueryMaxNum``: ``maxNum`` of a query by unique key (``_UNIQUE_KEY_QUERY``)."""
+
+
+@dataclass(slots=True)
 class StoreSettings:
     store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
     """``storePathRootDir``: holds commitlog/, consumequeue/, config/, checkpoint and abort."""
@@ -86,6 +102,7 @@ class StoreSettings:
     """RAM size used for the hot/cold decision; 0 = ask the OS."""
     flush: FlushSettings = field(default_factory=FlushSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
 
     # -- derived --------------------------------------------------------------------------------
     @property
@@ -99,6 +116,10 @@ class StoreSettings:
     @property
     def config_dir(self) -> str:
         return os.path.join(self.store_path_root_dir, "config")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
 
     @property
     def checkpoint_path(self) -> str:
@@ -138,9 +159,9 @@ class StoreSettings:
         True
         """
         s = cls()
-        for group in (s, s.flush, s.retention):
+        for group in (s, s.flush, s.retention, s.index):
             for f in fields(group):
-                if f.name in ("flush", "retention"):
+                if f.name in _GROUPS:
                     continue
                 key = _CONF_KEYS.get(f.name, _camel(f.name))
                 if key in conf:
@@ -149,11 +170,12 @@ class StoreSettings:
 
 
 _CONF_KEYS = {"check_crc_on_recover": "checkCRCOnRecover"}
+_GROUPS = ("flush", "retention", "index")
 
 
 def _known_keys() -> frozenset[str]:
-    names = [f.name for g in (StoreSettings, FlushSettings, RetentionSettings) for f in fields(g)]
-    return frozenset(_CONF_KEYS.get(n, _camel(n)) for n in names if n not in ("flush", "retention"))
+    names = [f.name for g in (StoreSettings, FlushSettings, RetentionSettings, IndexSettings) for f in fields(g)]
+    return frozenset(_CONF_KEYS.get(n, _camel(n)) for n in names if n not in _GROUPS)
 
 
 def _camel(name: str) -> str:

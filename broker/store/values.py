@@ -1,8 +1,9 @@
 """The values that cross the store's API: what a put takes and what puts and gets return.
 
 Statuses keep RocketMQ's names (``PutMessageStatus``, ``GetMessageStatus``); processors map them to
-wire response codes. :class:`GetResult` carries ``memoryview`` slices of the mapped commitlog, not
-copies: each is one whole stored record, ready to be written to a socket as the pull body.
+wire response codes. :class:`GetResult` and :class:`QueryMessageResult` carry ``memoryview`` slices of
+the mapped commitlog, not copies: each is one whole stored record, ready to be written to a socket as
+the pull (or query) body.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class MessageInner:
     prepared_transaction_offset: int = 0
     tags_code: int = 0
     keys: str | list[str] | None = None
-    """KEYS (raw or split); informational: the store does not index keys yet."""
+    """KEYS (raw or split); informational: the index reads ``properties`` (KEYS and UNIQ_KEY)."""
 
     @classmethod
     def build(
@@ -136,3 +137,19 @@ class GetResult:
     @property
     def found(self) -> bool:
         return self.status == GetMessageStatus.FOUND
+
+
+@dataclass(slots=True)
+class QueryMessageResult:
+    """What ``MessageStore.query_message`` found by key (QUERY_MESSAGE)."""
+
+    buffers: list[memoryview] = field(default_factory=list)
+    """One slice of the mapped commitlog per record, ascending commitlog offsets (no copies)."""
+    index_last_update_timestamp: int = 0
+    """STORETIMESTAMP of the newest record in the index (0 with no index)."""
+    index_last_update_phyoffset: int = 0
+    """Its commitlog offset."""
+
+    @property
+    def buffer_total_size(self) -> int:
+        return sum(len(b) for b in self.buffers)

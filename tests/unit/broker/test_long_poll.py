@@ -43,3 +43,14 @@ def test_hold_times_out_and_is_forgotten():
         assert svc.held_count == 0
 
     asyncio.run(run())
+
+
+def test_strip_property_removes_only_that_pair():
+    from pyrocketmq.broker.processors.send import strip_property
+
+    assert strip_property(b"WAIT\x01true\x02TAGS\x01a", b"WAIT") == b"TAGS\x01a"
+    assert strip_property(b"TAGS\x01a\x02WAIT\x01true", b"WAIT") == b"TAGS\x01a"
+    assert strip_property(b"TAGS\x01a\x02WAIT\x01true\x02KEYS\x01k", b"WAIT") == b"TAGS\x01a\x02KEYS\x01k"
+    assert strip_property(b"XWAIT\x01true\x02TAGS\x01a", b"WAIT") == b"XWAIT\x01true\x02TAGS\x01a"
+    assert strip_property(b"WAIT\x01true", b"WAIT") == b""
+    assert strip_property(b"", b"WAIT") == b""

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pyrocketmq.broker.settings import BrokerRole, BrokerSettings, ConfigError, read_properties
 
 

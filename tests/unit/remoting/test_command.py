@@ -8,7 +8,6 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pyrocketmq.remoting.code import LanguageCode, SerializeType
 from pyrocketmq.remoting.command import (
     MAX_FRAME_LENGTH,
@@ -113,11 +112,11 @@ def test_stream_split_anywhere_round_trips(cmds, cuts):
     points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
     d = FrameDecoder()
     out = []
-    for a, b in zip(points, points[1:]):
+    for a, b in zip(points, points[1:], strict=False):
         out.extend(d.feed(stream[a:b]))
     assert d.pending == 0
     assert len(out) == len(cmds)
-    for got, want in zip(out, cmds):
+    for got, want in zip(out, cmds, strict=True):
         assert (got.code, got.opaque, got.flag, got.ext_fields, got.language, got.version) == (
             want.code, want.opaque, want.flag, want.ext_fields, want.language, want.version,
         )

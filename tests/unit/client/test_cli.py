@@ -1,0 +1,107 @@
+"""The CLI's argument handling and failure output: usage + exit 2, one line + exit 1, no traceback."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from pyrocketmq.client import cli
+from pyrocketmq.client.errors import MQBrokerError, MQConnectionError
+
+
+def run(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(argv, stdout=out, stderr=err, stdin=io.StringIO(stdin))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "message"),
+    [
+        ([], "usage: pyrocketmq", "required"),
+        (["nope"], "usage: pyrocketmq", "invalid choice"),
+        (["admin"], "usage: pyrocketmq admin", "required: <command>"),
+        (["admin", "fooBar", "-n", "x:1"], "usage: pyrocketmq admin", "invalid choice: 'fooBar'"),
+        (["admin", "topicList"], "usage: pyrocketmq admin topicList", "-n/--namesrvAddr"),
+        (["admin", "updateTopic", "-n", "x:1", "-t", "T"], "usage: pyrocketmq admin updateTopic", "-c/--clusterName -b/--brokerAddr"),
+        (["admin", "updateTopic", "-n", "x:1", "-c", "C", "-b", "b:1", "-t", "T"], "updateTopic", "not allowed with"),
+        (["admin", "updateTopic", "-n", "x:1", "-c", "C", "-t", "T", "-r", "many"], "updateTopic", "invalid int value: 'many'"),
+        (["admin", "updateTopic", "-n", "x:1", "-c", "C", "-t", "T", "-o", "maybe"], "updateTopic", "expected true or false"),
+        (["admin", "deleteTopic", "-n", "x:1", "-t", "T"], "deleteTopic", "-c/--clusterName"),
+        (["admin", "updateSubGroup", "-n", "x:1", "-c", "C"], "updateSubGroup", "-g/--groupName"),
+        (["admin", "consumerProgress", "-n", "x:1"], "consumerProgress", "-g/--groupName"),
+        (["admin", "queryMsgById", "-n", "x:1"], "queryMsgById", "-i/--msgId"),
+        (["produce", "-n", "x:1"], "usage: pyrocketmq produce", "-t/--topic"),
+        (["produce", "-n", "x:1", "-t", "T", "-p", "novalue"], "usage: pyrocketmq produce", "expected K=V"),
+        (["produce", "-n", "x:1", "-t", "T", "-c", "0", "--body", "b"], "usage: pyrocketmq produce", "at least 1"),
+        (["consume", "-n", "x:1", "-t", "T"], "usage: pyrocketmq consume", "-g/--group"),
+        (["consume", "-n", "x:1", "-t", "T", "-g", "g", "-c", "-1"], "usage: pyrocketmq consume", "negative"),
+        (["bench", "-n", "x:1", "-s", "0"], "usage: pyrocketmq bench", "positive"),
+    ],
+)
+def test_bad_arguments_print_usage_and_exit_2(argv: list[str], usage: str, message: str) -> None:
+    code, out, err = run(argv)
+    assert code == 2
+    assert usage in err
+    assert message in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["admin", "updateTopic", "-h"]) == 0
+    assert "--readQueueNums" in capsys.readouterr().out
+
+
+class FailingAdmin:
+    """Stands in for Admin: fails the way the given error says, without sockets."""
+
+    error: Exception
+
+    def __init__(self, namesrv_addr: str, client=None) -> None:
+        pass
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return None
+
+    def __getattr__(self, name):
+        async def fail(*a, **k):
+            raise type(self).error
+
+        return fail
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (MQConnectionError("cannot reach name server 127.0.0.1:9876: connection refused"),
+         "cannot reach name server 127.0.0.1:9876: connection refused\n"),
+        (MQBrokerError.for_code(17, "topic[T] not exist", "1.2.3.4:10911"),
+         "error: TOPIC_NOT_EXIST (17) from 1.2.3.4:10911: topic[T] not exist"),
+        (RuntimeError("boom"), "internal error: RuntimeError: boom"),
+    ],
+)
+def test_failures_are_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch, error: Exception, line: str) -> None:
+    import pyrocketmq.client.admin as admin_mod
+
+    FailingAdmin.error = error
+    monkeypatch.setattr(admin_mod, "Admin", FailingAdmin)
+    code, out, err = run(["admin", "topicRoute", "-n", "127.0.0.1:9876", "-t", "T"])
+    assert code == 1
+    assert err.startswith(line)
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_table_is_aligned_like_mqadmin() -> None:
+    out = io.StringIO()
+    cli.table([["#Broker Name", "#QID", "#Last"], ["broker-a", 0, "x"], ["a-much-longer-broker-name-than-32-chars", 12, "y"]],
+              [32, 4, 0], out)
+    lines = out.getvalue().splitlines()
+    starts = {ln.index("#QID") if "#QID" in ln else None for ln in lines[:1]}
+    assert starts == {lines[2].index("12")}
+    assert lines[1].index("0") == lines[0].index("#QID")
+    assert lines[0].startswith("#Broker Name" + " " * (len("a-much-longer-broker-name-than-32-chars") - len("#Broker Name") + 2))
