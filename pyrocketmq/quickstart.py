@@ -127,7 +127,8 @@ async def _sample(namesrv: str, broker_addr: str, count: int) -> None:
     try:
         for i in range(count):
             tag = ("TagA", "TagB")[i % 2]
-            result = await producer.send(Message(TOPIC, f"hello pyrocketmq #{i}".encode(), tags=tag, keys=[f"order-{i}"]))
+            body = f"hello pyrocketmq #{i}".encode()
+            result = await producer.send(Message(TOPIC, body, tags=tag, keys=[f"order-{i}"]))
             sent.append(result)
             mq = result.message_queue
             print(f"  sent   #{i} {result.status.name:8} queue {mq.queue_id} offset {result.queue_offset} msgId {result.msg_id}")
@@ -138,11 +139,8 @@ async def _sample(namesrv: str, broker_addr: str, count: int) -> None:
     await consumer.start()
     got = []
     try:
-        queues = await consumer.fetch_queues(TOPIC)
-        consumer.assign(queues)
-        for mq in queues:
-            committed = await consumer.committed(mq)
-            consumer.seek(mq, max(committed, 0))
+        # Each queue starts at the group's committed offset: a second run reads only what is new.
+        await consumer.assign(await consumer.fetch_queues(TOPIC))
         deadline = time.monotonic() + 20
         while len(got) < count and time.monotonic() < deadline:
             for msg in await consumer.poll(timeout=1.0):

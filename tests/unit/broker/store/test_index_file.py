@@ -65,17 +65,23 @@ def test_key_hash_is_abs_of_java_string_hash_code() -> None:
     # Java: "polygenelubricants".hashCode() == Integer.MIN_VALUE, and Math.abs of it stays negative,
     # so RocketMQ's indexKeyHashMethod maps it to 0.
     assert tags_code("polygenelubricants") == -(2**31)
-    assert _positive(_hash_u32("polygenelubricants")[0]) == 0
+    assert _positive(_hash_u32("polygenelubricants")) == 0
     # "Aa" and "BB" share a hashCode: so do "T#Aa" and "T#BB" (the store must check the record).
     assert key_hash("T", "Aa") == key_hash("T", "BB")
 
 
-@given(st.text(max_size=60), st.text(max_size=60))
+_SVC = IndexService("/nonexistent", IndexSettings())
+
+
+@given(st.text(max_size=40), st.text(max_size=100) | st.text("0123456789ABCDEF", min_size=17, max_size=200))
 def test_hash_of_prefix_plus_key_is_the_hash_of_the_whole(topic: str, key: str) -> None:
-    prefix = _hash_u32(topic + "#")[0]
-    assert _combine(prefix, key) == key_hash(topic, key)
     whole = tags_code(f"{topic}#{key}")
     assert key_hash(topic, key) == (0 if whole == -(2**31) else abs(whole))
+    prefix = _hash_u32(topic + "#")
+    assert _combine(prefix, key) == key_hash(topic, key)
+    # the build path: cached hash of all but the last 12 characters, then the tail
+    assert _SVC._key_hash(topic, prefix, key) == key_hash(topic, key)
+    assert _SVC._key_hash(topic, prefix, key) == key_hash(topic, key)
 
 
 # -- one file -------------------------------------------------------------------------------------
