@@ -6,6 +6,7 @@ import logging
 import time
 
 import orjson
+
 from pyrocketmq.remoting.body import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 from .store.config_file import load_json_file, write_json_file

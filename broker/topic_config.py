@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import orjson
+
 from pyrocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 from .store.config_file import load_json_file, write_json_file

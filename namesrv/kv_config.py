@@ -14,6 +14,7 @@ import os
 import tempfile
 
 import orjson
+
 from pyrocketmq.remoting.body import KVTable, loads
 
 log = logging.getLogger("pyrocketmq.namesrv")

@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 import orjson
+
 from pyrocketmq.remoting.body import HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand

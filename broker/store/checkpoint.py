@@ -4,7 +4,8 @@ Layout (RocketMQ's ``StoreCheckpoint``, a 4 KiB file, big-endian)::
 
     0   int64 physicMsgTimestamp   STORETIMESTAMP of the last record covered by a commitlog flush
     8   int64 logicsMsgTimestamp   STORETIMESTAMP of the last record covered by a consume-queue flush
-    16  int64 indexMsgTimestamp    same for index files (kept for layout compatibility)
+    16  int64 indexMsgTimestamp    same for the index files (every record up to it was offered to the
+                                   index, and the index flushed)
     24  zeros
 
 Invariant: each timestamp is captured *before* the flush it describes, so every record stored at or

@@ -29,8 +29,9 @@ Invariants:
   time never decrease along the entry array and every chain runs newest first.
 - Every slot value is < indexCount and every prevIndex is < its own entry number. Values that break
   this (a torn file) are read as "end of chain": a walk always ends.
-- Per key the writes go entry, header (count), slot: a process killed in between leaves an uncounted
-  entry (overwritten later) or a counted, unreachable one, never a slot naming an unwritten entry.
+- Per record the writes go entries, header (count), slots: a process killed in between leaves
+  uncounted entries (overwritten later) or counted, unreachable ones, never a slot naming an
+  unwritten entry.
 - A file is full at indexCount == indexNum; the next key opens a new file whose begin/end start as
   the previous file's end.
 
@@ -165,7 +166,7 @@ class IndexFileSizeError(ValueError):
 
 class IndexFile:
     """One index file (see the module docstring). Header fields are mirrored in attributes and
-    written to the mapping with every key, so a killed process leaves them consistent."""
+    written to the mapping with every record, so a killed process leaves them consistent."""
 
     __slots__ = (
         "path",
@@ -267,15 +268,19 @@ class IndexFile:
     # -- write ----------------------------------------------------------------------------------
     def put_key(self, key_hash: int, phy: int, store_ts: int) -> bool:
         """Add one entry; False when the file is full."""
+        return self.put_keys((key_hash,), phy, store_ts) == 1
+
+    def put_keys(self, hashes: tuple[int, ...] | list[int], phy: int, store_ts: int) -> int:
+        """Add one entry per hash for the record at ``phy``; returns how many fit (the rest belong
+        in the next file). Writes entries, then the header, then the slots (see the invariants)."""
         n = self.index_count
-        if n >= self.index_num:
-            return False
+        room = self.index_num - n
+        if room <= 0:
+            return 0
+        if room < len(hashes):
+            hashes = hashes[:room]
         mv = self._mv
-        slot_pos = HEADER_SIZE + (key_hash % self.slot_num) * SLOT_SIZE
-        (head,) = SLOT.unpack_from(mv, slot_pos)
-        if head <= 0 or head >= n:  # empty, or left by a torn write: start a new chain
-            head = 0
-            self.hash_slot_count += 1
+        slot_num = self.slot_num
         if n == 1:
             self.begin_timestamp = store_ts
             self.begin_phy_offset = phy
@@ -284,14 +289,29 @@ class IndexFile:
             diff = 0
         elif diff > _INT_MAX:
             diff = _INT_MAX
-        ENTRY.pack_into(mv, self._entries_at + n * ENTRY_SIZE, key_hash, phy, diff, head)
-        self.index_count = n + 1
+        heads: dict[int, int] = {}  # slot position -> its new head (two keys may share a slot)
+        pos = self._entries_at + n * ENTRY_SIZE
+        i = n
+        for h in hashes:
+            slot_pos = HEADER_SIZE + (h % slot_num) * SLOT_SIZE
+            head = heads.get(slot_pos)
+            if head is None:
+                (head,) = SLOT.unpack_from(mv, slot_pos)
+                if head <= 0 or head >= n:  # empty, or left by a torn write: start a new chain
+                    head = 0
+                    self.hash_slot_count += 1
+            ENTRY.pack_into(mv, pos, h, phy, diff, head)
+            heads[slot_pos] = i
+            pos += ENTRY_SIZE
+            i += 1
+        self.index_count = i
         self.end_timestamp = store_ts
         self.end_phy_offset = phy
         self._write_header()
-        SLOT.pack_into(mv, slot_pos, n)
+        for slot_pos, head in heads.items():
+            SLOT.pack_into(mv, slot_pos, head)
         self.dirty = True
-        return True
+        return i - n
 
     # -- read -----------------------------------------------------------------------------------
     def time_matched(self, begin: int, end: int) -> bool:
@@ -484,12 +504,16 @@ class IndexService:
         prefix = self._prefix_hash.get(topic)
         if prefix is None:
             prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")
-        if uniq:
-            self._put(self._key_hash(topic, prefix, uniq), phy, store_ts)
+        hashes = [self._key_hash(topic, prefix, uniq)] if uniq else []
         if keys:
             for k in keys.split(KEY_SEPARATOR):
                 if k:
-                    self._put(self._key_hash(topic, prefix, k), phy, store_ts)
+                    hashes.append(self._key_hash(topic, prefix, k))
+        if hashes:
+            try:
+                self._put(hashes, phy, store_ts)
+            except OSError as e:  # no new file (disk full…): the message is stored, only unindexed
+                log.error("cannot index the record at commitlog offset %d: %s", phy, e)
         self.last_phy = phy
 
     def _key_hash(self, topic: str, prefix: int, key: str) -> int:
@@ -507,10 +531,11 @@ class IndexService:
             return _positive(_extend(head, key[cut:]))
         return _positive(_extend(prefix, key))
 
-    def _put(self, h: int, phy: int, store_ts: int) -> None:
+    def _put(self, hashes: list[int], phy: int, store_ts: int) -> None:
         files = self._files
-        if not files or not files[-1].put_key(h, phy, store_ts):
-            self._roll().put_key(h, phy, store_ts)  # a new file has room: indexNum >= 2
+        done = files[-1].put_keys(hashes, phy, store_ts) if files else 0
+        while done < len(hashes):  # a new file has room for at least one: indexNum >= 2
+            done += self._roll().put_keys(hashes[done:], phy, store_ts)
 
     def _roll(self) -> IndexFile:
         files = self._files

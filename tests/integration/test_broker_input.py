@@ -10,6 +10,7 @@ import time
 
 import orjson
 import pytest
+
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand, encode
 from pyrocketmq.remoting.message import decode_messages

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import time
 from pathlib import Path
 
 from pyrocketmq.remoting.code import ResponseCode
@@ -138,4 +137,3 @@ def test_kill9_sync_flush_keeps_every_acknowledged_message(tmp_path, namesrv):
         asyncio.run(send_more())
     finally:
         broker.stop()
-    _ = time

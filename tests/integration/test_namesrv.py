@@ -15,6 +15,7 @@ import time
 import zlib
 
 import pytest
+
 from pyrocketmq.namesrv import NameServer, NamesrvSettings
 from pyrocketmq.remoting.body import (
     ClusterInfo,

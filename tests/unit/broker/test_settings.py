@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pyrocketmq.broker.settings import BrokerRole, BrokerSettings, ConfigError, read_properties
 
 

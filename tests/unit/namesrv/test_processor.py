@@ -6,6 +6,7 @@ import zlib
 
 import orjson
 import pytest
+
 from pyrocketmq.namesrv.kv_config import KVConfigManager
 from pyrocketmq.namesrv.processor import (
     GET_SYSTEM_TOPIC_LIST_FROM_NS,

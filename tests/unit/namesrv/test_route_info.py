@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pyrocketmq.namesrv.route_info import RegisterBrokerResult, RouteInfoManager
 from pyrocketmq.remoting.body import (
     BrokerData,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from pyrocketmq.namesrv.app import main
 from pyrocketmq.namesrv.kv_config import KVConfigError, KVConfigManager
 from pyrocketmq.namesrv.settings import ConfigError, NamesrvSettings, read_properties

@@ -10,6 +10,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from pyrocketmq.remoting import body as b
 from pyrocketmq.remoting.body import (
     BrokerData,

@@ -8,6 +8,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from pyrocketmq.remoting.code import LanguageCode, SerializeType
 from pyrocketmq.remoting.command import (
     MAX_FRAME_LENGTH,

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pyrocketmq.remoting import header as hdr
 from pyrocketmq.remoting.command import RemotingCommand, decode_frame
 from pyrocketmq.remoting.header import (

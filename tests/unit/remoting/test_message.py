@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from pyrocketmq.remoting.message import (
     BLANK_MAGIC,
     MAGIC,

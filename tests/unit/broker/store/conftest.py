@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from pyrocketmq.broker.store import message_store as ms_module
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from pyrocketmq.broker.store.index_file import (
     ENTRY_SIZE,
     HEADER_SIZE,
@@ -416,3 +417,19 @@ def test_retention_keeps_the_newest_file_even_when_all_is_old(tmp_path: Path) ->
     assert svc.delete_expired(10**9) == 2
     assert len(svc.files) == 1 and svc.query("T", "k5", 10, 0, FOREVER)[0] == [500]
     svc.close()
+
+
+def test_settings_from_broker_conf() -> None:
+    s = StoreSettings.from_conf(
+        {
+            "messageIndexEnable": "false",
+            "maxHashSlotNum": "10",
+            "maxIndexNum": "40",
+            "maxMsgsNumBatch": "8",
+            "defaultQueryMaxNum": "16",
+        }
+    )
+    assert s.index == IndexSettings(False, 10, 40, 8, 16)
+    assert StoreSettings.knows("maxIndexNum") and s.index_dir.endswith("index")
+    with pytest.raises(ValueError, match="maxIndexNum"):
+        IndexService("/nonexistent", IndexSettings(max_index_num=1))

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from pyrocketmq.broker.store.checkpoint import Checkpoint
 from pyrocketmq.broker.store.config_file import load_json, read_with_backup, save_json, write_atomic
 from pyrocketmq.broker.store.mapped_file import MappedFile, parse_segment_name, segment_name

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from pyrocketmq.broker.store.checkpoint import Checkpoint
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings

@@ -6,6 +6,7 @@ import os
 import struct
 
 import pytest
+
 from pyrocketmq.broker.store.message_store import SCHEDULE_TOPIC, MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings
 from pyrocketmq.broker.store.values import GetMessageStatus as S

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings
 from pyrocketmq.remoting.message import tags_code
