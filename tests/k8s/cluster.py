@@ -1,0 +1,571 @@
+"""A real Kubernetes control plane on loopback: etcd + kube-apiserver (+ kube-controller-manager).
+
+No kubelet, no scheduler: objects are stored, validated (OpenAPI, CEL, admission), watched and
+reconciled by the built-in controllers we start, but Pods stay ``Pending`` forever. Unscheduled Pods
+are deleted at once (no graceful termination), so namespaces and owner references clean up normally.
+
+``start_kube(workdir, bin_dir)`` returns a ``KubeCluster``:
+
+- ``kubeconfig`` (admin: a client certificate in group ``system:masters``), ``server``, ``env``
+  (``os.environ`` + ``KUBECONFIG``, the bin dir first on ``PATH``, kubectl/helm caches under ``workdir``),
+  ``ca_file``, ``bin_dir``, ``workdir``, ``processes``;
+- ``kubectl(*args, input=None, check=True, timeout=60)`` / ``helm(...)`` -> ``CompletedProcess[str]``;
+  ``input`` may be text or a manifest (dict / list of dicts, sent as JSON);
+- ``apply(manifest, *args)``, ``get(*args) -> dict`` (``kubectl get -o json``),
+  ``wait_until(fn, timeout, what)``, ``create_namespace(prefix)``;
+- ``service_account_kubeconfig(namespace, name)``: a kubeconfig that authenticates as that
+  ServiceAccount (a TokenRequest token), to run e.g. the operator with exactly its RBAC;
+- ``log_tails()``, ``alive()``, ``stop()`` (terminate, then kill; asserts every process is gone).
+
+Authorization is RBAC (as in a real cluster); certificates are made with the ``openssl`` CLI.
+Nothing here imports ``pyrocketmq``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tests.helpers.cluster import ManagedProcess, free_port, stop_all
+
+T = TypeVar("T")
+
+SERVICE_CIDR = "10.96.0.0/16"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+CLUSTER_NAME = "pyrocketmq-test"
+
+# The controllers an operator test needs: workloads (Deployment -> ReplicaSet -> Pods, StatefulSet ->
+# Pods + PVCs), garbage collection of owner references, namespace deletion, default ServiceAccounts
+# (the ServiceAccount admission plugin wants one before a Pod is admitted) and tokens for
+# hand-made ``kubernetes.io/service-account-token`` Secrets, kube-root-ca.crt,
+# PodDisruptionBudget status, EndpointSlices for Services, aggregated ClusterRoles, and the
+# PVC/PV protection finalizers (without their controllers a deleted PVC would hang forever).
+CONTROLLERS = (
+    "namespace-controller",
+    "garbage-collector-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "disruption-controller",
+    "endpointslice-controller",
+    "clusterrole-aggregation-controller",
+    "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
+)
+
+
+class ClusterStartError(RuntimeError):
+    """A control-plane process did not come up; the message carries the log tails."""
+
+
+class PrerequisiteMissing(RuntimeError):
+    """A tool the harness needs (openssl) is absent; the caller decides between skip and fail."""
+
+
+class KubeCommandError(subprocess.CalledProcessError):
+    """A kubectl/helm command failed; ``str()`` shows its stderr (CalledProcessError's does not)."""
+
+    def __str__(self) -> str:
+        out = (self.stderr or "").strip() or (self.output or "").strip()
+        return f"{' '.join(map(str, self.cmd))} exited {self.returncode}:\n{out}"
+
+
+# --------------------------------------------------------------------------------------------------
+# certificates
+
+
+@dataclass(frozen=True, slots=True)
+class Pki:
+    dir: Path
+    ca_crt: Path
+    ca_key: Path
+    serving_crt: Path
+    serving_key: Path
+    sa_key: Path  # signs ServiceAccount tokens
+    sa_pub: Path  # verifies them
+    admin_crt: Path  # CN=pyrocketmq-admin, O=system:masters
+    admin_key: Path
+    kcm_crt: Path  # CN=system:kube-controller-manager (the bootstrap RBAC identity)
+    kcm_key: Path
+    proxy_crt: Path  # CN=front-proxy-client: the aggregator's identity towards extension API servers
+    proxy_key: Path
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    proc = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"openssl {' '.join(args)} failed:\n{proc.stderr}")
+
+
+def _ec_key(path: Path) -> Path:
+    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(path), cwd=path.parent)
+    path.chmod(0o600)
+    return path
+
+
+def _signed_cert(
+    pki_dir: Path, name: str, subject: str, ext: str, ca_crt: Path, ca_key: Path
+) -> tuple[Path, Path]:
+    key = _ec_key(pki_dir / f"{name}.key")
+    csr, crt, extfile = pki_dir / f"{name}.csr", pki_dir / f"{name}.crt", pki_dir / f"{name}.ext"
+    extfile.write_text(ext)
+    _openssl("req", "-new", "-key", str(key), "-subj", subject, "-out", str(csr), cwd=pki_dir)
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca_crt),
+        "-CAkey",
+        str(ca_key),
+        "-set_serial",
+        "0x" + secrets.token_hex(16),
+        "-days",
+        "3650",
+        "-sha256",
+        "-extfile",
+        str(extfile),
+        "-out",
+        str(crt),
+        cwd=pki_dir,
+    )
+    csr.unlink()
+    return crt, key
+
+
+def make_pki(pki_dir: Path) -> Pki:
+    """A throwaway CA, the API server's serving cert, two client certs and a ServiceAccount key pair."""
+    if shutil.which("openssl") is None:
+        raise PrerequisiteMissing("the `openssl` command is not on PATH (Debian: apt-get install openssl)")
+    pki_dir.mkdir(parents=True, exist_ok=True)
+    ca_key = _ec_key(pki_dir / "ca.key")
+    ca_crt = pki_dir / "ca.crt"
+    _openssl(
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        str(ca_key),
+        "-subj",
+        "/CN=pyrocketmq-test-ca",
+        "-days",
+        "3650",
+        "-sha256",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+        "-out",
+        str(ca_crt),
+        cwd=pki_dir,
+    )
+    first_service_ip = "10.96.0.1"
+    sans = ",".join(
+        [
+            "IP:127.0.0.1",
+            f"IP:{first_service_ip}",
+            "DNS:localhost",
+            "DNS:kubernetes",
+            "DNS:kubernetes.default",
+            "DNS:kubernetes.default.svc",
+            "DNS:kubernetes.default.svc.cluster.local",
+        ]
+    )
+    leaf = "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+    serving_crt, serving_key = _signed_cert(
+        pki_dir,
+        "apiserver",
+        "/CN=kube-apiserver",
+        leaf + f"extendedKeyUsage=serverAuth\nsubjectAltName={sans}\n",
+        ca_crt,
+        ca_key,
+    )
+    client = leaf + "extendedKeyUsage=clientAuth\n"
+    admin_crt, admin_key = _signed_cert(
+        pki_dir, "admin", "/O=system:masters/CN=pyrocketmq-admin", client, ca_crt, ca_key
+    )
+    kcm_crt, kcm_key = _signed_cert(
+        pki_dir, "controller-manager", "/CN=system:kube-controller-manager", client, ca_crt, ca_key
+    )
+    proxy_crt, proxy_key = _signed_cert(
+        pki_dir, "front-proxy-client", "/CN=front-proxy-client", client, ca_crt, ca_key
+    )
+    sa_key = _ec_key(pki_dir / "sa.key")
+    sa_pub = pki_dir / "sa.pub"
+    _openssl("ec", "-in", str(sa_key), "-pubout", "-out", str(sa_pub), cwd=pki_dir)
+    return Pki(
+        pki_dir,
+        ca_crt,
+        ca_key,
+        serving_crt,
+        serving_key,
+        sa_key,
+        sa_pub,
+        admin_crt,
+        admin_key,
+        kcm_crt,
+        kcm_key,
+        proxy_crt,
+        proxy_key,
+    )
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, user: str, credentials: Mapping[str, str]) -> Path:
+    """A one-context kubeconfig; ``credentials`` are the ``user`` fields (cert data or a token)."""
+    user_fields = "".join(f"    {k}: {v}\n" for k, v in credentials.items())
+    path.write_text(
+        "apiVersion: v1\n"
+        "kind: Config\n"
+        "clusters:\n"
+        f"- name: {CLUSTER_NAME}\n"
+        "  cluster:\n"
+        f"    server: {server}\n"
+        f"    certificate-authority-data: {_b64(ca)}\n"
+        "users:\n"
+        f"- name: {user}\n"
+        "  user:\n"
+        f"{user_fields}"
+        "contexts:\n"
+        f"- name: {user}@{CLUSTER_NAME}\n"
+        "  context:\n"
+        f"    cluster: {CLUSTER_NAME}\n"
+        f"    user: {user}\n"
+        "    namespace: default\n"
+        f"current-context: {user}@{CLUSTER_NAME}\n"
+    )
+    path.chmod(0o600)
+    return path
+
+
+def _cert_credentials(crt: Path, key: Path) -> dict[str, str]:
+    return {"client-certificate-data": _b64(crt), "client-key-data": _b64(key)}
+
+
+# --------------------------------------------------------------------------------------------------
+# the cluster
+
+
+def _jsonable_input(
+    value: str | bytes | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, Mapping):
+        return json.dumps(value)
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(value)})
+
+
+@dataclass
+class KubeCluster:
+    """A running control plane; see the module docstring."""
+
+    workdir: Path
+    bin_dir: Path
+    server: str
+    kubeconfig: Path
+    ca_file: Path
+    pki: Pki
+    env: dict[str, str]
+    processes: list[ManagedProcess] = field(default_factory=list)
+
+    # -- commands ----------------------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | bytes | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        check: bool = True,
+        timeout: float = 60,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a command with ``self.env`` (plus ``env``); on ``check`` a failure raises ``KubeCommandError``."""
+        argv = [str(a) for a in argv]
+        proc = subprocess.run(
+            argv,
+            input=_jsonable_input(input),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**self.env, **(env or {})},
+            cwd=self.workdir,
+        )
+        if check and proc.returncode != 0:
+            raise KubeCommandError(proc.returncode, argv, proc.stdout, proc.stderr)
+        return proc
+
+    def kubectl(
+        self, *args: str, input: Any = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run([str(self.bin_dir / "kubectl"), *args], input=input, check=check, timeout=timeout)
+
+    def helm(
+        self, *args: str, input: Any = None, check: bool = True, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run([str(self.bin_dir / "helm"), *args], input=input, check=check, timeout=timeout)
+
+    def apply(self, manifest: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``kubectl apply -f -`` (server-side with ``--server-side`` in ``args``); manifest as text or dicts."""
+        return self.kubectl("apply", "-f", "-", *args, input=manifest, check=check)
+
+    def get(self, *args: str) -> dict[str, Any]:
+        """``kubectl get <args> -o json``, parsed."""
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+    def create_namespace(self, prefix: str = "t") -> str:
+        name = f"{prefix}-{secrets.token_hex(3)}"
+        self.kubectl("create", "namespace", name)
+        return name
+
+    @staticmethod
+    def wait_until(
+        fn: Callable[[], T], timeout: float = 30, what: str = "condition", interval: float = 0.25
+    ) -> T:
+        """Call ``fn`` until it returns something truthy (returned) or ``timeout`` passes (TimeoutError)."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while True:
+            try:
+                last = fn()
+            except KubeCommandError as exc:  # e.g. NotFound while a controller catches up
+                last = exc
+            else:
+                if last:
+                    return last
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{what} not reached within {timeout:.0f} s; last result: {last}")
+            time.sleep(interval)
+
+    def service_account_kubeconfig(self, namespace: str, name: str, *, duration: str = "24h") -> Path:
+        """A kubeconfig acting as ServiceAccount ``namespace/name`` (which must exist)."""
+        token = self.kubectl(
+            "create", "token", name, "-n", namespace, f"--duration={duration}"
+        ).stdout.strip()
+        path = self.workdir / f"kubeconfig-sa-{namespace}-{name}"
+        return write_kubeconfig(path, self.server, self.ca_file, f"{namespace}-{name}", {"token": token})
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def alive(self) -> bool:
+        return all(p.alive() for p in self.processes)
+
+    def log_tails(self, lines: int = 40) -> str:
+        return "\n".join(f"===== {p.name} ({p.log_path}) =====\n{p.tail(lines)}" for p in self.processes)
+
+    def stop(self) -> None:
+        stop_all(self.processes)
+
+
+def _ssl_context(pki: Pki) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(pki.ca_crt))
+    ctx.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
+    return ctx
+
+
+def _http_get(url: str, ctx: ssl.SSLContext | None) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=5) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError) as exc:
+        return 0, str(exc)
+
+
+def _wait_http(
+    proc: ManagedProcess, url: str, ctx: ssl.SSLContext | None, timeout: float, ok: Callable[[str], bool]
+) -> None:
+    deadline = time.monotonic() + timeout
+    status, body = 0, ""
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            raise ClusterStartError(
+                f"{proc.name} exited (code {proc.proc and proc.proc.returncode}):\n{proc.tail(60)}"
+            )
+        status, body = _http_get(url, ctx)
+        if status == 200 and ok(body):
+            return
+        time.sleep(0.2)
+    raise ClusterStartError(
+        f"{url} not ready within {timeout:.0f} s (last: {status} {body[-2000:]}):\n{proc.tail(60)}"
+    )
+
+
+def start_kube(
+    workdir: Path,
+    bin_dir: Path,
+    *,
+    controller_manager: bool = True,
+    timeout: float = 90,
+    extra_apiserver_args: Sequence[str] = (),
+) -> KubeCluster:
+    """Start etcd, kube-apiserver and (optionally) kube-controller-manager; return once all are ready.
+
+    On failure every started process is stopped and ``ClusterStartError`` carries their log tails.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    pki = make_pki(workdir / "pki")
+    logs = workdir / "logs"
+    etcd_client, etcd_peer, api_port, kcm_port = free_port(), free_port(), free_port(), free_port()
+    server = f"https://127.0.0.1:{api_port}"
+    kubeconfig = write_kubeconfig(
+        workdir / "kubeconfig", server, pki.ca_crt, "admin", _cert_credentials(pki.admin_crt, pki.admin_key)
+    )
+    env = dict(os.environ)
+    env.update(
+        KUBECONFIG=str(kubeconfig),
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        KUBECACHEDIR=str(workdir / "kube-cache"),  # kubectl's discovery cache, not ~/.kube/cache
+        HELM_CACHE_HOME=str(workdir / "helm" / "cache"),
+        HELM_CONFIG_HOME=str(workdir / "helm" / "config"),
+        HELM_DATA_HOME=str(workdir / "helm" / "data"),
+    )
+    cluster = KubeCluster(workdir, bin_dir, server, kubeconfig, pki.ca_crt, pki, env)
+
+    etcd = ManagedProcess(
+        "etcd",
+        [
+            bin_dir / "etcd",
+            "--name=pyrocketmq-test",
+            f"--data-dir={workdir / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
+            f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-cluster=pyrocketmq-test=http://127.0.0.1:{etcd_peer}",
+            f"--quota-backend-bytes={256 * 2**20}",
+            "--snapshot-count=5000",
+            "--unsafe-no-fsync",  # a throwaway store: no fsync keeps the shared disk quiet and tests fast
+            "--log-level=warn",
+        ],
+        logs / "etcd.log",
+    )
+    apiserver_args = [
+        bin_dir / "kube-apiserver",
+        f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={api_port}",
+        f"--cert-dir={workdir / 'apiserver-certs'}",
+        f"--tls-cert-file={pki.serving_crt}",
+        f"--tls-private-key-file={pki.serving_key}",
+        f"--client-ca-file={pki.ca_crt}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={pki.sa_pub}",
+        f"--service-account-signing-key-file={pki.sa_key}",
+        "--authorization-mode=RBAC",
+        # The front-proxy (request-header) settings kubeadm sets: they land in the
+        # kube-system/extension-apiserver-authentication ConfigMap that delegated authentication
+        # (the controller manager's, any extension API server's) reads.
+        f"--requestheader-client-ca-file={pki.ca_crt}",
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pki.proxy_crt}",
+        f"--proxy-client-key-file={pki.proxy_key}",
+        # The "kubernetes" Service's endpoints cannot be a loopback address: do not maintain them.
+        "--endpoint-reconciler-type=none",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--event-ttl=30m",
+    ]
+    if not controller_manager:
+        # Without the serviceaccount controller no namespace gets its "default" ServiceAccount, and the
+        # ServiceAccount admission plugin would refuse every Pod.
+        apiserver_args.append("--disable-admission-plugins=ServiceAccount")
+    apiserver = ManagedProcess(
+        "kube-apiserver", [*apiserver_args, *extra_apiserver_args], logs / "kube-apiserver.log"
+    )
+    try:
+        cluster.processes.append(etcd.start())
+        _wait_http(etcd, f"http://127.0.0.1:{etcd_client}/health", None, timeout, lambda b: '"true"' in b)
+        cluster.processes.append(apiserver.start())
+        _wait_http(apiserver, f"{server}/readyz", _ssl_context(pki), timeout, lambda b: b.strip() == "ok")
+        if controller_manager:
+            kcm_kubeconfig = write_kubeconfig(
+                workdir / "kubeconfig-controller-manager",
+                server,
+                pki.ca_crt,
+                "system:kube-controller-manager",
+                _cert_credentials(pki.kcm_crt, pki.kcm_key),
+            )
+            kcm = ManagedProcess(
+                "kube-controller-manager",
+                [
+                    bin_dir / "kube-controller-manager",
+                    f"--kubeconfig={kcm_kubeconfig}",
+                    f"--authentication-kubeconfig={kcm_kubeconfig}",
+                    f"--authorization-kubeconfig={kcm_kubeconfig}",
+                    "--bind-address=127.0.0.1",
+                    f"--secure-port={kcm_port}",
+                    f"--cert-dir={workdir / 'controller-manager-certs'}",
+                    "--leader-elect=false",
+                    "--use-service-account-credentials=true",  # each controller acts with its own RBAC
+                    f"--root-ca-file={pki.ca_crt}",
+                    f"--service-account-private-key-file={pki.sa_key}",
+                    f"--controllers={','.join(CONTROLLERS)}",
+                    "--profiling=false",
+                    "--kube-api-qps=100",
+                    "--kube-api-burst=200",
+                    "--concurrent-gc-syncs=5",
+                ],
+                logs / "kube-controller-manager.log",
+            )
+            cluster.processes.append(kcm.start())
+            _wait_http(
+                kcm,
+                f"https://127.0.0.1:{kcm_port}/healthz",
+                _insecure_context(),
+                timeout,
+                lambda b: b.strip() == "ok",
+            )
+            # Pods need the namespace's default ServiceAccount (ServiceAccount admission).
+            cluster.wait_until(
+                lambda: (
+                    cluster.kubectl(
+                        "get", "serviceaccount", "default", "-n", "default", check=False
+                    ).returncode
+                    == 0
+                ),
+                timeout,
+                "the default ServiceAccount in namespace default",
+            )
+    except BaseException as exc:
+        tails = cluster.log_tails()
+        cluster.stop()
+        if isinstance(exc, ClusterStartError):
+            raise
+        raise ClusterStartError(f"the Kubernetes control plane did not start: {exc}\n{tails}") from exc
+    return cluster
+
+
+def _insecure_context() -> ssl.SSLContext:
+    """For the controller manager's self-signed health endpoint (loopback only)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
