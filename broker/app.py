@@ -23,12 +23,15 @@ from .consumer_offset import ConsumerOffsetManager
 from .long_poll import PullHoldService
 from .processors.admin import AdminProcessor
 from .processors.client import ClientProcessor
+from .processors.consumer import ConsumerProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
 from .processors.send import SendProcessor
+from .processors.send_back import SendBackProcessor
 from .registration import Registrar
-from .settings import BrokerSettings, ConfigError, read_properties
+from .schedule import ScheduleService
+from .settings import BrokerRole, BrokerSettings, ConfigError, read_properties
 from .stats import BrokerStats
 from .store.message_store import MessageStore
 from .subscription_group import SubscriptionGroupManager
@@ -62,6 +65,7 @@ class Broker:
         self.server = RemotingServer("broker")
         self.registrar = Registrar(self)
         self.store: MessageStore | None = None  # type: ignore[assignment]
+        self.schedule: ScheduleService | None = None
         self.store_host = b""
         self.port = 0
         self.boot_ms = int(time.time() * 1000)
@@ -86,8 +90,14 @@ class Broker:
         self.store = store
         self.topics.persist()
         self.topics.on_change = self.registrar.register_soon
+        self.schedule = ScheduleService(
+            store, os.path.join(s.store.config_dir, "delayOffset.json"), s.store.delay_levels_ms,
+            flush_interval_ms=s.store.flush_delay_offset_interval,
+        )
+        self.schedule.load()
         self.client_processor = ClientProcessor(self)
-        for processor in (SendProcessor(self), PullProcessor(self), OffsetProcessor(self), self.client_processor, AdminProcessor(self), QueryProcessor(self)):
+        for processor in (SendProcessor(self), SendBackProcessor(self), PullProcessor(self), OffsetProcessor(self),
+                          self.client_processor, ConsumerProcessor(self), AdminProcessor(self), QueryProcessor(self)):
             processor.register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
@@ -107,6 +117,8 @@ class Broker:
             asyncio.ensure_future(self._every(5.0, self._persist_offsets)),
             asyncio.ensure_future(self._every(10.0, self.client_processor.scan_expired)),
         ]
+        if s.identity.role != BrokerRole.SLAVE:
+            self.schedule.start()
 
     def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties=None) -> None:
         self.holds.notify(topic, queue_id, max_offset, tags_code)
@@ -130,6 +142,8 @@ class Broker:
         await self.registrar.unregister_all()
         await self.registrar.close()
         await self.server.stop()
+        if self.schedule is not None:
+            await self.schedule.stop()
         self.offsets.persist(force=True)
         if self.store is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)

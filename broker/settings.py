@@ -166,6 +166,8 @@ class BrokerSettings:
         )
         try:
             store = StoreSettings.from_conf(conf)
+            if not store.delay_levels_ms:
+                raise ValueError(f"messageDelayLevel={store.message_delay_level!r}: expected levels like '1s 5s 1m 2h'")
         except ValueError as e:
             raise ConfigError(str(e)) from None
         extra = {k: v for k, v in conf.items() if k not in used and not StoreSettings.knows(k)}

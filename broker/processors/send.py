@@ -28,9 +28,11 @@ from pyrocketmq.remoting.message import (
 )
 from pyrocketmq.remoting.transport import Connection
 
+from ..delay import DLQ_QUEUE_NUMS, dlq_topic
 from ..settings import BrokerRole
 from ..store.values import MessageInner, PutMessageStatus
 from ..topic_config import (
+    PERM_READ,
     PERM_WRITE,
     RETRY_GROUP_TOPIC_PREFIX,
     check_topic_name,
@@ -105,10 +107,17 @@ class SendProcessor:
                 f"the batch body size {len(body)} is over the max value {self.max_body} (maxMessageSize)",
             )
         topics = broker.topics
-        config = topics.get(h.topic)
+        topic = h.topic
+        queue_id = h.queue_id
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not batch:
+            routed = self._retry_or_dlq(h)
+            if isinstance(routed, str):
+                return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, routed)
+            topic, queue_id = routed
+        config = topics.get(topic)
         if config is None:
-            if h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                config = topics.create_in_send_back(h.topic, 1, 6)
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                config = topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
             else:
                 config = topics.create_in_send(h.topic, h.default_topic or "", h.default_topic_queue_nums or 4, h.sys_flag)
             if config is None:
@@ -118,14 +127,13 @@ class SendProcessor:
                     f"{'on' if broker.settings.topics.auto_create_topic else 'off'})",
                 )
         if not config.perm & PERM_WRITE:
-            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] sending is forbidden")
-        queue_id = h.queue_id
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending is forbidden")
         if queue_id is None or queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums) if config.write_queue_nums > 0 else 0
         elif queue_id >= max(config.write_queue_nums, config.read_queue_nums):
             return cmd.response(
                 ResponseCode.SYSTEM_ERROR,
-                f"request queueId[{queue_id}] is illegal, topic {h.topic} has {config.write_queue_nums} write queues",
+                f"request queueId[{queue_id}] is illegal, topic {topic} has {config.write_queue_nums} write queues",
             )
         raw_props = (h.properties or "").encode()
         wait = b"WAIT\x01false" not in raw_props
@@ -155,7 +163,7 @@ class SendProcessor:
         else:
             props = decode_properties(raw_props) if raw_props else {}
             inner = MessageInner(
-                topic=h.topic,
+                topic=topic,
                 body=body,
                 flag=h.flag,
                 properties=props,
@@ -174,7 +182,7 @@ class SendProcessor:
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code != ResponseCode.SUCCESS:
             return cmd.response(code, f"putting the message failed: {result.status.name}")
-        broker.stats.on_put(h.topic, result.message_count, result.wrote_bytes)
+        broker.stats.on_put(topic, result.message_count, result.wrote_bytes)
         response = cmd.response(
             ResponseCode.SUCCESS,
             ext_fields={
@@ -188,6 +196,24 @@ class SendProcessor:
         if broker.store.sync_flush and wait:
             return self._wait_flush(cmd, response, result.wrote_offset + result.wrote_bytes)
         return response
+
+    def _retry_or_dlq(self, h: SendMessageRequestHeader) -> tuple[str, int | None] | str:
+        """A send to ``%RETRY%<group>`` (a client whose send-back failed): its ``(topic, queue id)``,
+        the group's DLQ once ``reconsumeTimes`` reached the max; or why the group is refused.
+        The retry topic gets the group's ``retryQueueNums`` queues when created here."""
+        name = h.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group = self.broker.groups.find(name)
+        if group is None:
+            return f"subscription group not exist, {name}"
+        topics = self.broker.topics
+        if topics.get(h.topic) is None:
+            topics.create_in_send_back(h.topic, max(1, group.retry_queue_nums), PERM_READ | PERM_WRITE)
+        max_times = h.max_reconsume_times if h.max_reconsume_times is not None else group.retry_max_times
+        if (h.reconsume_times or 0) < max_times:
+            return h.topic, h.queue_id
+        dlq = dlq_topic(name)
+        topics.create_in_send_back(dlq, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
+        return dlq, 0
 
     def _inner_from_batch_item(self, h, topic, queue_id, sys_flag, born_host, body, flag, item_props: bytes, batch_props: bytes) -> MessageInner:
         if len(body) > self.max_body:

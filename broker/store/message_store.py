@@ -33,6 +33,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from pyrocketmq.remoting.message import (
     KEY_SEPARATOR,
@@ -348,9 +349,16 @@ class MessageStore:
         return max(_now_ms(), self.commit_log.last_store_timestamp)
 
     def put_message(self, msg: MessageInner) -> PutResult:
-        """Append one message and index it. Returns at once; durability is ``request_flush``'s job."""
+        """Append one message and index it. Returns at once; durability is ``request_flush``'s job.
+
+        A message with ``DELAY`` > 0 (and no prepared/rollback transaction bits) is stored in
+        ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` instead (levels above the highest clamp to it),
+        with ``REAL_TOPIC``/``REAL_QID`` naming where the schedule service delivers it when due.
+        """
         if not self._running:
             return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        if Prop.DELAY in msg.properties and msg.topic != SCHEDULE_TOPIC:
+            msg = self._to_schedule_topic(msg)
         now = self._next_timestamp()
         rec, status = self._encode(msg, now)
         if rec is None:
@@ -382,6 +390,34 @@ class MessageStore:
                 hook(msg.topic, msg.queue_id, qoff + 1, tags, msg.properties)
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
         return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
+
+    def _to_schedule_topic(self, msg: MessageInner) -> MessageInner:
+        """``msg`` redirected to its delay level's schedule queue, or ``msg`` itself (no delay)."""
+        if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in _NO_DISPATCH:
+            return msg
+        try:
+            level = int(msg.properties[Prop.DELAY])
+        except ValueError:
+            return msg
+        if level <= 0 or not self._delay_levels:
+            return msg
+        level = min(level, len(self._delay_levels))
+        props = dict(msg.properties)
+        props.pop(Prop.REAL_TOPIC, None)
+        props.pop(Prop.REAL_QID, None)
+        props[Prop.DELAY] = str(level)
+        props[Prop.REAL_TOPIC] = msg.topic
+        props[Prop.REAL_QID] = str(msg.queue_id)
+        raw = msg.properties_bytes
+        if raw is None:
+            raw = encode_properties(props)
+        else:
+            # Keep what only the bytes hold (CLUSTER, appended by the send path), re-set the rest.
+            drop = {Prop.DELAY.encode(), Prop.REAL_TOPIC.encode(), Prop.REAL_QID.encode()}
+            kept = [p for p in bytes(raw).split(b"\x02") if p and p.split(b"\x01", 1)[0] not in drop]
+            extra = encode_properties({k: props[k] for k in (Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID)})
+            raw = b"\x02".join([*kept, extra])
+        return replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=props, properties_bytes=raw)
 
     def put_messages(self, msgs: list[MessageInner]) -> PutResult:
         """Append a decoded batch as consecutive records of ONE queue (that of ``msgs[0]``), in one segment."""

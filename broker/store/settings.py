@@ -88,6 +88,8 @@ class StoreSettings:
     """``checkCRCOnRecover``: verify body CRCs while recovering the commitlog."""
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     """``messageDelayLevel``: delay of each level (1-based), for SCHEDULE_TOPIC_XXXX delivery times."""
+    flush_delay_offset_interval: int = 10_000
+    """``flushDelayOffsetInterval``: ms between writes of ``delayOffset.json`` (the delivery progress)."""
     access_message_in_memory_max_ratio: int = 40
     """``accessMessageInMemoryMaxRatio``: percent of RAM behind the head still counted as "in memory"."""
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024

@@ -1,0 +1,88 @@
+"""CONSUMER_SEND_MSG_BACK (36): a message a consumer failed goes to its group's retry topic or DLQ.
+
+The original is looked up by the commitlog offset in the header (the consumer's copy is not trusted
+nor sent). Where it goes is :func:`~..delay.decide_send_back` (``%RETRY%<group>`` through a delay
+level, or ``%DLQ%<group>`` once ``reconsumeTimes >= maxReconsumeTimes`` — the header's, else the
+group's ``retryMaxTimes``); what is stored is :func:`~..delay.send_back_inner`. Both topics are
+created here on first use (retry: the group's ``retryQueueNums`` queues, DLQ: one; perm 6).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, HeaderError
+from pyrocketmq.remoting.transport import Connection
+
+from ..delay import DLQ_QUEUE_NUMS, decide_send_back, dlq_topic, retry_topic, send_back_inner
+from ..settings import BrokerRole
+from ..store.values import PutMessageStatus
+from ..topic_config import PERM_READ, PERM_WRITE
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+log = logging.getLogger("pyrocketmq.broker")
+
+
+class SendBackProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def register(self, server) -> None:
+        server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.handle_send_back)
+
+    def handle_send_back(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        try:
+            return self._send_back(cmd)
+        except Exception as e:
+            log.exception("send-back failed: %s", cmd)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"send back failed: {type(e).__name__}: {e}")
+
+    def _send_back(self, cmd: RemotingCommand) -> RemotingCommand:
+        try:
+            h = ConsumerSendMsgBackRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send-back request header: {e}")
+        broker = self.broker
+        if broker.settings.identity.role == BrokerRole.SLAVE:
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the broker[{broker.settings.addr}] sending message is forbidden")
+        group = broker.groups.find(h.group)
+        if group is None:
+            return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}")
+        if group.retry_queue_nums <= 0:
+            return cmd.response(ResponseCode.SUCCESS)  # retries are off for this group: drop it
+        topic = retry_topic(h.group)
+        config = broker.topics.create_in_send_back(topic, group.retry_queue_nums, PERM_READ | PERM_WRITE)
+        if not config.perm & PERM_WRITE:
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        msg = broker.store.look_message(h.offset)
+        if msg is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+        max_times = h.max_reconsume_times if h.max_reconsume_times is not None else group.retry_max_times
+        decision = decide_send_back(
+            reconsume_times=msg.reconsume_times, max_reconsume_times=max_times, delay_level=h.delay_level
+        )
+        if decision.dead_letter:
+            topic = dlq_topic(h.group)
+            config = broker.topics.create_in_send_back(topic, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
+            queue_id = 0
+        else:
+            queue_id = random.randrange(max(1, config.write_queue_nums))
+        inner = send_back_inner(
+            msg, topic=topic, queue_id=queue_id, delay_level=decision.delay_level, offset_msg_id=msg.offset_msg_id
+        )
+        result = broker.store.put_message(inner)
+        if result.status != PutMessageStatus.PUT_OK:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, result.status.name)
+        broker.stats.on_put(topic, 1, result.wrote_bytes)
+        log.debug(
+            "sent back %s of %s (reconsumeTimes %d) to %s%s",
+            msg.offset_msg_id, msg.topic, msg.reconsume_times + 1, topic,
+            "" if decision.dead_letter else f" at delay level {decision.delay_level}",
+        )
+        return cmd.response(ResponseCode.SUCCESS)

@@ -1,0 +1,170 @@
+"""Delivery of delayed messages: one loop per delay level over ``SCHEDULE_TOPIC_XXXX`` queue level-1.
+
+Each level's loop reads its schedule queue from the level's offset: while the entry at that offset
+is due (its ``tagsCode`` is the delivery time), it looks the record up, re-stores it in its
+``REAL_TOPIC``/``REAL_QID`` without ``DELAY`` (:func:`~.delay.delivered_inner`) and moves on; when
+the entry is not due it sleeps until it is; with nothing to read it checks again in 100 ms. A put
+that fails is retried after a pause, never skipped. Entries of one level are due in store order
+(same delay for all), so the head of the queue is always the next one due.
+
+Offsets (the next schedule-queue entry of each level) go to ``config/delayOffset.json``
+(``{"offsetTable":{"1":12,…}}``, RocketMQ's shape) every ``flushDelayOffsetInterval`` ms and at stop,
+written atomically. After a crash the store replays at most what the file missed: delivery is
+at least once, as in RocketMQ.
+
+Everything runs on the broker's event loop (store calls are short and synchronous there); the loops
+share one start/stop shape with the broker's other background loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from .delay import correct_deliver_timestamp, delivered_inner, level_to_queue_id
+from .store.config_file import load_json_file, write_json_file
+from .store.consume_queue import FILLER_SIZE
+from .store.message_store import SCHEDULE_TOPIC, MessageStore
+from .store.values import PutMessageStatus
+
+log = logging.getLogger("pyrocketmq.broker")
+
+IDLE_WAIT_S = 0.1
+"""Check an empty (or caught-up) level again after this long (Java's DELAY_FOR_A_WHILE)."""
+RETRY_WAIT_S = 1.0
+"""Retry a delivery whose put failed after this long."""
+BATCH = 256
+"""Deliveries per turn of one level's loop before it yields to the event loop."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ScheduleService:
+    """See the module docstring. ``deliver_level(level)`` is one turn of a level's loop (tests call
+    it directly); ``start()``/``stop()`` run the loops on the current event loop."""
+
+    def __init__(
+        self,
+        store: MessageStore,
+        path: str,
+        levels_ms: list[int],
+        *,
+        flush_interval_ms: int = 10_000,
+        on_delivered: Callable[[str, int], None] | None = None,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.store = store
+        self.path = path
+        self.levels_ms = list(levels_ms)
+        self.flush_interval_ms = flush_interval_ms
+        self.on_delivered = on_delivered
+        self.clock = clock
+        self.offsets: dict[int, int] = {}
+        self._dirty = False
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- persistence ------------------------------------------------------------------------------
+    def load(self) -> None:
+        doc = load_json_file(self.path) or {}
+        for level, offset in (doc.get("offsetTable") or {}).items():
+            try:
+                self.offsets[int(level)] = int(offset)
+            except (TypeError, ValueError):
+                log.warning("delayOffset.json: ignoring entry %r: %r", level, offset)
+
+    def persist(self, force: bool = False) -> None:
+        if not (self._dirty or force):
+            return
+        self._dirty = False
+        write_json_file(self.path, {"offsetTable": {str(k): v for k, v in sorted(self.offsets.items())}})
+
+    # -- one turn ---------------------------------------------------------------------------------
+    def deliver_level(self, level: int) -> float:
+        """Deliver what is due in ``level``'s queue; seconds until this level should look again."""
+        cq = self.store.find_consume_queue(SCHEDULE_TOPIC, level_to_queue_id(level))
+        if cq is None:
+            return IDLE_WAIT_S
+        offset = self.offsets.get(level, 0)
+        if offset < cq.min_offset:
+            log.warning("delay level %d: offset %d below the queue's min %d; skipping ahead", level, offset, cq.min_offset)
+            offset = cq.min_offset
+            self._set(level, offset)
+        level_ms = self.levels_ms[level - 1]
+        delivered = 0
+        while offset < cq.max_offset and delivered < BATCH:
+            unit = cq.get(offset)
+            if unit is None:
+                return IDLE_WAIT_S
+            phys, size, deliver_ms = unit
+            if size == FILLER_SIZE:
+                offset += 1
+                self._set(level, offset)
+                continue
+            now = self.clock()
+            due = correct_deliver_timestamp(now, deliver_ms, level_ms)
+            if due > now:
+                return min((due - now) / 1000, level_ms / 1000)
+            if not self._deliver_one(level, offset, phys):
+                return RETRY_WAIT_S
+            offset += 1
+            delivered += 1
+            self._set(level, offset)
+        return 0 if delivered >= BATCH else IDLE_WAIT_S
+
+    def _set(self, level: int, offset: int) -> None:
+        self.offsets[level] = offset
+        self._dirty = True
+
+    def _deliver_one(self, level: int, offset: int, phys: int) -> bool:
+        msg = self.store.look_message(phys)
+        if msg is None:
+            log.error("delay level %d: no message at commitlog offset %d (entry %d); skipped", level, phys, offset)
+            return True
+        inner = delivered_inner(msg)
+        if inner is None:
+            log.error("delay level %d: message at %d has no REAL_TOPIC/REAL_QID; skipped", level, phys)
+            return True
+        result = self.store.put_message(inner)
+        if result.status != PutMessageStatus.PUT_OK:
+            log.warning("delay level %d: re-storing the message at %d failed (%s); will retry", level, phys, result.status.name)
+            return False
+        if self.on_delivered is not None:
+            self.on_delivered(inner.topic, inner.queue_id)
+        return True
+
+    # -- the loops --------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._tasks = [asyncio.ensure_future(self._run(level)) for level in range(1, len(self.levels_ms) + 1)]
+        self._tasks.append(asyncio.ensure_future(self._flush_loop()))
+
+    async def _run(self, level: int) -> None:
+        while True:
+            try:
+                wait = self.deliver_level(level)
+            except Exception:
+                log.exception("delay level %d: delivery failed", level)
+                wait = RETRY_WAIT_S
+            await asyncio.sleep(wait)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval_ms / 1000)
+            try:
+                self.persist()
+            except Exception:
+                log.exception("writing %s failed", self.path)
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks = []
+        self.persist(force=True)
