@@ -16,6 +16,8 @@ consume stats (progress)      208    the masters in the route of ``%RETRY%<group
                                      when that topic has no route)
 consumer connections          203    the masters of the group's retry topic (or of the cluster);
                               38     when a broker does not implement 203 (ids only)
+reset offset by time          222    every master of the topic (they tell the consumers: 220);
+                              15     per queue, when no consumer of the group is online (206)
 view message by offset id     33     the ``ip:port`` encoded in the id
 query by unique key           12     every master in the topic's route
 min / max / search offset     31 / 30 / 29  the queue's master
@@ -40,6 +42,7 @@ from pyrocketmq.remoting.body import (
     ConsumerConnection,
     ConsumeStats,
     MessageQueue,
+    ResetOffsetBody,
     SubscriptionGroupConfig,
     TopicList,
     TopicRouteData,
@@ -412,6 +415,50 @@ class Admin:
 
     async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
         await self.instance.update_consumer_offset(group, mq, offset)
+
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        """Rewind (or fast-forward) ``group`` on ``topic`` to ``timestamp_ms`` (-1: the end), as
+        mqadmin ``resetOffsetByTime`` does: INVOKE_BROKER_TO_RESET_OFFSET (222) to every master of
+        the topic, which tells the online consumers (220) and stores the offsets. A broker with no
+        consumer of the group online (206) gets the offsets stored directly, queue by queue
+        (UPDATE_CONSUMER_OFFSET with the offset found by time). Without ``force`` a queue whose
+        committed offset is already before the target keeps it. Returns the offset per queue.
+        """
+        route = await self.topic_route(topic)
+        fields = {"topic": topic, "group": group, "timestamp": timestamp_ms, "isForce": force}
+        table: dict[MessageQueue, int] = {}
+        for bd in route.broker_datas:
+            addr = _addrs(bd).get(MASTER_ID)
+            if addr is None:
+                continue
+            cmd = RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+            resp = await self.instance.invoke(addr, cmd)
+            if resp.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                table.update(await self._reset_offline(group, topic, bd.broker_name, timestamp_ms, force, route))
+                continue
+            check_response(resp, addr)
+            table.update(ResetOffsetBody.from_json(resp.body or b"{}").offset_table)
+        return dict(sorted(table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)))
+
+    async def _reset_offline(self, group: str, topic: str, broker_name: str, timestamp_ms: int, force: bool,
+                             route: TopicRouteData) -> dict[MessageQueue, int]:
+        queues = next((q for q in route.queue_datas if q.broker_name == broker_name), None)
+        out: dict[MessageQueue, int] = {}
+        for qid in range(queues.read_queue_nums if queues is not None else 0):
+            mq = MessageQueue(topic, broker_name, qid)
+            if timestamp_ms == -1:
+                target = await self.instance.max_offset(mq)
+            else:
+                target = await self.instance.search_offset(mq, timestamp_ms)
+            committed = await self.instance.query_consumer_offset(group, mq)
+            if not force and 0 <= committed <= target:
+                out[mq] = committed
+                continue
+            await self.instance.update_consumer_offset(group, mq, target)
+            out[mq] = target
+        return out
 
 
 def _addrs(bd: Any) -> dict[int, str]:

@@ -113,6 +113,21 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def _timestamp(text: str) -> int:
+    """mqadmin's ``-s``: ``now``, ms since the epoch (``-1``: the end), or ``yyyy-MM-dd#HH:mm:ss:SSS``."""
+    v = text.strip()
+    if v.lower() == "now":
+        return int(time.time() * 1000)
+    if v.lstrip("-").isdigit():
+        return int(v)
+    try:
+        return int(datetime.datetime.strptime(v, "%Y-%m-%d#%H:%M:%S:%f").timestamp() * 1000)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected now, milliseconds or yyyy-MM-dd#HH:mm:ss:SSS, got {text!r}"
+        ) from None
+
+
 def _admin_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("updateTopic", help="create or update a topic on a broker or on every master of a cluster")
     _add_ns(p)
@@ -171,6 +186,16 @@ def _admin_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("consumerConnection", help="the members of a consumer group and their subscriptions")
     _add_ns(p)
     p.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group name")
+
+    p = sub.add_parser("resetOffsetByTime", help="move a consumer group's offsets on a topic to a point in time")
+    _add_ns(p)
+    p.add_argument("-g", "--group", required=True, help="consumer group name")
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-s", "--timestamp", required=True, type=_timestamp,
+                   help="now, ms since the epoch, yyyy-MM-dd#HH:mm:ss:SSS (local time), or -1 for the end")
+    p.add_argument("-f", "--force", type=_bool, default=True,
+                   help="also move offsets that are already before the time (default true)")
+    p.add_argument("-c", "--cplus", action="store_true", help=argparse.SUPPRESS)
 
     p = sub.add_parser("queryMsgById", help="show a message by offset id (or unique id with -t)")
     _add_ns(p)
@@ -244,6 +269,16 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
             if conn.consume_type:
                 out.write(f"\nConsumeType: {conn.consume_type}\nMessageModel: {conn.message_model}\n"
                           f"ConsumeFromWhere: {conn.consume_from_where}\n")
+        elif cmd == "resetOffsetByTime":
+            offsets = await admin.reset_offset_by_time(args.group, args.topic, args.timestamp, force=args.force)
+            out.write(
+                f"rollback consumer offset by specified consumerGroup[{args.group}], topic[{args.topic}], "
+                f"force[{str(args.force).lower()}], timestamp(string)[{fmt_ms(args.timestamp)}], "
+                f"timestamp(long)[{args.timestamp}]\n"
+            )
+            rows = [["#brokerName", "#queueId", "#offset"]]
+            rows += [[mq.broker_name, mq.queue_id, off] for mq, off in offsets.items()]
+            table(rows, [32, 16, 0], out)
         elif cmd == "queryMsgById":
             msg = await admin.find_message(args.msg_id, args.topic)
             _print_message(msg, out)
