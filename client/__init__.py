@@ -15,12 +15,20 @@ Example (blocking)::
         for msg in consumer.poll(timeout=5):
             print(msg.msg_id, msg.tags, msg.body)
 
+Push consumer (a listener is called; rebalancing, retries and offsets are handled)::
+
+    consumer = SyncPushConsumer("my-group", "127.0.0.1:9876")
+    consumer.subscribe("TopicTest", "TagA || TagB")
+    consumer.register_listener(lambda msgs: ConsumeResult.SUCCESS)
+    consumer.start()
+
 Example (asyncio)::
 
     async with Producer("my-producer", "127.0.0.1:9876") as producer:
         await producer.send(Message("TopicTest", b"hello"))
 
-Modules: :mod:`.producer`, :mod:`.pull_consumer`, :mod:`.admin`, :mod:`.message`, :mod:`.errors`,
+Modules: :mod:`.producer`, :mod:`.pull_consumer`, :mod:`.push_consumer` (with :mod:`.consume_service`,
+:mod:`.process_queue`, :mod:`.offset_store`, :mod:`.rebalance`, :mod:`.allocate`), :mod:`.admin`, :mod:`.message`, :mod:`.errors`,
 :mod:`.settings`; the shared runtime is :mod:`.instance`; pure rules live in :mod:`.route` and
 :mod:`.fault`; the command line in :mod:`.cli`.
 """
@@ -40,11 +48,25 @@ from .errors import (
 from .message import Message, SendResult, SendStatus
 from .producer import Producer, SyncProducer
 from .pull_consumer import PullConsumer, PullResult, PullStatus, SyncPullConsumer
-from .settings import ClientSettings, ProducerSettings, PullConsumerSettings
+from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer, SyncPushConsumer
+from .settings import (
+    ClientSettings,
+    ConsumeSettings,
+    FlowControlSettings,
+    ProducerSettings,
+    PullConsumerSettings,
+    PullSettings,
+    PushConsumerSettings,
+    RebalanceSettings,
+)
 
 __all__ = [
     "Admin",
     "ClientSettings",
+    "ConsumeContext",
+    "ConsumeResult",
+    "ConsumeSettings",
+    "FlowControlSettings",
     "MQBrokerError",
     "MQClientError",
     "MQConnectionError",
@@ -58,11 +80,16 @@ __all__ = [
     "PullConsumer",
     "PullConsumerSettings",
     "PullResult",
+    "PullSettings",
     "PullStatus",
+    "PushConsumer",
+    "PushConsumerSettings",
+    "RebalanceSettings",
     "SendResult",
     "SendStatus",
     "SyncAdmin",
     "SyncProducer",
     "SyncPullConsumer",
+    "SyncPushConsumer",
     "TopicNotFoundError",
 ]

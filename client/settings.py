@@ -93,3 +93,106 @@ class PullConsumerSettings:
     """Tag expression of assigned topics: ``*`` or ``TagA || TagB``."""
     topic_expressions: dict[str, str] = field(default_factory=dict)
     """Per-topic expressions overriding ``expression`` (``{"TopicA": "TagA"}``)."""
+
+
+# -- push consumer ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ConsumeSettings:
+    """How a :class:`~.push_consumer.PushConsumer` hands messages to its listener."""
+
+    batch_size: int = 1
+    """Messages given to one listener call (``consumeMessageBatchMaxSize``)."""
+    workers: int = 20
+    """Worker threads running a plain-function listener (``consumeThreadMax``); also the number of
+    coroutine listener calls running at once."""
+    timeout_minutes: float = 15.0
+    """A message whose listener call has run longer than this is sent back and dropped from its
+    queue (``consumeTimeout``; concurrent mode)."""
+    max_reconsume_times: int = -1
+    """Attempts before a message goes to ``%DLQ%<group>``; -1 means the default: 16 for concurrent
+    listeners, unlimited for orderly ones (``maxReconsumeTimes``)."""
+    suspend_ms: int = 1000
+    """Orderly mode: pause before a queue whose listener answered SUSPEND is consumed again."""
+    resubmit_delay: float = 5.0
+    """Seconds before a batch that could not be sent back is consumed again locally."""
+
+
+@dataclass(slots=True)
+class PullSettings:
+    """How a push consumer pulls."""
+
+    batch_size: int = 32
+    """Messages asked for per pull (``pullBatchSize``)."""
+    suspend_ms: int = 15000
+    """How long a broker may hold a pull that finds nothing (``brokerSuspendMaxTimeMillis``)."""
+    timeout: float = 30.0
+    """Seconds to wait for a long-polling pull's answer (``consumerTimeoutMillisWhenSuspend``)."""
+    delay_on_error: float = 3.0
+    """Seconds before a queue is pulled again after a failed pull (``pullTimeDelayMillsWhenException``)."""
+    interval: float = 0.0
+    """Seconds between two pulls of one queue (``pullInterval``; 0 = pull again at once)."""
+
+
+@dataclass(slots=True)
+class FlowControlSettings:
+    """When a queue stops being pulled until its listener catches up."""
+
+    max_cached_messages: int = 1000
+    """Messages cached per queue above which pulling it pauses (``pullThresholdForQueue``)."""
+    max_cached_mib: int = 100
+    """MiB of bodies cached per queue above which pulling it pauses (``pullThresholdSizeForQueue``)."""
+    max_offset_span: int = 2000
+    """Concurrent mode: the first and last cached offsets of a queue may be at most this far apart
+    (``consumeConcurrentlyMaxSpan``); a stuck message therefore stops the queue eventually."""
+    delay: float = 0.05
+    """Seconds before a flow-controlled queue is looked at again."""
+
+
+@dataclass(slots=True)
+class RebalanceSettings:
+    """Who consumes which queue, and how often that is decided again."""
+
+    strategy: str = "averagely"
+    """Allocation strategy: ``averagely``, ``averagely_by_circle``, ``consistent_hash`` or ``config``
+    (see :mod:`.allocate`)."""
+    interval: float = 20.0
+    """Seconds between rebalances (besides the one at start and on a broker's notice)."""
+    config_queues: list = field(default_factory=list)
+    """The queues a ``config`` strategy consumer takes (``MessageQueue`` values)."""
+    virtual_nodes: int = 10
+    """Virtual nodes per consumer on the ``consistent_hash`` ring."""
+    lock_interval: float = 20.0
+    """Orderly mode: seconds between renewals of every broker queue lock."""
+    lock_expiry: float = 30.0
+    """Orderly mode: a queue lock not renewed for this long is treated as lost by the client."""
+
+
+@dataclass(slots=True)
+class PushConsumerSettings:
+    """What a :class:`~.push_consumer.PushConsumer` does, grouped; every group has defaults.
+
+    Example::
+
+        PushConsumerSettings(message_model="BROADCASTING", consume=ConsumeSettings(workers=4))
+    """
+
+    message_model: str = "CLUSTERING"
+    """``CLUSTERING`` (each message to one member of the group) or ``BROADCASTING`` (to every member)."""
+    consume_from: str = "last"
+    """Where a queue without a stored offset starts: ``last``, ``first`` or ``timestamp``."""
+    consume_timestamp_ms: int = 0
+    """Start time for ``consume_from="timestamp"`` (ms since the epoch; 0 = half an hour ago, as Java)."""
+    offset_store_dir: str = ""
+    """Broadcasting: folder of ``<group>/offsets.json``; empty means ``~/.rocketmq_offsets/<clientId>``."""
+    persist_interval: float = 5.0
+    """Seconds between offset persists (``persistConsumerOffsetInterval``)."""
+    consume: ConsumeSettings = field(default_factory=ConsumeSettings)
+    """Listener calls: batch size, workers, timeout, retries."""
+    pull: PullSettings = field(default_factory=PullSettings)
+    """Pull requests: batch size, long polling."""
+    flow: FlowControlSettings = field(default_factory=FlowControlSettings)
+    """Per-queue cache thresholds."""
+    rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
+    """Queue allocation and orderly locks."""

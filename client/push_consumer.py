@@ -1,0 +1,849 @@
+"""The push consumer (Java ``DefaultMQPushConsumer``): subscribe, and a listener is called with messages.
+
+Moving parts, all on the client's event loop:
+
+- **Rebalance** (:mod:`.rebalance`, :mod:`.allocate`) at start, every ``rebalance.interval`` seconds
+  and at once when a broker says the group's members changed (NOTIFY_CONSUMER_IDS_CHANGED). It keeps
+  the *process-queue table*: one :class:`~.process_queue.ProcessQueue` per owned queue. A new queue
+  (after LOCK_BATCH_MQ in orderly clustering mode) starts at the stored offset or per
+  ``consume_from``; a removed one is dropped, its offset persisted, its broker lock released once
+  its consume lock is free.
+- **Pulling**: one pull service takes *pull requests* (queue, process queue, next offset) from a
+  queue and sends each as a long-polling PULL_MESSAGE (``suspendTimeoutMillis`` 15000, sysFlag
+  SUSPEND, plus COMMIT_OFFSET with the memory offset in clustering mode, never to a slave); the
+  answer's callback hands messages to the consume service and puts the same request back (at once,
+  or later under flow control or after an error). ``suggestWhichBrokerId`` is remembered per queue.
+  PULL_OFFSET_MOVED drops the queue and, 10 s later, stores the broker's offset and lets the next
+  rebalance start the queue there (Java's behaviour).
+- **Consumption** (:mod:`.consume_service`): concurrent or orderly.
+- **Offsets** (:mod:`.offset_store`): on the brokers for CLUSTERING, in ``offsets.json`` for
+  BROADCASTING; persisted every ``persist_interval``, on rebalance and at shutdown.
+- **Broker requests** routed by the client instance: 40 → rebalance now, 220 → :meth:`on_reset_offset`,
+  307 → :meth:`running_info`.
+
+Invariants: the pull loop never pulls a dropped process queue; in orderly clustering mode a queue is
+pulled and consumed only while its broker lock is held; shutdown stops every task and worker thread
+this consumer started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pyrocketmq.remoting.body import (
+    ConsumerData,
+    ConsumerIdList,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    SubscriptionData,
+    UnlockBatchRequestBody,
+)
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import PullMessageRequestHeader
+
+from .allocate import STRATEGY_NAMES, strategy_for
+from .consume_service import (
+    ConcurrentConsumeService,
+    ConsumeContext,
+    ConsumeResult,
+    Listener,
+    OrderlyConsumeService,
+)
+from .errors import MQClientError, MQError
+from .instance import ClientInstance, check_response
+from .loop_thread import LoopThread, shared_loop
+from .message import check_topic
+from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
+from .process_queue import ProcessQueue, flow_control, now_ms
+from .pull_consumer import PullStatus, PullSysFlag, Subscription, parse_expression, pull_result_from_response
+from .rebalance import (
+    BROADCASTING,
+    CLUSTERING,
+    allocate_topic,
+    not_subscribed,
+    plan,
+    retry_topic,
+    start_position,
+)
+from .route import MASTER_ID
+from .settings import ClientSettings, PushConsumerSettings
+
+log = logging.getLogger("pyrocketmq.client")
+
+__all__ = ["ConsumeContext", "ConsumeResult", "PushConsumer", "SyncPushConsumer"]
+
+#: Seconds between a PULL_OFFSET_MOVED and restarting the queue at the broker's offset (Java: 10 s).
+OFFSET_MOVED_DELAY = 10.0
+#: Seconds between dropping the queues of a reset topic and restarting them at the new offsets.
+RESET_DELAY = 1.0
+PULL_EXPIRY_MS = 120_000
+_FROM_WHERE = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET", "timestamp": "CONSUME_FROM_TIMESTAMP"}
+
+
+@dataclass(slots=True)
+class PullRequest:
+    """One queue's place in the pull service (reused from pull to pull)."""
+
+    mq: MessageQueue
+    pq: ProcessQueue
+    next_offset: int
+
+
+@dataclass(slots=True)
+class TopicStats:
+    """Counters for GET_CONSUMER_RUNNING_INFO's status table."""
+
+    ok: int = 0
+    failed: int = 0
+    consume_seconds: float = 0.0
+    calls: int = 0
+    pulled: int = 0
+    pull_seconds: float = 0.0
+    pulls: int = 0
+
+
+@dataclass(slots=True)
+class ConsumerStats:
+    started: float = field(default_factory=time.monotonic)
+    topics: dict[str, TopicStats] = field(default_factory=dict)
+
+    def record_consume(self, topic: str, seconds: float, count: int, ok: bool) -> None:
+        t = self.topics.setdefault(topic, TopicStats())
+        t.calls += 1
+        t.consume_seconds += seconds
+        if ok:
+            t.ok += count
+        else:
+            t.failed += count
+
+    def record_pull(self, topic: str, seconds: float, count: int) -> None:
+        t = self.topics.setdefault(topic, TopicStats())
+        t.pulls += 1
+        t.pull_seconds += seconds
+        t.pulled += count
+
+    def table(self) -> dict[str, dict[str, float]]:
+        up = max(1e-3, time.monotonic() - self.started)
+        return {
+            topic: {
+                "pullRT": 1000 * t.pull_seconds / t.pulls if t.pulls else 0.0,
+                "pullTPS": t.pulled / up,
+                "consumeRT": 1000 * t.consume_seconds / t.calls if t.calls else 0.0,
+                "consumeOKTPS": t.ok / up,
+                "consumeFailedTPS": t.failed / up,
+                "consumeFailedMsgs": t.failed,
+            }
+            for topic, t in sorted(self.topics.items())
+        }
+
+
+class PushConsumer:
+    """A push consumer of one consumer group (asyncio core).
+
+    Example::
+
+        async def on_messages(msgs, ctx):
+            for m in msgs:
+                print(m.topic, m.queue_offset, m.body)
+            return ConsumeResult.SUCCESS
+
+        consumer = PushConsumer("my-group", "127.0.0.1:9876")
+        consumer.subscribe("TopicTest", "TagA || TagB")
+        consumer.register_listener(on_messages)            # orderly=True for per-queue order
+        await consumer.start()
+        ...
+        await consumer.shutdown()
+
+    A plain function listener runs on ``settings.consume.workers`` threads; a coroutine function
+    runs on the loop. It gets ``(messages, context)`` (or only ``messages`` if it takes one
+    argument) and answers a :class:`ConsumeResult`; an exception counts as a failure.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: PushConsumerSettings | None = None,
+        client: ClientSettings | None = None,
+    ) -> None:
+        if not group:
+            raise MQClientError("the consumer group is empty: give a group name")
+        self.group = group
+        self.settings = settings or PushConsumerSettings()
+        s = self.settings
+        if s.message_model not in (CLUSTERING, BROADCASTING):
+            raise MQClientError(f"message_model={s.message_model!r}: use 'CLUSTERING' or 'BROADCASTING'")
+        if s.consume_from not in _FROM_WHERE:
+            raise MQClientError(f"consume_from={s.consume_from!r}: use 'last', 'first' or 'timestamp'")
+        if s.rebalance.strategy not in STRATEGY_NAMES:
+            raise MQClientError(f"rebalance.strategy={s.rebalance.strategy!r}: use one of {', '.join(STRATEGY_NAMES)}")
+        self.client_settings = client or ClientSettings()
+        self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
+        self._strategy = strategy_for(s.rebalance.strategy, config_queues=s.rebalance.config_queues,
+                                      virtual_nodes=s.rebalance.virtual_nodes)
+        self._subs: dict[str, Subscription] = {}
+        self._listener: Listener | None = None
+        self._orderly = False
+        self._instance: ClientInstance | None = None
+        self.offset_store: OffsetStore = OffsetStore(group)
+        self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
+        self.table: dict[MessageQueue, ProcessQueue] = {}
+        self._pending_unlock: dict[MessageQueue, ProcessQueue] = {}
+        self._topic_queues: dict[str, list[MessageQueue]] = {}
+        self._suggested: dict[MessageQueue, int] = {}
+        self._sub_version = int(time.time() * 1000)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._pulls: set[asyncio.Task[None]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._pull_queue: asyncio.Queue[PullRequest] | None = None
+        self._rebalance_now: asyncio.Event | None = None
+        self._rebalance_lock: asyncio.Lock | None = None
+        self._running = False
+        self._started_ms = 0
+        self.stats = ConsumerStats()
+
+    # -- configuration --------------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic``'s messages whose tag matches ``expression`` (``*`` or ``TagA || TagB``)."""
+        check_topic(topic)
+        self._subs[topic] = parse_expression(expression)
+        if self._running:
+            self._spawn(self._after_subscription_change())
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
+        self._subs.pop(topic, None)
+        if self._running:
+            self._spawn(self._after_subscription_change())
+
+    def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
+        """Set the listener (before :meth:`start`); ``orderly`` consumes each queue in offset order."""
+        if self._running:
+            raise MQClientError("register the listener before start()")
+        self._listener = listener
+        self._orderly = orderly
+
+    @property
+    def orderly(self) -> bool:
+        return self._orderly
+
+    @property
+    def clustering(self) -> bool:
+        return self.settings.message_model == CLUSTERING
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise MQClientError("the consumer is not started: call 'await consumer.start()' first")
+        return self._instance
+
+    def _all_subs(self) -> dict[str, Subscription]:
+        subs = dict(self._subs)
+        if self.clustering:
+            subs.setdefault(retry_topic(self.group), parse_expression("*"))
+        return subs
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Join the client instance, register the group, rebalance and start pulling (idempotent)."""
+        if self._running:
+            return
+        if self._listener is None:
+            raise MQClientError("no listener: call register_listener(fn) before start()")
+        inst = ClientInstance.acquire(self.client_settings)
+        try:
+            inst.register_consumer(self.group, self)
+            await inst.start()
+        except BaseException:
+            await inst.release()
+            raise
+        self._instance = inst
+        s = self.settings
+        if self.clustering:
+            self.offset_store = RemoteOffsetStore(self.group, inst)
+        else:
+            folder = s.offset_store_dir or os.path.join(os.path.expanduser("~"), ".rocketmq_offsets", inst.client_id)
+            self.offset_store = LocalOffsetStore(self.group, folder)
+        await self.offset_store.load()
+        service_cls = OrderlyConsumeService if self._orderly else ConcurrentConsumeService
+        self._service = service_cls(self, self._listener)
+        self._pull_queue = asyncio.Queue()
+        self._rebalance_now = asyncio.Event()
+        self._rebalance_lock = asyncio.Lock()
+        self._running = True
+        self._started_ms = now_ms()
+        self.stats = ConsumerStats()
+        await self._refresh_routes()
+        await inst.send_heartbeat_to_all()
+        self._tasks.append(asyncio.create_task(self._pull_service()))
+        self._tasks.append(asyncio.create_task(self._rebalance_loop()))
+        self._tasks.append(asyncio.create_task(self._every(s.persist_interval, self.persist_offsets)))
+        if self._orderly and self.clustering:
+            self._tasks.append(asyncio.create_task(self._every(s.rebalance.lock_interval, self.lock_all)))
+        if not self._orderly:
+            self._tasks.append(asyncio.create_task(
+                self._every(min(60.0, s.consume.timeout_minutes * 60), self._clean_expired)))
+
+    async def shutdown(self, grace: float = 10.0) -> None:
+        """Stop pulling, let running listener calls finish (up to ``grace`` s), persist offsets,
+        release orderly locks, unregister the group and release the client instance."""
+        inst = self._instance
+        if inst is None or not self._running:
+            return
+        self._running = False
+        for h in self._timers:
+            h.cancel()
+        self._timers.clear()
+        tasks = self._tasks + list(self._pulls)
+        self._tasks = []
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._service is not None:
+            await self._service.stop(grace)
+        owned = set(self.table) | set(self._pending_unlock)
+        await self.persist_offsets(sync=True)
+        for pq in self.table.values():
+            pq.dropped = True
+        if self._orderly and self.clustering and owned:
+            await self._unlock(sorted(owned))
+        self.table.clear()
+        self._pending_unlock.clear()
+        self._instance = None
+        await inst.unregister_consumer(self.group)
+        await inst.release()
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _spawn(self, coro: Any) -> None:
+        if not self._running:
+            coro.close()
+            return
+        task = asyncio.get_running_loop().create_task(coro)
+        self._pulls.add(task)
+        task.add_done_callback(self._pulls.discard)
+
+    def _later(self, delay: float, fn: Any, *args: Any) -> None:
+        if not self._running:
+            return
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            if self._running:
+                fn(*args)
+
+        handle = asyncio.get_running_loop().call_later(max(0.0, delay), fire)
+        self._timers.add(handle)
+
+    async def _every(self, interval: float, fn: Any) -> None:
+        while self._running:
+            await asyncio.sleep(interval)
+            if not self._running:
+                return
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("group %s: periodic %s failed", self.group, getattr(fn, "__name__", fn))
+
+    async def _after_subscription_change(self) -> None:
+        await self._refresh_routes()
+        await self.instance.send_heartbeat_to_all()
+        self.rebalance_soon()
+
+    async def _refresh_routes(self) -> None:
+        inst = self.instance
+        for topic in sorted(self._all_subs()):
+            try:
+                self._topic_queues[topic] = await inst.subscribe_queues(topic)
+            except MQError as e:
+                level = logging.DEBUG if topic.startswith("%RETRY%") else logging.WARNING
+                log.log(level, "group %s: no route for %s yet: %s", self.group, topic, e)
+
+    # -- rebalance ------------------------------------------------------------------------------
+    def rebalance_soon(self) -> None:
+        if self._rebalance_now is not None:
+            self._rebalance_now.set()
+
+    async def _rebalance_loop(self) -> None:
+        assert self._rebalance_now is not None
+        while self._running:
+            try:
+                await self.rebalance()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("group %s: rebalance failed", self.group)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._rebalance_now.wait(), self.settings.rebalance.interval)
+            self._rebalance_now.clear()
+
+    async def rebalance(self) -> bool:
+        """One rebalance of every subscribed topic; True when the process-queue table changed."""
+        assert self._rebalance_lock is not None
+        async with self._rebalance_lock:
+            changed = False
+            subs = self._all_subs()
+            for topic in sorted(subs):
+                queues = self._topic_queues.get(topic)
+                if not queues:
+                    with contextlib.suppress(MQError):
+                        queues = self._topic_queues[topic] = await self.instance.subscribe_queues(topic)
+                if not queues:
+                    continue
+                ids = await self.consumer_ids(topic) if self.clustering else None
+                allocated = allocate_topic(self.settings.message_model, self._strategy, self.group,
+                                           self.instance.client_id, queues, ids)
+                if allocated is None:
+                    continue
+                stalled = [mq for mq, pq in self.table.items() if pq.pull_expired(PULL_EXPIRY_MS)]
+                p = plan(topic, self.table, allocated, stalled)
+                for mq in p.remove:
+                    await self._remove_queue(mq)
+                    changed = True
+                for mq in p.add:
+                    changed = await self._add_queue(mq) or changed
+            for mq in not_subscribed(self.table, set(subs)):
+                await self._remove_queue(mq)
+                changed = True
+            await self._process_pending_unlocks()
+            if changed:
+                log.info("group %s: client %s now owns %s", self.group, self.instance.client_id,
+                         [f"{m.topic}:{m.broker_name}:{m.queue_id}" for m in sorted(self.table)])
+                await self.instance.send_heartbeat_to_all()
+            return changed
+
+    async def consumer_ids(self, topic: str) -> list[str] | None:
+        """The group's members as a broker of ``topic`` knows them (None when none answered)."""
+        inst = self.instance
+        route = inst.routes.get(topic)
+        if route is None or not route.broker_datas:
+            return None
+        brokers = list(route.broker_datas)
+        random.shuffle(brokers)
+        for bd in brokers:
+            addr = bd.select_broker_addr()
+            if addr is None:
+                continue
+            cmd = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self.group})
+            try:
+                resp = check_response(await inst.invoke(addr, cmd), addr)
+                return ConsumerIdList.from_json(resp.body or b"{}").consumer_id_list
+            except (MQError, ValueError) as e:
+                log.warning("group %s: member list from %s failed: %s", self.group, addr, e)
+        return None
+
+    async def _add_queue(self, mq: MessageQueue) -> bool:
+        old = self._pending_unlock.get(mq)
+        if old is not None:
+            if old.consume_locked:
+                return False  # the previous owner's batch still runs here; next rebalance
+            del self._pending_unlock[mq]
+        if self._orderly and self.clustering and not await self.lock_queue(mq):
+            log.info("group %s: %s is locked by another consumer; trying again later", self.group, mq)
+            return False
+        self.offset_store.remove(mq)
+        try:
+            offset = await self._start_offset(mq)
+        except MQError as e:
+            log.warning("group %s: cannot find where to start %s: %s", self.group, mq, e)
+            if self._orderly and self.clustering:
+                await self._unlock([mq])
+            return False
+        pq = ProcessQueue()
+        if self._orderly and self.clustering:
+            pq.locked, pq.last_lock_ms = True, now_ms()
+        self.table[mq] = pq
+        log.info("group %s: start consuming %s at offset %d", self.group, mq, offset)
+        self._execute_pull(PullRequest(mq, pq, offset))
+        return True
+
+    async def _start_offset(self, mq: MessageQueue) -> int:
+        inst = self.instance
+        stored = await self.offset_store.read_store(mq)
+        pos = start_position(self.settings.consume_from, stored, mq.topic)
+        if isinstance(pos, int):
+            return pos
+        if pos == "max":
+            return await inst.max_offset(mq)
+        if pos == "min":
+            return await inst.min_offset(mq)
+        ts = self.settings.consume_timestamp_ms or (now_ms() - 30 * 60_000)
+        return await inst.search_offset(mq, ts)
+
+    async def _remove_queue(self, mq: MessageQueue, *, persist: bool = True) -> None:
+        pq = self.table.pop(mq, None)
+        if pq is None:
+            return
+        pq.dropped = True
+        log.info("group %s: stop consuming %s", self.group, mq)
+        if self._orderly and self.clustering:
+            self._pending_unlock[mq] = pq  # unlocked (and offset persisted) once the consume lock is free
+            return
+        if persist:
+            with contextlib.suppress(MQError):
+                await self.offset_store.persist(mq)
+        self.offset_store.remove(mq)
+
+    async def _process_pending_unlocks(self) -> None:
+        for mq, pq in list(self._pending_unlock.items()):
+            if pq.consume_locked or mq in self.table:
+                continue
+            self._pending_unlock.pop(mq, None)
+            offset = self.offset_store.read_memory(mq)
+            if offset >= 0:
+                try:
+                    await self._persist_one(mq, offset, sync=True)
+                except MQError as e:
+                    log.warning("group %s: persisting %s before unlocking failed: %s", self.group, mq, e)
+            self.offset_store.remove(mq)
+            await self._unlock([mq])
+
+    def after_orderly_batch(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """Called by the orderly service after each batch: a dropped queue may be unlocked now."""
+        if pq.dropped and self._pending_unlock.get(mq) is pq:
+            self._spawn(self._process_pending_unlocks())
+
+    # -- orderly locks --------------------------------------------------------------------------
+    async def _lock_batch(self, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        inst = self.instance
+        addr = await inst.master_addr_of(mqs[0].topic, broker_name)
+        body = LockBatchRequestBody(consumer_group=self.group, client_id=inst.client_id, mq_set=mqs).to_json()
+        resp = check_response(await inst.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body)), addr)
+        return set(LockBatchResponseBody.from_json(resp.body or b"{}").lock_ok_mq_set)
+
+    async def lock_queue(self, mq: MessageQueue) -> bool:
+        """LOCK_BATCH_MQ for one queue; True when this client holds it now."""
+        try:
+            ok = mq in await self._lock_batch(mq.broker_name, [mq])
+        except MQError as e:
+            log.warning("group %s: locking %s failed: %s", self.group, mq, e)
+            return False
+        pq = self.table.get(mq)
+        if pq is not None and ok:
+            pq.locked, pq.last_lock_ms = True, now_ms()
+        return ok
+
+    async def lock_all(self) -> None:
+        """Renew the broker locks of every owned queue (every ``rebalance.lock_interval``)."""
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in sorted(self.table):
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for broker, mqs in by_broker.items():
+            try:
+                ok = await self._lock_batch(broker, mqs)
+            except MQError as e:
+                log.warning("group %s: renewing locks on %s failed: %s", self.group, broker, e)
+                continue
+            for mq in mqs:
+                pq = self.table.get(mq)
+                if pq is None:
+                    continue
+                if mq in ok:
+                    pq.locked, pq.last_lock_ms = True, now_ms()
+                else:
+                    log.warning("group %s: lost the lock of %s", self.group, mq)
+                    pq.locked = False
+
+    async def _unlock(self, mqs: list[MessageQueue]) -> None:
+        inst = self._instance
+        if inst is None or not mqs:
+            return
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for broker, group in by_broker.items():
+            body = UnlockBatchRequestBody(consumer_group=self.group, client_id=inst.client_id, mq_set=group).to_json()
+            try:
+                addr = await inst.master_addr_of(group[0].topic, broker)
+                check_response(await inst.invoke(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=body)), addr)
+            except MQError as e:
+                log.warning("group %s: unlocking %s failed: %s", self.group, group, e)
+
+    # -- pulling --------------------------------------------------------------------------------
+    def _execute_pull(self, req: PullRequest, delay: float = 0.0) -> None:
+        q = self._pull_queue
+        if q is None or not self._running:
+            return
+        if delay <= 0:
+            q.put_nowait(req)
+        else:
+            self._later(delay, q.put_nowait, req)
+
+    async def _pull_service(self) -> None:
+        assert self._pull_queue is not None
+        while self._running:
+            req = await self._pull_queue.get()
+            if not req.pq.dropped:
+                self._spawn(self._pull(req))
+
+    async def _pull(self, req: PullRequest) -> None:
+        mq, pq, s = req.mq, req.pq, self.settings
+        if pq.dropped:
+            return
+        pq.last_pull_ms = now_ms()
+        reason = flow_control(pq, max_count=s.flow.max_cached_messages, max_mib=s.flow.max_cached_mib,
+                              max_span=s.flow.max_offset_span, orderly=self._orderly)
+        if reason is not None:
+            self._execute_pull(req, s.flow.delay)
+            return
+        if self._orderly and self.clustering and not pq.locked:
+            self._execute_pull(req, 3.0)
+            return
+        sub = self._all_subs().get(mq.topic)
+        if sub is None:
+            self._execute_pull(req, 3.0)
+            return
+        inst = self.instance
+        commit_offset = self.offset_store.read_memory(mq) if self.clustering else -1
+        started = time.monotonic()
+        try:
+            bid = self._suggested.get(mq, MASTER_ID)
+            found = inst.find_broker_addr(mq.broker_name, bid)
+            if found is None:
+                await inst.update_route(mq.topic)
+                found = inst.find_broker_addr(mq.broker_name, bid)
+            if found is None:
+                raise MQClientError(f"broker {mq.broker_name!r} of {mq.topic} is not in the route")
+            addr, broker_id = found
+            sys_flag = PullSysFlag.SUSPEND
+            if commit_offset > 0 and broker_id == MASTER_ID:
+                sys_flag |= PullSysFlag.COMMIT_OFFSET
+            fields = PullMessageRequestHeader(
+                consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=req.next_offset,
+                max_msg_nums=s.pull.batch_size, sys_flag=sys_flag, commit_offset=max(0, commit_offset),
+                suspend_timeout_millis=s.pull.suspend_ms, sub_version=self._sub_version, expression_type="TAG",
+            ).to_ext()
+            resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), s.pull.timeout)
+            result = pull_result_from_response(resp, sub, self.group, addr)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            if not pq.dropped:
+                log.warning("group %s: pull of %s at %d failed: %s", self.group, mq, req.next_offset, e)
+            self._execute_pull(req, s.pull.delay_on_error)
+            return
+        self.stats.record_pull(mq.topic, time.monotonic() - started, len(result.messages))
+        if result.suggest_which_broker_id != MASTER_ID or mq in self._suggested:
+            self._suggested[mq] = result.suggest_which_broker_id
+        if pq.dropped:
+            return
+        if result.status is PullStatus.FOUND:
+            req.next_offset = result.next_begin_offset
+            if result.messages:
+                dispatch = pq.put_messages(result.messages)
+                assert self._service is not None
+                self._service.submit(result.messages, pq, mq, dispatch)
+                self._execute_pull(req, s.pull.interval)
+            else:
+                self._execute_pull(req)
+        elif result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            req.next_offset = result.next_begin_offset
+            if pq.msg_count == 0:
+                self.offset_store.update(mq, req.next_offset, increase_only=True)
+            self._execute_pull(req, s.pull.interval)
+        else:
+            log.warning("group %s: offset %d of %s is illegal (queue holds %d..%d); restarting it at %d in %.0fs",
+                        self.group, req.next_offset, mq, result.min_offset, result.max_offset,
+                        result.next_begin_offset, OFFSET_MOVED_DELAY)
+            pq.dropped = True
+            self._later(OFFSET_MOVED_DELAY, lambda: self._spawn(self._offset_moved(mq, pq, result.next_begin_offset)))
+
+    async def _offset_moved(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        self.offset_store.update(mq, offset)
+        with contextlib.suppress(MQError):
+            await self._persist_one(mq, offset, sync=True)
+        if self.table.get(mq) is pq:
+            await self._remove_queue(mq, persist=False)
+        self.rebalance_soon()
+
+    # -- offsets ----------------------------------------------------------------------------------
+    async def _persist_one(self, mq: MessageQueue, offset: int, *, sync: bool) -> None:
+        if self.clustering:
+            await self.instance.update_consumer_offset(self.group, mq, offset, oneway=not sync)
+        else:
+            await self.offset_store.persist(mq)
+
+    async def persist_offsets(self, sync: bool = False) -> None:
+        """Write every owned queue's offset out (oneway to the brokers unless ``sync``)."""
+        owned = set(self.table) | set(self._pending_unlock)
+        if sync and self.clustering:
+            todo = {mq: off for mq in owned if (off := self.offset_store.read_memory(mq)) >= 0}
+            results = await asyncio.gather(*(self._persist_one(mq, off, sync=True) for mq, off in todo.items()),
+                                           return_exceptions=True)
+            for (mq, _), r in zip(todo.items(), results, strict=True):
+                if isinstance(r, BaseException):
+                    log.warning("group %s: persisting the offset of %s failed: %s", self.group, mq, r)
+            return
+        await self.offset_store.persist_all(owned)
+
+    async def _clean_expired(self) -> None:
+        service = self._service
+        if isinstance(service, ConcurrentConsumeService):
+            for mq, pq in list(self.table.items()):
+                await service.clean_expired(pq, mq)
+
+    # -- hooks for the client instance ----------------------------------------------------------
+    def topics(self) -> set[str]:
+        return set(self._all_subs())
+
+    def consumer_data(self) -> ConsumerData:
+        subs = tuple(
+            SubscriptionData.build(t, sub.expression, self._sub_version) for t, sub in sorted(self._all_subs().items())
+        )
+        return ConsumerData(
+            group_name=self.group,
+            consume_type="CONSUME_PASSIVELY",
+            message_model=self.settings.message_model,
+            consume_from_where=_FROM_WHERE[self.settings.consume_from],
+            subscription_data_set=subs,
+            unit_mode=False,
+        )
+
+    def on_route_changed(self, topic: str, queues: list[MessageQueue]) -> None:
+        self._topic_queues[topic] = queues
+
+    def on_consumer_ids_changed(self) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED: rebalance now."""
+        self.rebalance_soon()
+
+    def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: drop ``topic``'s queues and restart them at ``offsets``."""
+        log.info("group %s: broker asks to reset %s to %s", self.group, topic,
+                 {f"{m.broker_name}:{m.queue_id}": o for m, o in sorted(offsets.items())})
+        self._spawn(self._reset_offsets(topic, offsets))
+
+    async def _reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        mine = {mq: pq for mq, pq in self.table.items() if mq.topic == topic}
+        for pq in mine.values():
+            pq.dropped = True
+            pq.clear()
+        await asyncio.sleep(RESET_DELAY)
+        assert self._rebalance_lock is not None
+        async with self._rebalance_lock:
+            for mq, pq in mine.items():
+                if mq in offsets:
+                    self.offset_store.update(mq, offsets[mq])
+                    try:
+                        await self._persist_one(mq, offsets[mq], sync=True)
+                    except MQError as e:
+                        log.warning("group %s: storing the reset offset of %s failed: %s", self.group, mq, e)
+                if self.table.get(mq) is pq:
+                    await self._remove_queue(mq, persist=False)
+            for mq, off in offsets.items():
+                if mq.topic == topic and mq not in mine and not self.clustering:
+                    self.offset_store.update(mq, off)
+                    await self.offset_store.persist(mq)
+            await self._process_pending_unlocks()
+        self.rebalance_soon()
+
+    def running_info(self) -> dict[str, Any]:
+        """ConsumerRunningInfo for GET_CONSUMER_RUNNING_INFO (307)."""
+        mq_table = {
+            orjson.dumps(mq.to_dict()).decode(): pq.info(self.offset_store.read_memory(mq))
+            for mq, pq in sorted(self.table.items())
+        }
+        return {
+            "properties": {
+                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                "PROP_CONSUMEORDERLY": str(self._orderly).lower(),
+                "PROP_THREADPOOL_CORE_SIZE": str(self.settings.consume.workers),
+                "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms),
+                "PROP_NAMESERVER_ADDR": self.client_settings.namesrv_addr,
+                "PROP_CLIENT_LANGUAGE": "PYTHON",
+                "messageModel": self.settings.message_model,
+                "consumeFromWhere": _FROM_WHERE[self.settings.consume_from],
+                "allocateMessageQueueStrategy": self.settings.rebalance.strategy,
+                "consumeMessageBatchMaxSize": str(self.settings.consume.batch_size),
+                "pullBatchSize": str(self.settings.pull.batch_size),
+            },
+            "subscriptionSet": [s.to_dict() for s in self.consumer_data().subscription_data_set],
+            "mqTable": mq_table,
+            "statusTable": self.stats.table(),
+        }
+
+    def assignment(self) -> list[MessageQueue]:
+        """The queues this consumer owns now (sorted)."""
+        return sorted(self.table)
+
+
+class SyncPushConsumer:
+    """A :class:`PushConsumer` for code that is not async: it runs on the shared loop thread, and
+    a plain-function listener is called on worker threads.
+
+    Example::
+
+        def on_messages(msgs):
+            for m in msgs:
+                print(m.body)
+            return ConsumeResult.SUCCESS
+
+        consumer = SyncPushConsumer("my-group", "127.0.0.1:9876")
+        consumer.subscribe("TopicTest", "*")
+        consumer.register_listener(on_messages)
+        consumer.start()
+        ...
+        consumer.shutdown()
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: PushConsumerSettings | None = None,
+        client: ClientSettings | None = None,
+        *,
+        loop_thread: LoopThread | None = None,
+    ) -> None:
+        self.consumer = PushConsumer(group, namesrv_addr, settings, client)
+        self._lt = loop_thread or shared_loop()
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._lt.run(_call(self.consumer.subscribe, topic, expression))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._lt.run(_call(self.consumer.unsubscribe, topic))
+
+    def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
+        self.consumer.register_listener(listener, orderly=orderly)
+
+    def start(self) -> SyncPushConsumer:
+        self._lt.run(self.consumer.start())
+        return self
+
+    def shutdown(self, timeout: float = 60.0) -> None:
+        if self._lt.alive:
+            self._lt.run(self.consumer.shutdown(), timeout)
+
+    def assignment(self) -> list[MessageQueue]:
+        return self._lt.run(_call(self.consumer.assignment))
+
+    def rebalance(self) -> bool:
+        return self._lt.run(self.consumer.rebalance())
+
+    def __enter__(self) -> SyncPushConsumer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+async def _call(fn: Any, *args: Any) -> Any:  # run a plain method on the loop thread (state lives there)
+    return fn(*args)
