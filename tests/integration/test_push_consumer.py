@@ -1,0 +1,199 @@
+"""The push consumer on real processes: clustering with members coming and going, broadcasting with
+local offsets across a restart, and a consumer killed with SIGKILL.
+
+Assertions are on content (every message consumed, allocations equal to the strategy's answer);
+the waits only bound the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pyrocketmq.client import PushConsumerSettings, RebalanceSettings
+from pyrocketmq.client.allocate import allocate_averagely
+from pyrocketmq.remoting.body import MessageQueue
+
+from .push import Collector, Steady, consumer, create_topic, wait_until
+
+TOPIC = "PushTopic"
+WAIT = 60.0
+
+
+def expected_split(consumers, topic: str, queues: int = 8) -> dict[str, list[MessageQueue]]:
+    qs = [MessageQueue(topic, "broker-a", i) for i in range(queues)]
+    ids = sorted(c.instance.client_id for c in consumers)
+    return {cid: allocate_averagely("g", cid, qs, ids) for cid in ids}
+
+
+def matches_strategy(consumers, topic: str) -> bool:
+    want = expected_split(consumers, topic)
+    return all([mq for mq in c.assignment() if mq.topic == topic] == want[c.instance.client_id] for c in consumers)
+
+
+def test_clustering_two_three_two_consumers_under_a_steady_producer(namesrv, broker):
+    group = "cg_cluster"
+
+    async def run():
+        await create_topic(namesrv.addr, broker.addr, TOPIC)
+        cols = [Collector(f"c{i}") for i in range(3)]
+        c0, c1, c2 = (consumer(namesrv.addr, group, f"c{i}", TOPIC, cols[i]) for i in range(3))
+        steady = await Steady(namesrv.addr, TOPIC).start()
+        try:
+            await c0.start()
+            await c1.start()
+            await wait_until(lambda: matches_strategy([c0, c1], TOPIC), WAIT, "2 consumers split 8 queues 4/4")
+            await c2.start()
+            await wait_until(lambda: matches_strategy([c0, c1, c2], TOPIC), WAIT, "3 consumers split 8 queues 3/3/2")
+            await wait_until(lambda: bool(cols[2].messages), WAIT, "the third consumer gets messages")
+            await c2.shutdown()
+            await wait_until(lambda: matches_strategy([c0, c1], TOPIC), WAIT, "back to 2 consumers")
+            await asyncio.sleep(1.0)
+            await steady.stop()
+            sent = set(steady.sent)
+            await wait_until(lambda: sent <= {b for col in cols for b in col.bodies()}, WAIT, "every message consumed")
+        finally:
+            await steady.stop()
+            for c in (c0, c1, c2):
+                await c.shutdown()
+        got = [b for col in cols for b in col.bodies()]
+        assert set(got) == sent
+        assert all(col.messages for col in cols), "each consumer got a share"
+        # duplicates only around rebalances: far fewer than the messages sent
+        assert len(got) - len(set(got)) < len(sent) // 2
+
+    asyncio.run(run())
+
+
+WORKER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pyrocketmq.client import ClientSettings, ConsumeResult, PushConsumer, PushConsumerSettings, RebalanceSettings
+
+    namesrv, group, topic, out = sys.argv[1:5]
+
+    async def main():
+        f = open(out, "a", buffering=1)
+
+        def listener(msgs, ctx):
+            for m in msgs:
+                f.write(m.body.decode() + "\\n")
+            return ConsumeResult.SUCCESS
+
+        settings = PushConsumerSettings(consume_from="first", rebalance=RebalanceSettings(interval=2.0))
+        c = PushConsumer(group, namesrv, settings, ClientSettings(instance_name="victim", client_ip="127.0.0.1"))
+        c.subscribe(topic, "*")
+        c.register_listener(listener)
+        await c.start()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_kill_9_of_a_consumer_moves_its_queues_and_loses_nothing(namesrv, broker, tmp_path):
+    group = "cg_kill"
+    script = tmp_path / "victim.py"
+    script.write_text(WORKER)
+    out = tmp_path / "victim.out"
+
+    async def run():
+        await create_topic(namesrv.addr, broker.addr, TOPIC)
+        cols = [Collector(f"s{i}") for i in range(2)]
+        survivors = [consumer(namesrv.addr, group, f"s{i}", TOPIC, cols[i]) for i in range(2)]
+        steady = await Steady(namesrv.addr, TOPIC).start()
+        victim = subprocess.Popen([sys.executable, str(script), namesrv.addr, group, TOPIC, str(out)],
+                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "victim.log", "wb"),
+                                  start_new_session=True)
+        try:
+            for c in survivors:
+                await c.start()
+
+            def three_way() -> bool:
+                mine = {mq for c in survivors for mq in c.assignment() if mq.topic == TOPIC}
+                return len(mine) == 6 and out.exists() and out.stat().st_size > 0
+
+            await wait_until(three_way, WAIT, "the victim owns 2 of 8 queues and consumes")
+            os.killpg(victim.pid, signal.SIGKILL)
+            victim.wait(10)
+            await wait_until(lambda: matches_strategy(survivors, TOPIC), 150.0, "survivors take the victim's queues")
+            await asyncio.sleep(1.0)
+            await steady.stop()
+            sent = set(steady.sent)
+            await wait_until(lambda: sent <= {b for col in cols for b in col.bodies()} | set(_lines(out)),
+                             WAIT, "every message consumed by someone")
+        finally:
+            if victim.poll() is None:
+                os.killpg(victim.pid, signal.SIGKILL)
+                victim.wait(10)
+            await steady.stop()
+            for c in survivors:
+                await c.shutdown()
+        by_victim = set(_lines(out))
+        assert by_victim, "the victim consumed before it died"
+        assert sent <= {b for col in cols for b in col.bodies()} | by_victim
+
+    asyncio.run(run())
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return [x for x in path.read_text().splitlines() if x]
+    except FileNotFoundError:
+        return []
+
+
+def test_broadcasting_every_consumer_gets_every_message_and_offsets_survive_a_restart(namesrv, broker, tmp_path):
+    group = "cg_broadcast"
+
+    def settings(i: int) -> PushConsumerSettings:
+        return PushConsumerSettings(message_model="BROADCASTING", consume_from="first",
+                                    offset_store_dir=str(tmp_path / f"offsets{i}"),
+                                    rebalance=RebalanceSettings(interval=2.0))
+
+    async def run():
+        await create_topic(namesrv.addr, broker.addr, TOPIC, 4)
+        cols = [Collector(f"b{i}") for i in range(3)]
+        cs = [consumer(namesrv.addr, group, f"b{i}", TOPIC, cols[i], settings=settings(i)) for i in range(3)]
+        steady = Steady(namesrv.addr, TOPIC, interval=0.0)
+        restarted = Collector("b0-again")
+        again = consumer(namesrv.addr, group, "b0-again", TOPIC, restarted, settings=settings(0))
+        try:
+            for c in cs:
+                await c.start()
+            await wait_until(lambda: all(len(c.assignment()) == 4 for c in cs), WAIT, "each consumer owns all 4 queues")
+            await steady.start()
+            while len(steady.sent) < 100:
+                await asyncio.sleep(0.05)
+            await steady.stop()
+            first = set(steady.sent)
+            for col in cols:
+                await wait_until(lambda col=col: first <= set(col.bodies()), WAIT, f"{col.name} got every message")
+            await cs[0].shutdown()
+            assert (tmp_path / "offsets0" / group / "offsets.json").exists()
+
+            steady2 = Steady(namesrv.addr, TOPIC, interval=0.0, body_fn=lambda i: f"second{i}")
+            await steady2.start()
+            while len(steady2.sent) < 40:
+                await asyncio.sleep(0.05)
+            await steady2.stop()
+            second = set(steady2.sent)
+            await again.start()
+            await wait_until(lambda: second <= set(restarted.bodies()), WAIT, "the restarted consumer got the new messages")
+            for col in cols[1:]:
+                await wait_until(lambda col=col: second <= set(col.bodies()), WAIT, f"{col.name} got the new messages")
+        finally:
+            await steady.stop()
+            for c in [*cs, again]:
+                await c.shutdown()
+        assert not first & set(restarted.bodies()), "a restarted broadcasting consumer resumes from its offsets file"
+        for col in cols:
+            assert len(col.bodies()) == len(set(col.bodies()))
+
+    asyncio.run(run())
