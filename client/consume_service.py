@@ -122,7 +122,8 @@ class ListenerRunner:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("listener failed on %d message(s) of %s; they will be consumed again", len(msgs), ctx.queue)
+            log.warning("listener failed on %d message(s) of %s; they will be consumed again",
+                        len(msgs), ctx.queue, exc_info=True)
             return failure
         if isinstance(result, ConsumeResult):
             return result
