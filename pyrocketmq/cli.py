@@ -17,6 +17,7 @@ commands:
   produce     send messages               (pyrocketmq produce -n ADDR -t TOPIC ...)
   consume     read messages               (pyrocketmq consume -n ADDR -t TOPIC ...)
   quickstart  run a local name server + broker and a sample (see README)
+  operator    run the Kubernetes operator  (pyrocketmq operator [--all-namespaces | -n NS ...]; needs [operator])
 
 Run 'pyrocketmq <command> -h' for a command's options."""
 
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         from pyrocketmq.broker.app import main as run
     elif cmd == "quickstart":
         from pyrocketmq.quickstart import main as run
+    elif cmd == "operator":
+        from pyrocketmq.operator.__main__ import main as run
     elif cmd in ("admin", "produce", "consume", "bench"):
         from pyrocketmq.client.cli import main as client_main
 

@@ -1,0 +1,75 @@
+{{/* Names and labels shared by the templates. */}}
+{{- define "pyrocketmq.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "pyrocketmq.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "pyrocketmq.labels" -}}
+{{ include "pyrocketmq.selectorLabels" . }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "pyrocketmq.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "pyrocketmq.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "pyrocketmq.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The namespaces a namespaced operator serves. */}}
+{{- define "pyrocketmq.watchNamespaces" -}}
+{{- if .Values.rbac.watchNamespaces -}}
+{{- join "," .Values.rbac.watchNamespaces -}}
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The rules the operator needs, and no more. */}}
+{{- define "pyrocketmq.rules" -}}
+# Its own resources: watch them, patch kopf's annotations and finalizers, write their status.
+- apiGroups: ["pyrocketmq.io"]
+  resources: ["nameservers", "brokers", "topics", "consumergroups"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["pyrocketmq.io"]
+  resources: ["nameservers/status", "brokers/status", "topics/status", "consumergroups/status"]
+  verbs: ["get", "patch"]
+# Owner references with blockOwnerDeletion (OwnerReferencesPermissionEnforcement).
+- apiGroups: ["pyrocketmq.io"]
+  resources: ["nameservers/finalizers", "brokers/finalizers"]
+  verbs: ["update"]
+# What the renderers produce: server-side apply (create + patch), prune (list + delete).
+- apiGroups: ["apps"]
+  resources: ["statefulsets"]
+  verbs: ["get", "list", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services", "configmaps", "serviceaccounts"]
+  verbs: ["get", "list", "create", "patch", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "create", "patch", "delete"]
+# Readiness and addresses of name server and broker pods.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list"]
+# Events about the resources.
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}

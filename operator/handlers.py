@@ -1,0 +1,231 @@
+"""The kopf handlers: thin. Each one takes the per-object lock, runs the kind's reconcile chain
+(:mod:`.reconcile`) and maps the outcome to kopf: success, a retry with exponential backoff, or a
+permanent error (an unusable spec; a spec change re-triggers it).
+
+Everything lives in one registry built by :func:`build_registry` and in the memo of one operator run
+(:class:`Runtime`): no module-level state, so tests can run several operators in one process and one
+operator serves many clusters in many namespaces.
+
+Handlers per kind (group ``pyrocketmq.io``, version ``v1alpha1``):
+
+- ``on.create`` / ``on.update`` / ``on.resume`` → reconcile (the same level-based chain);
+- ``timer`` every ``resync_interval`` → reconcile (repairs drift, refreshes status and lag);
+- ``on.delete`` (Topic, ConsumerGroup: behind the finalizer ``pyrocketmq.io/finalizer``) → remove
+  the topic/group from the brokers. NameServer and Broker carry no finalizer: their objects have
+  owner references and are garbage-collected, so deleting them never waits for the operator (kopf
+  would put one on for the timer alone; :func:`_timers_without_finalizer` takes that off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from .kube import KubeClient, KubeError
+from .metrics import OperatorMetrics
+from .model import API_GROUP, API_VERSION
+from .reconcile import (
+    Context,
+    ReconcileError,
+    delete_group_from_brokers,
+    delete_topic_from_brokers,
+    reconcile,
+    report_failure,
+)
+from .settings import OperatorSettings
+
+log = logging.getLogger("pyrocketmq.operator")
+
+PLURALS = {"NameServer": "nameservers", "Broker": "brokers", "Topic": "topics", "ConsumerGroup": "consumergroups"}
+DELETERS: dict[str, Callable[[Mapping[str, Any], Context], Awaitable[None]]] = {
+    "Topic": delete_topic_from_brokers,
+    "ConsumerGroup": delete_group_from_brokers,
+}
+FINALIZER = "pyrocketmq.io/finalizer"
+ANNOTATION_PREFIX = "operator.pyrocketmq.io"
+
+
+@dataclass(slots=True)
+class Runtime:
+    """What one operator run shares between its handlers (kept in kopf's memo)."""
+
+    settings: OperatorSettings
+    metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
+    kube: KubeClient | None = None
+    reconciles: int = 0
+
+
+def login(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
+    """In a pod: its ServiceAccount; elsewhere: the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``)."""
+    return kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
+
+
+def configure_kopf(settings: kopf.OperatorSettings, ours: OperatorSettings) -> kopf.OperatorSettings:
+    """kopf's settings for this operator: its progress and diff-base in our annotations (the status is
+    ours, and its schema has no room for kopf's), our finalizer, no CRD/namespace scanning (so a
+    namespaced install needs no cluster-wide read rights), and no Events from log lines (every retry
+    would post one): the operator posts its own, when something changes."""
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
+    )
+    settings.scanning.disabled = True
+    settings.posting.level = logging.CRITICAL
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.networking.request_timeout = 60
+    settings.execution.max_workers = 8
+    return settings
+
+
+def _context(runtime: Runtime, body: Mapping[str, Any], logger: logging.Logger | logging.LoggerAdapter) -> Context:
+    if runtime.kube is None:
+        raise kopf.TemporaryError("the operator is still starting", delay=1)
+
+    def event(type_: str, reason: str, message: str) -> None:
+        try:
+            kopf.event(body, type=type_, reason=reason, message=message)
+        except Exception as e:  # an Event is never worth failing a reconcile
+            logger.debug("could not post an event: %s", e)
+
+    return Context(kube=runtime.kube, settings=runtime.settings, event=event, log=logger)
+
+
+def _lock(memo: Any) -> asyncio.Lock:
+    lock = memo.get("reconcile_lock")
+    if lock is None:
+        lock = memo["reconcile_lock"] = asyncio.Lock()
+    return lock
+
+
+async def _run(
+    trigger: str,
+    action: Callable[[Mapping[str, Any], Context], Awaitable[None]],
+    body: Mapping[str, Any],
+    memo: Any,
+    retry: int,
+    logger: logging.Logger | logging.LoggerAdapter,
+) -> None:
+    runtime: Runtime = memo["runtime"]
+    kind = str(body.get("kind"))
+    snapshot = copy.deepcopy(dict(body))
+    ctx = _context(runtime, snapshot, logger)
+    metrics = runtime.metrics
+    started = time.monotonic()
+    async with _lock(memo):
+        try:
+            await action(snapshot, ctx)
+        except ReconcileError as e:
+            metrics.errors.labels(kind, e.reason).inc()
+            metrics.reconciles.labels(kind, trigger, "retry" if e.retry else "failed").inc()
+            if trigger != "delete":
+                await report_failure(ctx, snapshot, e.reason, e.message, e.step)
+            if not e.retry:
+                raise kopf.PermanentError(f"{e.reason}: {e.message}") from None
+            delay = runtime.settings.reconcile.backoff(retry)
+            logger.warning("%s (step %s); retrying in %.1f s", e.message, e.step, delay)
+            raise kopf.TemporaryError(f"{e.reason}: {e.message}", delay=delay) from None
+        except KubeError as e:
+            reason = {0: "APIUnreachable", 403: "Forbidden", 409: "Conflict", 422: "ApplyRefused"}.get(e.status, "APIError")
+            metrics.errors.labels(kind, reason).inc()
+            metrics.reconciles.labels(kind, trigger, "retry").inc()
+            if trigger != "delete" and e.status != 0:
+                await report_failure(ctx, snapshot, reason, e.message, None)
+            raise kopf.TemporaryError(f"{reason}: {e}", delay=runtime.settings.reconcile.backoff(retry)) from None
+        except (kopf.TemporaryError, kopf.PermanentError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            logger.exception("reconcile failed unexpectedly")
+            metrics.errors.labels(kind, "InternalError").inc()
+            metrics.reconciles.labels(kind, trigger, "retry").inc()
+            if trigger != "delete":
+                await report_failure(ctx, snapshot, "InternalError", f"{type(e).__name__}: {e}", None)
+            raise kopf.TemporaryError(f"{type(e).__name__}: {e}", delay=runtime.settings.reconcile.backoff(retry)) from None
+        finally:
+            metrics.duration.labels(kind).observe(time.monotonic() - started)
+    runtime.reconciles += 1
+    metrics.reconciles.labels(kind, trigger, "ok").inc()
+    metrics.last_success.labels(kind).set(time.time())
+
+
+def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
+    """Every handler of the operator, on a registry of its own."""
+    registry = kopf.OperatorRegistry()
+    resync = settings.reconcile
+
+    @kopf.on.startup(registry=registry)
+    async def startup(memo: Any, logger: logging.Logger, **_: Any) -> None:
+        runtime: Runtime = memo["runtime"]
+        kopf_settings = kopf.OperatorSettings()
+        runtime.kube = KubeClient(lambda: login(kopf_settings))
+        port = runtime.settings.watch.metrics_port
+        if port:
+            runtime.metrics.serve(port)
+            logger.info("metrics on :%d/metrics", port)
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(memo: Any, **_: Any) -> None:
+        runtime: Runtime = memo["runtime"]
+        if runtime.kube is not None:
+            await runtime.kube.close()
+        runtime.metrics.close()
+
+    @kopf.on.login(registry=registry)
+    def login_handler(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
+        return login(settings)
+
+    @kopf.on.probe(id="reconciles", registry=registry)
+    def probe(memo: Any, **_: Any) -> int:
+        return memo["runtime"].reconciles
+
+    for kind, plural in PLURALS.items():
+        _register_kind(registry, kind, plural, resync.resync_interval, resync.resync_initial_delay)
+    _timers_without_finalizer(registry, {p for k, p in PLURALS.items() if k not in DELETERS})
+    return registry
+
+
+def _timers_without_finalizer(registry: kopf.OperatorRegistry, plurals: set[str]) -> None:
+    """kopf blocks the deletion of any object with a timer (to stop it gracefully); the resync timer
+    holds nothing worth that, and a NameServer or Broker must stay deletable without the operator.
+    kopf has no public switch for it, so the registered timer handlers are replaced by copies with
+    ``requires_finalizer=False`` (a unit test notices if kopf's internals change)."""
+    try:
+        handlers = registry._spawning._handlers
+        handlers[:] = [
+            dataclasses.replace(h, requires_finalizer=False)
+            if h.selector is not None and h.selector.any_name in plurals and hasattr(h, "requires_finalizer")
+            else h
+            for h in handlers
+        ]
+    except (AttributeError, TypeError) as e:  # pragma: no cover - a kopf we do not know
+        log.warning("cannot drop the timers' finalizer (kopf changed?): %s", e)
+
+
+def _register_kind(registry: kopf.OperatorRegistry, kind: str, plural: str, interval: float, initial_delay: float) -> None:
+    async def on_change(body: kopf.Body, memo: Any, retry: int, logger: logging.Logger, reason: Any = None,
+                        **_: Any) -> None:
+        await _run(str(getattr(reason, "value", reason) or "change"), reconcile, body, memo, retry, logger)
+
+    async def on_resync(body: kopf.Body, memo: Any, retry: int, logger: logging.Logger, **_: Any) -> None:
+        await _run("resync", reconcile, body, memo, retry, logger)
+
+    resource = (API_GROUP, API_VERSION, plural)
+    for decorator in (kopf.on.create, kopf.on.update, kopf.on.resume):
+        decorator(*resource, id="reconcile", registry=registry)(on_change)
+    kopf.timer(*resource, id="resync", interval=interval, initial_delay=initial_delay, registry=registry)(on_resync)
+
+    deleter = DELETERS.get(kind)
+    if deleter is not None:
+        async def on_delete(body: kopf.Body, memo: Any, retry: int, logger: logging.Logger, **_: Any) -> None:
+            await _run("delete", deleter, body, memo, retry, logger)
+
+        kopf.on.delete(*resource, id="cleanup", registry=registry)(on_delete)

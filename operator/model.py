@@ -1,0 +1,377 @@
+"""Typed views of the four custom resources, parsed from their bodies with the CRDs' defaults.
+
+The API server applies the CRD defaults before the operator sees an object; the same defaults are
+repeated here so that renderers and decisions also work on hand-written dicts (unit tests) and keep
+working when a default is added to a CRD later. Pure: no I/O, no kopf.
+
+Names derived from a resource live here too, so every module agrees on them:
+
+==========================  ==============================================================
+object                      name
+==========================  ==============================================================
+name server StatefulSet     ``<ns>``, pods ``<ns>-<i>``, headless Service ``<ns>-headless``
+name server DNS names       ``<ns>-<i>.<ns>-headless.<namespace>.svc:9876``
+broker group ``g``          brokerName = StatefulSet = ``<broker>-<g>``, pods ``<broker>-<g>-<ordinal>``
+group objects               ``<broker>-<g>-headless`` (Service), ``<broker>-<g>-config`` (ConfigMap),
+                            ``<broker>-<g>`` (PodDisruptionBudget)
+cluster objects             ``<broker>-broker`` (Service, ServiceAccount)
+==========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+API_GROUP = "pyrocketmq.io"
+API_VERSION = "v1alpha1"
+GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+
+NAMESRV_PORT = 9876
+BROKER_PORT = 10911
+BROKER_FAST_PORT = BROKER_PORT - 2  # the "VIP channel" RocketMQ clients may use
+BROKER_HA_PORT = BROKER_PORT + 1
+
+# Annotations the operator reads on a Broker.
+ANNOTATION_NAMESRV_OVERRIDE = "pyrocketmq.io/namesrv-addr-override"
+"""Development hook: the name servers the *operator* uses to reach this cluster (``host:port;…``),
+instead of the in-cluster DNS names. Lets tests manage real broker processes running outside pods."""
+ANNOTATION_FORCE_SCALE_DOWN = "pyrocketmq.io/force-scale-down"
+"""``"true"`` removes groups being scaled down without waiting for them to drain (data may be lost)."""
+
+RESERVED_CONFIG_KEYS = frozenset(
+    {
+        "brokerClusterName",
+        "brokerName",
+        "brokerId",
+        "brokerRole",
+        "namesrvAddr",
+        "brokerIP1",
+        "listenPort",
+        "haListenPort",
+        "storePathRootDir",
+        "flushDiskType",
+    }
+)
+
+_ROCKETMQ_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+
+class SpecError(ValueError):
+    """A resource's spec cannot be used (the CRD's validation normally refuses it first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The identity of a custom resource: enough for owner references, events and labels."""
+
+    kind: str
+    name: str
+    namespace: str
+    uid: str = ""
+    generation: int = 0
+    api_version: str = GROUP_VERSION
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> ObjectRef:
+        meta = body.get("metadata") or {}
+        return cls(
+            kind=str(body.get("kind") or ""),
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or "default"),
+            uid=str(meta.get("uid") or ""),
+            generation=int(meta.get("generation") or 0),
+            api_version=str(body.get("apiVersion") or GROUP_VERSION),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    enabled: bool = True
+    """Expose Prometheus metrics over HTTP."""
+    port: int = 5557
+    """The metrics port in the pod."""
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Metrics:
+        spec = spec or {}
+        return cls(enabled=bool(spec.get("enabled", True)), port=int(spec.get("port", 5557)))
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduling:
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    affinity: Mapping[str, Any] | None = None
+    """Replaces the default (preferred) anti-affinity when given."""
+    topology_spread_constraints: tuple[Mapping[str, Any], ...] = ()
+    priority_class_name: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Scheduling:
+        spec = spec or {}
+        return cls(
+            node_selector=dict(spec.get("nodeSelector") or {}),
+            tolerations=tuple(spec.get("tolerations") or ()),
+            affinity=spec.get("affinity") or None,
+            topology_spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
+            priority_class_name=spec.get("priorityClassName") or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    type: str = "persistent"
+    """``persistent`` (a claim per pod) or ``ephemeral`` (emptyDir)."""
+    size: str = "10Gi"
+    storage_class_name: str | None = None
+    delete_claim: bool = False
+    """Delete claims with the Broker / on scale-down (StatefulSet PVC retention policy)."""
+
+    @property
+    def persistent(self) -> bool:
+        return self.type == "persistent"
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Storage:
+        spec = spec or {}
+        kind = str(spec.get("type", "persistent"))
+        if kind not in ("persistent", "ephemeral"):
+            raise SpecError(f"spec.storage.type {kind!r}: expected persistent or ephemeral")
+        return cls(
+            type=kind,
+            size=str(spec.get("size", "10Gi")),
+            storage_class_name=spec.get("storageClassName") or None,
+            delete_claim=bool(spec.get("deleteClaim", False)),
+        )
+
+
+def _resources(spec: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for key in ("requests", "limits"):
+        values = (spec or {}).get(key) or {}
+        if values:
+            out[key] = {str(k): str(v) for k, v in values.items()}
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class NameServerModel:
+    ref: ObjectRef
+    replicas: int = 2
+    image: str | None = None
+    image_pull_policy: str | None = None
+    resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    scheduling: Scheduling = field(default_factory=Scheduling)
+    metrics: Metrics = field(default_factory=Metrics)
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> NameServerModel:
+        spec = body.get("spec") or {}
+        replicas = int(spec.get("replicas", 2))
+        if replicas < 1:
+            raise SpecError(f"spec.replicas {replicas}: at least one name server is needed")
+        return cls(
+            ref=ObjectRef.from_body(body),
+            replicas=replicas,
+            image=spec.get("image") or None,
+            image_pull_policy=spec.get("imagePullPolicy") or None,
+            resources=_resources(spec.get("resources")),
+            scheduling=Scheduling.from_spec(spec.get("scheduling")),
+            metrics=Metrics.from_spec(spec.get("metrics")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerModel:
+    ref: ObjectRef
+    cluster_name: str
+    namesrv_name: str | None = None
+    """A NameServer in the same namespace (exclusive with ``namesrv_addresses``)."""
+    namesrv_addresses: tuple[str, ...] = ()
+    groups: int = 1
+    replicas_per_group: int = 1
+    replication_mode: str = "ASYNC"
+    flush_mode: str = "ASYNC"
+    storage: Storage = field(default_factory=Storage)
+    image: str | None = None
+    image_pull_policy: str | None = None
+    resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    config: Mapping[str, str] = field(default_factory=dict)
+    scheduling: Scheduling = field(default_factory=Scheduling)
+    metrics: Metrics = field(default_factory=Metrics)
+    namesrv_override: str | None = None
+    """The development hook (:data:`ANNOTATION_NAMESRV_OVERRIDE`)."""
+    force_scale_down: bool = False
+
+    @property
+    def master_role(self) -> str:
+        return "SYNC_MASTER" if self.replication_mode == "SYNC" else "ASYNC_MASTER"
+
+    @property
+    def flush_disk_type(self) -> str:
+        return "SYNC_FLUSH" if self.flush_mode == "SYNC" else "ASYNC_FLUSH"
+
+    def group_name(self, index: int) -> str:
+        """brokerName of group ``index`` (also its StatefulSet's name)."""
+        return broker_group_name(self.ref.name, index)
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> BrokerModel:
+        ref = ObjectRef.from_body(body)
+        spec = body.get("spec") or {}
+        meta = body.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        ns = spec.get("nameServer") or {}
+        name, addresses = ns.get("name") or None, tuple(ns.get("addresses") or ())
+        if bool(name) == bool(addresses):
+            raise SpecError("spec.nameServer: give exactly one of name and addresses")
+        groups = int(spec.get("groups", 1))
+        replicas = int(spec.get("replicasPerGroup", 1))
+        if groups < 1:
+            raise SpecError(f"spec.groups {groups}: at least one group is needed")
+        if replicas < 1:
+            raise SpecError(f"spec.replicasPerGroup {replicas}: at least one replica (the master) is needed")
+        replication = str(spec.get("replicationMode", "ASYNC"))
+        flush = str(spec.get("flushMode", "ASYNC"))
+        if replication not in ("ASYNC", "SYNC") or flush not in ("ASYNC", "SYNC"):
+            raise SpecError("spec.replicationMode and spec.flushMode take ASYNC or SYNC")
+        if replication == "SYNC" and replicas < 2:
+            raise SpecError("spec.replicasPerGroup: replicationMode SYNC needs at least 2 replicas per group")
+        config = {str(k): _conf_value(v) for k, v in (spec.get("config") or {}).items()}
+        reserved = sorted(RESERVED_CONFIG_KEYS & set(config))
+        if reserved:
+            raise SpecError(f"spec.config: {', '.join(reserved)} are set by the operator")
+        override = str(annotations.get(ANNOTATION_NAMESRV_OVERRIDE) or "").strip() or None
+        return cls(
+            ref=ref,
+            cluster_name=str(spec.get("clusterName") or ref.name),
+            namesrv_name=name,
+            namesrv_addresses=addresses,
+            groups=groups,
+            replicas_per_group=replicas,
+            replication_mode=replication,
+            flush_mode=flush,
+            storage=Storage.from_spec(spec.get("storage")),
+            image=spec.get("image") or None,
+            image_pull_policy=spec.get("imagePullPolicy") or None,
+            resources=_resources(spec.get("resources")),
+            config=config,
+            scheduling=Scheduling.from_spec(spec.get("scheduling")),
+            metrics=Metrics.from_spec(spec.get("metrics")),
+            namesrv_override=override,
+            force_scale_down=str(annotations.get(ANNOTATION_FORCE_SCALE_DOWN, "")).lower() == "true",
+        )
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicModel:
+    ref: ObjectRef
+    cluster_ref: str
+    topic_name: str
+    read_queue_nums: int = 8
+    write_queue_nums: int = 8
+    perm: int = 6
+    order: bool = False
+    message_type: str = "NORMAL"
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> TopicModel:
+        ref = ObjectRef.from_body(body)
+        spec = body.get("spec") or {}
+        topic = str(spec.get("topicName") or ref.name)
+        if not _ROCKETMQ_NAME.match(topic) or len(topic.encode()) > 127:
+            raise SpecError(f"spec.topicName {topic!r}: use at most 127 of letters, digits, '%', '|', '_', '-'")
+        read, write = int(spec.get("readQueueNums", 8)), int(spec.get("writeQueueNums", 8))
+        if not (1 <= read <= 1024 and 1 <= write <= 1024):
+            raise SpecError("spec.readQueueNums and spec.writeQueueNums must be within 1..1024")
+        message_type = str(spec.get("messageType", "NORMAL"))
+        order = spec.get("order")
+        return cls(
+            ref=ref,
+            cluster_ref=str((spec.get("clusterRef") or {}).get("name") or ""),
+            topic_name=topic,
+            read_queue_nums=read,
+            write_queue_nums=write,
+            perm=int(spec.get("perm", 6)),
+            order=bool(order) if order is not None else message_type == "FIFO",
+            message_type=message_type,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupModel:
+    ref: ObjectRef
+    cluster_ref: str
+    group_name: str
+    broadcast: bool = True
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    retry_max_times: int = 16
+    retry_queue_nums: int = 1
+    orderly: bool = False
+    slow_consumer_broker_id: int = 1
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> ConsumerGroupModel:
+        ref = ObjectRef.from_body(body)
+        spec = body.get("spec") or {}
+        group = str(spec.get("groupName") or ref.name)
+        if not _ROCKETMQ_NAME.match(group) or len(group.encode()) > 120:
+            raise SpecError(f"spec.groupName {group!r}: use at most 120 of letters, digits, '%', '|', '_', '-'")
+        return cls(
+            ref=ref,
+            cluster_ref=str((spec.get("clusterRef") or {}).get("name") or ""),
+            group_name=group,
+            broadcast=bool(spec.get("broadcast", True)),
+            consume_enable=bool(spec.get("consumeEnable", True)),
+            consume_from_min_enable=bool(spec.get("consumeFromMinEnable", True)),
+            retry_max_times=int(spec.get("retryMaxTimes", 16)),
+            retry_queue_nums=int(spec.get("retryQueueNums", 1)),
+            orderly=bool(spec.get("orderly", False)),
+            slow_consumer_broker_id=int(spec.get("slowConsumerBrokerId", 1)),
+        )
+
+
+# -- names ------------------------------------------------------------------------------------------
+
+
+def broker_group_name(broker: str, index: int) -> str:
+    return f"{broker}-{index}"
+
+
+def group_index(broker: str, group_name: str) -> int | None:
+    """The index of ``group_name`` in Broker ``broker`` (``None`` when it is not one of its groups)."""
+    prefix = f"{broker}-"
+    if not group_name.startswith(prefix):
+        return None
+    tail = group_name[len(prefix):]
+    return int(tail) if tail.isdigit() else None
+
+
+def headless_service_name(statefulset: str) -> str:
+    return f"{statefulset}-headless"
+
+
+def service_domain(namespace: str, cluster_domain: str = "") -> str:
+    """``<namespace>.svc`` (resolved through the pods' DNS search path) or, with a cluster domain,
+    the fully qualified ``<namespace>.svc.<domain>``."""
+    return f"{namespace}.svc.{cluster_domain}" if cluster_domain else f"{namespace}.svc"
+
+
+def namesrv_addresses(name: str, namespace: str, replicas: int, cluster_domain: str = "") -> list[str]:
+    """The stable DNS name and port of every pod of NameServer ``name``.
+
+    >>> namesrv_addresses("ns", "prod", 2)
+    ['ns-0.ns-headless.prod.svc:9876', 'ns-1.ns-headless.prod.svc:9876']
+    """
+    domain = service_domain(namespace, cluster_domain)
+    return [f"{name}-{i}.{headless_service_name(name)}.{domain}:{NAMESRV_PORT}" for i in range(replicas)]

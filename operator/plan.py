@@ -1,0 +1,112 @@
+"""Decisions of a Broker reconcile that are worth a table of cases. Pure.
+
+Scaling a Broker's ``groups`` down removes the highest groups, but never with data in them that a
+consumer still has to read. For each group above ``spec.groups`` the operator gathers
+:class:`DrainFacts` (from the name servers and the group's master) and :func:`scale_down_decision`
+says what to do:
+
+==========================================  ==============  ============================================
+facts                                       action          why
+==========================================  ==============  ============================================
+annotation force-scale-down: "true"         REMOVE          the user accepts losing unread messages
+never served (no ready master, never        REMOVE          nothing was ever written to it
+registered)
+master unreachable                          WAIT            cannot stop writes or measure the lag
+user topics still writable                  STOP_WRITES     producers must go elsewhere first
+a consumer group has lag on it              WAIT            its messages are not consumed yet
+otherwise                                   REMOVE          drained: writes stopped, every queue read
+==========================================  ==============  ============================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    REMOVE = "remove"
+    STOP_WRITES = "stop-writes"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True, slots=True)
+class DrainFacts:
+    group: str
+    served_traffic: bool = False
+    """The master was ready or registered at some point (kept in status.groups[].servedTraffic)."""
+    registered: bool = False
+    """The master is registered with the name servers now."""
+    reachable: bool = False
+    """The master answered the operator's admin requests."""
+    writable_topics: tuple[str, ...] = ()
+    """User topics on the master that still take writes."""
+    lag: tuple[tuple[str, int], ...] = ()
+    """Consumer groups with unconsumed messages on the master: (group, messages)."""
+    error: str = ""
+    """Why the master could not be asked, if it could not."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    reason: str
+    message: str
+
+
+def scale_down_decision(facts: DrainFacts, force: bool = False) -> Decision:
+    g = facts.group
+    if force:
+        return Decision(Action.REMOVE, "Forced", f"{g} removed without draining (force-scale-down)")
+    if not facts.served_traffic and not facts.registered:
+        return Decision(Action.REMOVE, "NeverServed", f"{g} never served traffic: nothing to drain")
+    if not facts.reachable:
+        why = f": {facts.error}" if facts.error else ""
+        return Decision(
+            Action.WAIT,
+            "MasterUnreachable",
+            f"cannot reach the master of {g} to drain it{why}; set the annotation "
+            "pyrocketmq.io/force-scale-down=true to remove it anyway",
+        )
+    if facts.writable_topics:
+        shown = ", ".join(facts.writable_topics[:5]) + (" …" if len(facts.writable_topics) > 5 else "")
+        return Decision(Action.STOP_WRITES, "StoppingWrites", f"making the topics of {g} read-only: {shown}")
+    if facts.lag:
+        shown = ", ".join(f"{group} ({n} messages)" for group, n in facts.lag[:5])
+        return Decision(Action.WAIT, "QueuesNotDrained", f"{g} still holds unconsumed messages of {shown}")
+    return Decision(Action.REMOVE, "Drained", f"{g} is drained: writes stopped and every queue consumed")
+
+
+SYSTEM_TOPICS = frozenset(
+    {"TBW102", "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC"}
+)
+SYSTEM_GROUPS = frozenset(
+    {"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER", "SELF_TEST_P_GROUP",
+     "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL",
+     "CID_RMQ_SYS_TRANS"}
+)
+
+
+def is_user_topic(topic: str, cluster: str, broker_names: frozenset[str] = frozenset()) -> bool:
+    """Topics producers write to (not system, retry, DLQ, or the cluster/broker-name topics).
+
+    >>> is_user_topic("Orders", "c"), is_user_topic("%RETRY%g", "c"), is_user_topic("c", "c")
+    (True, False, False)
+    """
+    if topic in SYSTEM_TOPICS or topic == cluster or topic in broker_names:
+        return False
+    return not topic.startswith(("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_"))
+
+
+def is_user_group(group: str) -> bool:
+    return group not in SYSTEM_GROUPS and not group.startswith("CID_RMQ_SYS_")
+
+
+def removable_groups(existing: set[int], desired: int) -> list[int]:
+    """Indices of existing groups above the desired count, highest first (removed top down).
+
+    >>> removable_groups({0, 1, 2, 3}, 2)
+    [3, 2]
+    """
+    return sorted((i for i in existing if i >= desired), reverse=True)

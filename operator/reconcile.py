@@ -1,0 +1,507 @@
+"""Reconciliation of each kind as a flat chain of named steps (Strimzi's shape).
+
+Every chain is level-based and idempotent: it reads the resource and the world, renders what should
+be, applies it in one step and writes the status. It runs on create/update/resume and on the resync
+timer alike, so a deleted StatefulSet, a hand-edited Service or an operator restarted half way
+through all converge the same way. A step that cannot go on raises :class:`ReconcileError` with a
+reason for the Ready condition; the kopf layer (:mod:`.handlers`) turns it into a status, an Event
+and a retry with backoff.
+
+=============  =========================================================================
+kind           steps
+=============  =========================================================================
+NameServer     load → render → apply → update_status
+Broker         load → resolve_name_servers → observe → plan_scale_down → render → apply
+               → update_status
+Topic          load → resolve_cluster → apply_on_brokers → update_status
+ConsumerGroup  load → resolve_cluster → apply_on_brokers → observe_members → update_status
+=============  =========================================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .apply import ApplyResult, apply_objects, owned_by
+from .kube import KubeClient, KubeError
+from .model import (
+    GROUP_VERSION,
+    BrokerModel,
+    ConsumerGroupModel,
+    NameServerModel,
+    ObjectRef,
+    SpecError,
+    TopicModel,
+    group_index,
+    namesrv_addresses,
+)
+from .plan import Action, DrainFacts, removable_groups, scale_down_decision
+from .render import render_broker, render_nameserver
+from .render.common import LABEL_GROUP, owner_labels, selector_labels
+from .rocketmq import (
+    RocketMQRefused,
+    RocketMQUnavailable,
+    admin_session,
+    apply_group,
+    apply_topic,
+    delete_group,
+    delete_topic,
+    drain_facts,
+    group_stats,
+    registered_groups,
+    stop_writes,
+    topic_brokers,
+)
+from .settings import OperatorSettings
+from .status import (
+    Condition,
+    broker_conditions,
+    broker_group_status,
+    condition_of,
+    failure_conditions,
+    merge_conditions,
+    now_rfc3339,
+    statefulset_rolled_out,
+)
+
+EventFn = Callable[[str, str, str], None]
+"""``event(type, reason, message)`` with type ``Normal`` or ``Warning``."""
+
+
+class ReconcileError(Exception):
+    """A reconcile cannot finish now. ``reason`` goes to the Ready condition; ``retry`` says whether
+    waiting may help (False: only a spec change will)."""
+
+    def __init__(self, reason: str, message: str, *, retry: bool = True) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.retry = reason, message, retry
+        self.step: str | None = None
+
+
+@dataclass(slots=True)
+class Context:
+    kube: KubeClient
+    settings: OperatorSettings
+    event: EventFn
+    log: logging.Logger | logging.LoggerAdapter
+
+
+async def run_steps(steps: list[Callable[[], Awaitable[None]]]) -> None:
+    """Run the steps in order; a failure is tagged with the step's name."""
+    for step in steps:
+        try:
+            await step()
+        except ReconcileError as e:
+            e.step = e.step or step.__name__
+            raise
+        except SpecError as e:
+            err = ReconcileError("InvalidSpec", str(e), retry=False)
+            err.step = step.__name__
+            raise err from None
+        except RocketMQUnavailable as e:
+            err = ReconcileError(e.reason, str(e))
+            err.step = step.__name__
+            raise err from None
+        except RocketMQRefused as e:
+            err = ReconcileError("BrokerRefused", str(e))
+            err.step = step.__name__
+            raise err from None
+
+
+async def write_status(ctx: Context, body: Mapping[str, Any], status: dict[str, Any]) -> None:
+    ref = ObjectRef.from_body(body)
+    await ctx.kube.patch_status(GROUP_VERSION, ref.kind, ref.namespace, ref.name, status)
+
+
+async def report_failure(ctx: Context, body: Mapping[str, Any], reason: str, message: str, step: str | None) -> None:
+    """Ready=False with the reason, on the status; a Warning Event when the reason is new."""
+    ref = ObjectRef.from_body(body)
+    previous = body.get("status") or {}
+    before = condition_of(previous, "Ready")
+    conditions = merge_conditions(previous.get("conditions"), failure_conditions(reason, message, step),
+                                  ref.generation, now_rfc3339())
+    try:
+        await write_status(ctx, body, {"observedGeneration": ref.generation, "conditions": conditions})
+    except KubeError as e:
+        ctx.log.warning("cannot write the status of %s/%s: %s", ref.namespace, ref.name, e)
+    if before is None or before.get("reason") != reason or before.get("status") != "False":
+        ctx.event("Warning", reason, message[:1000])
+
+
+def _admin_addr(model: BrokerModel, addrs: list[str]) -> str:
+    return model.namesrv_override or ";".join(addrs)
+
+
+async def broker_name_servers(ctx: Context, model: BrokerModel) -> list[str]:
+    """The name servers of a Broker by stable DNS names (or as given in ``nameServer.addresses``)."""
+    if model.namesrv_addresses:
+        return list(model.namesrv_addresses)
+    assert model.namesrv_name is not None
+    ns = await ctx.kube.get(GROUP_VERSION, "NameServer", model.ref.namespace, model.namesrv_name)
+    if ns is None:
+        raise ReconcileError(
+            "NameServerNotFound", f"NameServer {model.namesrv_name!r} not found in namespace {model.ref.namespace}"
+        )
+    replicas = NameServerModel.from_body(ns).replicas
+    return namesrv_addresses(model.namesrv_name, model.ref.namespace, replicas, ctx.settings.render.cluster_domain)
+
+
+def _repair_events(ctx: Context, result: ApplyResult, first_time: bool) -> None:
+    if first_time or not result.created:
+        return
+    shown = ", ".join(f"{kind} {name}" for kind, name in result.created)
+    ctx.event("Normal", "Recreated", f"recreated missing objects: {shown}")
+
+
+# -- NameServer -----------------------------------------------------------------------------------
+
+
+class NameServerReconcile:
+    def __init__(self, body: Mapping[str, Any], ctx: Context) -> None:
+        self.body, self.ctx = body, ctx
+        self.previous: Mapping[str, Any] = body.get("status") or {}
+
+    async def run(self) -> None:
+        await run_steps([self.load, self.render, self.apply, self.update_status])
+
+    async def load(self) -> None:
+        self.model = NameServerModel.from_body(self.body)
+
+    async def render(self) -> None:
+        self.desired = render_nameserver(self.model, self.ctx.settings.render)
+
+    async def apply(self) -> None:
+        ref = self.model.ref
+        self.result = await apply_objects(self.ctx.kube, ref, self.desired, owner_labels(ref, "namesrv"),
+                                          self.ctx.settings.field_manager)
+        _repair_events(self.ctx, self.result, first_time="observedGeneration" not in self.previous)
+
+    async def update_status(self) -> None:
+        ref, model = self.model.ref, self.model
+        sts = self.result.stored.get(("StatefulSet", ref.name)) or {}
+        ready = int((sts.get("status") or {}).get("readyReplicas") or 0)
+        addrs = namesrv_addresses(ref.name, ref.namespace, model.replicas, self.ctx.settings.render.cluster_domain)
+        conds = [
+            Condition("Ready", ready >= model.replicas, "AllReplicasReady" if ready >= model.replicas else "PodsNotReady",
+                      f"{ready}/{model.replicas} name servers ready"),
+            Condition("Reconciling", not statefulset_rolled_out(sts),
+                      "RollingUpdate" if not statefulset_rolled_out(sts) else "Reconciled", ""),
+            Condition("Degraded", 0 < ready < model.replicas, "ReplicasNotReady" if 0 < ready < model.replicas else "AsExpected", ""),
+        ]
+        await write_status(self.ctx, self.body, {
+            "observedGeneration": ref.generation,
+            "replicas": model.replicas,
+            "readyReplicas": ready,
+            "addresses": addrs,
+            "namesrvAddr": ";".join(addrs),
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+        })
+
+
+# -- Broker ---------------------------------------------------------------------------------------
+
+
+class BrokerReconcile:
+    def __init__(self, body: Mapping[str, Any], ctx: Context) -> None:
+        self.body, self.ctx = body, ctx
+        self.previous: Mapping[str, Any] = body.get("status") or {}
+        self.keep: list[int] = []
+        self.waiting: list[tuple[str, str, str]] = []
+        self.removed: list[tuple[str, str]] = []
+        self.registered: dict[str, dict[int, str]] = {}
+
+    async def run(self) -> None:
+        await run_steps([
+            self.load,
+            self.resolve_name_servers,
+            self.observe,
+            self.plan_scale_down,
+            self.render,
+            self.apply,
+            self.update_status,
+        ])
+
+    async def load(self) -> None:
+        self.model = BrokerModel.from_body(self.body)
+
+    async def resolve_name_servers(self) -> None:
+        self.namesrv_addrs = await broker_name_servers(self.ctx, self.model)
+        self.admin_addr = _admin_addr(self.model, self.namesrv_addrs)
+
+    async def observe(self) -> None:
+        ref, kube = self.model.ref, self.ctx.kube
+        statefulsets = await kube.list("apps/v1", "StatefulSet", ref.namespace, owner_labels(ref, "broker"))
+        self.statefulsets = {s["metadata"]["name"]: s for s in statefulsets if owned_by(s, ref.uid)}
+        self.pods = await kube.list("v1", "Pod", ref.namespace, selector_labels(ref, "broker"))
+        self.existing = {i for n in self.statefulsets if (i := group_index(ref.name, n)) is not None}
+        if self.model.namesrv_override:
+            # Development hook: the brokers may be processes outside pods; ask the name servers.
+            try:
+                async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+                    self.registered = await registered_groups(admin, self.model.cluster_name)
+            except (RocketMQUnavailable, RocketMQRefused) as e:
+                self.ctx.log.info("cluster %s: name servers not answering: %s", self.model.cluster_name, e)
+
+    async def plan_scale_down(self) -> None:
+        model = self.model
+        previous_groups = {g.get("name"): g for g in self.previous.get("groups") or ()}
+        for index in removable_groups(self.existing, model.groups):
+            name = model.group_name(index)
+            served = bool((previous_groups.get(name) or {}).get("servedTraffic"))
+            sts_ready = int(((self.statefulsets.get(name) or {}).get("status") or {}).get("readyReplicas") or 0)
+            served = served or sts_ready > 0 or 0 in self.registered.get(name, {})
+            facts = DrainFacts(name, served_traffic=served)
+            if served and not model.force_scale_down:
+                try:
+                    async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+                        facts = await drain_facts(admin, model.cluster_name, name, served)
+                except (RocketMQUnavailable, RocketMQRefused) as e:
+                    facts = DrainFacts(name, served_traffic=True, error=str(e))
+            decision = scale_down_decision(facts, model.force_scale_down)
+            if decision.action is Action.STOP_WRITES:
+                async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+                    changed = await stop_writes(admin, model.cluster_name, name)
+                self.ctx.event("Normal", "StoppingWrites", f"{name}: topics made read-only for the scale-down: "
+                               + ", ".join(changed))
+            if decision.action is Action.REMOVE:
+                self.removed.append((name, decision.message))
+            else:
+                self.keep.append(index)
+                self.waiting.append((name, decision.reason, decision.message))
+        before = condition_of(self.previous, "ScaleDownPending")
+        if self.waiting and (before is None or before.get("reason") != self.waiting[0][1]
+                             or before.get("status") != "True"):
+            self.ctx.event("Warning" if self.waiting[0][1] == "MasterUnreachable" else "Normal",
+                           "ScaleDownWaiting", "; ".join(m for _, _, m in self.waiting))
+
+    async def render(self) -> None:
+        groups = sorted(set(range(self.model.groups)) | set(self.keep))
+        self.groups = groups
+        self.desired = render_broker(self.model, self.namesrv_addrs, self.ctx.settings.render, groups=groups)
+
+    async def apply(self) -> None:
+        ref = self.model.ref
+        self.result = await apply_objects(self.ctx.kube, ref, self.desired, owner_labels(ref, "broker"),
+                                          self.ctx.settings.field_manager)
+        known = {g.get("name") for g in self.previous.get("groups") or ()}
+        desired_group = {key: (o["metadata"].get("labels") or {}).get(LABEL_GROUP) for o in self.desired
+                         if (key := (o["kind"], o["metadata"]["name"]))}
+        repaired = ApplyResult(created=[k for k in self.result.created if desired_group.get(k) in known | {None}])
+        _repair_events(self.ctx, repaired, first_time="observedGeneration" not in self.previous)
+        for _, message in self.removed:
+            self.ctx.event("Normal", "GroupRemoved", message)
+        created_groups = [n for kind, n in self.result.created if kind == "StatefulSet" and n not in known]
+        if created_groups and "observedGeneration" in self.previous:
+            self.ctx.event("Normal", "GroupsCreated", "created broker groups: " + ", ".join(created_groups))
+
+    async def update_status(self) -> None:
+        model, ref = self.model, self.model.ref
+        previous_groups = {g.get("name"): g for g in self.previous.get("groups") or ()}
+        groups = []
+        rolled_out = True
+        for index in self.groups:
+            name = model.group_name(index)
+            sts = self.result.stored.get(("StatefulSet", name))
+            if sts is not None and not statefulset_rolled_out(sts):
+                rolled_out = False
+            groups.append(broker_group_status(model, index, sts, self.pods, self.registered.get(name),
+                                              previous_groups.get(name), draining=index >= model.groups))
+        conds = broker_conditions(groups, model.groups, rolled_out, self.waiting)
+        ready_groups = sum(1 for g in groups if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])
+        await write_status(self.ctx, self.body, {
+            "observedGeneration": ref.generation,
+            "clusterName": model.cluster_name,
+            "nameServers": self.namesrv_addrs,
+            "readyGroups": ready_groups,
+            "groups": groups,
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+        })
+
+
+# -- Topic and ConsumerGroup ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterTarget:
+    """How the operator reaches the Broker cluster a Topic or ConsumerGroup names."""
+
+    cluster_name: str
+    admin_addr: str
+    draining: frozenset[str]
+
+
+async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for_delete: bool = False) -> ClusterTarget | None:
+    """The target cluster. On deletion ``None`` when there is nothing to clean: the Broker is gone or
+    going, or none of its groups ever served (so no broker can hold the topic or group)."""
+    body = await ctx.kube.get(GROUP_VERSION, "Broker", namespace, broker_name)
+    if body is None and not for_delete:
+        raise ReconcileError("ClusterNotFound", f"Broker {broker_name!r} not found in namespace {namespace}")
+    if for_delete and (
+        body is None
+        or (body.get("metadata") or {}).get("deletionTimestamp")
+        # No group ever served (no master ever ready or registered): nothing can hold the topic/group.
+        or not any(g.get("servedTraffic") for g in (body.get("status") or {}).get("groups") or ())
+    ):
+        return None
+    assert body is not None
+    model = BrokerModel.from_body(body)
+    addrs = await broker_name_servers(ctx, model)
+    draining = frozenset(
+        str(g.get("name")) for g in (body.get("status") or {}).get("groups") or () if g.get("phase") == "Draining"
+    )
+    return ClusterTarget(model.cluster_name, _admin_addr(model, addrs), draining)
+
+
+class TopicReconcile:
+    def __init__(self, body: Mapping[str, Any], ctx: Context) -> None:
+        self.body, self.ctx = body, ctx
+        self.previous: Mapping[str, Any] = body.get("status") or {}
+
+    async def run(self) -> None:
+        await run_steps([self.load, self.resolve_cluster, self.apply_on_brokers, self.update_status])
+
+    async def load(self) -> None:
+        self.model = TopicModel.from_body(self.body)
+
+    async def resolve_cluster(self) -> None:
+        target = await resolve_cluster(self.ctx, self.model.ref.namespace, self.model.cluster_ref)
+        assert target is not None
+        self.target = target
+
+    async def apply_on_brokers(self) -> None:
+        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+            names = await apply_topic(admin, self.model, self.target.cluster_name, self.target.draining)
+            try:
+                self.brokers = await topic_brokers(admin, self.model.topic_name)
+            except RocketMQRefused:
+                self.brokers = []
+            if not self.brokers:  # the route shows up once the brokers re-register
+                self.brokers = [{"brokerName": n, "readQueueNums": self.model.read_queue_nums,
+                                 "writeQueueNums": self.model.write_queue_nums, "perm": self.model.perm}
+                                for n in names]
+        ref = self.model.ref
+        if self.previous.get("observedGeneration") != ref.generation or _not_ready(self.previous):
+            self.ctx.event("Normal", "TopicApplied",
+                           f"topic {self.model.topic_name} on {', '.join(names)} of cluster {self.target.cluster_name}")
+
+    async def update_status(self) -> None:
+        ref = self.model.ref
+        message = f"on {len(self.brokers)} brokers of cluster {self.target.cluster_name}"
+        conds = [Condition("Ready", True, "TopicApplied", message),
+                 Condition("Reconciling", False, "Reconciled", "")]
+        await write_status(self.ctx, self.body, {
+            "observedGeneration": ref.generation,
+            "topicName": self.model.topic_name,
+            "clusterName": self.target.cluster_name,
+            "brokers": self.brokers,
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+        })
+
+
+def _not_ready(status: Mapping[str, Any]) -> bool:
+    ready = condition_of(status, "Ready")
+    return ready is None or ready.get("status") != "True"
+
+
+class ConsumerGroupReconcile:
+    def __init__(self, body: Mapping[str, Any], ctx: Context) -> None:
+        self.body, self.ctx = body, ctx
+        self.previous: Mapping[str, Any] = body.get("status") or {}
+
+    async def run(self) -> None:
+        await run_steps([self.load, self.resolve_cluster, self.apply_on_brokers, self.update_status])
+
+    async def load(self) -> None:
+        self.model = ConsumerGroupModel.from_body(self.body)
+
+    async def resolve_cluster(self) -> None:
+        target = await resolve_cluster(self.ctx, self.model.ref.namespace, self.model.cluster_ref)
+        assert target is not None
+        self.target = target
+
+    async def apply_on_brokers(self) -> None:
+        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+            self.brokers = await apply_group(admin, self.model, self.target.cluster_name, self.target.draining)
+            self.stats = await group_stats(admin, self.model.group_name)
+        ref = self.model.ref
+        if self.previous.get("observedGeneration") != ref.generation or _not_ready(self.previous):
+            self.ctx.event("Normal", "GroupApplied", f"consumer group {self.model.group_name} on "
+                           f"{', '.join(self.brokers)} of cluster {self.target.cluster_name}")
+
+    async def update_status(self) -> None:
+        ref = self.model.ref
+        conds = [Condition("Ready", True, "GroupApplied", f"on {len(self.brokers)} brokers, "
+                           f"{len(self.stats.members)} members online"),
+                 Condition("Reconciling", False, "Reconciled", "")]
+        await write_status(self.ctx, self.body, {
+            "observedGeneration": ref.generation,
+            "groupName": self.model.group_name,
+            "clusterName": self.target.cluster_name,
+            "brokers": self.brokers,
+            "membersOnline": len(self.stats.members),
+            "members": list(self.stats.members[:50]),
+            "lag": [{"topic": t, "lag": n} for t, n in self.stats.lag_by_topic.items()],
+            "totalLag": self.stats.total_lag,
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+        })
+
+
+# -- deletion (behind finalizers) -----------------------------------------------------------------
+
+
+async def delete_topic_from_brokers(body: Mapping[str, Any], ctx: Context) -> None:
+    try:
+        model = TopicModel.from_body(body)
+    except SpecError:
+        return  # never created
+    target = await resolve_cluster(ctx, model.ref.namespace, model.cluster_ref, for_delete=True)
+    if target is None:
+        ctx.log.info("Broker %s is gone or never served: nothing to delete for topic %s", model.cluster_ref,
+                     model.topic_name)
+        return
+    try:
+        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout) as admin:
+            await delete_topic(admin, model.topic_name, target.cluster_name)
+    except RocketMQUnavailable as e:
+        if e.reason == "ClusterNotReady":
+            ctx.log.info("cluster %s has no broker registered: nothing to delete", target.cluster_name)
+            return
+        raise ReconcileError(e.reason, f"cannot delete topic {model.topic_name}: {e}") from None
+    except RocketMQRefused as e:
+        raise ReconcileError("BrokerRefused", f"cannot delete topic {model.topic_name}: {e}") from None
+    ctx.event("Normal", "TopicDeleted", f"topic {model.topic_name} deleted from cluster {target.cluster_name}")
+
+
+async def delete_group_from_brokers(body: Mapping[str, Any], ctx: Context) -> None:
+    try:
+        model = ConsumerGroupModel.from_body(body)
+    except SpecError:
+        return
+    target = await resolve_cluster(ctx, model.ref.namespace, model.cluster_ref, for_delete=True)
+    if target is None:
+        return
+    try:
+        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout) as admin:
+            await delete_group(admin, model.group_name, target.cluster_name)
+    except RocketMQUnavailable as e:
+        if e.reason == "ClusterNotReady":
+            return
+        raise ReconcileError(e.reason, f"cannot delete group {model.group_name}: {e}") from None
+    except RocketMQRefused as e:
+        raise ReconcileError("BrokerRefused", f"cannot delete group {model.group_name}: {e}") from None
+    ctx.event("Normal", "GroupDeleted", f"consumer group {model.group_name} deleted from cluster {target.cluster_name}")
+
+
+RECONCILERS: dict[str, Callable[[Mapping[str, Any], Context], Any]] = {
+    "NameServer": NameServerReconcile,
+    "Broker": BrokerReconcile,
+    "Topic": TopicReconcile,
+    "ConsumerGroup": ConsumerGroupReconcile,
+}
+
+
+async def reconcile(body: Mapping[str, Any], ctx: Context) -> None:
+    await RECONCILERS[str(body.get("kind"))](body, ctx).run()

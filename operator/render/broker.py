@@ -1,0 +1,256 @@
+"""Broker → per group a ConfigMap (broker.conf), a headless Service, a StatefulSet and a
+PodDisruptionBudget; per cluster a ServiceAccount and a Service.
+
+Roles come from pod ordinals: the ConfigMap's broker.conf is the master's (``brokerId=0``, role
+``ASYNC_MASTER``/``SYNC_MASTER``); the entrypoint (:mod:`pyrocketmq.operator.podconf`) turns it into a
+slave's (``brokerId=<ordinal>``, ``SLAVE``) on ordinals > 0 and sets ``brokerIP1`` to the pod IP.
+
+Updates roll slaves first and the master last: a StatefulSet's rolling update replaces pods from the
+highest ordinal down and waits for each to be Ready, and ordinal 0 is the master. A change of
+broker.conf changes the pod template (``pyrocketmq.io/config-hash``), so it rolls the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..model import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, BrokerModel, headless_service_name
+from ..settings import RenderSettings
+from .common import (
+    ANNOTATION_CONFIG_HASH,
+    CONFIG_MOUNT,
+    RUN_MOUNT,
+    STORE_MOUNT,
+    apply_scheduling,
+    config_hash,
+    container_security_context,
+    metadata,
+    metrics_annotations,
+    pod_disruption_budget,
+    pod_env,
+    pod_security_context,
+    preferred_anti_affinity,
+    selector_labels,
+    service_account,
+)
+
+COMPONENT = "broker"
+CONF_KEY = "broker.conf"
+STORE_VOLUME = "store"
+
+
+def cluster_object_name(model: BrokerModel) -> str:
+    """The cluster-wide Service and ServiceAccount."""
+    return f"{model.ref.name}-broker"
+
+
+def config_map_name(group: str) -> str:
+    return f"{group}-config"
+
+
+def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) -> str:
+    """The master's broker.conf of group ``index`` (keys sorted after the operator's own)."""
+    group = model.group_name(index)
+    owned = {
+        "brokerClusterName": model.cluster_name,
+        "brokerName": group,
+        "brokerId": "0",
+        "brokerRole": model.master_role,
+        "namesrvAddr": ";".join(namesrv_addrs),
+        "listenPort": str(BROKER_PORT),
+        "haListenPort": str(BROKER_HA_PORT),
+        "storePathRootDir": f"{STORE_MOUNT}/store",
+        "flushDiskType": model.flush_disk_type,
+    }
+    lines = [
+        f"# broker.conf of group {group} of Broker {model.ref.namespace}/{model.ref.name}, "
+        "rendered by pyrocketmq-operator.",
+        "# At start the entrypoint sets brokerIP1 to the pod IP and, on ordinals > 0, brokerId=<ordinal>",
+        "# and brokerRole=SLAVE.",
+    ]
+    lines += [f"{k}={v}" for k, v in owned.items()]
+    if model.config:
+        lines.append("# spec.config")
+        lines += [f"{k}={_escape(v)}" for k, v in sorted(model.config.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _escape(value: str) -> str:
+    """Keep a value on one properties line."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def render_broker(
+    model: BrokerModel,
+    namesrv_addrs: Sequence[str],
+    settings: RenderSettings,
+    groups: Iterable[int] | None = None,
+) -> list[dict[str, Any]]:
+    """Every object a Broker wants, in apply order.
+
+    ``groups`` are the group indices to run: ``range(model.groups)`` by default; the reconciler adds
+    the groups still draining after a scale-down so they are kept until they are empty.
+    """
+    indices = sorted(set(range(model.groups) if groups is None else groups))
+    ref = model.ref
+    objects: list[dict[str, Any]] = [
+        service_account(ref, cluster_object_name(model), COMPONENT),
+        _cluster_service(model),
+    ]
+    for index in indices:
+        group = model.group_name(index)
+        conf = broker_conf(model, index, namesrv_addrs)
+        selector = selector_labels(ref, COMPONENT, group)
+        objects += [
+            _config_map(model, group, conf),
+            _headless_service(model, group, selector),
+            _statefulset(model, settings, group, selector, conf),
+            pod_disruption_budget(ref, group, COMPONENT, selector, group=group),
+        ]
+    return objects
+
+
+def _config_map(model: BrokerModel, group: str, conf: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(model.ref, config_map_name(group), COMPONENT, group=group),
+        "data": {CONF_KEY: conf},
+    }
+
+
+def _service_ports(model: BrokerModel, ha: bool) -> list[dict[str, Any]]:
+    ports = [
+        {"name": "remoting", "port": BROKER_PORT, "targetPort": "remoting", "protocol": "TCP"},
+        {"name": "fast", "port": BROKER_FAST_PORT, "targetPort": "fast", "protocol": "TCP"},
+    ]
+    if ha:
+        ports.append({"name": "ha", "port": BROKER_HA_PORT, "targetPort": "ha", "protocol": "TCP"})
+    if model.metrics.enabled:
+        ports.append({"name": "metrics", "port": model.metrics.port, "targetPort": "metrics", "protocol": "TCP"})
+    return ports
+
+
+def _headless_service(model: BrokerModel, group: str, selector: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(model.ref, headless_service_name(group), COMPONENT, group=group),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": dict(selector),
+            "ports": _service_ports(model, ha=True),
+        },
+    }
+
+
+def _cluster_service(model: BrokerModel) -> dict[str, Any]:
+    """A ClusterIP Service over every broker pod of the cluster: for metrics scraping and tools.
+    (RocketMQ clients reach brokers by the addresses the name servers hand out, not through it.)"""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(model.ref, cluster_object_name(model), COMPONENT),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector_labels(model.ref, COMPONENT),
+            "ports": _service_ports(model, ha=False),
+        },
+    }
+
+
+def _statefulset(
+    model: BrokerModel, settings: RenderSettings, group: str, selector: dict[str, str], conf: str
+) -> dict[str, Any]:
+    ports = [
+        {"name": "remoting", "containerPort": BROKER_PORT, "protocol": "TCP"},
+        {"name": "fast", "containerPort": BROKER_FAST_PORT, "protocol": "TCP"},
+        {"name": "ha", "containerPort": BROKER_HA_PORT, "protocol": "TCP"},
+    ]
+    env = pod_env() + [
+        {"name": "HOME", "value": RUN_MOUNT},
+        {"name": "BROKER_CONF_TEMPLATE", "value": f"{CONFIG_MOUNT}/{CONF_KEY}"},
+        {"name": "BROKER_CONF", "value": f"{RUN_MOUNT}/{CONF_KEY}"},
+    ]
+    if model.metrics.enabled:
+        ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
+        env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
+    tcp = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3}
+    container: dict[str, Any] = {
+        "name": "broker",
+        "image": model.image or settings.default_image,
+        "imagePullPolicy": model.image_pull_policy or settings.image_pull_policy,
+        "args": ["broker"],
+        "ports": ports,
+        "env": env,
+        # Recovery after an unclean stop scans the commitlog tail: give it up to 10 minutes.
+        "startupProbe": {**tcp, "failureThreshold": 60},
+        "readinessProbe": {**tcp, "failureThreshold": 3},
+        "livenessProbe": {**tcp, "failureThreshold": 6},
+        "securityContext": container_security_context(),
+        "volumeMounts": [
+            {"name": STORE_VOLUME, "mountPath": STORE_MOUNT},
+            {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
+            {"name": "run", "mountPath": RUN_MOUNT},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    if model.resources:
+        container["resources"] = {k: dict(v) for k, v in model.resources.items()}
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": config_map_name(group)}},
+        {"name": "run", "emptyDir": {}},
+        {"name": "tmp", "emptyDir": {}},
+    ]
+    storage = model.storage
+    claims: list[dict[str, Any]] = []
+    if storage.persistent:
+        claim_spec: dict[str, Any] = {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": storage.size}},
+        }
+        if storage.storage_class_name:
+            claim_spec["storageClassName"] = storage.storage_class_name
+        claims.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": STORE_VOLUME, "labels": dict(selector)},
+                "spec": claim_spec,
+            }
+        )
+    else:
+        volumes.insert(0, {"name": STORE_VOLUME, "emptyDir": {"sizeLimit": storage.size}})
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": cluster_object_name(model),
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 60,
+        "securityContext": pod_security_context(),
+        "containers": [container],
+        "volumes": volumes,
+    }
+    # Master and slaves of one group on different nodes: losing a node must not take a whole group.
+    apply_scheduling(pod_spec, model.scheduling, preferred_anti_affinity(selector))
+    annotations = {ANNOTATION_CONFIG_HASH: config_hash(conf)}
+    annotations.update(metrics_annotations(model.metrics.enabled, model.metrics.port))
+    retention = "Delete" if storage.delete_claim else "Retain"
+    spec: dict[str, Any] = {
+        "serviceName": headless_service_name(group),
+        "replicas": model.replicas_per_group,
+        "podManagementPolicy": "Parallel",
+        # Highest ordinal first, each Ready before the next: slaves first, the master (0) last.
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+        "selector": {"matchLabels": dict(selector)},
+        "template": {"metadata": {"labels": dict(selector), "annotations": annotations}, "spec": pod_spec},
+    }
+    if claims:
+        spec["volumeClaimTemplates"] = claims
+        spec["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": retention, "whenScaled": retention}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": metadata(model.ref, group, COMPONENT, group=group),
+        "spec": spec,
+    }

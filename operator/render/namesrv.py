@@ -1,0 +1,127 @@
+"""NameServer → StatefulSet, headless Service, client Service, PodDisruptionBudget, ServiceAccount.
+
+The headless Service publishes not-ready addresses so that every pod has its DNS name
+(``<ns>-<i>.<ns>-headless.<namespace>.svc``) from the moment it exists: brokers are given those
+names, never pod IPs, and re-resolve them when a name server pod comes back elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import NAMESRV_PORT, NameServerModel, headless_service_name
+from ..settings import RenderSettings
+from .common import (
+    RUN_MOUNT,
+    apply_scheduling,
+    container_security_context,
+    metadata,
+    metrics_annotations,
+    pod_disruption_budget,
+    pod_env,
+    pod_security_context,
+    preferred_anti_affinity,
+    selector_labels,
+    service_account,
+)
+
+COMPONENT = "namesrv"
+
+
+def service_account_name(model: NameServerModel) -> str:
+    return f"{model.ref.name}-namesrv"
+
+
+def render_nameserver(model: NameServerModel, settings: RenderSettings) -> list[dict[str, Any]]:
+    """Every object a NameServer wants, in apply order."""
+    ref = model.ref
+    selector = selector_labels(ref, COMPONENT)
+    return [
+        service_account(ref, service_account_name(model), COMPONENT),
+        _headless_service(model, selector),
+        _client_service(model, selector),
+        _statefulset(model, settings, selector),
+        pod_disruption_budget(ref, ref.name, COMPONENT, selector),
+    ]
+
+
+def _ports(model: NameServerModel) -> list[dict[str, Any]]:
+    ports = [{"name": "remoting", "port": NAMESRV_PORT, "targetPort": "remoting", "protocol": "TCP"}]
+    if model.metrics.enabled:
+        ports.append({"name": "metrics", "port": model.metrics.port, "targetPort": "metrics", "protocol": "TCP"})
+    return ports
+
+
+def _headless_service(model: NameServerModel, selector: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(model.ref, headless_service_name(model.ref.name), COMPONENT),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": dict(selector),
+            "ports": _ports(model),
+        },
+    }
+
+
+def _client_service(model: NameServerModel, selector: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(model.ref, model.ref.name, COMPONENT),
+        "spec": {"type": "ClusterIP", "selector": dict(selector), "ports": _ports(model)},
+    }
+
+
+def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dict[str, str]) -> dict[str, Any]:
+    ref = model.ref
+    ports = [{"name": "remoting", "containerPort": NAMESRV_PORT, "protocol": "TCP"}]
+    env = pod_env() + [{"name": "HOME", "value": RUN_MOUNT}]
+    if model.metrics.enabled:
+        ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
+        env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
+    probe = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3}
+    container: dict[str, Any] = {
+        "name": "namesrv",
+        "image": model.image or settings.default_image,
+        "imagePullPolicy": model.image_pull_policy or settings.image_pull_policy,
+        "args": ["namesrv", "--listen-port", str(NAMESRV_PORT)],
+        "ports": ports,
+        "env": env,
+        "readinessProbe": {**probe, "failureThreshold": 3},
+        "livenessProbe": {**probe, "failureThreshold": 6, "initialDelaySeconds": 10},
+        "securityContext": container_security_context(),
+        "volumeMounts": [{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    if model.resources:
+        container["resources"] = {k: dict(v) for k, v in model.resources.items()}
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": service_account_name(model),
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": pod_security_context(),
+        "containers": [container],
+        "volumes": [{"name": "run", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+    }
+    apply_scheduling(pod_spec, model.scheduling, preferred_anti_affinity(selector))
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": metadata(ref, ref.name, COMPONENT),
+        "spec": {
+            "serviceName": headless_service_name(ref.name),
+            "replicas": model.replicas,
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+            "selector": {"matchLabels": dict(selector)},
+            "template": {
+                "metadata": {
+                    "labels": dict(selector),
+                    "annotations": metrics_annotations(model.metrics.enabled, model.metrics.port),
+                },
+                "spec": pod_spec,
+            },
+        },
+    }

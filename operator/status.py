@@ -1,0 +1,192 @@
+"""Status of the custom resources: conditions and what the operator observed. Pure.
+
+Conditions follow the Kubernetes convention (``type``, ``status`` "True"/"False"/"Unknown",
+``reason`` in CamelCase, ``message`` for people, ``lastTransitionTime`` that only moves when the
+status flips, ``observedGeneration`` = the spec generation the condition is about):
+
+============  ==================================================================================
+type          meaning
+============  ==================================================================================
+Ready         the resource does what its spec says (pods ready; topic/group on every master)
+Reconciling   the operator is still converging (a rollout, a scale-down, a retry after an error)
+Degraded      it worked before and something is now wrong (a master that served is not ready)
+ScaleDownPending  (Broker) a removed group is kept until drained; the reason says what it waits for
+============  ==================================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .model import BROKER_PORT, BrokerModel
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: bool | None
+    reason: str
+    message: str = ""
+
+    @property
+    def status_text(self) -> str:
+        return "Unknown" if self.status is None else ("True" if self.status else "False")
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge_conditions(
+    previous: Iterable[Mapping[str, Any]] | None,
+    new: Sequence[Condition],
+    generation: int,
+    now: str,
+) -> list[dict[str, Any]]:
+    """The condition list after ``new``: one entry per type; a type's ``lastTransitionTime`` is kept
+    unless its status changed; previous types not in ``new`` are kept as they were."""
+    old = {str(c.get("type")): dict(c) for c in previous or () if c.get("type")}
+    out: dict[str, dict[str, Any]] = dict(old)
+    for cond in new:
+        before = old.get(cond.type)
+        changed = before is None or before.get("status") != cond.status_text
+        out[cond.type] = {
+            "type": cond.type,
+            "status": cond.status_text,
+            "reason": cond.reason,
+            "message": cond.message,
+            "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),  # type: ignore[union-attr]
+            "observedGeneration": generation,
+        }
+    order = ["Ready", "Reconciling", "Degraded", "ScaleDownPending"]
+    return sorted(out.values(), key=lambda c: (order.index(c["type"]) if c["type"] in order else len(order), c["type"]))
+
+
+def condition_of(status: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
+    for c in (status or {}).get("conditions") or ():
+        if c.get("type") == type_:
+            return c
+    return None
+
+
+def failure_conditions(reason: str, message: str, step: str | None = None) -> list[Condition]:
+    """Ready=False and Reconciling=True (the operator retries) for a failed reconcile."""
+    where = f" (step {step})" if step else ""
+    return [
+        Condition("Ready", False, reason, message),
+        Condition("Reconciling", True, "Retrying", f"retrying after {reason}{where}"),
+    ]
+
+
+# -- observation of StatefulSets and pods -----------------------------------------------------------
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+def statefulset_rolled_out(sts: Mapping[str, Any]) -> bool:
+    """The controller has seen the latest spec and every replica runs the current revision."""
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    meta = sts.get("metadata") or {}
+    replicas = int(spec.get("replicas", 1))
+    return (
+        int(status.get("observedGeneration") or 0) >= int(meta.get("generation") or 0)
+        and int(status.get("updatedReplicas") or 0) == replicas
+        and (status.get("currentRevision") == status.get("updateRevision"))
+    )
+
+
+def broker_group_status(
+    model: BrokerModel,
+    index: int,
+    statefulset: Mapping[str, Any] | None,
+    pods: Iterable[Mapping[str, Any]],
+    registered: Mapping[int, str] | None,
+    previous: Mapping[str, Any] | None,
+    draining: bool,
+) -> dict[str, Any]:
+    """One entry of ``status.groups``: master and slaves with address and readiness.
+
+    Addresses are what the name servers hold when the operator could ask them (``registered``,
+    broker id → ``ip:port``), else the pod IP and the broker port.
+    """
+    name = model.group_name(index)
+    replicas = int(((statefulset or {}).get("spec") or {}).get("replicas", model.replicas_per_group))
+    by_ordinal: dict[int, Mapping[str, Any]] = {}
+    for pod in pods:
+        pod_name = str((pod.get("metadata") or {}).get("name") or "")
+        head, _, tail = pod_name.rpartition("-")
+        if head == name and tail.isdigit():
+            by_ordinal[int(tail)] = pod
+    registered = registered or {}
+
+    def member(ordinal: int) -> dict[str, Any]:
+        pod = by_ordinal.get(ordinal)
+        ip = ((pod or {}).get("status") or {}).get("podIP")
+        address = registered.get(ordinal) or (f"{ip}:{BROKER_PORT}" if ip else "")
+        ready = pod_ready(pod) if pod is not None else ordinal in registered
+        return {"pod": f"{name}-{ordinal}", "address": address, "ready": bool(ready)}
+
+    master = member(0)
+    slaves = [{**member(o), "brokerId": o} for o in range(1, max(replicas, 1))]
+    ready_replicas = int(((statefulset or {}).get("status") or {}).get("readyReplicas") or 0)
+    if registered and not any((p.get("status") or {}).get("podIP") for p in by_ordinal.values()):
+        # The development hook: brokers run outside pods; count what the name servers know.
+        ready_replicas = max(ready_replicas, len(registered))
+    served = bool((previous or {}).get("servedTraffic")) or master["ready"] or 0 in registered
+    return {
+        "name": name,
+        "phase": "Draining" if draining else "Active",
+        "replicas": replicas,
+        "readyReplicas": ready_replicas,
+        "servedTraffic": served,
+        "master": master,
+        "slaves": slaves,
+    }
+
+
+def broker_conditions(
+    groups: Sequence[Mapping[str, Any]],
+    desired_groups: int,
+    rolled_out: bool,
+    waiting: Sequence[tuple[str, str, str]],
+) -> list[Condition]:
+    """Conditions of a Broker from its group statuses.
+
+    ``waiting`` lists ``(group, reason, message)`` for groups kept until drained.
+    """
+    active = [g for g in groups if g.get("phase") != "Draining"]
+    not_ready = [g for g in active if g.get("readyReplicas", 0) < g.get("replicas", 0)]
+    missing = desired_groups - len(active)
+    conds: list[Condition] = []
+    if missing > 0:
+        conds.append(Condition("Ready", False, "GroupsMissing", f"{missing} of {desired_groups} groups not created yet"))
+    elif not_ready:
+        detail = ", ".join(f"{g['name']} {g.get('readyReplicas', 0)}/{g.get('replicas', 0)}" for g in not_ready)
+        conds.append(Condition("Ready", False, "PodsNotReady", f"pods ready: {detail}"))
+    else:
+        conds.append(Condition("Ready", True, "ClusterReady", f"{len(active)} groups, every pod ready"))
+    if waiting:
+        reason = waiting[0][1]
+        message = "; ".join(f"{g}: {m}" for g, _, m in waiting)
+        conds.append(Condition("ScaleDownPending", True, reason, message))
+        conds.append(Condition("Reconciling", True, "ScalingDown", message))
+    else:
+        conds.append(Condition("ScaleDownPending", False, "NoScaleDown", ""))
+        if not rolled_out:
+            conds.append(Condition("Reconciling", True, "RollingUpdate", "StatefulSets are rolling out their pods"))
+        else:
+            conds.append(Condition("Reconciling", False, "Reconciled", "the cluster matches the spec"))
+    degraded = [g["name"] for g in active if g.get("servedTraffic") and not (g.get("master") or {}).get("ready")]
+    if degraded:
+        conds.append(Condition("Degraded", True, "MasterNotReady", "masters not ready: " + ", ".join(degraded)))
+    else:
+        conds.append(Condition("Degraded", False, "AsExpected", ""))
+    return conds
