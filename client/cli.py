@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import logging
 import os
@@ -391,6 +392,11 @@ def _consume_parser(sub: argparse._SubParsersAction) -> None:
                    help="stop when no message arrives for this many seconds (default: wait forever)")
     p.add_argument("--no-commit", action="store_true", help="do not commit the group's offsets")
     p.add_argument("-q", "--quiet", action="store_true", help="print only a summary")
+    p.add_argument("--push", action="store_true",
+                   help="consume as a push consumer: the group's members share the queues (rebalancing), "
+                        "offsets are persisted as messages are printed")
+    p.add_argument("--orderly", action="store_true", help="with --push: one queue at a time, in offset order")
+    p.add_argument("--broadcast", action="store_true", help="with --push: every member gets every message")
 
 
 def _properties(pairs: list[str], parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -440,6 +446,10 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
 
     if args.count < 0:
         raise UsageError(parser, "argument -c/--count: must not be negative")
+    if args.push:
+        return await run_push_consume(args, parser, out)
+    if args.orderly or args.broadcast:
+        raise UsageError(parser, "--orderly and --broadcast need --push")
     settings = PullConsumerSettings(expression=args.expression, auto_commit=not args.no_commit,
                                     long_poll_ms=5000)
     received = 0
@@ -476,6 +486,53 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
                     out.flush()
         if not args.no_commit:
             await consumer.commit_sync()
+    out.write(f"received {received} message(s) from {args.topic}\n")
+    return 0
+
+
+async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentParser, out: TextIO) -> int:
+    """``consume --push``: a PushConsumer prints what its listener gets; messages past ``--count``
+    are held unanswered until shutdown, so the persisted offsets never pass what was printed."""
+    from .push_consumer import ConsumeResult, PushConsumer
+    from .settings import PushConsumerSettings
+
+    if args.no_commit:
+        raise UsageError(parser, "--no-commit cannot be combined with --push (a push consumer persists its offsets)")
+    settings = PushConsumerSettings(consume_from="first" if args.from_beginning else "last",
+                                    message_model="BROADCASTING" if args.broadcast else "CLUSTERING")
+    received = 0
+    last = time.monotonic()
+    done = asyncio.Event()
+    never = asyncio.Event()
+
+    async def listener(msgs: list[Any], ctx: Any) -> ConsumeResult:
+        nonlocal received, last
+        for m in msgs:
+            if args.count and received >= args.count:
+                done.set()
+                await never.wait()  # cancelled at shutdown: not acknowledged, consumed again later
+            received += 1
+            last = time.monotonic()
+            if not args.quiet:
+                out.write(f"[{m.topic} q{m.queue_id}@{m.queue_offset}] msgId={m.msg_id} tags={m.tags or ''} "
+                          f"keys={' '.join(m.keys)} reconsumeTimes={m.reconsume_times} body={body_text(m.body, 1024)}\n")
+                out.flush()
+        if args.count and received >= args.count:
+            done.set()
+        return ConsumeResult.SUCCESS
+
+    consumer = PushConsumer(args.group, args.namesrv, settings)
+    consumer.subscribe(args.topic, args.expression)
+    consumer.register_listener(listener, orderly=args.orderly)
+    await consumer.start()
+    try:
+        while not done.is_set():
+            if args.timeout > 0 and time.monotonic() - last > args.timeout:
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(done.wait(), 0.2)
+    finally:
+        await consumer.shutdown(grace=2.0)
     out.write(f"received {received} message(s) from {args.topic}\n")
     return 0
 

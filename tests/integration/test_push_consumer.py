@@ -197,3 +197,31 @@ def test_broadcasting_every_consumer_gets_every_message_and_offsets_survive_a_re
             assert len(col.bodies()) == len(set(col.bodies()))
 
     asyncio.run(run())
+
+
+def test_cli_consume_push_prints_count_messages_and_persists_only_those(namesrv, broker):
+    topic, group = "CliPush", "cg_cli_push"
+
+    async def send():
+        await create_topic(namesrv.addr, broker.addr, topic, 2)
+        steady = Steady(namesrv.addr, topic, interval=0.0)
+        await steady.start()
+        while len(steady.sent) < 12:
+            await asyncio.sleep(0.01)
+        await steady.stop()
+        return steady.sent
+
+    sent = asyncio.run(send())
+
+    def consume(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", topic,
+                               "-g", group, "--push", *extra], capture_output=True, text=True, timeout=120)
+
+    first = consume("--from-beginning", "-c", "5")
+    assert first.returncode == 0, first.stderr
+    assert "received 5 message(s)" in first.stdout
+    printed = [line.rsplit("body=", 1)[1] for line in first.stdout.splitlines() if "body=" in line]
+    rest = consume("--timeout", "5")
+    assert rest.returncode == 0, rest.stderr
+    printed += [line.rsplit("body=", 1)[1] for line in rest.stdout.splitlines() if "body=" in line]
+    assert set(printed) == set(sent), "the second run continues where the first one's printed messages end"
