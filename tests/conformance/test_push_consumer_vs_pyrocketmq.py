@@ -100,3 +100,29 @@ def test_java_push_consumer_orderly(short_delay_cluster, java):
         expected_queues[s["queueId"]] += 1
     for qid, offsets in per_queue.items():
         assert offsets == list(range(expected_queues[qid])), f"queue {qid} consumed out of order: {offsets}"
+
+
+def test_java_push_consumer_rewound_by_the_java_admin(short_delay_cluster, java):
+    """resetOffsetByTimestamp from DefaultMQAdminExt (222) while the push consumer runs: the broker
+    tells it (220) and it consumes everything again from the start."""
+    cluster = short_delay_cluster
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"PushR_{suffix}", f"cg_push_r_{suffix}"
+    sent = _produce(java, cluster, topic)
+    result = java.run(
+        "PushConsumerScenario", [cluster.namesrv_addr, topic, group, "rewind", COUNT, 150], timeout=200
+    ).json()
+    assert result["reset"] == {f"{cluster.broker_name}/{q}": 0 for q in range(4)}
+    # the Java admin's connection list (203) and running info relayed to the consumer (307)
+    [conn] = result["connections"]
+    assert conn["language"] == "JAVA" and conn["version"] > 0
+    assert sorted(result["subscriptions"]) == sorted([topic, f"%RETRY%{group}"])
+    running = result["runningInfo"]
+    # the topic's 4 queues, plus the retry queue once the consumer's route for it is in
+    assert running["consumeType"] == "CONSUME_PASSIVELY" and running["queues"] in (4, 5)
+    assert sorted(running["topics"]) == sorted([topic, f"%RETRY%{group}"])
+    assert not result["timedOut"], f"timed out after {len(result['deliveries'])} deliveries"
+    counts: dict[str, int] = defaultdict(int)
+    for d in result["deliveries"]:
+        counts[d["userProperties"]["idx"]] += 1
+    assert set(counts) == set(sent) and min(counts.values()) >= 2
