@@ -14,12 +14,19 @@ class BrokerStats:
         self.get_bytes = 0
         self.put_by_topic: dict[str, int] = defaultdict(int)
         self.get_by_topic: dict[str, int] = defaultdict(int)
+        self.send_back_by_group: dict[str, int] = defaultdict(int)
+        """Messages consumers sent back to ``%RETRY%<group>`` (CONSUMER_SEND_MSG_BACK), per group."""
+        self.dead_letter_by_group: dict[str, int] = defaultdict(int)
+        """Messages that went to ``%DLQ%<group>``, per group."""
         self._mark = (time.monotonic(), 0, 0)
 
     def on_put(self, topic: str, count: int, nbytes: int) -> None:
         self.put_count += count
         self.put_bytes += nbytes
         self.put_by_topic[topic] += count
+
+    def on_send_back(self, group: str, dead_letter: bool) -> None:
+        (self.dead_letter_by_group if dead_letter else self.send_back_by_group)[group] += 1
 
     def on_get(self, topic: str, count: int, nbytes: int) -> None:
         self.get_count += count

@@ -22,7 +22,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import Connection
 
-from ..topic_config import check_topic_name
+from ..topic_config import SCHEDULE_TOPIC, check_topic_name
 
 if TYPE_CHECKING:
     from ..app import Broker
@@ -183,4 +183,10 @@ class AdminProcessor:
             "pullThreadPoolQueueSize": "0",
             "pullThreadPoolQueueCapacity": "100000",
         }
+        schedule = broker.schedule
+        if schedule is not None:
+            # mqadmin brokerStatus: "delivered up to, stored up to" per delay level
+            for level in range(1, len(schedule.levels_ms) + 1):
+                stored = broker.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+                table[f"scheduleMessageOffset_{level}"] = f"{schedule.offsets.get(level, 0)},{stored}"
         return cmd.response(ResponseCode.SUCCESS, body=KVTable(table=table).to_json())

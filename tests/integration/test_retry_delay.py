@@ -170,6 +170,9 @@ def test_a_delayed_message_is_not_consumable_before_its_time_and_is_after(broker
         assert m.tags == "T1" and m.reconsume_times == 0 and "DELAY" not in m.properties
         assert m.properties["REAL_TOPIC"] == "DelayTopic"
         assert m.born_host[0] == "127.0.0.1" and m.store_host == ("127.0.0.1", broker.port)
+        info = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5)
+        table = orjson.loads(info.body)["table"]
+        assert table["scheduleMessageOffset_18"] == "1,1" and table["scheduleMessageOffset_1"] == "0,0"
         await client.close()
 
     asyncio.run(run())
