@@ -1,0 +1,290 @@
+"""The Spark data source's blocking calls to the cluster, built on :mod:`pyrocketmq.client`.
+
+No Spark imports: the driver-side reader, the executor tasks and the writer call these.
+
+- :class:`QueueDirectory` (driver): the queues of the topics, their min / max offsets, offsets
+  by timestamp, the group's committed offsets, and commits (UPDATE_CONSUMER_OFFSET).
+- :func:`read_range` (executors): the messages of one :class:`~.planning.QueueRange`, pulled in
+  order with plain (non-suspended) pulls; offsets below the queue's min are data loss.
+- :func:`send_messages` (executors): send with a bounded number of sends in flight.
+
+Clients are cached per process (Spark reuses its Python workers, so a task does not reconnect),
+keyed by name servers, group and timeouts, and driven on the client's shared loop thread. Their
+instance name is ``spark-<pid>`` so they never share a client instance (and its group table) with
+user clients of the same process.
+
+Errors say what to do: an unknown topic is a :class:`~pyrocketmq.client.errors.TopicNotFoundError`
+naming the topic and name server; an unreachable name server a
+:class:`~pyrocketmq.client.errors.MQConnectionError` naming the ``nameServer`` option; lost
+messages a :class:`~.offsets.DataLossError` (with ``failOnDataLoss=true``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import TypeVar
+
+from pyrocketmq.client.errors import (
+    MQBrokerError,
+    MQConnectionError,
+    MQError,
+    MQTimeoutError,
+    TopicNotFoundError,
+)
+from pyrocketmq.client.loop_thread import shared_loop
+from pyrocketmq.client.message import Message, SendResult
+from pyrocketmq.client.producer import Producer
+from pyrocketmq.client.pull_consumer import PullConsumer, PullStatus
+from pyrocketmq.client.settings import ClientSettings, ProducerSettings, PullConsumerSettings
+from pyrocketmq.remoting.body import MessageQueue
+from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.message import MessageExt
+
+from .offsets import DataLossError, Loss, Offsets, data_loss_error
+from .options import SinkOptions, SourceOptions
+from .planning import QueueRange
+
+log = logging.getLogger("pyrocketmq.spark")
+T = TypeVar("T")
+
+TRANSIENT_ATTEMPTS = 3
+_lock = threading.Lock()
+_consumers: dict[tuple, PullConsumer] = {}
+_producers: dict[tuple, Producer] = {}
+
+
+def _client_settings(name_server: str, request_timeout_ms: int) -> ClientSettings:
+    return ClientSettings(
+        namesrv_addr=name_server,
+        instance_name=f"spark-{os.getpid()}",
+        request_timeout=request_timeout_ms / 1000.0,
+        connect_timeout=min(3.0, request_timeout_ms / 1000.0),
+    )
+
+
+def _run(coro: Awaitable[T]) -> T:
+    return shared_loop().run(coro)  # type: ignore[arg-type]
+
+
+def consumer_for(name_server: str, group: str, request_timeout_ms: int = 3000,
+                 pull_timeout_ms: int = 10_000) -> PullConsumer:
+    """The process's started :class:`PullConsumer` for these settings (no assignment, no auto-commit)."""
+    key = (name_server, group, request_timeout_ms, pull_timeout_ms)
+    with _lock:
+        consumer = _consumers.get(key)
+        if consumer is None:
+            settings = PullConsumerSettings(auto_commit=False, long_poll_ms=0, pull_timeout=pull_timeout_ms / 1000.0)
+            consumer = PullConsumer(group, name_server, settings, _client_settings(name_server, request_timeout_ms))
+            _run(consumer.start())
+            _consumers[key] = consumer
+        return consumer
+
+
+def producer_for(name_server: str, group: str, send_timeout_ms: int = 3000, request_timeout_ms: int = 3000) -> Producer:
+    """The process's started :class:`Producer` for these settings."""
+    key = (name_server, group, send_timeout_ms, request_timeout_ms)
+    with _lock:
+        producer = _producers.get(key)
+        if producer is None:
+            producer = Producer(group, name_server, ProducerSettings(send_timeout=send_timeout_ms / 1000.0),
+                                _client_settings(name_server, request_timeout_ms))
+            _run(producer.start())
+            _producers[key] = producer
+        return producer
+
+
+def _explain(e: MQError, name_server: str) -> MQError:
+    if isinstance(e, MQConnectionError | MQTimeoutError) and "name server" in str(e):
+        err = type(e)(f"{e}; check the option nameServer={name_server!r} and that the name server runs")
+        err.__cause__ = e
+        return err
+    return e
+
+
+async def _gather_map(queues: Iterable[MessageQueue], fn: Callable[[MessageQueue], Awaitable[int]]) -> Offsets:
+    qs = list(queues)
+    values = await asyncio.gather(*(fn(mq) for mq in qs))
+    return dict(zip(qs, values, strict=True))
+
+
+class QueueDirectory:
+    """Driver-side facts about the source's queues, and the group's offset commits.
+
+    Example::
+
+        d = QueueDirectory(SourceOptions.from_options({"nameServer": ns, "topic": "Orders"}))
+        queues = d.queues()
+        print(d.min_offsets(queues), d.max_offsets(queues))
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        try:
+            self.consumer = consumer_for(opts.name_server, opts.group, opts.request_timeout_ms, opts.pull_timeout_ms)
+        except MQError as e:
+            raise _explain(e, opts.name_server) from None
+
+    def _call(self, coro: Awaitable[T]) -> T:
+        try:
+            return _run(coro)
+        except MQError as e:
+            raise _explain(e, self.opts.name_server) from None
+
+    def queues(self) -> list[MessageQueue]:
+        """Every readable queue of every topic of the source (sorted); a topic without a route
+        is a :class:`TopicNotFoundError`."""
+
+        async def all_queues() -> list[MessageQueue]:
+            out: list[MessageQueue] = []
+            for topic in self.opts.topics:
+                try:
+                    out.extend(await self.consumer.fetch_queues(topic))
+                except MQBrokerError as e:
+                    if e.code != ResponseCode.TOPIC_NOT_EXIST:
+                        raise
+                    raise TopicNotFoundError(
+                        ResponseCode.TOPIC_NOT_EXIST,
+                        f"topic {topic!r} is not known to name server {self.opts.name_server}",
+                        e.broker_addr,
+                    ) from None
+            return sorted(set(out))
+
+        return self._call(all_queues())
+
+    def min_offsets(self, queues: Iterable[MessageQueue]) -> Offsets:
+        return self._call(_gather_map(queues, self.consumer.min_offset))
+
+    def max_offsets(self, queues: Iterable[MessageQueue]) -> Offsets:
+        return self._call(_gather_map(queues, self.consumer.max_offset))
+
+    def committed(self, queues: Iterable[MessageQueue]) -> Offsets:
+        """The group's committed offsets (-1 where none is stored)."""
+        return self._call(_gather_map(queues, self.consumer.committed))
+
+    def offsets_for_time(self, queues: Iterable[MessageQueue], timestamp_ms: int) -> Offsets:
+        """Per queue, the first offset whose message was stored at or after ``timestamp_ms``
+        (the queue's max offset when every message is older)."""
+
+        async def one(mq: MessageQueue) -> int:
+            inst = self.consumer.instance
+            lo, hi = await inst.min_offset(mq), await inst.max_offset(mq)
+            if hi <= lo:
+                return hi
+            off = max(lo, min(await inst.search_offset(mq, timestamp_ms), hi))
+            # The broker answers the offset stored *closest* to the time (RocketMQ 4.x), which may
+            # be the one just before it: step forward to the first one stored at or after it.
+            while off < hi:
+                got = await self.consumer.pull(mq, off, 1)
+                if not got.messages or got.messages[0].store_timestamp >= timestamp_ms:
+                    break
+                off = got.messages[0].queue_offset + 1
+            return off
+
+        return self._call(_gather_map(queues, one))
+
+    def commit(self, offsets: Offsets) -> None:
+        """Store ``offsets`` as the group's consumer offsets and wait for the brokers."""
+        self._call(self.consumer.commit_sync(dict(offsets)))
+
+
+def _retrying(fn: Callable[[], Awaitable[T]], what: str) -> T:
+    for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
+        try:
+            return _run(fn())
+        except (MQConnectionError, MQTimeoutError) as e:
+            if attempt == TRANSIENT_ATTEMPTS:
+                raise
+            log.warning("%s failed (%s); attempt %d of %d", what, e, attempt + 1, TRANSIENT_ATTEMPTS)
+            time.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
+def read_range(opts: SourceOptions, r: QueueRange) -> Iterator[MessageExt]:
+    """The messages of ``r`` (offsets ``[start, end)``) that match the tag filter, in offset order.
+
+    With ``failOnDataLoss``, offsets below the queue's min offset, or planned offsets the broker
+    no longer has, raise :class:`DataLossError`; without, they are skipped with a warning.
+
+    Example::
+
+        for msg in read_range(opts, QueueRange("Orders", "broker-a", 0, 0, 100)):
+            print(msg.queue_offset, msg.body)
+    """
+    consumer = consumer_for(opts.name_server, opts.group, opts.request_timeout_ms, opts.pull_timeout_ms)
+    mq = r.mq
+    offset = r.start
+    timeout = opts.pull_timeout_ms / 1000.0
+    while offset < r.end:
+        n = min(opts.pull_batch_size, r.end - offset)
+        at = offset
+        result = _retrying(lambda at=at, n=n: consumer.pull(mq, at, n, opts.expression, 0, timeout),
+                           f"pull of {mq} at {offset}")
+        if result.status is PullStatus.FOUND:
+            for msg in result.messages:
+                if msg.queue_offset >= r.end:
+                    return
+                if msg.queue_offset >= offset:
+                    yield msg
+            if result.next_begin_offset <= offset:
+                raise MQBrokerError(ResponseCode.SYSTEM_ERROR, f"pull of {mq} at {offset} did not advance")
+            offset = result.next_begin_offset
+        elif result.status is PullStatus.NO_MATCHED_MSG:
+            if result.next_begin_offset <= offset:
+                raise MQBrokerError(ResponseCode.SYSTEM_ERROR, f"pull of {mq} at {offset} did not advance")
+            offset = result.next_begin_offset
+        elif result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+            loss = Loss(mq, offset, min(result.min_offset, r.end))
+            if opts.fail_on_data_loss:
+                raise data_loss_error([loss], " (found while reading)")
+            log.warning("skipping %d lost message(s) of %s: offsets %d..%d are gone", loss.lost, mq, offset,
+                        loss.available)
+            offset = result.min_offset
+        else:
+            # NO_NEW_MSG or an offset past the max: the planned offsets are not (or no longer) there.
+            if opts.fail_on_data_loss:
+                raise DataLossError(
+                    f"{mq.topic}/{mq.broker_name}/{mq.queue_id}: offsets {offset}..{r.end} were planned but the "
+                    f"broker holds {result.min_offset}..{result.max_offset} (was the queue or broker reset?). "
+                    "Set failOnDataLoss=false to skip them."
+                )
+            log.warning("%s: offsets %d..%d are not on the broker (it holds %d..%d); skipping", mq, offset, r.end,
+                        result.min_offset, result.max_offset)
+            return
+
+
+def send_messages(opts: SinkOptions, messages: Iterable[Message], chunk: int = 1024) -> int:
+    """Send every message (at most ``maxInFlight`` at once); returns how many were sent.
+
+    Raises the first send error after the sends in flight finish; earlier messages stay sent
+    (at-least-once: a retried task sends them again).
+    """
+    producer = producer_for(opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.request_timeout_ms)
+    sent = 0
+
+    async def send_chunk(msgs: list[Message]) -> list[SendResult]:
+        sem = asyncio.Semaphore(opts.max_in_flight)
+
+        async def one(m: Message) -> SendResult:
+            async with sem:
+                return await producer.send(m)
+
+        results = await asyncio.gather(*(one(m) for m in msgs), return_exceptions=True)
+        for res in results:
+            if isinstance(res, BaseException):
+                raise res
+        return [r for r in results if isinstance(r, SendResult)]
+
+    buf: list[Message] = []
+    for msg in messages:
+        buf.append(msg)
+        if len(buf) >= chunk:
+            sent += len(_run(send_chunk(buf)))
+            buf = []
+    if buf:
+        sent += len(_run(send_chunk(buf)))
+    return sent

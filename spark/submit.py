@@ -1,0 +1,146 @@
+"""Spark-on-Kubernetes submission: the ``spark-submit`` argument list and the ``SparkApplication``.
+
+Pure: no Spark, no Kubernetes client. One :class:`K8sJob` describes a job (image, namespace,
+service account, resources, the application file inside the image and its arguments); two
+renderers turn it into what each submission path needs:
+
+- :func:`spark_submit_args` — ``spark-submit --master k8s://… --deploy-mode cluster …``: Spark's
+  own client creates the driver Pod, which creates the executor Pods;
+- :func:`spark_application` — a ``SparkApplication`` (``sparkoperator.k8s.io/v1beta2``) for the
+  Kubeflow Spark operator, which runs that same ``spark-submit`` in the cluster.
+
+Both give the driver the service account (it needs RBAC to create and watch executor Pods, see
+``spark/k8s/rbac.yaml``) and the image; the image must hold Java 17, PySpark and pyrocketmq, and
+the application file at a ``local://`` path (``spark/k8s/Dockerfile`` builds one).
+
+Example::
+
+    job = K8sJob(api_server="https://127.0.0.1:6443", image="pyrocketmq-spark:dev",
+                 app_args=("--name-server", "pyrocketmq-namesrv:9876"))
+    subprocess.run(spark_submit_args(job), check=True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_IMAGE = "pyrocketmq-spark:dev"
+DEFAULT_APP_FILE = "local:///opt/pyrocketmq/pipelines/order_totals.py"
+SPARK_VERSION = "4.3.0"
+
+
+@dataclass(frozen=True, slots=True)
+class K8sJob:
+    """One Spark job on Kubernetes."""
+
+    api_server: str = "https://kubernetes.default.svc"
+    """The API server URL (``k8s://`` is added when missing)."""
+    image: str = DEFAULT_IMAGE
+    """Image of driver and executors (``spark.kubernetes.container.image``)."""
+    namespace: str = "default"
+    """Namespace of the driver and executor Pods."""
+    service_account: str = "spark"
+    """Service account of the driver, allowed to manage its executor Pods."""
+    name: str = "order-totals"
+    """Application name; the driver Pod is ``<name>-…-driver``."""
+    app_file: str = DEFAULT_APP_FILE
+    """The Python file to run (``local://`` = inside the image)."""
+    app_args: tuple[str, ...] = ()
+    """Arguments of the application."""
+    executors: int = 1
+    """``spark.executor.instances``."""
+    driver_cores: int = 1
+    driver_memory: str = "1g"
+    executor_cores: int = 1
+    executor_memory: str = "1g"
+    pull_policy: str = "IfNotPresent"
+    """``spark.kubernetes.container.image.pullPolicy``."""
+    labels: Mapping[str, str] = field(default_factory=lambda: {"app.kubernetes.io/part-of": "pyrocketmq"})
+    """Labels on the driver and executor Pods."""
+    conf: Mapping[str, str] = field(default_factory=dict)
+    """More ``--conf`` entries (they win over the generated ones)."""
+
+
+def k8s_master(api_server: str) -> str:
+    """``https://host:6443`` → ``k8s://https://host:6443`` (kept as is when already prefixed).
+
+    >>> k8s_master("https://10.0.0.1:6443"), k8s_master("k8s://https://x")
+    ('k8s://https://10.0.0.1:6443', 'k8s://https://x')
+    """
+    return api_server if api_server.startswith("k8s://") else f"k8s://{api_server}"
+
+
+def spark_conf(job: K8sJob) -> dict[str, str]:
+    """The Spark configuration of ``job`` (what ``--conf`` carries)."""
+    conf = {
+        "spark.kubernetes.container.image": job.image,
+        "spark.kubernetes.container.image.pullPolicy": job.pull_policy,
+        "spark.kubernetes.namespace": job.namespace,
+        "spark.kubernetes.authenticate.driver.serviceAccountName": job.service_account,
+        "spark.executor.instances": str(job.executors),
+        "spark.driver.cores": str(job.driver_cores),
+        "spark.driver.memory": job.driver_memory,
+        "spark.executor.cores": str(job.executor_cores),
+        "spark.executor.memory": job.executor_memory,
+        "spark.kubernetes.pyspark.pythonVersion": "3",
+    }
+    for k, v in sorted(job.labels.items()):
+        conf[f"spark.kubernetes.driver.label.{k}"] = v
+        conf[f"spark.kubernetes.executor.label.{k}"] = v
+    conf.update({str(k): str(v) for k, v in job.conf.items()})
+    return conf
+
+
+def spark_submit_args(job: K8sJob, spark_submit: str = "spark-submit") -> list[str]:
+    """The ``spark-submit`` command line that runs ``job`` in cluster mode.
+
+    >>> args = spark_submit_args(K8sJob(api_server="https://h:6443", app_args=("--x", "1")))
+    >>> args[:6]
+    ['spark-submit', '--master', 'k8s://https://h:6443', '--deploy-mode', 'cluster', '--name']
+    >>> args[-3:]
+    ['local:///opt/pyrocketmq/pipelines/order_totals.py', '--x', '1']
+    """
+    args = [spark_submit, "--master", k8s_master(job.api_server), "--deploy-mode", "cluster", "--name", job.name]
+    for k, v in spark_conf(job).items():
+        args += ["--conf", f"{k}={v}"]
+    return [*args, job.app_file, *job.app_args]
+
+
+def spark_application(job: K8sJob) -> dict[str, Any]:
+    """The Kubeflow Spark operator's ``SparkApplication`` for ``job``."""
+    generated = spark_conf(job)
+    # What the operator sets from dedicated fields stays out of sparkConf.
+    dedicated = {
+        "spark.kubernetes.container.image", "spark.kubernetes.container.image.pullPolicy",
+        "spark.kubernetes.namespace", "spark.kubernetes.authenticate.driver.serviceAccountName",
+        "spark.executor.instances", "spark.driver.cores", "spark.driver.memory", "spark.executor.cores",
+        "spark.executor.memory", "spark.kubernetes.pyspark.pythonVersion",
+    }
+    extra = {k: v for k, v in generated.items() if k not in dedicated and ".label." not in k}
+    labels = dict(sorted(job.labels.items()))
+    spec: dict[str, Any] = {
+        "type": "Python",
+        "pythonVersion": "3",
+        "mode": "cluster",
+        "image": job.image,
+        "imagePullPolicy": job.pull_policy,
+        "mainApplicationFile": job.app_file,
+        "arguments": list(job.app_args),
+        "sparkVersion": SPARK_VERSION,
+        "restartPolicy": {"type": "OnFailure", "onFailureRetries": 3, "onFailureRetryInterval": 10,
+                          "onSubmissionFailureRetries": 3, "onSubmissionFailureRetryInterval": 20},
+        "driver": {"cores": job.driver_cores, "memory": job.driver_memory,
+                   "serviceAccount": job.service_account, "labels": labels},
+        "executor": {"instances": job.executors, "cores": job.executor_cores, "memory": job.executor_memory,
+                     "labels": labels},
+    }
+    if extra:
+        spec["sparkConf"] = extra
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": {"name": job.name, "namespace": job.namespace},
+        "spec": spec,
+    }

@@ -1,0 +1,100 @@
+"""Streaming reads: admission control, group offsets on the broker, kill and restart with a checkpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pyrocketmq.remoting.body import MessageQueue
+
+from .conftest import REPO_ROOT, spark_env
+
+
+def _stream(spark, rmq, topic, **opts):
+    reader = spark.readStream.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", topic)
+    for k, v in opts.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def _run_available_now(df, out, checkpoint):
+    q = (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+         .trigger(availableNow=True).start())
+    assert q.awaitTermination(180), "the AvailableNow query did not finish"
+    assert q.exception() is None, q.exception()
+    return q
+
+
+def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance(spark, rmq, tmp_path):
+    rmq.create_topic("SparkStream", queues=4)
+    rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(50)])
+    df = _stream(spark, rmq, "SparkStream", consumerGroup="spark-stream-g", startingOffsets="earliest",
+                 maxRecordsPerBatch=7).selectExpr("CAST(body AS STRING) AS body", "queueId", "queueOffset")
+
+    q = _run_available_now(df, tmp_path / "out", tmp_path / "ckpt")
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert sum(sizes) == 50 and max(sizes) <= 7 and len(sizes) >= 8, sizes
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(r.body for r in rows) == sorted(f"s-{i}" for i in range(50))
+
+    committed = rmq.committed("spark-stream-g", "SparkStream")
+    assert sum(committed.values()) == 50, committed
+
+    # More messages, the same checkpoint: the query resumes and the group's offsets move on.
+    rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(50, 80)])
+    q = _run_available_now(df, tmp_path / "out", tmp_path / "ckpt")
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(r.body for r in rows) == sorted(f"s-{i}" for i in range(80))
+    after = rmq.committed("spark-stream-g", "SparkStream")
+    assert after == rmq.max_offsets("SparkStream")
+    assert all(after[mq] >= committed[mq] for mq in committed) and sum(after.values()) == 80
+    assert isinstance(next(iter(after)), MessageQueue)
+
+
+def _job(rmq, topic, out, ckpt, mode, log):
+    args = [sys.executable, str(Path(__file__).with_name("stream_job.py")), rmq.ns, topic, str(out), str(ckpt), "20", mode]
+    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=spark_env(), cwd=REPO_ROOT,
+                            start_new_session=True)
+
+
+def test_killed_query_restarts_from_checkpoint_without_loss_or_duplicates(spark, rmq, tmp_path):
+    rmq.create_topic("SparkKill", queues=4)
+    first = [f"k-{i}" for i in range(200)]
+    rmq.produce("SparkKill", [b.encode() for b in first])
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    log_path = tmp_path / "job.log"
+    with open(log_path, "ab") as log:
+        job = _job(rmq, "SparkKill", out, ckpt, "forever", log)
+        try:
+            deadline = time.monotonic() + 180
+            commits = ckpt / "commits"
+            while len(list(commits.glob("[0-9]*"))) < 3:
+                assert job.poll() is None, log_path.read_text(errors="replace")[-3000:]
+                assert time.monotonic() < deadline, "no micro-batch committed:\n" + log_path.read_text(errors="replace")[-3000:]
+                time.sleep(0.1)
+        finally:
+            os.killpg(job.pid, signal.SIGKILL)  # no shutdown hooks: an abrupt end mid-stream
+            job.wait(30)
+    done = len(list((ckpt / "commits").glob("[0-9]*")))
+    assert done < 10, f"the query finished all {done} batches before it was killed; nothing was tested"
+
+    second = [f"k-{i}" for i in range(200, 260)]  # written while the query is down
+    rmq.produce("SparkKill", [b.encode() for b in second])
+    with open(log_path, "ab") as log:
+        job = _job(rmq, "SparkKill", out, ckpt, "available-now", log)
+        try:
+            assert job.wait(240) == 0, log_path.read_text(errors="replace")[-3000:]
+        finally:
+            if job.poll() is None:
+                os.killpg(job.pid, signal.SIGKILL)
+
+    rows = spark.read.parquet(str(out)).collect()
+    bodies = [r.body for r in rows]
+    assert len(bodies) == len(set(bodies)), "duplicates in the sink"
+    assert sorted(bodies) == sorted(first + second)
+    assert len({(r.queueId, r.queueOffset) for r in rows}) == 260
+    assert sum(rmq.committed("spark-kill-restart", "SparkKill").values()) == 260
