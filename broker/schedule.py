@@ -93,6 +93,11 @@ class ScheduleService:
             log.warning("delay level %d: offset %d below the queue's min %d; skipping ahead", level, offset, cq.min_offset)
             offset = cq.min_offset
             self._set(level, offset)
+        elif offset > cq.max_offset:
+            # The queue lost its tail (a torn commitlog after a crash): resume at its end.
+            log.warning("delay level %d: offset %d past the queue's max %d; moving back", level, offset, cq.max_offset)
+            offset = cq.max_offset
+            self._set(level, offset)
         level_ms = self.levels_ms[level - 1]
         delivered = 0
         while offset < cq.max_offset and delivered < BATCH:

@@ -26,6 +26,7 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import LanguageCode, RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, ResetOffsetRequestHeader
+from pyrocketmq.remoting.message import decode_offset_msg_id
 from pyrocketmq.remoting.transport import Connection, RemotingError, RemotingTimeoutError
 
 from ..queue_lock import QueueLockTable
@@ -173,7 +174,19 @@ class ConsumerProcessor:
             channel = next((c for c in info.channels.values() if c.client_id == client_id), None)
         if channel is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
-        request = RemotingCommand.request(cmd.code, dict(cmd.ext_fields), cmd.body)
+        fields = dict(cmd.ext_fields)
+        body = cmd.body
+        if cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            # The consumer gets the stored message itself, found by the offset id (as Java does).
+            fields["brokerName"] = self.broker.settings.identity.broker_name
+            try:
+                _, _, offset = decode_offset_msg_id(fields.get("msgId") or "")
+                body = self.broker.store.look_message_by_offset(offset)
+            except ValueError:
+                body = None
+            if body is None:
+                return cmd.response(ResponseCode.SYSTEM_ERROR, f"no message with the offset id {fields.get('msgId')!r}")
+        request = RemotingCommand.request(cmd.code, fields, body)
         return self._relay(cmd, channel.conn, request, group, client_id)
 
     async def _relay(self, cmd: RemotingCommand, target: Connection, request: RemotingCommand, group: str, client_id: str):

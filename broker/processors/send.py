@@ -139,6 +139,8 @@ class SendProcessor:
         wait = b"WAIT\x01false" not in raw_props
         # Like Java 4.9: WAIT only steers this answer, so it is not stored (9 bytes per message).
         raw_props = strip_property(raw_props, b"WAIT")
+        if topic != h.topic:  # a retry turned dead letter: it waits for nothing
+            raw_props = strip_property(raw_props, b"DELAY")
         if raw_props and not raw_props.endswith(b"\x02"):
             raw_props += b"\x02"
         props_bytes = raw_props + self.cluster_prop

@@ -39,6 +39,7 @@ class FakeConsumer:
         for code in (RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, RequestCode.RESET_CONSUMER_CLIENT_OFFSET):
             self.client.register(code, self._record)
         self.client.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._running_info)
+        self.client.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._consume_directly)
 
     def _record(self, conn, cmd):
         self.received.append(cmd)
@@ -47,6 +48,11 @@ class FakeConsumer:
     def _running_info(self, conn, cmd):
         self.received.append(cmd)
         return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps({"properties": {"clientId": self.client_id}}))
+
+    def _consume_directly(self, conn, cmd):
+        self.received.append(cmd)
+        [m] = decode_messages(cmd.body)
+        return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps({"consumeResult": "CR_SUCCESS", "body": m.body.decode()}))
 
     def codes(self) -> list[int]:
         return [c.code for c in self.received]
@@ -123,6 +129,14 @@ def test_members_are_notified_and_listed(broker):
             15,
         )
         assert resp.code == ResponseCode.SYSTEM_ERROR and "not online" in resp.remark
+
+        # CONSUME_MESSAGE_DIRECTLY: the broker attaches the stored message found by its offset id
+        sent = await admin.invoke(broker.addr, send_v2("T", b"direct", queue_id=0), 5)
+        fields = {"consumerGroup": "cg_members", "clientId": "10.0.0.1@a", "msgId": sent.ext_fields["msgId"]}
+        resp = await admin.invoke(broker.addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, fields), 15)
+        assert resp.code == ResponseCode.SUCCESS, resp
+        assert orjson.loads(resp.body) == {"consumeResult": "CR_SUCCESS", "body": "direct"}
+        assert a.received[-1].ext_fields["brokerName"] == "broker-a"
         await a.close()
         await admin.close()
 

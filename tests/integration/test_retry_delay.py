@@ -137,12 +137,14 @@ def test_plain_send_to_retry_topic_at_max_reconsume_times_goes_to_the_dlq(broker
     async def run():
         client = RemotingClient()
         addr = broker.addr
-        cmd = send_v2("%RETRY%cg_plain", b"resent", queue_id=0)
+        # as the Java orderly consumer resends at max reconsume times: DELAY set, j = l
+        cmd = send_v2("%RETRY%cg_plain", b"resent", queue_id=0, props={"DELAY": "3"})
         cmd.ext_fields["j"] = "16"
+        cmd.ext_fields["l"] = "16"
         r = await client.invoke(addr, cmd, 5)
         assert r.code == ResponseCode.SUCCESS, r
-        [dead] = await _wait_for(client, addr, "%DLQ%cg_plain", 1)
-        assert dead.body == b"resent" and dead.reconsume_times == 16
+        [dead] = await _read_all(client, addr, "%DLQ%cg_plain")  # at once: a dead letter is not delayed
+        assert dead.body == b"resent" and dead.reconsume_times == 16 and "DELAY" not in dead.properties
         cmd = send_v2("%RETRY%cg_plain", b"retry", queue_id=0)
         cmd.ext_fields["j"] = "3"
         assert (await client.invoke(addr, cmd, 5)).code == ResponseCode.SUCCESS

@@ -125,3 +125,15 @@ def test_offsets_persist_and_reload(store, service, clock, tmp_path):
     again.deliver_level(1)
     again.deliver_level(2)
     assert [m.body for m in _read(store, "T", 1)] == [b"a", b"b"]
+
+
+def test_an_offset_past_the_queues_end_moves_back_to_it(store, service, clock):
+    service.offsets[1] = 7  # e.g. delayOffset.json written before a crash lost the queue's tail
+    _put(store, b"m", "1")
+    service.deliver_level(1)
+    assert service.offsets[1] == 1  # caught up at the end; the new entry waits for its time
+    assert _read(store, "T", 1) == []
+    _put(store, b"n", "1")
+    clock[0] += 1000
+    service.deliver_level(1)
+    assert [m.body for m in _read(store, "T", 1)] == [b"n"]
