@@ -13,11 +13,17 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
-from pyrocketmq.client import PushConsumerSettings, RebalanceSettings
+import orjson
+
+from pyrocketmq.client import Admin, PushConsumerSettings, RebalanceSettings
 from pyrocketmq.client.allocate import allocate_averagely
 from pyrocketmq.remoting.body import MessageQueue
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import RemotingClient
 
 from .push import Collector, Steady, consumer, create_topic, wait_until
 
@@ -225,3 +231,56 @@ def test_cli_consume_push_prints_count_messages_and_persists_only_those(namesrv,
     assert rest.returncode == 0, rest.stderr
     printed += [line.rsplit("body=", 1)[1] for line in rest.stdout.splitlines() if "body=" in line]
     assert set(printed) == set(sent), "the second run continues where the first one's printed messages end"
+
+
+def test_reset_offset_by_time_rewinds_running_consumers_and_running_info_is_relayed(namesrv, broker):
+    """Admin resetOffsetByTime → the broker's RESET_CONSUMER_CLIENT_OFFSET (220) → the push consumer
+    restarts its queues at the new offsets; GET_CONSUMER_RUNNING_INFO (307) relayed by the broker is
+    answered from the consumer's process queues."""
+    topic, group = "RewindPush", "cg_rewind"
+
+    async def burst(prefix: str, n: int) -> list[str]:
+        s = Steady(namesrv.addr, topic, interval=0.0, body_fn=lambda i: f"{prefix}{i}")
+        await s.start()
+        while len(s.sent) < n:
+            await asyncio.sleep(0.01)
+        await s.stop()
+        return s.sent
+
+    async def run():
+        await create_topic(namesrv.addr, broker.addr, topic, 4)
+        col = Collector("rw")
+        c = consumer(namesrv.addr, group, "rw", topic, col)
+        try:
+            await c.start()
+            await wait_until(lambda: len([q for q in c.assignment() if q.topic == topic]) == 4, WAIT, "owns 4 queues")
+            old = set(await burst("old", 20))
+            await asyncio.sleep(2.0)
+            t = int(time.time() * 1000)
+            new = set(await burst("new", 20))
+            await wait_until(lambda: old | new <= set(col.bodies()), WAIT, "both bursts consumed")
+
+            client = RemotingClient()
+            try:
+                fields = {"consumerGroup": group, "clientId": c.instance.client_id, "jstackEnable": False}
+                resp = await client.invoke(broker.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, fields), 15)
+            finally:
+                await client.close()
+            assert resp.code == ResponseCode.SUCCESS, resp
+            info = orjson.loads(resp.body)
+            assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+            assert sum(1 for k in info["mqTable"] if topic in k) == 4
+            assert {s["topic"] for s in info["subscriptionSet"]} == {topic, f"%RETRY%{group}"}
+
+            before = len(col.messages)
+            async with Admin(namesrv.addr) as admin:
+                table = await admin.reset_offset_by_time(group, topic, t)
+            assert len(table) == 4
+            await wait_until(lambda: all(col.bodies().count(b) >= 2 for b in new), WAIT, "the new burst consumed again")
+            await asyncio.sleep(1.0)
+            again = col.bodies()[before:]
+        finally:
+            await c.shutdown()
+        assert set(again) == new, "consumption restarts at the reset time: the old burst is not consumed again"
+
+    asyncio.run(run())
