@@ -115,7 +115,8 @@ class Broker:
         self._tasks = [
             asyncio.ensure_future(self.registrar.run()),
             asyncio.ensure_future(self._every(5.0, self._persist_offsets)),
-            asyncio.ensure_future(self._every(10.0, self.client_processor.scan_expired)),
+            # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
+            asyncio.ensure_future(self._every(min(10.0, s.network.client_channel_expiry_ms / 2000), self.client_processor.scan_expired)),
         ]
         if s.identity.role != BrokerRole.SLAVE:
             self.schedule.start()

@@ -26,6 +26,7 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import decode_messages
 from pyrocketmq.remoting.transport import RemotingClient
 
+from .procs import start_broker
 from .wire import create_topic, pull, send_v2
 
 
@@ -288,3 +289,36 @@ async def _until_route(namesrv_addr: str, topic: str) -> bool:
         return False
     finally:
         await client.close()
+
+
+def test_a_silent_consumer_expires_and_the_others_are_told(tmp_path, namesrv):
+    proc = start_broker(tmp_path, namesrv.addr, name="broker-exp", channelExpiredTimeout=1500)
+
+    async def run():
+        live, silent = FakeConsumer("10.0.0.8@live", "cg_expiry"), FakeConsumer("10.0.0.9@silent", "cg_expiry")
+        await silent.heartbeat(proc.addr)
+        silent_conn = await silent.client.connection(proc.addr)
+        await live.heartbeat(proc.addr)
+        admin = RemotingClient()
+
+        async def members() -> list[str]:
+            r = await admin.invoke(proc.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg_expiry"}), 5)
+            return orjson.loads(r.body)["consumerIdList"] if r.code == ResponseCode.SUCCESS else []
+
+        assert await members() == ["10.0.0.8@live", "10.0.0.9@silent"]
+        live.received.clear()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and await members() != ["10.0.0.8@live"]:
+            await live.heartbeat(proc.addr)  # the live one keeps heartbeating, the other stays silent
+            await asyncio.sleep(0.3)
+        assert await members() == ["10.0.0.8@live"]
+        assert await _until(lambda: RequestCode.NOTIFY_CONSUMER_IDS_CHANGED in live.codes())
+        assert await _until(lambda: silent_conn.closed), "the broker did not close the expired channel"
+        await live.close()
+        await silent.close()
+        await admin.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        proc.stop()
