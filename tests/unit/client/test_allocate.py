@@ -102,3 +102,34 @@ def test_by_config_and_pick_sorts():
     assert strategy_for("config", config_queues=cfg)("g", "c", [], []) == cfg
     with pytest.raises(ValueError):
         strategy_for("random")
+
+
+# Recorded from Apache RocketMQ 4.9.7's own strategy classes (AllocateMessageQueueAveragely,
+# ...AveragelyByCircle, ...ConsistentHash) on 2 brokers x 4 queues of "TopicTest" and client ids
+# "192.168.0.<10+i>@<1000+7i>#<31i>"; "a3" is broker-a queue 3.
+@pytest.mark.parametrize(
+    ("name", "n", "expected"),
+    [
+        ("averagely", 1, [['a0', 'a1', 'a2', 'a3', 'b0', 'b1', 'b2', 'b3']]),
+        ("averagely", 2, [['a0', 'a1', 'a2', 'a3'], ['b0', 'b1', 'b2', 'b3']]),
+        ("averagely", 3, [['a0', 'a1', 'a2'], ['a3', 'b0', 'b1'], ['b2', 'b3']]),
+        ("averagely", 4, [['a0', 'a1'], ['a2', 'a3'], ['b0', 'b1'], ['b2', 'b3']]),
+        ("averagely", 5, [['a0', 'a1'], ['a2', 'a3'], ['b0', 'b1'], ['b2'], ['b3']]),
+        ("averagely_by_circle", 1, [['a0', 'a1', 'a2', 'a3', 'b0', 'b1', 'b2', 'b3']]),
+        ("averagely_by_circle", 2, [['a0', 'a2', 'b0', 'b2'], ['a1', 'a3', 'b1', 'b3']]),
+        ("averagely_by_circle", 3, [['a0', 'a3', 'b2'], ['a1', 'b0', 'b3'], ['a2', 'b1']]),
+        ("averagely_by_circle", 4, [['a0', 'b0'], ['a1', 'b1'], ['a2', 'b2'], ['a3', 'b3']]),
+        ("averagely_by_circle", 5, [['a0', 'b1'], ['a1', 'b2'], ['a2', 'b3'], ['a3'], ['b0']]),
+        ("consistent_hash", 1, [['a0', 'a1', 'a2', 'a3', 'b0', 'b1', 'b2', 'b3']]),
+        ("consistent_hash", 2, [['a0', 'a3', 'b0', 'b1', 'b2'], ['a1', 'a2', 'b3']]),
+        ("consistent_hash", 3, [['a0', 'a3', 'b0', 'b1', 'b2'], ['a1', 'b3'], ['a2']]),
+        ("consistent_hash", 4, [['a0', 'a3', 'b0', 'b1', 'b2'], ['a1'], ['a2'], ['b3']]),
+        ("consistent_hash", 5, [['a0', 'a3', 'b0', 'b1'], ['a1'], [], ['b3'], ['a2', 'b2']]),
+    ],
+)
+def test_matches_java_grid(name, n, expected):
+    mqs = [MessageQueue("TopicTest", b, i) for b in ("broker-a", "broker-b") for i in range(4)]
+    cids = sorted(f"192.168.0.{10 + i}@{1000 + 7 * i}#{31 * i}" for i in range(n))
+    strategy = strategy_for(name)
+    got = [[f"{q.broker_name[7:]}{q.queue_id}" for q in pick(strategy, "g", c, mqs, cids)] for c in cids]
+    assert got == expected
