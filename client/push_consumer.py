@@ -268,6 +268,16 @@ class PushConsumer:
         except BaseException:
             await inst.release()
             raise
+        try:
+            await self._start_on(inst)
+        except BaseException:
+            self._running = False
+            self._instance = None
+            await inst.unregister_consumer(self.group)
+            await inst.release()
+            raise
+
+    async def _start_on(self, inst: ClientInstance) -> None:
         self._instance = inst
         s = self.settings
         if self.clustering:
@@ -454,8 +464,12 @@ class PushConsumer:
         old = self._pending_unlock.get(mq)
         if old is not None:
             if old.consume_locked:
-                return False  # the previous owner's batch still runs here; next rebalance
-            del self._pending_unlock[mq]
+                return False  # the previous process queue's batch still runs; next rebalance
+            del self._pending_unlock[mq]  # given back to us before it was unlocked: keep the lock
+            offset = self.offset_store.read_memory(mq)
+            if offset >= 0:
+                with contextlib.suppress(MQError):
+                    await self._persist_one(mq, offset, sync=True)  # its last batch is done: start after it
         if self._orderly and self.clustering and not await self.lock_queue(mq):
             log.info("group %s: %s is locked by another consumer; trying again later", self.group, mq)
             return False
