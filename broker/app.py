@@ -15,12 +15,14 @@ import signal
 import sys
 import time
 
+from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.transport import RemotingServer
 
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
 from .long_poll import PullHoldService
+from .metrics import BrokerMetrics, readiness
 from .processors.admin import AdminProcessor
 from .processors.client import ClientProcessor
 from .processors.consumer import ConsumerProcessor
@@ -70,6 +72,10 @@ class Broker:
         self.port = 0
         self.boot_ms = int(time.time() * 1000)
         self._tasks: list[asyncio.Task[None]] = []
+        self.metrics = BrokerMetrics(self) if settings.network.metrics_port else None
+        self.metrics_server: MetricsServer | None = None
+        self.serving = False
+        """True from the moment the recovered broker accepts connections until it stops."""
 
     @property
     def addr(self) -> str:
@@ -77,6 +83,11 @@ class Broker:
 
     async def start(self) -> None:
         s = self.settings
+        if self.metrics is not None:  # first: /healthz answers while the store recovers
+            self.server.observer = self.metrics.requests
+            self.metrics_server = MetricsServer(self.metrics.registry, self.not_ready_reason)
+            port = await self.metrics_server.start(s.network.bind_address, s.network.metrics_port)
+            log.info("metrics, /healthz and /readyz on http://%s:%d", s.network.bind_address, port)
         # Bind first (a listenPort=0 broker needs its port for message ids), accept once recovered.
         self.port = await self.server.start(s.network.bind_address, s.network.listen_port, serve=False)
         self.store_host = pack_host(s.network.broker_ip, self.port)
@@ -86,6 +97,8 @@ class Broker:
         store = MessageStore(s.store, (s.network.broker_ip, self.port))
         await asyncio.get_running_loop().run_in_executor(None, store.load)
         store.on_dispatch = self._on_dispatch
+        if self.metrics is not None:
+            self.metrics.instrument(store)
         store.start()
         self.store = store
         self.topics.persist()
@@ -101,6 +114,7 @@ class Broker:
             processor.register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
+        self.serving = True
         n = await self.registrar.register_all()
         log.info(
             "pyrocketmq broker %s (%s, cluster %s) listening on %s; registered with %d of %d name servers; store at %s",
@@ -121,6 +135,10 @@ class Broker:
         if s.identity.role != BrokerRole.SLAVE:
             self.schedule.start()
 
+    def not_ready_reason(self) -> str | None:
+        """``None`` when ready (``/readyz``): store recovered and serving, registered with a name server."""
+        return readiness(self.serving, len(self.settings.network.namesrv_addrs), len(self.registrar.registered))
+
     def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties=None) -> None:
         self.holds.notify(topic, queue_id, max_offset, tags_code)
 
@@ -136,6 +154,7 @@ class Broker:
                 log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
 
     async def stop(self) -> None:
+        self.serving = False
         for t in self._tasks:
             t.cancel()
         self.holds.wake_all()
@@ -148,6 +167,8 @@ class Broker:
         self.offsets.persist(force=True)
         if self.store is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         log.info("broker %s stopped", self.settings.identity.broker_name)
 
 

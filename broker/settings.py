@@ -52,6 +52,9 @@ class NetworkSettings:
     """``registerNameServerPeriod``: how often to re-register with every name server."""
     client_channel_expiry_ms: int = 120_000
     """How long a client connection may stay silent before it is dropped from its groups."""
+    metrics_port: int = 0
+    """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
+    when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,9 @@ class BrokerSettings:
         port = get_int("listenPort", 10911)
         if not 0 <= port <= 65535:
             raise ConfigError(f"listenPort={port}: expected 0..65535")
+        metrics_port = get_int("metricsPort", int(os.environ.get("PYROCKETMQ_METRICS_PORT", "0") or 0))
+        if not 0 <= metrics_port <= 65535 or (metrics_port and metrics_port == port):
+            raise ConfigError(f"metricsPort={metrics_port}: expected 0 (off) or a port other than listenPort")
         network = NetworkSettings(
             listen_port=port,
             bind_address=get("bindAddress", "0.0.0.0"),
@@ -149,6 +155,7 @@ class BrokerSettings:
             namesrv_addrs=addrs,
             register_interval_ms=max(10_000, min(60_000, get_int("registerNameServerPeriod", 30_000))),
             client_channel_expiry_ms=get_int("channelExpiredTimeout", 120_000),
+            metrics_port=metrics_port,
         )
         topics = TopicSettings(
             auto_create_topic=get_bool("autoCreateTopicEnable", True),

@@ -1,4 +1,6 @@
-"""Broker traffic counters (messages and bytes in/out), with a rough rate for runtime info."""
+"""Broker traffic counters (messages and bytes in/out, in total and per topic), with a rough rate
+for runtime info. Plain integers bumped on the event loop; the metrics collector reads them at
+scrape time (:mod:`.metrics`)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ class BrokerStats:
         self.get_bytes = 0
         self.put_by_topic: dict[str, int] = defaultdict(int)
         self.get_by_topic: dict[str, int] = defaultdict(int)
+        self.put_bytes_by_topic: dict[str, int] = defaultdict(int)
+        self.get_bytes_by_topic: dict[str, int] = defaultdict(int)
         self.send_back_by_group: dict[str, int] = defaultdict(int)
         """Messages consumers sent back to ``%RETRY%<group>`` (CONSUMER_SEND_MSG_BACK), per group."""
         self.dead_letter_by_group: dict[str, int] = defaultdict(int)
@@ -24,6 +28,7 @@ class BrokerStats:
         self.put_count += count
         self.put_bytes += nbytes
         self.put_by_topic[topic] += count
+        self.put_bytes_by_topic[topic] += nbytes
 
     def on_send_back(self, group: str, dead_letter: bool) -> None:
         (self.dead_letter_by_group if dead_letter else self.send_back_by_group)[group] += 1
@@ -32,6 +37,7 @@ class BrokerStats:
         self.get_count += count
         self.get_bytes += nbytes
         self.get_by_topic[topic] += count
+        self.get_bytes_by_topic[topic] += nbytes
 
     def _rates(self) -> tuple[float, float]:
         t0, p0, g0 = self._mark

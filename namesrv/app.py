@@ -19,9 +19,11 @@ import signal
 import sys
 import time
 
+from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.transport import Connection, RemotingServer
 
 from .kv_config import KVConfigError, KVConfigManager
+from .metrics import NamesrvMetrics
 from .processor import NamesrvProcessor
 from .route_info import RouteInfoManager
 from .settings import ConfigError, NamesrvSettings
@@ -50,6 +52,10 @@ class NameServer:
         self.server.on_connection_closed(self._connection_closed)
         self.port = 0
         self._scan_task: asyncio.Task[None] | None = None
+        self.metrics = NamesrvMetrics(self) if self.settings.metrics_port else None
+        self.metrics_server: MetricsServer | None = None
+        if self.metrics is not None:
+            self.server.observer = self.metrics.requests
 
     @property
     def addr(self) -> str:
@@ -59,6 +65,10 @@ class NameServer:
     async def start(self) -> int:
         """Load the KV config, bind, start the expiry scan; the port bound."""
         self.kv.load()
+        if self.metrics is not None:
+            self.metrics_server = MetricsServer(self.metrics.registry, lambda: None if self.port else "starting")
+            mport = await self.metrics_server.start(self.settings.host, self.settings.metrics_port)
+            log.info("metrics, /healthz and /readyz on http://%s:%d", self.settings.host, mport)
         self.port = await self.server.start(self.settings.host, self.settings.listen_port)
         self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-expiry-scan")
         log.info("pyrocketmq namesrv listening on %s:%d", self.settings.host, self.port)
@@ -72,7 +82,10 @@ class NameServer:
             except asyncio.CancelledError:
                 pass
             self._scan_task = None
+        self.port = 0
         await self.server.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         log.info("pyrocketmq namesrv stopped")
 
     def scan_expired(self, now_ms: int | None = None) -> list[str]:
@@ -107,6 +120,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--config", help="namesrv.conf (Java properties with RocketMQ's keys)")
     p.add_argument("--listen-port", type=int, metavar="N", help="port to listen on (overrides listenPort; 0 = any free)")
     p.add_argument("--host", metavar="H", help="address to bind (overrides bindAddress; default 0.0.0.0)")
+    p.add_argument("--metrics-port", type=int, metavar="N",
+                   help="HTTP port of /metrics, /healthz and /readyz (overrides metricsPort; 0 = off)")
     p.add_argument("-p", "--print-config", action="store_true", help="print the effective settings and exit")
     p.add_argument("--log-level", default=os.environ.get("PYROCKETMQ_LOG_LEVEL", "INFO"))
     return p
@@ -126,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.listen_port is not None and not 0 <= args.listen_port <= 65535:
             raise ConfigError(f"--listen-port {args.listen_port}: expected 0..65535")
-        settings = NamesrvSettings.load(args.config, listen_port=args.listen_port, host=args.host)
+        if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+            raise ConfigError(f"--metrics-port {args.metrics_port}: expected 0..65535")
+        settings = NamesrvSettings.load(args.config, listen_port=args.listen_port, host=args.host,
+                                        metrics_port=args.metrics_port)
     except FileNotFoundError:
         parser.print_usage(sys.stderr)
         print(f"pyrocketmq namesrv: error: config file not found: {args.config}", file=sys.stderr)
@@ -156,7 +174,7 @@ async def _serve(ns: NameServer) -> int:
         await ns.start()
     except (OSError, KVConfigError) as e:
         log.error("cannot start the name server: %s", e)
-        await ns.server.stop()
+        await ns.stop()
         return 1
     await stop.wait()
     log.info("shutting down")

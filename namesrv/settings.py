@@ -34,6 +34,10 @@ class NamesrvSettings:
     broker_expiry_ms: int = 120_000
     """``brokerChannelExpiredTime``: a broker silent this long is removed."""
 
+    metrics_port: int = 0
+    """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
+    when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
+
     extra: dict[str, str] = field(default_factory=dict)
     """Keys present in the file that this name server does not use."""
 
@@ -68,6 +72,7 @@ class NamesrvSettings:
             kv_config_path=kv_path,
             scan_interval_ms=get_int("scanNotActiveBrokerInterval", 10_000, 100, 3_600_000),
             broker_expiry_ms=get_int("brokerChannelExpiredTime", 120_000, 1_000, 86_400_000),
+            metrics_port=get_int("metricsPort", _env_port("PYROCKETMQ_METRICS_PORT"), 0, 65535),
             extra={k: v for k, v in conf.items() if k not in used},
         )
 
@@ -80,6 +85,15 @@ class NamesrvSettings:
         if not changes:
             return settings
         return replace(settings, **changes)
+
+
+def _env_port(name: str) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or int(raw) > 65535:
+        raise ConfigError(f"{name}={raw!r}: expected a port 0..65535")
+    return int(raw)
 
 
 _SPLIT = re.compile(r"(?<!\\)[=:\s]")

@@ -4,7 +4,9 @@ A :class:`Connection` splits the byte stream into commands with :class:`FrameDec
 go to a handler picked by request code; responses resolve the future waiting on their ``opaque``
 (peers answer out of order). Handlers may return a command at once (the hot path: no task is
 created) or an awaitable (long polling, calls to other servers). A oneway request never gets an
-answer. A malformed frame closes that one connection with a logged reason.
+answer. A malformed frame closes that one connection with a logged reason. A server may have an
+observer (metrics) told each request's code, answer code and time; it is looked at once per
+request, in one place, so processors stay free of metrics.
 
 The same class serves the broker→client direction (NOTIFY_CONSUMER_IDS_CHANGED, transaction
 check-backs, …): a server keeps the client's connection and calls :meth:`Connection.invoke` on it.
@@ -16,6 +18,7 @@ import asyncio
 import inspect
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from .code import ResponseCode
@@ -25,6 +28,8 @@ log = logging.getLogger("pyrocketmq.remoting")
 
 HandlerResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 Handler = Callable[["Connection", RemotingCommand], HandlerResult]
+RequestObserver = Callable[[int, "int | None", float], None]
+"""``(request_code, response_code or None when unanswered, seconds)`` once per request answered."""
 
 _opaque_counter = itertools.count(1)
 
@@ -55,8 +60,10 @@ class Connection(asyncio.Protocol):
         *,
         on_close: Callable[[Connection], None] | None = None,
         name: str = "remoting",
+        observer: RequestObserver | None = None,
     ) -> None:
         self._handlers = handlers
+        self._observer = observer
         self._decoder = FrameDecoder()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._close_callbacks: list[Callable[[Connection], None]] = [on_close] if on_close else []
@@ -103,6 +110,9 @@ class Connection(asyncio.Protocol):
 
     # -- requests arriving --------------------------------------------------------------------
     def _dispatch(self, cmd: RemotingCommand) -> None:
+        if self._observer is not None:
+            self._dispatch_observed(cmd)
+            return
         handler = self._handlers.get(cmd.code)
         if handler is None:
             self._reply(cmd, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"))
@@ -118,7 +128,35 @@ class Connection(asyncio.Protocol):
         elif result is not None:
             self._reply(cmd, result)
 
-    async def _finish(self, cmd: RemotingCommand, pending: Awaitable[RemotingCommand | None]) -> None:
+    def _dispatch_observed(self, cmd: RemotingCommand) -> None:
+        """:meth:`_dispatch` that also tells the observer each request's answer and time (kept
+        apart so that a server without an observer pays nothing for it)."""
+        started = time.perf_counter()
+        observer = self._observer
+        assert observer is not None
+        handler = self._handlers.get(cmd.code)
+        if handler is None:
+            result: HandlerResult = cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
+        else:
+            try:
+                result = handler(self, cmd)
+            except Exception as e:  # a handler bug must not reach the transport
+                log.exception("%s: handler for code %d failed", self._name, cmd.code)
+                result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        if inspect.isawaitable(result):
+            asyncio.ensure_future(self._finish(cmd, result, started))
+            return
+        if result is not None:
+            self._reply(cmd, result)  # type: ignore[arg-type]
+        self._observe(observer, cmd.code, result, started)  # type: ignore[arg-type]
+
+    def _observe(self, observer: RequestObserver, code: int, result: RemotingCommand | None, started: float) -> None:
+        try:
+            observer(code, None if result is None else result.code, time.perf_counter() - started)
+        except Exception:  # metrics must never break serving
+            log.exception("%s: request observer failed", self._name)
+
+    async def _finish(self, cmd: RemotingCommand, pending: Awaitable[RemotingCommand | None], started: float = 0.0) -> None:
         try:
             result = await pending
         except Exception as e:
@@ -126,6 +164,8 @@ class Connection(asyncio.Protocol):
             result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
         if result is not None:
             self._reply(cmd, result)
+        if self._observer is not None:
+            self._observe(self._observer, cmd.code, result, started)
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         if request.is_oneway:
@@ -219,6 +259,9 @@ class RemotingServer:
         self.name = name
         self.handlers: dict[int, Handler] = dict(handlers or {})
         self.connections: set[Connection] = set()
+        self.observer: RequestObserver | None = None
+        """Told about every request answered (metrics); set before :meth:`serve`: connections
+        accepted earlier keep the observer they were made with."""
         self._server: asyncio.AbstractServer | None = None
         self._close_listeners: list[Callable[[Connection], None]] = []
         self.port = 0
@@ -230,7 +273,7 @@ class RemotingServer:
         self._close_listeners.append(fn)
 
     def _make_connection(self) -> Connection:
-        conn = Connection(self.handlers, on_close=self._forget, name=self.name)
+        conn = Connection(self.handlers, on_close=self._forget, name=self.name, observer=self.observer)
         self.connections.add(conn)
         return conn
 

@@ -114,6 +114,8 @@ class FlushService(ServiceThread):
         self._last_logics_flush = 0
         self.flushed_offset = 0
         """Durable commitlog offset after the last flush."""
+        self.on_flush: Callable[[str, float], None] | None = None
+        """Told ``("commitlog" | "consumequeue", seconds)`` after each flush (metrics), on this thread."""
 
     def wait_interval_ms(self) -> int:
         return self.group_wait_ms if self.sync else self.interval_ms
@@ -142,7 +144,9 @@ class FlushService(ServiceThread):
             try:
                 target = max((off for off, _ in requests), default=0)
                 if not requests or target > self.flushed_offset:
+                    started = time.perf_counter()
                     self.flushed_offset = self._flush_commit_log()
+                    self._observe("commitlog", started)
                 self._last_commit_log_flush = now
             except Exception:
                 log.exception("commitlog flush failed")
@@ -154,10 +158,20 @@ class FlushService(ServiceThread):
                     log.exception("flush callback failed")
         if now - self._last_logics_flush >= self.logics_interval_ms:
             try:
+                started = time.perf_counter()
                 self._flush_logics()
+                self._observe("consumequeue", started)
             except Exception:
                 log.exception("consume queue flush failed")
             self._last_logics_flush = now
+
+    def _observe(self, what: str, started: float) -> None:
+        hook = self.on_flush
+        if hook is not None:
+            try:
+                hook(what, time.perf_counter() - started)
+            except Exception:
+                log.exception("flush observer failed")
 
     def shutdown(self) -> None:
         """Stop the thread, then flush everything and answer every pending request."""

@@ -1,0 +1,288 @@
+"""The broker's Prometheus metrics: read from the broker's state when Prometheus scrapes.
+
+Nothing here runs per message. The send and pull paths already bump :class:`~.stats.BrokerStats`;
+the transport tells a :class:`~pyrocketmq.metrics.RequestRecorder` about each request; store puts
+and flushes feed two :class:`~pyrocketmq.metrics.LatencyRecorder`. Everything else (offsets, lag,
+disk, holds, connections) is read from the managers at scrape time by :func:`broker_families`.
+
+Every series carries ``cluster`` and ``broker`` (the brokerName); per-topic series add ``topic``,
+per-queue ones ``queue``, per-group ones ``group``. Those sets are bounded by the broker's topic
+and group configuration; no label ever holds a message key, a client id or an address.
+
+=========================================================  =======================================
+metric                                                     meaning
+=========================================================  =======================================
+``pyrocketmq_broker_info``                                 1, with ``broker_id``, ``role``, ``version``
+``pyrocketmq_broker_messages_in_total{topic}``             messages stored by sends (and send-backs)
+``pyrocketmq_broker_bytes_in_total{topic}``                their stored bytes
+``pyrocketmq_broker_messages_out_total{topic}``            messages handed out by pulls
+``pyrocketmq_broker_bytes_out_total{topic}``               their bytes
+``pyrocketmq_broker_queue_max_offset{topic,queue}``        next offset of each consume queue
+``pyrocketmq_broker_queue_min_offset{topic,queue}``        first offset still stored
+``pyrocketmq_broker_consumer_offset{group,topic,queue}``   committed offset
+``pyrocketmq_broker_consumer_lag_messages{...}``           max offset − committed offset (≥ 0)
+``pyrocketmq_broker_retry_messages_total{group}``          messages ever put in ``%RETRY%<group>``
+``pyrocketmq_broker_dlq_messages_total{group}``            messages ever put in ``%DLQ%<group>``
+``pyrocketmq_broker_scheduled_messages{level}``            delayed messages not yet delivered
+``pyrocketmq_broker_commitlog_size_bytes``                 commitlog bytes retained
+``pyrocketmq_broker_commitlog_max_offset_bytes``           commitlog write position (bytes ever written)
+``pyrocketmq_broker_disk_usage_ratio``                     used / size of the commitlog's disk
+``pyrocketmq_broker_held_pulls``                           pulls held by long polling
+``pyrocketmq_broker_connections``                          open remoting connections
+``pyrocketmq_broker_consumer_clients{group}``              consumers of each group connected here
+``pyrocketmq_broker_namesrv_registered``                   name servers the last registration reached
+``pyrocketmq_broker_ready``                                1 when ``/readyz`` answers 200
+``pyrocketmq_broker_requests_total{code,response}``        requests answered (transport)
+``pyrocketmq_broker_request_duration_seconds{code}``       their latency (histogram)
+``pyrocketmq_broker_store_put_duration_seconds``           store put latency (histogram)
+``pyrocketmq_broker_store_flush_duration_seconds{kind}``   commitlog / consume-queue flush latency
+=========================================================  =======================================
+
+Retry and DLQ counters are the max offsets of those topics' queues: they survive restarts, and
+they exist (at 0) for every subscription group the broker knows, so ``increase()`` sees the first
+message arrive.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+import pyrocketmq
+from pyrocketmq.metrics import LatencyRecorder, RequestRecorder, ScrapeCollector, histogram_family
+
+from .store.message_store import SCHEDULE_TOPIC
+from .subscription_group import _SYSTEM_GROUPS as SYSTEM_GROUPS
+
+if TYPE_CHECKING:
+    from .app import Broker
+    from .store.message_store import MessageStore
+
+PREFIX = "pyrocketmq_broker"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+
+
+# -- pure pieces (unit-tested) -----------------------------------------------------------------------
+
+
+def lag_rows(
+    offsets: Mapping[str, Mapping[int, int]], max_offset: Callable[[str, int], int]
+) -> Iterator[tuple[str, str, int, int, int]]:
+    """``(group, topic, queue, committed, lag)`` for every committed offset in ``offsets``
+    (``{"topic@group": {queue: offset}}``); lag is ``max_offset(topic, queue) - committed``,
+    never negative (a commit may run ahead of a queue truncated by a restore).
+
+    >>> list(lag_rows({"T@g": {0: 3, 1: 9}}, lambda t, q: 10))
+    [('g', 'T', 0, 3, 7), ('g', 'T', 1, 9, 1)]
+    """
+    for key, queues in offsets.items():
+        topic, _, group = key.partition("@")
+        if not group:
+            continue
+        for queue, committed in sorted(queues.items()):
+            yield group, topic, queue, committed, max(0, max_offset(topic, queue) - max(committed, 0))
+
+
+def special_topic_totals(
+    groups: Iterable[str], queue_max: Iterable[tuple[str, int, int]], prefix: str
+) -> dict[str, int]:
+    """Messages ever put in ``<prefix><group>`` per group: the sum of its queues' max offsets.
+    Every group in ``groups`` gets an entry (0 before its first message).
+
+    >>> special_topic_totals(["a", "b"], [("%DLQ%a", 0, 2), ("%DLQ%c", 0, 1), ("T", 0, 9)], "%DLQ%")
+    {'a': 2, 'b': 0, 'c': 1}
+    """
+    totals = {g: 0 for g in groups}
+    for topic, _queue, max_offset in queue_max:
+        if topic.startswith(prefix):
+            group = topic[len(prefix):]
+            totals[group] = totals.get(group, 0) + max_offset
+    return dict(sorted(totals.items()))
+
+
+def scheduled_waiting(levels: int, max_offset: Callable[[int], int], delivered: Mapping[int, int]) -> dict[int, int]:
+    """Delayed messages stored but not yet delivered, per level (1-based): the schedule queue's
+    max offset minus the level's delivery offset.
+
+    >>> scheduled_waiting(3, lambda q: [5, 0, 2][q], {1: 4, 3: 2})
+    {1: 1, 2: 0, 3: 0}
+    """
+    return {level: max(0, max_offset(level - 1) - delivered.get(level, 0)) for level in range(1, levels + 1)}
+
+
+def readiness(store_ready: bool, namesrv_configured: int, namesrv_registered: int) -> str | None:
+    """Why the broker is not ready, or ``None``: its store is recovered and it is registered with
+    at least one name server (a broker configured with none only needs its store).
+
+    >>> readiness(False, 1, 1), readiness(True, 2, 0), readiness(True, 2, 1), readiness(True, 0, 0)
+    ('store is recovering', 'registered with none of 2 name server(s)', None, None)
+    """
+    if not store_ready:
+        return "store is recovering"
+    if namesrv_configured and not namesrv_registered:
+        return f"registered with none of {namesrv_configured} name server(s)"
+    return None
+
+
+def timed(fn: Callable, recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter) -> Callable:
+    """``fn`` that also records how long each call took.
+
+    >>> rec = LatencyRecorder((1.0,)); ticks = iter([0.0, 0.5])
+    >>> timed(lambda x: x * 2, rec, lambda: next(ticks))(21), rec.count, rec.sum
+    (42, 1, 0.5)
+    """
+
+    def call(*args, **kwargs):
+        started = clock()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            recorder.observe(clock() - started)
+
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    return call
+
+
+# -- the broker's metrics ----------------------------------------------------------------------------
+
+
+class BrokerMetrics:
+    """The recorders and the registry of one broker; :meth:`instrument` wires them in."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        ident = broker.settings.identity
+        self.requests = RequestRecorder(PREFIX, {"cluster": ident.cluster_name, "broker": ident.broker_name})
+        self.put_latency = LatencyRecorder()
+        self.flush_latency: dict[str, LatencyRecorder] = {"commitlog": LatencyRecorder(), "consumequeue": LatencyRecorder()}
+        self.registry = CollectorRegistry(auto_describe=False)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self.registry.register(ScrapeCollector(self.families))
+
+    def instrument(self, store: MessageStore) -> None:
+        """Time the store's puts (the instance's methods are wrapped: no cost when metrics are off)
+        and its flushes (the flush thread's hook)."""
+        store.put_message = timed(store.put_message, self.put_latency)  # type: ignore[method-assign]
+        store.put_messages = timed(store.put_messages, self.put_latency)  # type: ignore[method-assign]
+        store.flush_service.on_flush = self._on_flush
+
+    def _on_flush(self, kind: str, seconds: float) -> None:
+        rec = self.flush_latency.get(kind)
+        if rec is not None:
+            rec.observe(seconds)
+
+    def families(self) -> Iterator[Metric]:
+        yield from broker_families(self.broker, self)
+
+
+def broker_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric]:
+    """Every broker metric family, read from ``broker`` now (called on the loop thread)."""
+    s = broker.settings
+    base = ["cluster", "broker"]
+    ident = [s.identity.cluster_name, s.identity.broker_name]
+
+    def gauge(name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily:
+        return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=base + list(labels))
+
+    def counter(name: str, doc: str, labels: Iterable[str] = ()) -> CounterMetricFamily:
+        return CounterMetricFamily(f"{PREFIX}_{name}", doc, labels=base + list(labels))
+
+    info = gauge("info", "Always 1; the broker's id, role and version as labels.", ["broker_id", "role", "version"])
+    info.add_metric(ident + [str(s.identity.broker_id), s.identity.role.value, pyrocketmq.__version__], 1)
+    yield info
+
+    stats = broker.stats
+    for name, doc, table in (
+        ("messages_in", "Messages stored by sends and send-backs, per topic.", stats.put_by_topic),
+        ("bytes_in", "Bytes stored by sends and send-backs, per topic.", stats.put_bytes_by_topic),
+        ("messages_out", "Messages handed to consumers by pulls, per topic.", stats.get_by_topic),
+        ("bytes_out", "Bytes handed to consumers by pulls, per topic.", stats.get_bytes_by_topic),
+    ):
+        family = counter(name, doc, ["topic"])
+        for topic, value in sorted(dict(table).items()):
+            family.add_metric(ident + [topic], value)
+        yield family
+
+    store = broker.store
+    ready = readiness(store is not None, len(s.network.namesrv_addrs), len(broker.registrar.registered))
+    g = gauge("ready", "1 when the broker is ready (store recovered, registered with a name server).")
+    g.add_metric(ident, 1 if ready is None else 0)
+    yield g
+    g = gauge("namesrv_registered", "Name servers that accepted the last registration.")
+    g.add_metric(ident, len(broker.registrar.registered))
+    yield g
+    g = gauge("held_pulls", "Pull requests held by long polling.")
+    g.add_metric(ident, broker.holds.held_count)
+    yield g
+    g = gauge("connections", "Open remoting connections (clients, other brokers, tools).")
+    g.add_metric(ident, len(broker.server.connections))
+    yield g
+    g = gauge("consumer_clients", "Consumers of a group connected to this broker.", ["group"])
+    for group, ginfo in sorted(broker.consumers.groups.items()):
+        g.add_metric(ident + [group], len(ginfo.channels))
+    yield g
+    yield from metrics.requests.families()
+    yield histogram_family(f"{PREFIX}_store_put_duration_seconds", "Time to append a message (or a batch) to the store.",
+                           base, [(ident, metrics.put_latency)])
+    yield histogram_family(f"{PREFIX}_store_flush_duration_seconds",
+                           "Time of one flush of the commitlog or of the consume queues (fsync).",
+                           base + ["kind"], [((*ident, k), r) for k, r in sorted(metrics.flush_latency.items())])
+    if store is None:
+        return
+
+    queues = sorted((cq.topic, cq.queue_id, cq.max_offset, cq.min_offset) for cq in store.consume_queues())
+    maxes = {(t, q): mx for t, q, mx, _ in queues}
+    g_max = gauge("queue_max_offset", "Next offset of a consume queue (messages ever stored in it).", ["topic", "queue"])
+    g_min = gauge("queue_min_offset", "First offset still stored in a consume queue.", ["topic", "queue"])
+    for topic, queue, mx, mn in queues:
+        if topic == SCHEDULE_TOPIC:
+            continue
+        g_max.add_metric(ident + [topic, str(queue)], mx)
+        g_min.add_metric(ident + [topic, str(queue)], mn)
+    yield g_max
+    yield g_min
+
+    g_off = gauge("consumer_offset", "Committed offset of a group in a queue.", ["group", "topic", "queue"])
+    g_lag = gauge("consumer_lag_messages", "Messages of a queue a group has not consumed yet (max offset - committed offset).",
+                  ["group", "topic", "queue"])
+    for group, topic, queue, committed, lag in lag_rows(broker.offsets.table, lambda t, q: maxes.get((t, q), 0)):
+        g_off.add_metric(ident + [group, topic, str(queue)], committed)
+        g_lag.add_metric(ident + [group, topic, str(queue)], lag)
+    yield g_off
+    yield g_lag
+
+    groups = [g for g in broker.groups.table if g not in SYSTEM_GROUPS]
+    triples = [(t, q, mx) for t, q, mx, _ in queues]
+    for name, doc, prefix in (
+        ("retry_messages", "Messages ever put in a group's retry topic (%RETRY%<group>).", RETRY_PREFIX),
+        ("dlq_messages", "Messages ever put in a group's dead-letter topic (%DLQ%<group>).", DLQ_PREFIX),
+    ):
+        family = counter(name, doc, ["group"])
+        for group, total in special_topic_totals(groups, triples, prefix).items():
+            family.add_metric(ident + [group], total)
+        yield family
+
+    schedule = broker.schedule
+    g = gauge("scheduled_messages", "Delayed messages waiting for their delivery time, per delay level.", ["level"])
+    if schedule is not None:
+        waiting = scheduled_waiting(len(schedule.levels_ms),
+                                    lambda q: maxes.get((SCHEDULE_TOPIC, q), 0), dict(schedule.offsets))
+        for level, n in waiting.items():
+            g.add_metric(ident + [str(level)], n)
+    yield g
+
+    g = gauge("commitlog_size_bytes", "Bytes of the commitlog still stored (max - min physical offset).")
+    g.add_metric(ident, max(0, store.get_max_phy_offset() - store.get_min_phy_offset()))
+    yield g
+    g = gauge("commitlog_max_offset_bytes", "Commitlog write position: bytes ever written to it.")
+    g.add_metric(ident, store.get_max_phy_offset())
+    yield g
+    g = gauge("disk_usage_ratio", "Used fraction of the disk holding the commitlog (0..1).")
+    g.add_metric(ident, store.disk_usage_ratio())
+    yield g
