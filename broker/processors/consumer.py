@@ -40,6 +40,21 @@ CALL_CLIENT_TIMEOUT_S = 10.0
 """How long a request relayed to a consumer (307, 309) may take (Java's ``callClient``)."""
 
 
+def _guarded(fn):
+    """Log a handler's unexpected exception and answer SYSTEM_ERROR (nothing reaches the transport)."""
+
+    def handler(self, conn: Connection, cmd: RemotingCommand):
+        try:
+            return fn(self, conn, cmd)
+        except Exception as e:
+            log.exception("request code %d failed", cmd.code)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+
+    handler.__name__ = fn.__name__
+    handler.__doc__ = fn.__doc__
+    return handler
+
+
 def _language_name(code: int) -> str:
     try:
         return LanguageCode(code).name
@@ -61,19 +76,17 @@ class ConsumerProcessor:
         server.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.handle_call_consumer)
 
     # -- locks ------------------------------------------------------------------------------------
+    @_guarded
     def handle_lock(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             req = LockBatchRequestBody.from_json(cmd.body or b"{}")
         except (ValueError, TypeError, KeyError) as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad lock request body: {e}")
-        try:
-            locked = self.locks.try_lock_batch(req.consumer_group, req.mq_set, req.client_id)
-        except Exception as e:
-            log.exception("lock batch failed")
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        locked = self.locks.try_lock_batch(req.consumer_group, req.mq_set, req.client_id)
         body = LockBatchResponseBody(lock_ok_mq_set=sorted(locked)).to_json()
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
+    @_guarded
     def handle_unlock(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             req = UnlockBatchRequestBody.from_json(cmd.body or b"{}")
@@ -83,6 +96,7 @@ class ConsumerProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     # -- connections ------------------------------------------------------------------------------
+    @_guarded
     def handle_connection_list(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         group = cmd.get_str("consumerGroup") or ""
         info = self.broker.consumers.find(group)
@@ -128,16 +142,13 @@ class ConsumerProcessor:
                 table[MessageQueue(topic, name, qid)] = committed
         return table
 
+    @_guarded
     def handle_reset_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             h = ResetOffsetRequestHeader.from_command(cmd)
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad reset offset request header: {e}")
-        try:
-            table = self.reset_table(h.topic, h.group, h.timestamp, h.is_force)
-        except Exception as e:
-            log.exception("computing a reset of %s/%s failed", h.group, h.topic)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        table = self.reset_table(h.topic, h.group, h.timestamp, h.is_force)
         if table is None:
             return cmd.response(
                 ResponseCode.SYSTEM_ERROR, f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}"
@@ -165,6 +176,7 @@ class ConsumerProcessor:
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
     # -- calls relayed to one consumer ------------------------------------------------------------
+    @_guarded
     def handle_call_consumer(self, conn: Connection, cmd: RemotingCommand):
         group = cmd.get_str("consumerGroup") or ""
         client_id = cmd.get_str("clientId") or ""
