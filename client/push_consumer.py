@@ -50,7 +50,6 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.header import PullMessageRequestHeader
 
 from .allocate import STRATEGY_NAMES, strategy_for
 from .consume_service import (
@@ -64,9 +63,11 @@ from .errors import MQClientError, MQError
 from .instance import ClientInstance, check_response
 from .loop_thread import LoopThread, shared_loop
 from .message import check_topic
+from .metrics import ClientMetrics, notify
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
-from .process_queue import ProcessQueue, flow_control, now_ms
-from .pull_consumer import PullStatus, PullSysFlag, Subscription, parse_expression, pull_result_from_response
+from .process_queue import ProcessQueue, now_ms
+from .pull_consumer import Subscription, parse_expression
+from .pull_service import PullRequest, PullService
 from .rebalance import (
     BROADCASTING,
     CLUSTERING,
@@ -76,28 +77,16 @@ from .rebalance import (
     retry_topic,
     start_position,
 )
-from .route import MASTER_ID
 from .settings import ClientSettings, PushConsumerSettings
 
 log = logging.getLogger("pyrocketmq.client")
 
 __all__ = ["ConsumeContext", "ConsumeResult", "PushConsumer", "SyncPushConsumer"]
 
-#: Seconds between a PULL_OFFSET_MOVED and restarting the queue at the broker's offset (Java: 10 s).
-OFFSET_MOVED_DELAY = 10.0
 #: Seconds between dropping the queues of a reset topic and restarting them at the new offsets.
 RESET_DELAY = 1.0
 PULL_EXPIRY_MS = 120_000
 _FROM_WHERE = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET", "timestamp": "CONSUME_FROM_TIMESTAMP"}
-
-
-@dataclass(slots=True)
-class PullRequest:
-    """One queue's place in the pull service (reused from pull to pull)."""
-
-    mq: MessageQueue
-    pq: ProcessQueue
-    next_offset: int
 
 
 @dataclass(slots=True)
@@ -117,6 +106,9 @@ class TopicStats:
 class ConsumerStats:
     started: float = field(default_factory=time.monotonic)
     topics: dict[str, TopicStats] = field(default_factory=dict)
+    group: str = ""
+    metrics: ClientMetrics | None = None
+    """The application's hook (``PushConsumerSettings.metrics``), told about the same events."""
 
     def record_consume(self, topic: str, seconds: float, count: int, ok: bool) -> None:
         t = self.topics.setdefault(topic, TopicStats())
@@ -126,12 +118,16 @@ class ConsumerStats:
             t.ok += count
         else:
             t.failed += count
+        if self.metrics is not None:
+            notify(self.metrics, "on_consume", self.group, topic, ok, seconds, count)
 
     def record_pull(self, topic: str, seconds: float, count: int) -> None:
         t = self.topics.setdefault(topic, TopicStats())
         t.pulls += 1
         t.pull_seconds += seconds
         t.pulled += count
+        if self.metrics is not None:
+            notify(self.metrics, "on_pull", self.group, topic, seconds, count)
 
     def table(self) -> dict[str, dict[str, float]]:
         up = max(1e-3, time.monotonic() - self.started)
@@ -197,21 +193,20 @@ class PushConsumer:
         self._orderly = False
         self._instance: ClientInstance | None = None
         self.offset_store: OffsetStore = OffsetStore(group)
-        self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
+        self.consume_service: ConcurrentConsumeService | OrderlyConsumeService | None = None
         self.table: dict[MessageQueue, ProcessQueue] = {}
         self._pending_unlock: dict[MessageQueue, ProcessQueue] = {}
         self._topic_queues: dict[str, list[MessageQueue]] = {}
-        self._suggested: dict[MessageQueue, int] = {}
-        self._sub_version = int(time.time() * 1000)
+        self.sub_version = int(time.time() * 1000)
         self._tasks: list[asyncio.Task[None]] = []
         self._pulls: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
-        self._pull_queue: asyncio.Queue[PullRequest] | None = None
+        self.pulls = PullService(self)
         self._rebalance_now: asyncio.Event | None = None
         self._rebalance_lock: asyncio.Lock | None = None
         self._running = False
         self._started_ms = 0
-        self.stats = ConsumerStats()
+        self.stats = ConsumerStats(group=group, metrics=self.settings.metrics)
 
     # -- configuration --------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str = "*") -> None:
@@ -219,13 +214,13 @@ class PushConsumer:
         check_topic(topic)
         self._subs[topic] = parse_expression(expression)
         if self._running:
-            self._spawn(self._after_subscription_change())
+            self.spawn(self._after_subscription_change())
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
         self._subs.pop(topic, None)
         if self._running:
-            self._spawn(self._after_subscription_change())
+            self.spawn(self._after_subscription_change())
 
     def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
         """Set the listener (before :meth:`start`); ``orderly`` consumes each queue in offset order."""
@@ -233,6 +228,10 @@ class PushConsumer:
             raise MQClientError("register the listener before start()")
         self._listener = listener
         self._orderly = orderly
+
+    @property
+    def running(self) -> bool:
+        return self._running
 
     @property
     def orderly(self) -> bool:
@@ -248,7 +247,7 @@ class PushConsumer:
             raise MQClientError("the consumer is not started: call 'await consumer.start()' first")
         return self._instance
 
-    def _all_subs(self) -> dict[str, Subscription]:
+    def subscriptions(self) -> dict[str, Subscription]:
         subs = dict(self._subs)
         if self.clustering:
             subs.setdefault(retry_topic(self.group), parse_expression("*"))
@@ -287,16 +286,15 @@ class PushConsumer:
             self.offset_store = LocalOffsetStore(self.group, folder)
         await self.offset_store.load()
         service_cls = OrderlyConsumeService if self._orderly else ConcurrentConsumeService
-        self._service = service_cls(self, self._listener)
-        self._pull_queue = asyncio.Queue()
+        self.consume_service = service_cls(self, self._listener)
         self._rebalance_now = asyncio.Event()
         self._rebalance_lock = asyncio.Lock()
         self._running = True
         self._started_ms = now_ms()
-        self.stats = ConsumerStats()
+        self.stats = ConsumerStats(group=self.group, metrics=self.settings.metrics)
         await self._refresh_routes()
         await inst.send_heartbeat_to_all()
-        self._tasks.append(asyncio.create_task(self._pull_service()))
+        self._tasks.append(asyncio.create_task(self.pulls.run()))
         self._tasks.append(asyncio.create_task(self._rebalance_loop()))
         self._tasks.append(asyncio.create_task(self._every(s.persist_interval, self.persist_offsets)))
         if self._orderly and self.clustering:
@@ -320,8 +318,8 @@ class PushConsumer:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._service is not None:
-            await self._service.stop(grace)
+        if self.consume_service is not None:
+            await self.consume_service.stop(grace)
         owned = set(self.table) | set(self._pending_unlock)
         await self.persist_offsets(sync=True)
         for pq in self.table.values():
@@ -341,7 +339,7 @@ class PushConsumer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Any) -> None:
         if not self._running:
             coro.close()
             return
@@ -349,7 +347,7 @@ class PushConsumer:
         self._pulls.add(task)
         task.add_done_callback(self._pulls.discard)
 
-    def _later(self, delay: float, fn: Any, *args: Any) -> None:
+    def later(self, delay: float, fn: Any, *args: Any) -> None:
         if not self._running:
             return
 
@@ -380,7 +378,7 @@ class PushConsumer:
 
     async def _refresh_routes(self) -> None:
         inst = self.instance
-        for topic in sorted(self._all_subs()):
+        for topic in sorted(self.subscriptions()):
             try:
                 self._topic_queues[topic] = await inst.subscribe_queues(topic)
             except MQError as e:
@@ -410,7 +408,7 @@ class PushConsumer:
         assert self._rebalance_lock is not None
         async with self._rebalance_lock:
             changed = False
-            subs = self._all_subs()
+            subs = self.subscriptions()
             for topic in sorted(subs):
                 queues = self._topic_queues.get(topic)
                 if not queues:
@@ -426,12 +424,12 @@ class PushConsumer:
                 stalled = [mq for mq, pq in self.table.items() if pq.pull_expired(PULL_EXPIRY_MS)]
                 p = plan(topic, self.table, allocated, stalled)
                 for mq in p.remove:
-                    await self._remove_queue(mq)
+                    await self.remove_queue(mq)
                     changed = True
                 for mq in p.add:
                     changed = await self._add_queue(mq) or changed
             for mq in not_subscribed(self.table, set(subs)):
-                await self._remove_queue(mq)
+                await self.remove_queue(mq)
                 changed = True
             await self._process_pending_unlocks()
             if changed:
@@ -469,7 +467,7 @@ class PushConsumer:
             offset = self.offset_store.read_memory(mq)
             if offset >= 0:
                 with contextlib.suppress(MQError):
-                    await self._persist_one(mq, offset, sync=True)  # its last batch is done: start after it
+                    await self.persist_offset(mq, offset, sync=True)  # its last batch is done: start after it
         if self._orderly and self.clustering and not await self.lock_queue(mq):
             log.info("group %s: %s is locked by another consumer; trying again later", self.group, mq)
             return False
@@ -486,7 +484,7 @@ class PushConsumer:
             pq.locked, pq.last_lock_ms = True, now_ms()
         self.table[mq] = pq
         log.info("group %s: start consuming %s at offset %d", self.group, mq, offset)
-        self._execute_pull(PullRequest(mq, pq, offset))
+        self.pulls.execute(PullRequest(mq, pq, offset))
         return True
 
     async def _start_offset(self, mq: MessageQueue) -> int:
@@ -502,7 +500,7 @@ class PushConsumer:
         ts = self.settings.consume_timestamp_ms or (now_ms() - 30 * 60_000)
         return await inst.search_offset(mq, ts)
 
-    async def _remove_queue(self, mq: MessageQueue, *, persist: bool = True) -> None:
+    async def remove_queue(self, mq: MessageQueue, *, persist: bool = True) -> None:
         pq = self.table.pop(mq, None)
         if pq is None:
             return
@@ -524,7 +522,7 @@ class PushConsumer:
             offset = self.offset_store.read_memory(mq)
             if offset >= 0:
                 try:
-                    await self._persist_one(mq, offset, sync=True)
+                    await self.persist_offset(mq, offset, sync=True)
                 except MQError as e:
                     log.warning("group %s: persisting %s before unlocking failed: %s", self.group, mq, e)
             self.offset_store.remove(mq)
@@ -533,7 +531,7 @@ class PushConsumer:
     def after_orderly_batch(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         """Called by the orderly service after each batch: a dropped queue may be unlocked now."""
         if pq.dropped and self._pending_unlock.get(mq) is pq:
-            self._spawn(self._process_pending_unlocks())
+            self.spawn(self._process_pending_unlocks())
 
     # -- orderly locks --------------------------------------------------------------------------
     async def _lock_batch(self, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
@@ -591,105 +589,8 @@ class PushConsumer:
             except MQError as e:
                 log.warning("group %s: unlocking %s failed: %s", self.group, group, e)
 
-    # -- pulling --------------------------------------------------------------------------------
-    def _execute_pull(self, req: PullRequest, delay: float = 0.0) -> None:
-        q = self._pull_queue
-        if q is None or not self._running:
-            return
-        if delay <= 0:
-            q.put_nowait(req)
-        else:
-            self._later(delay, q.put_nowait, req)
-
-    async def _pull_service(self) -> None:
-        assert self._pull_queue is not None
-        while self._running:
-            req = await self._pull_queue.get()
-            if not req.pq.dropped:
-                self._spawn(self._pull(req))
-
-    async def _pull(self, req: PullRequest) -> None:
-        mq, pq, s = req.mq, req.pq, self.settings
-        if pq.dropped:
-            return
-        pq.last_pull_ms = now_ms()
-        reason = flow_control(pq, max_count=s.flow.max_cached_messages, max_mib=s.flow.max_cached_mib,
-                              max_span=s.flow.max_offset_span, orderly=self._orderly)
-        if reason is not None:
-            self._execute_pull(req, s.flow.delay)
-            return
-        if self._orderly and self.clustering and not pq.locked:
-            self._execute_pull(req, 3.0)
-            return
-        sub = self._all_subs().get(mq.topic)
-        if sub is None:
-            self._execute_pull(req, 3.0)
-            return
-        inst = self.instance
-        commit_offset = self.offset_store.read_memory(mq) if self.clustering else -1
-        started = time.monotonic()
-        try:
-            bid = self._suggested.get(mq, MASTER_ID)
-            found = inst.find_broker_addr(mq.broker_name, bid)
-            if found is None:
-                await inst.update_route(mq.topic)
-                found = inst.find_broker_addr(mq.broker_name, bid)
-            if found is None:
-                raise MQClientError(f"broker {mq.broker_name!r} of {mq.topic} is not in the route")
-            addr, broker_id = found
-            sys_flag = PullSysFlag.SUSPEND
-            if commit_offset > 0 and broker_id == MASTER_ID:
-                sys_flag |= PullSysFlag.COMMIT_OFFSET
-            fields = PullMessageRequestHeader(
-                consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=req.next_offset,
-                max_msg_nums=s.pull.batch_size, sys_flag=sys_flag, commit_offset=max(0, commit_offset),
-                suspend_timeout_millis=s.pull.suspend_ms, sub_version=self._sub_version, expression_type="TAG",
-            ).to_ext()
-            resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), s.pull.timeout)
-            result = pull_result_from_response(resp, sub, self.group, addr)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            if not pq.dropped:
-                log.warning("group %s: pull of %s at %d failed: %s", self.group, mq, req.next_offset, e)
-            self._execute_pull(req, s.pull.delay_on_error)
-            return
-        self.stats.record_pull(mq.topic, time.monotonic() - started, len(result.messages))
-        if result.suggest_which_broker_id != MASTER_ID or mq in self._suggested:
-            self._suggested[mq] = result.suggest_which_broker_id
-        if pq.dropped:
-            return
-        if result.status is PullStatus.FOUND:
-            req.next_offset = result.next_begin_offset
-            if result.messages:
-                dispatch = pq.put_messages(result.messages)
-                assert self._service is not None
-                self._service.submit(result.messages, pq, mq, dispatch)
-                self._execute_pull(req, s.pull.interval)
-            else:
-                self._execute_pull(req)
-        elif result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
-            req.next_offset = result.next_begin_offset
-            if pq.msg_count == 0:
-                self.offset_store.update(mq, req.next_offset, increase_only=True)
-            self._execute_pull(req, s.pull.interval)
-        else:
-            log.warning("group %s: offset %d of %s is illegal (queue holds %d..%d); restarting it at %d in %.0fs",
-                        self.group, req.next_offset, mq, result.min_offset, result.max_offset,
-                        result.next_begin_offset, OFFSET_MOVED_DELAY)
-            pq.dropped = True
-            self._later(OFFSET_MOVED_DELAY, lambda: self._spawn(self._offset_moved(mq, pq, result.next_begin_offset)))
-
-    async def _offset_moved(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
-        self.offset_store.update(mq, offset)
-        with contextlib.suppress(MQError):
-            await self._persist_one(mq, offset, sync=True)
-        if self.table.get(mq) is pq:
-            await self._remove_queue(mq, persist=False)
-        self.rebalance_soon()
-
     # -- offsets ----------------------------------------------------------------------------------
-    async def _persist_one(self, mq: MessageQueue, offset: int, *, sync: bool) -> None:
+    async def persist_offset(self, mq: MessageQueue, offset: int, *, sync: bool) -> None:
         if self.clustering:
             await self.instance.update_consumer_offset(self.group, mq, offset, oneway=not sync)
         else:
@@ -700,7 +601,7 @@ class PushConsumer:
         owned = set(self.table) | set(self._pending_unlock)
         if sync and self.clustering:
             todo = {mq: off for mq in owned if (off := self.offset_store.read_memory(mq)) >= 0}
-            results = await asyncio.gather(*(self._persist_one(mq, off, sync=True) for mq, off in todo.items()),
+            results = await asyncio.gather(*(self.persist_offset(mq, off, sync=True) for mq, off in todo.items()),
                                            return_exceptions=True)
             for (mq, _), r in zip(todo.items(), results, strict=True):
                 if isinstance(r, BaseException):
@@ -709,18 +610,18 @@ class PushConsumer:
         await self.offset_store.persist_all(owned)
 
     async def _clean_expired(self) -> None:
-        service = self._service
+        service = self.consume_service
         if isinstance(service, ConcurrentConsumeService):
             for mq, pq in list(self.table.items()):
                 await service.clean_expired(pq, mq)
 
     # -- hooks for the client instance ----------------------------------------------------------
     def topics(self) -> set[str]:
-        return set(self._all_subs())
+        return set(self.subscriptions())
 
     def consumer_data(self) -> ConsumerData:
         subs = tuple(
-            SubscriptionData.build(t, sub.expression, self._sub_version) for t, sub in sorted(self._all_subs().items())
+            SubscriptionData.build(t, sub.expression, self.sub_version) for t, sub in sorted(self.subscriptions().items())
         )
         return ConsumerData(
             group_name=self.group,
@@ -742,7 +643,7 @@ class PushConsumer:
         """RESET_CONSUMER_CLIENT_OFFSET: drop ``topic``'s queues and restart them at ``offsets``."""
         log.info("group %s: broker asks to reset %s to %s", self.group, topic,
                  {f"{m.broker_name}:{m.queue_id}": o for m, o in sorted(offsets.items())})
-        self._spawn(self._reset_offsets(topic, offsets))
+        self.spawn(self._reset_offsets(topic, offsets))
 
     async def _reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         mine = {mq: pq for mq, pq in self.table.items() if mq.topic == topic}
@@ -756,11 +657,11 @@ class PushConsumer:
                 if mq in offsets:
                     self.offset_store.update(mq, offsets[mq])
                     try:
-                        await self._persist_one(mq, offsets[mq], sync=True)
+                        await self.persist_offset(mq, offsets[mq], sync=True)
                     except MQError as e:
                         log.warning("group %s: storing the reset offset of %s failed: %s", self.group, mq, e)
                 if self.table.get(mq) is pq:
-                    await self._remove_queue(mq, persist=False)
+                    await self.remove_queue(mq, persist=False)
             for mq, off in offsets.items():
                 if mq.topic == topic and mq not in mine and not self.clustering:
                     self.offset_store.update(mq, off)
