@@ -27,7 +27,7 @@ Example (asyncio)::
     async with Producer("my-producer", "127.0.0.1:9876") as producer:
         await producer.send(Message("TopicTest", b"hello"))
 
-Modules: :mod:`.producer`, :mod:`.pull_consumer`, :mod:`.push_consumer` (with :mod:`.consume_service`,
+Modules: :mod:`.producer`, :mod:`.pull_consumer`, :mod:`.push_consumer` (with :mod:`.pull_service`, :mod:`.consume_service`,
 :mod:`.process_queue`, :mod:`.offset_store`, :mod:`.rebalance`, :mod:`.allocate`), :mod:`.admin`, :mod:`.message`, :mod:`.errors`,
 :mod:`.settings`; the shared runtime is :mod:`.instance`; pure rules live in :mod:`.route` and
 :mod:`.fault`; the command line in :mod:`.cli`.
@@ -46,6 +46,7 @@ from .errors import (
     TopicNotFoundError,
 )
 from .message import Message, SendResult, SendStatus
+from .metrics import ClientMetrics, PrometheusClientMetrics
 from .producer import Producer, SyncProducer
 from .pull_consumer import PullConsumer, PullResult, PullStatus, SyncPullConsumer
 from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer, SyncPushConsumer
@@ -62,6 +63,7 @@ from .settings import (
 
 __all__ = [
     "Admin",
+    "ClientMetrics",
     "ClientSettings",
     "ConsumeContext",
     "ConsumeResult",
@@ -77,6 +79,7 @@ __all__ = [
     "MessageQueue",
     "Producer",
     "ProducerSettings",
+    "PrometheusClientMetrics",
     "PullConsumer",
     "PullConsumerSettings",
     "PullResult",

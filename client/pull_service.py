@@ -74,6 +74,7 @@ class PullService:
         self.consumer = consumer
         self.queue: asyncio.Queue[PullRequest] | None = None
         self.suggested: dict[MessageQueue, int] = {}
+        self.flow_controlled = 0
 
     def execute(self, req: PullRequest, delay: float = 0.0) -> None:
         """Pull ``req`` again, at once or after ``delay`` seconds."""
@@ -102,6 +103,11 @@ class PullService:
         reason = flow_control(pq, max_count=s.flow.max_cached_messages, max_mib=s.flow.max_cached_mib,
                               max_span=s.flow.max_offset_span, orderly=c.orderly)
         if reason is not None:
+            self.flow_controlled += 1
+            if self.flow_controlled % 1000 == 1:
+                log.warning("group %s: %s not pulled for a moment (cached %d messages, %d MiB, span %d: %s over "
+                            "the limit; flow-controlled %d times)", c.group, mq, pq.msg_count,
+                            pq.msg_size // (1024 * 1024), pq.max_span, reason, self.flow_controlled)
             self.execute(req, s.flow.delay)
             return
         if c.orderly and c.clustering and not pq.locked:

@@ -8,13 +8,8 @@ Moving parts, all on the client's event loop:
   (after LOCK_BATCH_MQ in orderly clustering mode) starts at the stored offset or per
   ``consume_from``; a removed one is dropped, its offset persisted, its broker lock released once
   its consume lock is free.
-- **Pulling**: one pull service takes *pull requests* (queue, process queue, next offset) from a
-  queue and sends each as a long-polling PULL_MESSAGE (``suspendTimeoutMillis`` 15000, sysFlag
-  SUSPEND, plus COMMIT_OFFSET with the memory offset in clustering mode, never to a slave); the
-  answer's callback hands messages to the consume service and puts the same request back (at once,
-  or later under flow control or after an error). ``suggestWhichBrokerId`` is remembered per queue.
-  PULL_OFFSET_MOVED drops the queue and, 10 s later, stores the broker's offset and lets the next
-  rebalance start the queue there (Java's behaviour).
+- **Pulling** (:mod:`.pull_service`): one loop over reusable pull requests (queue, process queue,
+  next offset), long polling, flow control, ``suggestWhichBrokerId``, PULL_OFFSET_MOVED handling.
 - **Consumption** (:mod:`.consume_service`): concurrent or orderly.
 - **Offsets** (:mod:`.offset_store`): on the brokers for CLUSTERING, in ``offsets.json`` for
   BROADCASTING; persisted every ``persist_interval``, on rebalance and at shutdown.

@@ -1,0 +1,166 @@
+"""The pull service's requests and reactions, against a scripted broker answer (no sockets).
+
+Checks the PULL_MESSAGE ext fields a push consumer sends (PROTOCOL.md §7: sysFlag SUSPEND, plus
+COMMIT_OFFSET with the memory offset, never to a slave; suspendTimeoutMillis; no subscription) and
+what each answer does to the request, the process queue and the offset store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pyrocketmq.client import pull_service as ps
+from pyrocketmq.client.offset_store import OffsetStore
+from pyrocketmq.client.process_queue import ProcessQueue
+from pyrocketmq.client.pull_consumer import parse_expression
+from pyrocketmq.client.pull_service import PullRequest, PullService
+from pyrocketmq.client.push_consumer import ConsumerStats
+from pyrocketmq.client.settings import PushConsumerSettings
+from pyrocketmq.remoting.body import MessageQueue
+from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.message import MessageExt, encode_message
+
+MQ = MessageQueue("T", "broker-a", 0)
+
+
+class FakeInstance:
+    def __init__(self, answer: RemotingCommand, broker_id: int = 0) -> None:
+        self.answer = answer
+        self.broker_id = broker_id
+        self.sent: list[RemotingCommand] = []
+
+    def find_broker_addr(self, name, bid=0, *, only_this=False):
+        return ("127.0.0.1:1", self.broker_id)
+
+    async def update_route(self, topic):
+        return True
+
+    async def invoke(self, addr, cmd, timeout=None):
+        self.sent.append(cmd)
+        return self.answer
+
+
+class FakeService:
+    def __init__(self) -> None:
+        self.submitted: list[tuple[list[MessageExt], bool]] = []
+
+    def submit(self, msgs, pq, mq, dispatch=True):
+        self.submitted.append((msgs, dispatch))
+
+
+class FakeConsumer:
+    def __init__(self, answer: RemotingCommand, *, broker_id: int = 0, model: str = "CLUSTERING", orderly=False):
+        self.group = "cg"
+        self.settings = PushConsumerSettings(message_model=model)
+        self.orderly = orderly
+        self.clustering = model == "CLUSTERING"
+        self.instance = FakeInstance(answer, broker_id)
+        self.offset_store = OffsetStore("cg")
+        self.sub_version = 7
+        self.stats = ConsumerStats()
+        self.consume_service = FakeService()
+        self.running = True
+        self.table: dict = {}
+        self.later_calls: list[float] = []
+        self.removed: list[MessageQueue] = []
+
+    def subscriptions(self):
+        return {"T": parse_expression("TagA")}
+
+    def later(self, delay, fn, *args):
+        self.later_calls.append(delay)
+
+    def spawn(self, coro):
+        coro.close()
+
+    async def remove_queue(self, mq, persist=True):
+        self.removed.append(mq)
+
+    async def persist_offset(self, mq, offset, *, sync):
+        pass
+
+    def rebalance_soon(self):
+        pass
+
+
+def answer(code: int, next_begin: int = 0, body: bytes | None = None, suggest: int = 0) -> RemotingCommand:
+    fields = {"suggestWhichBrokerId": suggest, "nextBeginOffset": next_begin, "minOffset": 0, "maxOffset": 100}
+    return RemotingCommand.request(0, fields, body).response(code, None, fields, body)
+
+
+def pull_once(consumer: FakeConsumer, req: PullRequest) -> PullService:
+    async def go():
+        svc = PullService(consumer)
+        svc.queue = asyncio.Queue()
+        await svc.pull(req)
+        return svc
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("memory_offset", "broker_id", "model", "sys_flag", "commit"),
+    [
+        (-1, 0, "CLUSTERING", "2", "0"),  # nothing to commit yet: SUSPEND only
+        (42, 0, "CLUSTERING", "3", "42"),  # SUSPEND | COMMIT_OFFSET
+        (42, 1, "CLUSTERING", "2", "42"),  # never commit through a slave
+        (42, 0, "BROADCASTING", "2", "0"),  # broadcasting offsets stay local
+    ],
+)
+def test_pull_request_fields(memory_offset, broker_id, model, sys_flag, commit):
+    c = FakeConsumer(answer(ResponseCode.PULL_NOT_FOUND, 5), broker_id=broker_id, model=model)
+    c.offset_store.update(MQ, memory_offset)
+    pull_once(c, PullRequest(MQ, ProcessQueue(), 5))
+    [cmd] = c.instance.sent
+    ext = cmd.ext_fields
+    assert (ext["sysFlag"], ext["commitOffset"]) == (sys_flag, commit)
+    assert ext["suspendTimeoutMillis"] == "15000" and ext["maxMsgNums"] == "32"
+    assert ext["queueOffset"] == "5" and ext["subVersion"] == "7" and "subscription" not in ext
+
+
+def test_found_feeds_the_process_queue_rechecks_tags_and_remembers_the_suggested_broker():
+    def stored(offset: int, tags: str) -> bytes:
+        return bytes(encode_message(MessageExt(topic="T", body=b"x", queue_offset=offset, properties={"TAGS": tags})))
+
+    c = FakeConsumer(answer(ResponseCode.SUCCESS, 12, stored(10, "TagA") + stored(11, "TagZ"), suggest=1))
+    req = PullRequest(MQ, ProcessQueue(), 10)
+    svc = pull_once(c, req)
+    assert req.next_offset == 12
+    [(msgs, dispatch)] = c.consume_service.submitted
+    assert [m.queue_offset for m in msgs] == [10]  # TagZ shares no tag with "TagA": filtered here
+    assert req.pq.msg_count == 1 and dispatch is True
+    assert svc.suggested[MQ] == 1
+    assert svc.queue.qsize() == 1
+
+
+def test_no_new_message_moves_the_memory_offset_when_nothing_is_cached():
+    c = FakeConsumer(answer(ResponseCode.PULL_RETRY_IMMEDIATELY, 30))
+    req = PullRequest(MQ, ProcessQueue(), 20)
+    pull_once(c, req)
+    assert req.next_offset == 30 and c.offset_store.read_memory(MQ) == 30
+
+
+def test_offset_moved_drops_the_queue_and_restarts_it_later():
+    c = FakeConsumer(answer(ResponseCode.PULL_OFFSET_MOVED, 50))
+    req = PullRequest(MQ, ProcessQueue(), 20)
+    svc = pull_once(c, req)
+    assert req.pq.dropped and c.later_calls == [ps.OFFSET_MOVED_DELAY]
+    assert svc.queue.qsize() == 0
+
+
+def test_flow_control_and_errors_delay_the_next_pull():
+    c = FakeConsumer(answer(ResponseCode.SYSTEM_ERROR))
+    pq = ProcessQueue(msg_count=1001)
+    pull_once(c, PullRequest(MQ, pq, 0))
+    assert c.instance.sent == [] and c.later_calls == [c.settings.flow.delay]
+    pull_once(c, PullRequest(MQ, ProcessQueue(), 0))
+    assert c.later_calls[-1] == c.settings.pull.delay_on_error
+
+
+def test_orderly_queue_without_its_lock_is_not_pulled():
+    c = FakeConsumer(answer(ResponseCode.PULL_NOT_FOUND), orderly=True)
+    pull_once(c, PullRequest(MQ, ProcessQueue(locked=False), 0))
+    assert c.instance.sent == [] and c.later_calls == [ps.NOT_LOCKED_DELAY]
