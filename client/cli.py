@@ -545,53 +545,19 @@ def _mq_of(consumer: Any, msg: Any) -> Any:
 
 
 # -- bench -------------------------------------------------------------------------------------------
+# ``bench produce|consume`` lives in .bench; this is the hook.
 
 
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="send messages as fast as possible and report TPS and latency")
-    _add_ns(p)
-    p.add_argument("-t", "--topic", default="BenchmarkTest", help="topic (default BenchmarkTest)")
-    p.add_argument("-s", "--size", type=int, default=128, help="body size in bytes (default 128)")
-    p.add_argument("-w", "--threads", dest="concurrency", type=int, default=64, help="sends in flight (default 64)")
-    p.add_argument("-q", "--count", type=int, default=10000, help="messages to send (default 10000)")
+    from .bench import add_parsers
+
+    add_parsers(sub, _add_ns, Parser)
 
 
 async def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser, out: TextIO) -> int:
-    from .producer import Producer
+    from . import bench
 
-    if args.size < 1 or args.concurrency < 1 or args.count < 1:
-        raise UsageError(parser, "size, threads and count must be positive")
-    body = b"x" * args.size
-    latencies: list[float] = []
-    failures = 0
-    left = args.count
-    async with Producer("PYROCKETMQ_BENCH_PRODUCER", args.namesrv) as producer:
-        await producer.send(Message(args.topic, body))  # route + connection warm-up
-
-        async def worker() -> None:
-            nonlocal left, failures
-            while left > 0:
-                left -= 1
-                t0 = time.monotonic()
-                try:
-                    await producer.send(Message(args.topic, body))
-                    latencies.append(time.monotonic() - t0)
-                except MQError:
-                    failures += 1
-
-        started = time.monotonic()
-        await asyncio.gather(*(worker() for _ in range(args.concurrency)))
-        elapsed = time.monotonic() - started
-    latencies.sort()
-    n = len(latencies)
-
-    def pct(p: float) -> float:
-        return latencies[min(n - 1, int(n * p))] * 1000 if n else 0.0
-
-    out.write(f"sent {n} in {elapsed:.2f}s: {n / elapsed:.0f} msg/s, failed {failures}, "
-              f"latency ms avg {sum(latencies) / max(n, 1) * 1000:.2f} p50 {pct(0.5):.2f} p99 {pct(0.99):.2f} "
-              f"max {pct(1.0):.2f}\n")
-    return 0 if failures == 0 else 1
+    return await bench.run(args, parser, out, UsageError)
 
 
 # -- entry point ----------------------------------------------------------------------------------
@@ -609,6 +575,8 @@ def build_parser() -> tuple[Parser, dict[str, argparse.ArgumentParser]]:
     _consume_parser(sub)
     _bench_parser(sub)
     subparsers = {"admin": admin, **{name: p for name, p in sub.choices.items()}}
+    bench_sub = next(a for a in sub.choices["bench"]._actions if isinstance(a, argparse._SubParsersAction))
+    subparsers.update({f"bench {n}": p for n, p in bench_sub.choices.items()})
     subparsers.update({f"admin {n}": p for n, p in admin_sub.choices.items()})
     return root, subparsers
 
@@ -616,6 +584,8 @@ def build_parser() -> tuple[Parser, dict[str, argparse.ArgumentParser]]:
 def _which_parser(argv: list[str], parsers: dict[str, argparse.ArgumentParser], root: Parser) -> argparse.ArgumentParser:
     if len(argv) >= 2 and argv[0] == "admin" and f"admin {argv[1]}" in parsers:
         return parsers[f"admin {argv[1]}"]
+    if len(argv) >= 2 and argv[0] == "bench" and f"bench {argv[1]}" in parsers:
+        return parsers[f"bench {argv[1]}"]
     if argv and argv[0] in parsers:
         return parsers[argv[0]]
     return root
@@ -650,6 +620,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
         if args.command == "consume":
             return asyncio.run(run_consume(args, parser, out))
         if args.command == "bench":
+            parser = parsers[f"bench {args.bench_command}"]
             return asyncio.run(run_bench(args, parser, out))
         raise UsageError(root, f"unknown command {args.command!r}")
     except UsageError as e:

@@ -16,6 +16,7 @@ commands:
   admin       administer a cluster        (pyrocketmq admin <command> ...; see 'pyrocketmq admin -h')
   produce     send messages               (pyrocketmq produce -n ADDR -t TOPIC ...)
   consume     read messages               (pyrocketmq consume -n ADDR -t TOPIC ...)
+  bench       load-test with the client   (pyrocketmq bench produce|consume -n ADDR -t TOPIC ...)
   quickstart  run a local name server + broker and a sample (see README)
   operator    run the Kubernetes operator  (pyrocketmq operator [--all-namespaces | -n NS ...]; needs [operator])
 

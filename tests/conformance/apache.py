@@ -13,6 +13,7 @@ PermSize flags are fatal) and ask for 8 GiB heaps, so the JVMs are launched dire
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.conformance import jvm, maven, probe
@@ -63,8 +64,18 @@ def apache_broker_conf(namesrv_addr: str, listen_port: int, home: Path) -> dict[
     }
 
 
-def start_apache_cluster(home: Path, *, timeout: float = 90.0) -> Cluster:
-    """Start name server + master broker under ``home``; return once TBW102 has a route."""
+def start_apache_cluster(
+    home: Path,
+    *,
+    timeout: float = 90.0,
+    broker_overrides: Mapping[str, object] | None = None,
+    broker_heap: Sequence[str] = SERVER_HEAP,
+) -> Cluster:
+    """Start name server + master broker under ``home``; return once TBW102 has a route.
+
+    ``broker_overrides`` replaces broker.conf keys (the benchmarks set the flush mode);
+    ``broker_heap`` replaces the broker JVM's heap flags (the name server keeps ``SERVER_HEAP``).
+    """
     server_lib = maven.resolve(maven.SERVER)
     java = jvm.java_executable()
     conf_dir = home / "conf"
@@ -76,12 +87,10 @@ def start_apache_cluster(home: Path, *, timeout: float = 90.0) -> Cluster:
     broker_port = free_broker_port()
     namesrv_addr = f"127.0.0.1:{ns_port}"
     ns_conf = write_properties(conf_dir / "namesrv.conf", {"listenPort": ns_port})
-    broker_values = apache_broker_conf(namesrv_addr, broker_port, home)
+    broker_values = {**apache_broker_conf(namesrv_addr, broker_port, home), **dict(broker_overrides or {})}
     broker_conf = write_properties(conf_dir / "broker.conf", broker_values)
 
     common = [
-        java,
-        *SERVER_HEAP,
         *jvm.SERVER_JDK17_FLAGS,
         f"-Drocketmq.home.dir={home}",
         f"-Duser.home={home}",
@@ -90,10 +99,10 @@ def start_apache_cluster(home: Path, *, timeout: float = 90.0) -> Cluster:
         maven.classpath(server_lib),
     ]
     namesrv = ManagedProcess(
-        "apache-namesrv", [*common, NAMESRV_MAIN, "-c", str(ns_conf)], home / "namesrv.log", cwd=home
+        "apache-namesrv", [java, *SERVER_HEAP, *common, NAMESRV_MAIN, "-c", str(ns_conf)], home / "namesrv.log", cwd=home
     )
     broker = ManagedProcess(
-        "apache-broker", [*common, BROKER_MAIN, "-c", str(broker_conf)], home / "broker.log", cwd=home
+        "apache-broker", [java, *broker_heap, *common, BROKER_MAIN, "-c", str(broker_conf)], home / "broker.log", cwd=home
     )
     cluster = Cluster(
         "apache",

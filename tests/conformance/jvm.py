@@ -109,14 +109,15 @@ class JavaResult:
 class JavaPrograms:
     """Runs the conformance programs; ``compile()`` is cheap when the classes are already cached."""
 
-    def __init__(self, client_lib: Path, log_dir: Path | None = None) -> None:
+    def __init__(self, client_lib: Path, log_dir: Path | None = None, sources: Path = JAVA_SOURCES) -> None:
         self.client_lib = client_lib
         self.log_dir = log_dir or maven.cache_root() / "client-logs"
+        self.sources = sources  # a folder of *.java compiled together (bench/ has its own)
         self.classes: Path | None = None
 
     def _digest(self) -> str:
         h = hashlib.sha256()
-        for src in sorted(JAVA_SOURCES.glob("*.java")):
+        for src in sorted(self.sources.glob("*.java")):
             h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
         for jar in sorted(self.client_lib.glob("*.jar")):
             h.update(jar.name.encode() + b"\0")
@@ -134,7 +135,7 @@ class JavaPrograms:
                     partial = target.with_name(digest + ".partial")
                     shutil.rmtree(partial, ignore_errors=True)
                     partial.mkdir(parents=True)
-                    sources = [str(p) for p in sorted(JAVA_SOURCES.glob("*.java"))]
+                    sources = [str(p) for p in sorted(self.sources.glob("*.java"))]
                     cmd = [
                         javac_executable(),
                         "-encoding",
@@ -157,7 +158,14 @@ class JavaPrograms:
         self.classes = target
         return target
 
-    def command(self, main_class: str, args: list[str], jvm_props: dict[str, str] | None = None) -> list[str]:
+    def command(
+        self,
+        main_class: str,
+        args: list[str],
+        jvm_props: dict[str, str] | None = None,
+        jvm_flags: list[str] | None = None,
+    ) -> list[str]:
+        """The ``java`` argv; ``jvm_flags`` replaces ``CLIENT_JVM_FLAGS`` (load generators want C2)."""
         if self.classes is None:
             self.compile()
         assert self.classes is not None
@@ -170,7 +178,7 @@ class JavaPrograms:
         props.update(jvm_props or {})
         return [
             java_executable(),
-            *CLIENT_JVM_FLAGS,
+            *(CLIENT_JVM_FLAGS if jvm_flags is None else jvm_flags),
             *(f"-D{k}={v}" for k, v in props.items()),
             "-cp",
             maven.classpath(self.client_lib, self.classes),

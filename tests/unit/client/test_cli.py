@@ -37,7 +37,8 @@ def run(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
         (["produce", "-n", "x:1", "-t", "T", "-c", "0", "--body", "b"], "usage: pyrocketmq produce", "at least 1"),
         (["consume", "-n", "x:1", "-t", "T"], "usage: pyrocketmq consume", "-g/--group"),
         (["consume", "-n", "x:1", "-t", "T", "-g", "g", "-c", "-1"], "usage: pyrocketmq consume", "negative"),
-        (["bench", "-n", "x:1", "-s", "0"], "usage: pyrocketmq bench", "positive"),
+        (["bench", "produce", "-n", "x:1", "-s", "0"], "usage: pyrocketmq bench produce", "positive"),
+        (["bench", "consume", "-n", "x:1", "-q", "-1"], "usage: pyrocketmq bench consume", "negative"),
     ],
 )
 def test_bad_arguments_print_usage_and_exit_2(argv: list[str], usage: str, message: str) -> None:

@@ -1,0 +1,150 @@
+"""``python -m bench``: run the scenarios against both brokers and print the table.
+
+Order: for each flush mode, our broker then Apache's, each freshly started on an empty store; every
+scenario of that flush mode runs against it before it is stopped. The JSON document (``--json``)
+holds every figure, the plan and the machine; the table goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from bench import clusters, report
+from bench.scenarios import BENCH_JAVA, Context, Plan, Result, catalogue
+from tests.conformance import jvm, maven
+
+SMOKE_SCENARIOS = ["send-128-16", "drain", "latency"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--scenarios", default="all",
+                   help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency); default all")
+    p.add_argument("--flush", default="ASYNC_FLUSH,SYNC_FLUSH", help="flush modes to run (default both)")
+    p.add_argument("--brokers", default=",".join(clusters.KINDS), help="pyrocketmq,apache (default both)")
+    p.add_argument("--duration", type=float, default=None, help="seconds per Producer run (default 22; >= 11)")
+    p.add_argument("--batch-duration", type=float, default=None, help="seconds per batch run (default 16)")
+    p.add_argument("--scale", type=float, default=1.0, help="backlog = 1 000 000 x scale messages (default 1)")
+    p.add_argument("--rate", type=int, default=None, help="fixed rate of the latency scenario (default 2000 msg/s)")
+    p.add_argument("--latency-duration", type=float, default=None, help="seconds of the latency scenario (default 15)")
+    p.add_argument("--smoke", action="store_true",
+                   help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s), ASYNC_FLUSH only")
+    p.add_argument("--workdir", type=Path, default=None, help="stores and logs (default <cache>/bench)")
+    p.add_argument("--json", type=Path, default=None, help="where to write the JSON (default <workdir>/results.json)")
+    return p
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    plan = Plan()
+    if args.smoke:
+        plan = Plan(send_seconds=11.5, batch_seconds=4, warmup_seconds=1, backlog=2000, latency_rate=200,
+                    latency_seconds=2, latency_warmup=1)
+    else:
+        plan.backlog = max(1000, int(1_000_000 * args.scale))
+    if args.duration is not None:
+        plan.send_seconds = max(11.0, args.duration)
+    if args.batch_duration is not None:
+        plan.batch_seconds = args.batch_duration
+    if args.rate is not None:
+        plan.latency_rate = args.rate
+    if args.latency_duration is not None:
+        plan.latency_seconds = args.latency_duration
+    return plan
+
+
+def select(args: argparse.Namespace):
+    wanted = SMOKE_SCENARIOS if args.smoke and args.scenarios == "all" else [
+        s.strip() for s in args.scenarios.split(",") if s.strip()]
+    flushes = ["ASYNC_FLUSH"] if args.smoke else [f.strip().upper() for f in args.flush.split(",") if f.strip()]
+    chosen = [
+        s for s in catalogue()
+        if s.flush in flushes and ("all" in wanted or any(s.name == w or s.name.startswith(w) for w in wanted))
+    ]
+    return chosen, flushes
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    plan = make_plan(args)
+    chosen, flushes = select(args)
+    kinds = [k.strip() for k in args.brokers.split(",") if k.strip()]
+    if not chosen or any(k not in clusters.KINDS for k in kinds):
+        print("nothing to run: check --scenarios, --flush and --brokers", file=sys.stderr)
+        return 2
+    workdir = (args.workdir or maven.cache_root() / "bench").resolve()
+    json_path = args.json or workdir / "results.json"
+    began = time.time()
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    print(f"# {command}\n# plan: {plan}", flush=True)
+
+    client_lib, _ = clusters.lib_dirs()
+    java = jvm.JavaPrograms(client_lib, log_dir=workdir / "client-logs", sources=BENCH_JAVA)
+    java.compile()
+
+    results: list[Result] = []
+    for flush in flushes:
+        group = [s for s in chosen if s.flush == flush]
+        if not group:
+            continue
+        for kind in kinds:
+            home = workdir / f"{kind}-{flush.lower()}"
+            t0 = time.monotonic()
+            try:
+                cluster = clusters.start(kind, home, flush)
+            except Exception as exc:  # report and go on with the other broker
+                for s in group:
+                    results.append(Result(s.name, kind, flush, error=f"broker did not start: {exc}"))
+                print(f"{kind} {flush}: did not start: {str(exc).splitlines()[0]}", flush=True)
+                continue
+            pid = clusters.broker_process(cluster).pid
+            assert pid is not None
+            sampler = clusters.ProcessSampler(pid)
+            print(f"{kind} {flush}: up in {time.monotonic() - t0:.1f} s (broker pid {pid})", flush=True)
+            ctx = Context(cluster, java, home / "logs")
+            try:
+                for s in group:
+                    result = Result(s.name, kind, flush)
+                    cpu_mark = sampler.mark()
+                    t1 = time.monotonic()
+                    try:
+                        result.figures.update(s.run(ctx, plan))
+                    except Exception as exc:
+                        result.error = f"{type(exc).__name__}: {exc}"
+                    usage = sampler.since(cpu_mark)
+                    result.figures["cpu_s"] = usage.cpu_seconds
+                    result.figures["peak_rss_mib"] = usage.peak_rss_mib
+                    result.detail["wall_s"] = round(time.monotonic() - t1, 1)
+                    results.append(result)
+                    shown = {k: v for k, v in result.figures.items() if v is not None}
+                    print(f"  {s.name:<14} {result.error or shown}", flush=True)
+                    if not cluster.alive():
+                        raise RuntimeError(f"{kind} died during {s.name}:\n{cluster.log_tails()}")
+            except RuntimeError as exc:
+                print(str(exc), file=sys.stderr)
+            finally:
+                sampler.close()
+                cluster.stop()
+                shutil.rmtree(home / "store", ignore_errors=True)
+
+    elapsed = time.time() - began
+    table = report.markdown(results)
+    print()
+    print(table)
+    meta = {
+        "command": command,
+        "started": datetime.datetime.fromtimestamp(began, datetime.UTC).isoformat(timespec="seconds"),
+        "elapsed_s": round(elapsed, 1),
+        "plan": plan.__dict__,
+        "apache_broker_jvm": clusters.APACHE_BROKER_HEAP,
+        "segment_size": clusters.SEGMENT_SIZE,
+        "queues": clusters.QUEUES,
+    }
+    report.write_json(json_path, results, meta)
+    print(f"\n{len(results)} result(s) in {elapsed:.0f} s; JSON: {json_path}")
+    return 1 if any(r.error for r in results) else 0

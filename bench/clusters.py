@@ -1,0 +1,160 @@
+"""Start our broker or Apache RocketMQ's with comparable settings, and sample their processes.
+
+Both brokers get the same ``flushDiskType``, the same commitlog segment size
+(``mappedFileSizeCommitLog``, RocketMQ's 1 GiB default), stores under one work directory (one
+disk), and a pre-created topic with the same number of queues. The Apache broker runs with the JDK 17
+module openings of the conformance harness and ``runbroker.sh``'s G1 flags, with the heap scaled
+from 8 GiB down to 2 GiB for a 2-core / 24 GiB machine (no ``AlwaysPreTouch``, so its RSS is what it
+touches, as ours is).
+
+``ProcessSampler`` reads ``/proc/<pid>/stat`` (utime + stime, in clock ticks) and
+``/proc/<pid>/status`` (``VmRSS``) of one broker process on a background thread; a scenario takes a
+``mark()`` before and a ``since(mark)`` after, giving CPU seconds and the peak RSS of that window.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conformance import apache, maven
+from tests.helpers.cluster import REPO_ROOT, Cluster, ManagedProcess, start_pyrocketmq_cluster
+
+SEGMENT_SIZE = 1024 * 1024 * 1024
+QUEUES = 8
+
+# runbroker.sh (4.9.x) uses -Xms8g -Xmx8g -Xmn4g and 15g direct memory with these G1 settings.
+APACHE_BROKER_HEAP = [
+    "-Xms2g",
+    "-Xmx2g",
+    "-Xmn1g",
+    "-XX:MaxDirectMemorySize=2g",
+    "-XX:+UseG1GC",
+    "-XX:G1HeapRegionSize=16m",
+    "-XX:G1ReservePercent=25",
+    "-XX:InitiatingHeapOccupancyPercent=30",
+    "-XX:SoftRefLRUPolicyMSPerMB=0",
+    "-XX:-OmitStackTraceInFastThrow",
+]
+
+KINDS = ("pyrocketmq", "apache")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def broker_settings(flush: str) -> dict[str, object]:
+    """broker.conf keys both brokers share for a run."""
+    return {
+        "flushDiskType": flush,
+        "mappedFileSizeCommitLog": SEGMENT_SIZE,
+        "autoCreateTopicEnable": True,
+        # 2 busy cores: a send queued for up to 1 s is not "busy" (the conformance harness does the same)
+        "waitTimeMillsInSendQueue": 1000,
+    }
+
+
+def start(kind: str, home: Path, flush: str) -> Cluster:
+    """Start ``kind``'s name server + broker under ``home`` (wiped first)."""
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    if kind == "apache":
+        return apache.start_apache_cluster(
+            home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP
+        )
+    if kind == "pyrocketmq":
+        return start_pyrocketmq_cluster(home, python=sys.executable, broker_overrides=broker_settings(flush))
+    raise ValueError(f"unknown broker kind {kind!r}")
+
+
+def broker_process(cluster: Cluster) -> ManagedProcess:
+    return next(p for p in cluster.processes if p.name.endswith("broker"))
+
+
+def admin(namesrv: str, *argv: str, timeout: float = 60) -> str:
+    """Run our CLI's ``admin`` command (works against both brokers); returns stdout."""
+    cmd = [sys.executable, "-m", "pyrocketmq", "admin", argv[0], "-n", namesrv, *argv[1:]]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def create_topic(cluster: Cluster, topic: str, queues: int = QUEUES) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            admin(cluster.namesrv_addr, "updateTopic", "-c", cluster.cluster_name, "-t", topic,
+                  "-r", str(queues), "-w", str(queues))
+            return
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def lib_dirs() -> tuple[Path, Path]:
+    """(client jars incl. rocketmq-example, server jars), resolved from Maven Central and cached."""
+    return maven.resolve(maven.CLIENT), maven.resolve(maven.SERVER)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    cpu_seconds: float
+    peak_rss_mib: float
+
+
+class ProcessSampler:
+    """Samples one process's CPU time and RSS every ``interval`` seconds on a daemon thread."""
+
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
+        self.pid = pid
+        self.interval = interval
+        self._peak_since_mark = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"sampler-{pid}", daemon=True)
+        self._thread.start()
+
+    def cpu_seconds(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+
+    def rss_bytes(self) -> int:
+        try:
+            with open(f"/proc/{self.pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            rss = self.rss_bytes()
+            with self._lock:
+                self._peak_since_mark = max(self._peak_since_mark, rss)
+
+    def mark(self) -> float:
+        """Start a window: resets the peak; returns the CPU seconds so far (pass it to ``since``)."""
+        with self._lock:
+            self._peak_since_mark = self.rss_bytes()
+        return self.cpu_seconds()
+
+    def since(self, cpu_mark: float) -> Usage:
+        rss = self.rss_bytes()
+        with self._lock:
+            peak = max(self._peak_since_mark, rss)
+        return Usage(round(self.cpu_seconds() - cpu_mark, 2), round(peak / 2**20, 1))
+
+    def close(self) -> None:
+        self._stop.set()

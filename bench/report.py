@@ -1,0 +1,105 @@
+"""The results table (plain text, also valid Markdown) and the JSON document.
+
+One row per scenario and broker, then a ``ratio`` row (ours / theirs) for every figure both have.
+A figure a generator does not produce is ``-``; a failed scenario shows its error instead.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bench.scenarios import Result
+
+COLUMNS = [
+    ("send_tps", "send TPS", "{:.0f}"),
+    ("rt_avg_ms", "RT avg ms", "{:.2f}"),
+    ("rt_p99_ms", "RT p99 ms", "{:.2f}"),
+    ("consume_tps", "consume TPS", "{:.0f}"),
+    ("e2e_p50_ms", "e2e p50 ms", "{:.2f}"),
+    ("e2e_p99_ms", "e2e p99 ms", "{:.2f}"),
+    ("cpu_s", "CPU s", "{:.1f}"),
+    ("peak_rss_mib", "peak RSS MiB", "{:.0f}"),
+]
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "-"
+    try:
+        return fmt.format(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def ratio(ours: Any, theirs: Any) -> float | None:
+    try:
+        a, b = float(ours), float(theirs)
+    except (TypeError, ValueError):
+        return None
+    return a / b if b else None
+
+
+def rows(results: Iterable[Result]) -> list[list[str]]:
+    by_key: dict[tuple[str, str], dict[str, Result]] = {}
+    for r in results:
+        by_key.setdefault((r.scenario, r.flush), {})[r.broker] = r
+    out = []
+    for (scenario, flush), pair in by_key.items():
+        for broker in ("pyrocketmq", "apache"):
+            r = pair.get(broker)
+            if r is None:
+                continue
+            if r.error:
+                out.append([scenario, flush, broker, f"FAILED: {r.error.splitlines()[0][:100]}"] + [""] * (len(COLUMNS) - 1))
+                continue
+            out.append([scenario, flush, broker] + [_cell(r.figures.get(k), f) for k, _, f in COLUMNS])
+        ours, theirs = pair.get("pyrocketmq"), pair.get("apache")
+        if ours and theirs and not ours.error and not theirs.error:
+            cells = [_cell(ratio(ours.figures.get(k), theirs.figures.get(k)), "{:.2f}") for k, _, _ in COLUMNS]
+            out.append([scenario, flush, "ratio"] + cells)
+    return out
+
+
+def markdown(results: Iterable[Result]) -> str:
+    header = ["scenario", "flush", "broker"] + [title for _, title, _ in COLUMNS]
+    body = rows(results)
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(widths[i]) for i, c in enumerate(cells)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(header), sep, *(line(r) for r in body)])
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            models = [ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")]
+        info["cpus"] = len(models)
+        info["cpu_model"] = models[0] if models else None
+        with open("/proc/meminfo") as fh:
+            info["mem_total_kib"] = int(fh.readline().split()[1])
+        with open("/proc/loadavg") as fh:
+            info["loadavg_at_end"] = fh.read().split()[:3]
+    except OSError:
+        pass
+    return info
+
+
+def write_json(path: Path, results: list[Result], meta: dict[str, Any]) -> None:
+    doc = {
+        "meta": {**meta, "machine": machine()},
+        "results": [
+            {"scenario": r.scenario, "broker": r.broker, "flush": r.flush, "figures": r.figures,
+             "detail": r.detail, "error": r.error}
+            for r in results
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n")

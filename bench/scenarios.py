@@ -1,0 +1,231 @@
+"""The workloads, each run the same way against both brokers, and the parsing of their output.
+
+| name | generator | figures |
+|---|---|---|
+| ``send-<size>-<threads>`` | ``org.apache.rocketmq.example.benchmark.Producer`` (rocketmq-example 4.7.0) | send TPS, RT avg / max |
+| ``batch-java`` | ``bench/java/BatchSend.java`` (BatchProducer's loop: ``send(Collection)``) | msg/s, RT avg / p99 per batch |
+| ``batch-python`` | ``pyrocketmq bench produce --batch`` (our client) | msg/s, RT avg / p99 per batch |
+| ``drain`` | backlog by ``BatchSend``, drained by ``bench/java/Drain.java`` (a push consumer) | consume TPS |
+| ``latency`` | ``bench/java/FixedRateLatency.java`` at a fixed rate | e2e p50 / p99, send RT |
+
+The Apache Producer prints one line per 10 s, each covering the last 10 s::
+
+    Send TPS: 15230 Max RT: 120 Average RT:   4.197 Send Failed: 0 Response Failed: 0
+
+The first line includes the JVM's warm-up, so it is dropped when a later one exists. The benchmark
+Consumer prints ``TPS: … AVG(B2C) RT: …`` lines the same way, 10 s windows whose end cannot be lined
+up with the end of a backlog (and committed offsets trail by up to 5 s), so the drain runs a
+``DefaultMQPushConsumer`` with the benchmark Consumer's settings that times the backlog exactly:
+backlog / (last message − first message).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import clusters
+from tests.conformance import jvm
+from tests.helpers.cluster import REPO_ROOT, Cluster
+
+BENCH_JAVA = Path(__file__).with_name("java")
+PRODUCER_MAIN = "org.apache.rocketmq.example.benchmark.Producer"
+# Load generators run the JIT fully (C2) with room for 64 threads of in-flight requests.
+GENERATOR_JVM_FLAGS = ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-Dfile.encoding=UTF-8"]
+
+SEND_LINE = re.compile(
+    r"Send TPS: (?P<tps>\d+) Max RT: (?P<max>\d+) Average RT:\s*(?P<avg>[\d.]+) "
+    r"Send Failed: (?P<failed>\d+) Response Failed: (?P<rfailed>\d+)"
+)
+
+
+@dataclass
+class Plan:
+    """Durations and sizes of one benchmark run (``--smoke`` and ``--scale`` shrink them)."""
+
+    send_seconds: float = 22.0
+    batch_seconds: float = 16.0
+    warmup_seconds: float = 5.0
+    backlog: int = 1_000_000
+    latency_rate: int = 2000
+    latency_seconds: float = 15.0
+    latency_warmup: float = 3.0
+    batch_size: int = 32
+
+
+@dataclass
+class Result:
+    scenario: str
+    broker: str
+    flush: str
+    figures: dict[str, float | None] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    flush: str
+    run: Callable[[Context, Plan], dict[str, Any]]
+    describe: str
+
+
+@dataclass
+class Context:
+    """What a scenario needs: the running cluster, the Java programs, a log folder, a topic maker."""
+
+    cluster: Cluster
+    java: jvm.JavaPrograms
+    logs: Path
+    seq: int = 0
+
+    def fresh_topic(self, stem: str) -> str:
+        self.seq += 1
+        topic = f"Bench_{stem}_{self.seq}".replace("-", "_")
+        clusters.create_topic(self.cluster, topic)
+        return topic
+
+
+def parse_send_lines(text: str) -> dict[str, float | None]:
+    """Send TPS and RTs from the Apache Producer's report lines (warm-up line dropped)."""
+    lines = [m.groupdict() for m in SEND_LINE.finditer(text)]
+    if not lines:
+        return {}
+    steady = lines[1:] or lines
+    return {
+        "send_tps": sum(float(x["tps"]) for x in steady) / len(steady),
+        "rt_avg_ms": sum(float(x["avg"]) for x in steady) / len(steady),
+        "rt_p99_ms": None,  # the tool prints no percentile
+        "rt_max_ms": max(float(x["max"]) for x in steady),
+        "send_failed": sum(float(x["failed"]) + float(x["rfailed"]) for x in steady),
+        "report_lines": len(lines),
+    }
+
+
+def _run_for(cmd: list[str], seconds: float, log: Path) -> str:
+    """Run a program that never exits on its own for ``seconds``, then SIGTERM it; its stdout."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=REPO_ROOT)
+        chunks: list[bytes] = []
+        reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read() if proc.stdout else b""))
+        reader.start()
+        time.sleep(seconds)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(10)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _run_json(cmd: list[str], timeout: float, log: Path) -> dict[str, Any]:
+    """Run a program that prints one JSON document as its last stdout line."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as err:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, timeout=timeout, cwd=REPO_ROOT)
+    lines = [ln for ln in proc.stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{cmd[-1] if cmd else '?'} failed (exit {proc.returncode}); see {log}")
+    return json.loads(lines[-1])
+
+
+def _java(ctx: Context, main: str, args: list[Any], **props: str) -> list[str]:
+    return ctx.java.command(main, [str(a) for a in args], jvm_props=props or None, jvm_flags=GENERATOR_JVM_FLAGS)
+
+
+def run_send(size: int, threads: int) -> Callable[[Context, Plan], dict[str, Any]]:
+    def run(ctx: Context, plan: Plan) -> dict[str, Any]:
+        topic = ctx.fresh_topic(f"send_{size}_{threads}")
+        ns = ctx.cluster.namesrv_addr
+        cmd = _java(ctx, PRODUCER_MAIN, ["-n", ns, "-t", topic, "-w", threads, "-s", size],
+                    **{"org.apache.rocketmq.client.sendSmartMsg": "true", "rocketmq.namesrv.addr": ns})
+        out = _run_for(cmd, plan.send_seconds, ctx.logs / f"producer-{topic}.log")
+        figures = parse_send_lines(out)
+        if not figures:
+            raise RuntimeError(f"the benchmark Producer printed no TPS line: {out[-500:]!r}")
+        return figures
+
+    return run
+
+
+def run_batch_java(ctx: Context, plan: Plan) -> dict[str, Any]:
+    topic = ctx.fresh_topic("batch_java")
+    doc = _run_json(
+        _java(ctx, "BatchSend", [ctx.cluster.namesrv_addr, topic, 16, 128, plan.batch_size,
+                                 plan.batch_seconds, plan.warmup_seconds]),
+        plan.batch_seconds + 60,
+        ctx.logs / f"batchsend-{topic}.log",
+    )
+    return {"send_tps": doc["tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"],
+            "rt_max_ms": doc["rt_max_ms"], "send_failed": doc["failed"]}
+
+
+def run_batch_python(ctx: Context, plan: Plan) -> dict[str, Any]:
+    topic = ctx.fresh_topic("batch_python")
+    cmd = [sys.executable, "-m", "pyrocketmq", "bench", "produce", "-n", ctx.cluster.namesrv_addr, "-t", topic,
+           "-s", "128", "-w", "16", "--batch", str(plan.batch_size), "--duration", str(plan.batch_seconds),
+           "--warmup", str(plan.warmup_seconds), "--json", "--no-progress"]
+    doc = _run_json(cmd, plan.batch_seconds + 60, ctx.logs / f"pybench-{topic}.log")
+    return {"send_tps": doc["tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"],
+            "rt_max_ms": doc["rt_max_ms"], "send_failed": doc["failed"]}
+
+
+def run_drain(ctx: Context, plan: Plan) -> dict[str, Any]:
+    topic = ctx.fresh_topic("drain")
+    ns = ctx.cluster.namesrv_addr
+    fill = _run_json(
+        _java(ctx, "BatchSend", [ns, topic, 8, 128, 64, 3600, 0, plan.backlog]),
+        1800,
+        ctx.logs / f"fill-{topic}.log",
+    )
+    if fill["sent"] < plan.backlog:
+        raise RuntimeError(f"backlog fill sent {fill['sent']} of {plan.backlog}")
+    doc = _run_json(
+        _java(ctx, "Drain", [ns, topic, f"bench_drain_{ctx.seq}", plan.backlog, 900]),
+        960,
+        ctx.logs / f"drain-{topic}.log",
+    )
+    return {"consume_tps": doc["tps"], "drain_seconds": doc["seconds_from_first"],
+            "drain_seconds_from_start": doc["seconds_from_start"], "fill_tps": fill["tps"]}
+
+
+def run_latency(ctx: Context, plan: Plan) -> dict[str, Any]:
+    topic = ctx.fresh_topic("latency")
+    doc = _run_json(
+        _java(ctx, "FixedRateLatency", [ctx.cluster.namesrv_addr, topic, f"bench_latency_{ctx.seq}",
+                                        plan.latency_rate, plan.latency_seconds, 128, 4, plan.latency_warmup]),
+        plan.latency_seconds + 90,
+        ctx.logs / f"latency-{topic}.log",
+    )
+    return {"send_tps": doc["achieved_tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"],
+            "e2e_p50_ms": doc["e2e_p50_ms"], "e2e_p99_ms": doc["e2e_p99_ms"], "e2e_max_ms": doc["e2e_max_ms"],
+            "received": doc["received"], "sent": doc["sent"]}
+
+
+def catalogue() -> list[Scenario]:
+    out: list[Scenario] = []
+    for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+        for size in (128, 1024):
+            for threads in (16, 64):
+                out.append(Scenario(f"send-{size}-{threads}", flush, run_send(size, threads),
+                                    f"benchmark.Producer, sync send {size} B, {threads} threads"))
+    out += [
+        Scenario("batch-java", "ASYNC_FLUSH", run_batch_java, "BatchSend (Java), 16 threads x 32 x 128 B"),
+        Scenario("batch-python", "ASYNC_FLUSH", run_batch_python, "pyrocketmq bench produce --batch 32, 16 in flight"),
+        Scenario("drain", "ASYNC_FLUSH", run_drain, "Java push consumer (benchmark Consumer settings) draining a 128 B backlog"),
+        Scenario("latency", "ASYNC_FLUSH", run_latency, "FixedRateLatency, 128 B at a fixed rate"),
+    ]
+    return out
