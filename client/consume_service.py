@@ -134,9 +134,9 @@ class ListenerRunner:
                 return ConsumeResult.SUCCESS
         return failure
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = True) -> None:
         if self.executor is not None:
-            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor.shutdown(wait=wait, cancel_futures=True)
 
 
 class ConsumeServiceBase:
@@ -181,7 +181,9 @@ class ConsumeServiceBase:
                 t.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
-        await asyncio.to_thread(self.runner.shutdown)
+        # Every call we waited for is done; a call still running past ``grace`` finishes on its
+        # thread (its outcome is dropped) and the thread then exits.
+        self.runner.shutdown(wait=False)
 
     # -- sending back ---------------------------------------------------------------------------
     async def send_back(self, msg: MessageExt, delay_level: int, broker_name: str, max_times: int) -> bool:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -67,6 +68,8 @@ def test_clustering_two_three_two_consumers_under_a_steady_producer(namesrv, bro
             await steady.stop()
             for c in (c0, c1, c2):
                 await c.shutdown()
+        await wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith("pyrocketmq-consume")],
+                         WAIT, "the consumers' worker threads end after shutdown")
         got = [b for col in cols for b in col.bodies()]
         assert set(got) == sent
         assert all(col.messages for col in cols), "each consumer got a share"
