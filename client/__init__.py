@@ -46,6 +46,7 @@ from .errors import (
     TopicNotFoundError,
 )
 from .message import Message, SendResult, SendStatus
+from .metrics import ClientMetrics, PrometheusClientMetrics
 from .producer import Producer, SyncProducer
 from .pull_consumer import PullConsumer, PullResult, PullStatus, SyncPullConsumer
 from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer, SyncPushConsumer
@@ -62,6 +63,7 @@ from .settings import (
 
 __all__ = [
     "Admin",
+    "ClientMetrics",
     "ClientSettings",
     "ConsumeContext",
     "ConsumeResult",
@@ -77,6 +79,7 @@ __all__ = [
     "MessageQueue",
     "Producer",
     "ProducerSettings",
+    "PrometheusClientMetrics",
     "PullConsumer",
     "PullConsumerSettings",
     "PullResult",

@@ -28,7 +28,7 @@ import concurrent.futures
 import logging
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,7 @@ from .fault import LatencyFaultTolerance
 from .instance import ClientInstance
 from .loop_thread import LoopThread, shared_loop
 from .message import Message, SendResult, SendStatus, same_topic
+from .metrics import notify
 from .route import TopicPublishInfo, select_by_key
 from .settings import ClientSettings, ProducerSettings
 
@@ -312,7 +313,7 @@ class Producer:
         when the broker refuses it, :class:`~.errors.MQTimeoutError` /
         :class:`~.errors.MQConnectionError` when every attempt failed in transport.
         """
-        return await self._send(msg, timeout, selector, arg, sharding_key, queue, oneway=False)
+        return await self._measured(msg, self._send(msg, timeout, selector, arg, sharding_key, queue, oneway=False))
 
     def send_async(
         self,
@@ -362,7 +363,26 @@ class Producer:
         queue: MessageQueue | None = None,
     ) -> None:
         """Send without waiting for the broker (no result, no retry); returns once the request is written."""
-        await self._send(msg, None, selector, arg, sharding_key, queue, oneway=True)
+        await self._measured(msg, self._send(msg, None, selector, arg, sharding_key, queue, oneway=True))
+
+    async def _measured(self, msg: Message | Sequence[Message], sending: Awaitable[Any]) -> Any:
+        """Await ``sending`` and tell ``settings.metrics`` (if any) how it went."""
+        hook = self.settings.metrics
+        if hook is None:
+            return await sending
+        if isinstance(msg, Message):
+            topic, count = msg.topic, 1
+        else:
+            topic, count = (msg[0].topic if len(msg) else ""), len(msg)
+        started = time.monotonic()
+        try:
+            result = await sending
+        except BaseException:
+            notify(hook, "on_send", self.group, topic, "error", time.monotonic() - started, count)
+            raise
+        outcome = result.status.name if result is not None else "ONEWAY"
+        notify(hook, "on_send", self.group, topic, outcome, time.monotonic() - started, count)
+        return result
 
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         """The queues ``topic`` can be written to (for custom selectors)."""

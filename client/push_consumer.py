@@ -58,6 +58,7 @@ from .errors import MQClientError, MQError
 from .instance import ClientInstance, check_response
 from .loop_thread import LoopThread, shared_loop
 from .message import check_topic
+from .metrics import ClientMetrics, notify
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue, now_ms
 from .pull_consumer import Subscription, parse_expression
@@ -100,6 +101,9 @@ class TopicStats:
 class ConsumerStats:
     started: float = field(default_factory=time.monotonic)
     topics: dict[str, TopicStats] = field(default_factory=dict)
+    group: str = ""
+    metrics: ClientMetrics | None = None
+    """The application's hook (``PushConsumerSettings.metrics``), told about the same events."""
 
     def record_consume(self, topic: str, seconds: float, count: int, ok: bool) -> None:
         t = self.topics.setdefault(topic, TopicStats())
@@ -109,12 +113,16 @@ class ConsumerStats:
             t.ok += count
         else:
             t.failed += count
+        if self.metrics is not None:
+            notify(self.metrics, "on_consume", self.group, topic, ok, seconds, count)
 
     def record_pull(self, topic: str, seconds: float, count: int) -> None:
         t = self.topics.setdefault(topic, TopicStats())
         t.pulls += 1
         t.pull_seconds += seconds
         t.pulled += count
+        if self.metrics is not None:
+            notify(self.metrics, "on_pull", self.group, topic, seconds, count)
 
     def table(self) -> dict[str, dict[str, float]]:
         up = max(1e-3, time.monotonic() - self.started)
@@ -193,7 +201,7 @@ class PushConsumer:
         self._rebalance_lock: asyncio.Lock | None = None
         self._running = False
         self._started_ms = 0
-        self.stats = ConsumerStats()
+        self.stats = ConsumerStats(group=group, metrics=self.settings.metrics)
 
     # -- configuration --------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str = "*") -> None:
@@ -278,7 +286,7 @@ class PushConsumer:
         self._rebalance_lock = asyncio.Lock()
         self._running = True
         self._started_ms = now_ms()
-        self.stats = ConsumerStats()
+        self.stats = ConsumerStats(group=self.group, metrics=self.settings.metrics)
         await self._refresh_routes()
         await inst.send_heartbeat_to_all()
         self._tasks.append(asyncio.create_task(self.pulls.run()))

@@ -11,6 +11,10 @@ All durations are in seconds (floats) unless the name ends in ``_ms``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .metrics import ClientMetrics
 
 
 def split_namesrv_addr(addr: str) -> list[str]:
@@ -65,6 +69,8 @@ class ProducerSettings:
     """Queues a broker creates for an auto-created topic."""
     latency_fault_enabled: bool = True
     """Avoid brokers that recently failed or answered slowly (see :mod:`.fault`)."""
+    metrics: ClientMetrics | None = None
+    """Told about every send (see :mod:`.metrics`; e.g. ``PrometheusClientMetrics()``); None: no metrics."""
 
 
 @dataclass(slots=True)
@@ -196,3 +202,5 @@ class PushConsumerSettings:
     """Per-queue cache thresholds."""
     rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
     """Queue allocation and orderly locks."""
+    metrics: ClientMetrics | None = None
+    """Told about every listener call and pull (see :mod:`.metrics`); None: no metrics."""

@@ -13,3 +13,17 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# Prometheus and promtool for tests/observability: Debian's package (tests start their own server on
+# loopback). Installing needs root and apt-get; otherwise say what is missing (the tests then skip,
+# or fail with CI=true). The package enables a system service: it is stopped and disabled again.
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+  else
+    echo "setup: prometheus/promtool not found; install Debian's 'prometheus' package (apt-get install prometheus)" >&2
+  fi
+fi

@@ -1,0 +1,201 @@
+"""A real Prometheus scrapes a live name server and broker while a producer and a consumer run.
+
+Every PromQL expression of the chart's dashboards and alert rules is run through Prometheus's HTTP
+API and must return data; the alerts are made true by what the test does (a poison message for the
+dead-letter alert, a stopped consumer for the lag alert, stopped processes for the down alerts;
+the disk alert's threshold is lowered in a copy since the test cannot fill a disk). Metric values
+are checked against the traffic sent (100 messages in: the topic's counter rose by exactly 100);
+nothing asserts a time.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from pyrocketmq.client import (
+    ConsumeResult,
+    ConsumeSettings,
+    Message,
+    ProducerSettings,
+    PrometheusClientMetrics,
+    PushConsumerSettings,
+    SyncProducer,
+    SyncPushConsumer,
+)
+from tests.helpers.cluster import ManagedProcess, free_broker_port, free_port, wait_for_tcp, write_properties
+from tests.observability.prometheus import (
+    Prometheus,
+    dashboard_exprs,
+    fast_rules_copy,
+    find_tool,
+    grafana_to_promql,
+    metric_names_in,
+    rule_exprs,
+)
+
+TOPIC = "ObsOrders"
+BACKGROUND = "ObsBackground"
+GROUP = "obs-consumers"
+BROKER_JOB, NAMESRV_JOB = "pyrocketmq-broker", "pyrocketmq-namesrv"
+
+
+def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, str]:
+    ns_port, ns_metrics, broker_port, broker_metrics = free_port(), free_port(), free_broker_port(), free_port()
+    env = {"PYTHONUNBUFFERED": "1"}
+    namesrv = ManagedProcess("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(ns_port),
+                                         "--metrics-port", str(ns_metrics)], tmp / "namesrv.log", env=env).start()
+    wait_for_tcp("127.0.0.1", ns_port, 30, namesrv.alive)
+    conf = write_properties(tmp / "broker.conf", {
+        "brokerClusterName": "ObsCluster", "brokerName": "obs-broker", "namesrvAddr": f"127.0.0.1:{ns_port}",
+        "listenPort": broker_port, "brokerIP1": "127.0.0.1", "storePathRootDir": tmp / "store",
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024, "metricsPort": broker_metrics,
+    })
+    broker = ManagedProcess("broker", [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(conf)],
+                            tmp / "broker.log", env=env).start()
+    wait_for_tcp("127.0.0.1", broker_port, 30, broker.alive)
+    return namesrv, broker, f"127.0.0.1:{ns_port}", f"127.0.0.1:{ns_metrics}", f"127.0.0.1:{broker_metrics}"
+
+
+def strip_threshold(expr: str, threshold: str) -> str:
+    assert threshold in expr, expr
+    return expr.replace(f"> {threshold}", "> 0")
+
+
+@pytest.fixture
+def world(tmp_path: Path):
+    find_tool("prometheus")
+    namesrv, broker, ns_addr, ns_metrics, broker_metrics = start_servers(tmp_path)
+    rules = fast_rules_copy(tmp_path / "rules-fast.yaml")
+    prom = Prometheus(tmp_path / "prometheus", {BROKER_JOB: [broker_metrics], NAMESRV_JOB: [ns_metrics]}, [rules])
+    try:
+        prom.start()
+        yield prom, namesrv, broker, ns_addr
+    finally:
+        prom.stop()
+        broker.stop()
+        namesrv.stop()
+
+
+def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
+    prom, namesrv, broker, ns_addr = world
+    prom.wait("both targets up", lambda: prom.value(f'sum(up{{job=~"{BROKER_JOB}|{NAMESRV_JOB}"}})') == 2)
+
+    client_registry = CollectorRegistry()
+    client_metrics = PrometheusClientMetrics(client_registry)
+    producer = SyncProducer("obs-producer", ns_addr, ProducerSettings(metrics=client_metrics)).start()
+    consumer: SyncPushConsumer | None = None
+    stop_background = threading.Event()
+    background: threading.Thread | None = None
+    try:
+        producer.send(Message(TOPIC, b"first"))  # creates the topic
+        producer.send(Message(BACKGROUND, b"first"))
+
+        consumed: list[str] = []
+
+        def listener(msgs):
+            if any(m.tags == "poison" for m in msgs):
+                return ConsumeResult.RECONSUME_LATER
+            consumed.extend(m.topic for m in msgs)
+            return ConsumeResult.SUCCESS
+
+        consumer = SyncPushConsumer(GROUP, ns_addr, PushConsumerSettings(
+            consume_from="first", consume=ConsumeSettings(max_reconsume_times=0), metrics=client_metrics))
+        consumer.subscribe(TOPIC)
+        consumer.subscribe(BACKGROUND)
+        consumer.register_listener(listener)
+        consumer.start()
+
+        def keep_sending() -> None:
+            while not stop_background.wait(0.2):
+                try:
+                    producer.send(Message(BACKGROUND, b"tick", tags="bg"))
+                except Exception:
+                    pass  # the broker is being stopped at the end
+
+        background = threading.Thread(target=keep_sending, daemon=True)
+        background.start()
+
+        # -- values move as the traffic implies -----------------------------------------------------
+        in_topic = f'sum(pyrocketmq_broker_messages_in_total{{topic="{TOPIC}"}})'
+        before = prom.wait("the topic's counter", lambda: prom.value(in_topic))
+        assert before == 1
+        for i in range(100):
+            producer.send(Message(TOPIC, f"order {i}".encode(), tags="order"))
+        prom.wait("101 messages in", lambda: prom.value(in_topic) == before + 100)
+        assert prom.value(f'sum(pyrocketmq_broker_queue_max_offset{{topic="{TOPIC}"}})') == 101
+        assert prom.value('sum(pyrocketmq_broker_requests_total{code="SEND_MESSAGE_V2", response="SUCCESS"})') >= 102
+        # The consumer gets all 101 and commits them: no lag left on the topic.
+        prom.wait("the group caught up", lambda: prom.value(
+            f'sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{TOPIC}"}})') == 0
+            and prom.value(f'sum(pyrocketmq_broker_consumer_offset{{group="{GROUP}", topic="{TOPIC}"}})') == 101)
+        assert prom.value(f'sum(pyrocketmq_broker_messages_out_total{{topic="{TOPIC}"}})') >= 101
+        assert consumed.count(TOPIC) >= 101
+        assert client_registry.get_sample_value(
+            "pyrocketmq_client_sent_messages_total", {"group": "obs-producer", "topic": TOPIC, "outcome": "SEND_OK"}) == 101
+        assert client_registry.get_sample_value(
+            "pyrocketmq_client_consumed_messages_total", {"group": GROUP, "topic": TOPIC, "result": "ok"}) >= 101
+
+        # A poison message fails once and, with max_reconsume_times=0, goes to the dead-letter queue.
+        dlq = f'sum(pyrocketmq_broker_dlq_messages_total{{group="{GROUP}"}})'
+        assert prom.wait("the DLQ counter of the group", lambda: prom.value(dlq) is not None and [prom.value(dlq)]) == [0]
+        producer.send(Message(TOPIC, b"poison", tags="poison"))
+        prom.wait("one message in the DLQ", lambda: prom.value(dlq) == 1)
+        # A delayed message waits in its level until due (level 6 = 2 minutes: still waiting at the end).
+        producer.send(Message(TOPIC, b"later", delay_level=6))
+        prom.wait("one delayed message", lambda: prom.value('sum(pyrocketmq_broker_scheduled_messages{level="6"})') == 1)
+
+        # -- every expression returns data, and reads only metrics that exist -------------------------
+        names = prom.metric_names()
+        for dashboard, title, expr in dashboard_exprs():
+            missing = metric_names_in(expr) - names
+            assert not missing, f"{dashboard} / {title} reads metrics nobody exports: {missing}"
+            promql = grafana_to_promql(expr)
+            prom.wait(f"data for {dashboard} / {title}: {promql}", lambda q=promql: prom.query(q))
+        alerts = rule_exprs()
+        for alert, expr in alerts.items():
+            missing = metric_names_in(expr) - names
+            assert not missing, f"{alert} reads metrics nobody exports: {missing}"
+            prom.query(expr)  # parses and evaluates
+        prom.wait("PyRocketMQDeadLetters true", lambda: prom.query(alerts["PyRocketMQDeadLetters"]))
+        disk = strip_threshold(alerts["PyRocketMQBrokerDiskFull"], "0.85")
+        assert prom.query(disk), "the disk usage ratio is exported"
+        assert not prom.query(alerts["PyRocketMQConsumerLagGrowing"])  # the consumer keeps up
+
+        # -- the consumer stops: its lag grows while the producer goes on -------------------------------
+        consumer.shutdown()
+        consumer = None
+        lag_alert = alerts["PyRocketMQConsumerLagGrowing"]
+        rows = prom.wait("the lag alert's expression true", lambda: prom.query(lag_alert))
+        assert {(r["metric"]["group"], r["metric"]["topic"]) for r in rows} >= {(GROUP, BACKGROUND)}
+        firing = prom.wait("PyRocketMQConsumerLagGrowing firing (rules loaded with a 1 s 'for')", lambda: [
+            a for a in prom.api("alerts")["alerts"]
+            if a["labels"]["alertname"] == "PyRocketMQConsumerLagGrowing" and a["state"] == "firing"])
+        assert firing[0]["labels"]["group"] == GROUP
+    finally:
+        stop_background.set()
+        if background is not None:
+            background.join(10)
+        if consumer is not None:
+            consumer.shutdown()
+        producer.shutdown()
+
+    # -- the processes go away: the down alerts' expressions become true ----------------------------------
+    broker.stop()
+    rows = prom.wait("PyRocketMQBrokerDown true", lambda: prom.query(alerts["PyRocketMQBrokerDown"]))
+    assert rows[0]["metric"]["job"] == BROKER_JOB
+    namesrv.stop()
+    prom.wait("PyRocketMQNoNameServer true", lambda: prom.query(alerts["PyRocketMQNoNameServer"]))
+
+
+def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
+    from tests.observability.prometheus import RULES, run_promtool
+
+    result = run_promtool("check", "rules", str(RULES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"SUCCESS: \d+ rules found", result.stdout + result.stderr)
