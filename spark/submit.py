@@ -16,12 +16,21 @@ the application file at a ``local://`` path (``spark/k8s/Dockerfile`` builds one
 Example::
 
     job = K8sJob(api_server="https://127.0.0.1:6443", image="pyrocketmq-spark:dev",
-                 app_args=("--name-server", "pyrocketmq-namesrv:9876"))
+                 app_args=("--name-server", "names-0.names-headless.default.svc:9876"))
     subprocess.run(spark_submit_args(job), check=True)
+
+From a shell (``--dry-run`` prints the command instead of running it)::
+
+    python -m pyrocketmq.spark.submit --api-server https://127.0.0.1:6443 --image pyrocketmq-spark:dev \
+        --namespace default --service-account spark -- --name-server names-0.names-headless.default.svc:9876
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +66,11 @@ class K8sJob:
     executor_memory: str = "1g"
     pull_policy: str = "IfNotPresent"
     """``spark.kubernetes.container.image.pullPolicy``."""
+    data_claim: str | None = None
+    """A PersistentVolumeClaim (ReadWriteMany when executors run on several nodes) mounted at
+    ``data_path`` in the driver and every executor, for file output such as Parquet."""
+    data_path: str = "/data"
+    """Where ``data_claim`` is mounted."""
     labels: Mapping[str, str] = field(default_factory=lambda: {"app.kubernetes.io/part-of": "pyrocketmq"})
     """Labels on the driver and executor Pods."""
     conf: Mapping[str, str] = field(default_factory=dict)
@@ -86,6 +100,11 @@ def spark_conf(job: K8sJob) -> dict[str, str]:
         "spark.executor.memory": job.executor_memory,
         "spark.kubernetes.pyspark.pythonVersion": "3",
     }
+    if job.data_claim:
+        for role in ("driver", "executor"):
+            prefix = f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.data"
+            conf[f"{prefix}.options.claimName"] = job.data_claim
+            conf[f"{prefix}.mount.path"] = job.data_path
     for k, v in sorted(job.labels.items()):
         conf[f"spark.kubernetes.driver.label.{k}"] = v
         conf[f"spark.kubernetes.executor.label.{k}"] = v
@@ -132,9 +151,9 @@ def spark_application(job: K8sJob) -> dict[str, Any]:
         "restartPolicy": {"type": "OnFailure", "onFailureRetries": 3, "onFailureRetryInterval": 10,
                           "onSubmissionFailureRetries": 3, "onSubmissionFailureRetryInterval": 20},
         "driver": {"cores": job.driver_cores, "memory": job.driver_memory,
-                   "serviceAccount": job.service_account, "labels": labels},
+                   "serviceAccount": job.service_account, "labels": dict(labels)},
         "executor": {"instances": job.executors, "cores": job.executor_cores, "memory": job.executor_memory,
-                     "labels": labels},
+                     "labels": dict(labels)},
     }
     if extra:
         spec["sparkConf"] = extra
@@ -144,3 +163,58 @@ def spark_application(job: K8sJob) -> dict[str, Any]:
         "metadata": {"name": job.name, "namespace": job.namespace},
         "spec": spec,
     }
+
+
+def parse_cli(argv: list[str]) -> tuple[K8sJob, bool, str]:
+    """``(job, dry_run, spark_submit)`` from the command line of ``python -m pyrocketmq.spark.submit``.
+
+    Arguments after ``--`` are the application's.
+
+    >>> job, dry, _ = parse_cli(["--image", "img:1", "--conf", "a=b", "--dry-run", "--", "--name-server", "ns:9876"])
+    >>> job.image, job.conf, job.app_args, dry
+    ('img:1', {'a': 'b'}, ('--name-server', 'ns:9876'), True)
+    """
+    app_args: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, app_args = argv[:cut], argv[cut + 1:]
+    d = K8sJob()
+    p = argparse.ArgumentParser(prog="python -m pyrocketmq.spark.submit",
+                                description="Submit a pyrocketmq Spark job to Kubernetes (cluster mode).")
+    p.add_argument("--api-server", default=d.api_server)
+    p.add_argument("--image", default=d.image)
+    p.add_argument("--namespace", default=d.namespace)
+    p.add_argument("--service-account", default=d.service_account)
+    p.add_argument("--name", default=d.name)
+    p.add_argument("--app-file", default=d.app_file)
+    p.add_argument("--executors", type=int, default=d.executors)
+    p.add_argument("--data-claim", help="PersistentVolumeClaim mounted at --data-path in driver and executors")
+    p.add_argument("--data-path", default=d.data_path)
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--spark-submit", default=os.environ.get("SPARK_SUBMIT", "spark-submit"))
+    p.add_argument("--dry-run", action="store_true", help="print the spark-submit command, do not run it")
+    ns = p.parse_args(argv)
+    conf = {}
+    for item in ns.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            p.error(f"--conf {item!r}: use KEY=VALUE")
+        conf[key] = value
+    job = K8sJob(api_server=ns.api_server, image=ns.image, namespace=ns.namespace, service_account=ns.service_account,
+                 name=ns.name, app_file=ns.app_file, app_args=tuple(app_args), executors=ns.executors,
+                 data_claim=ns.data_claim, data_path=ns.data_path, conf=conf)
+    return job, ns.dry_run, ns.spark_submit
+
+
+def main(argv: list[str] | None = None) -> int:
+    job, dry_run, spark_submit = parse_cli(sys.argv[1:] if argv is None else argv)
+    args = spark_submit_args(job, spark_submit)
+    if dry_run:
+        print(shlex.join(args))
+        return 0
+    os.execvp(args[0], args)
+    return 0  # unreachable
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -68,3 +68,34 @@ def test_order_totals_pipeline_with_spark_submit(spark, rmq, tmp_path):
         assert r.tags == doc["tag"] and r.keys.split(" ")[0] == f"{doc['minute']}|{doc['tag']}"
         from_topic[key] = (doc["orders"], Decimal(doc["total"]))
     assert from_topic == expected
+
+
+def test_order_totals_stream_mode_emits_each_minute_once(spark, rmq, tmp_path):
+    from pyrocketmq.spark.pipelines.order_totals import parse_args, run_stream
+
+    rmq.create_topic("PipeStreamOrders", queues=2)
+    rmq.create_topic("PipeStreamTotals", queues=2)
+    # Events arrive roughly in time order, as real ones do (late ones beyond the watermark are dropped).
+    orders = sorted(_orders(90, seed=11), key=lambda e: e[1]["ts"])
+    last_ts = max(o["ts"] for _, o in orders)
+    # An event ten minutes later moves the watermark past every minute above, so all of them close.
+    flush = ("flush", {"orderId": "late", "amount": "1.00", "ts": last_ts + 10 * 60_000})
+    events = [*orders, flush]
+    rmq.produce("PipeStreamOrders", [json.dumps(o).encode() for _, o in events], tags=[t for t, _ in events])
+
+    out = tmp_path / "totals"
+    args = parse_args(["--name-server", rmq.ns, "--mode", "stream", "--input-topic", "PipeStreamOrders",
+                       "--output-topic", "PipeStreamTotals", "--parquet", str(out), "--checkpoint",
+                       str(tmp_path / "ckpt"), "--max-records-per-batch", "40", "--group", "pipe-stream",
+                       "--watermark", "2 minutes"])
+    run_stream(spark, args)
+
+    rows = spark.read.parquet(str(out)).collect()
+    got = [((r.minute.replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), r.tag), (r.orders, r.total)) for r in rows]
+    assert len(got) == len(dict(got)), "a minute was emitted twice"
+    assert dict(got) == _expected(orders)
+    sent = (spark.read.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", "PipeStreamTotals")
+            .load().collect())
+    assert {(d["minute"], d["tag"]): (d["orders"], Decimal(d["total"]))
+            for d in (json.loads(bytes(r.body)) for r in sent)} == _expected(orders)
+    assert len(sent) == len(_expected(orders))

@@ -98,3 +98,23 @@ def test_killed_query_restarts_from_checkpoint_without_loss_or_duplicates(spark,
     assert sorted(bodies) == sorted(first + second)
     assert len({(r.queueId, r.queueOffset) for r in rows}) == 260
     assert sum(rmq.committed("spark-kill-restart", "SparkKill").values()) == 260
+
+
+def test_streaming_write_sends_every_row_with_stable_dedup_keys(spark, rmq, tmp_path):
+    rmq.create_topic("SparkCopyIn", queues=2)
+    rmq.create_topic("SparkCopyOut", queues=2)
+    rmq.produce("SparkCopyIn", [f"c-{i}".encode() for i in range(30)], tags=["T"] * 30)
+    src = _stream(spark, rmq, "SparkCopyIn", startingOffsets="earliest", maxRecordsPerBatch=12)
+    q = (src.select("body", "tags", "keys", "properties").writeStream.format("pyrocketmq")
+         .option("nameServer", rmq.ns).option("topic", "SparkCopyOut").option("dedupKey", "true")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    assert q.awaitTermination(180)
+    assert q.exception() is None
+    rows = (spark.read.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", "SparkCopyOut")
+            .load().collect())
+    assert sorted(bytes(r.body) for r in rows) == sorted(f"c-{i}".encode() for i in range(30))
+    keys = [r.keys for r in rows]
+    assert len(set(keys)) == 30 and all(r.tags == "T" for r in rows)
+    batches = {k.split("-")[-3] for k in keys}
+    assert all(k.startswith(f"spark-{q.id}-") for k in keys), keys[:3]
+    assert batches == {"0", "1", "2"}, batches  # 12 + 12 + 6
