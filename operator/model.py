@@ -53,6 +53,7 @@ RESERVED_CONFIG_KEYS = frozenset(
         "haListenPort",
         "storePathRootDir",
         "flushDiskType",
+        "metricsPort",
     }
 )
 

@@ -25,6 +25,7 @@ from .common import (
     apply_scheduling,
     config_hash,
     container_security_context,
+    health_probes,
     metadata,
     metrics_annotations,
     pod_disruption_budget,
@@ -62,6 +63,8 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         "haListenPort": str(BROKER_HA_PORT),
         "storePathRootDir": f"{STORE_MOUNT}/store",
         "flushDiskType": model.flush_disk_type,
+        # /metrics, /healthz and /readyz (0: not served; the probes then fall back to TCP).
+        "metricsPort": str(model.metrics.port if model.metrics.enabled else 0),
     }
     lines = [
         f"# broker.conf of group {group} of Broker {model.ref.namespace}/{model.ref.name}, "
@@ -178,6 +181,7 @@ def _statefulset(
         ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
         env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
     tcp = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3}
+    ready, alive = health_probes(model.metrics.enabled)
     container: dict[str, Any] = {
         "name": "broker",
         "image": model.image or settings.default_image,
@@ -185,10 +189,12 @@ def _statefulset(
         "args": ["broker"],
         "ports": ports,
         "env": env,
-        # Recovery after an unclean stop scans the commitlog tail: give it up to 10 minutes.
+        # Recovery after an unclean stop scans the commitlog tail: give it up to 10 minutes (the
+        # remoting port accepts only once the store is recovered).
         "startupProbe": {**tcp, "failureThreshold": 60},
-        "readinessProbe": {**tcp, "failureThreshold": 3},
-        "livenessProbe": {**tcp, "failureThreshold": 6},
+        # Ready: recovered and registered with a name server; alive: the event loop answers.
+        "readinessProbe": {**ready, "failureThreshold": 3},
+        "livenessProbe": {**alive, "failureThreshold": 6},
         "securityContext": container_security_context(),
         "volumeMounts": [
             {"name": STORE_VOLUME, "mountPath": STORE_MOUNT},

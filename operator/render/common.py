@@ -178,3 +178,17 @@ def metrics_annotations(enabled: bool, port: int) -> dict[str, str]:
     if not enabled:
         return {}
     return {"prometheus.io/scrape": "true", "prometheus.io/port": str(port), "prometheus.io/path": "/metrics"}
+
+
+def health_probes(metrics_enabled: bool, tcp_port: str = "remoting") -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(readiness, liveness)`` probe actions: the metrics server's ``/readyz`` and ``/healthz`` when
+    it runs (readiness then means "recovered and registered with a name server"), else a TCP
+    connect to ``tcp_port``."""
+    timing = {"periodSeconds": 10, "timeoutSeconds": 3}
+    if not metrics_enabled:
+        tcp = {"tcpSocket": {"port": tcp_port}, **timing}
+        return dict(tcp), dict(tcp)
+    return (
+        {"httpGet": {"path": "/readyz", "port": "metrics"}, **timing},
+        {"httpGet": {"path": "/healthz", "port": "metrics"}, **timing},
+    )

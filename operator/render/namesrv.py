@@ -15,6 +15,7 @@ from .common import (
     RUN_MOUNT,
     apply_scheduling,
     container_security_context,
+    health_probes,
     metadata,
     metrics_annotations,
     pod_disruption_budget,
@@ -82,7 +83,7 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
     if model.metrics.enabled:
         ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
         env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
-    probe = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3}
+    ready, alive = health_probes(model.metrics.enabled)
     container: dict[str, Any] = {
         "name": "namesrv",
         "image": model.image or settings.default_image,
@@ -90,8 +91,8 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
         "args": ["namesrv", "--listen-port", str(NAMESRV_PORT)],
         "ports": ports,
         "env": env,
-        "readinessProbe": {**probe, "failureThreshold": 3},
-        "livenessProbe": {**probe, "failureThreshold": 6, "initialDelaySeconds": 10},
+        "readinessProbe": {**ready, "failureThreshold": 3},
+        "livenessProbe": {**alive, "failureThreshold": 6, "initialDelaySeconds": 10},
         "securityContext": container_security_context(),
         "volumeMounts": [{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"}],
     }

@@ -67,7 +67,7 @@ def test_container():
     assert c["image"] == "repo/x:1" and c["resources"] == {"limits": {"cpu": "1"}}
     assert c["args"] == ["namesrv", "--listen-port", "9876"]
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"remoting": 9876, "metrics": 9100}
-    assert c["readinessProbe"]["tcpSocket"] == {"port": "remoting"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     assert sts["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == "9100"
 
 
