@@ -130,3 +130,28 @@ def test_python_orderly_push_consumer_on_the_broker_lock_table(cluster, java):
     for qid, offsets in per_queue.items():
         assert offsets == sorted(offsets), f"queue {qid} consumed out of order"
         assert offsets == sorted(expected[qid])
+
+
+def test_mqadmin_reads_the_python_push_consumers_running_info(cluster, java):
+    """GET_CONSUMER_RUNNING_INFO relayed by the broker and decoded by rocketmq-tools (fastjson)."""
+    topic = f"PyInfo_{cluster.kind}_{uuid.uuid4().hex[:8]}"
+    sent = java.run("ProducerScenario", [cluster.namesrv_addr, topic, "20", "sync"], timeout=180).json()
+    assert sent["errors"] == 0
+    got: list = []
+    group = f"cg_pyinfo_{uuid.uuid4().hex[:6]}"
+    c = _consumer(cluster, group, "info1", topic, "*", lambda msgs: got.extend(msgs) or ConsumeResult.SUCCESS)
+    try:
+        c.start()
+        _wait(lambda: len(got) >= 20, "every message")
+        client_id = c.consumer.instance.client_id
+        info = java.run("RunningInfoScenario", [cluster.namesrv_addr, group, client_id], timeout=120).json()
+    finally:
+        c.shutdown()
+    assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+    assert info["properties"]["PROP_CONSUMEORDERLY"] == "false"
+    assert topic in info["subscriptions"] and f"%RETRY%{group}" in info["subscriptions"]
+    mine = [q for q in info["queues"] if q["topic"] == topic]
+    assert sorted(q["queueId"] for q in mine) == [0, 1, 2, 3]  # the auto-created topic's 4 queues, all owned
+    committed = sum(q["commitOffset"] for q in mine)
+    assert committed == 20, "the commit offsets Java decoded add up to the messages consumed"
+    assert topic in info["statusTopics"]
