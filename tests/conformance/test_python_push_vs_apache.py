@@ -6,6 +6,8 @@
   the group's queues are split between the members; one message answered RECONSUME_LATER comes back
   through the broker's ``%RETRY%<group>`` with reconsumeTimes 1 and its original topic.
 - Orderly (LOCK_BATCH_MQ on the real broker lock table): every message, each queue in offset order.
+- mqadmin's ``getConsumerRunningInfo`` (rocketmq-tools, fastjson) decodes the running info our
+  consumer answers through the broker (GET_CONSUMER_RUNNING_INFO).
 
 The Apache broker keeps its default delay levels, so the retry takes about 10 s (level 3).
 """
