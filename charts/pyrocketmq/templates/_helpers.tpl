@@ -73,3 +73,44 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end -}}
+
+{{/* Labels of the cluster.* resources (the operator labels what it renders from them itself). */}}
+{{- define "pyrocketmq.clusterLabels" -}}
+app.kubernetes.io/part-of: {{ .Values.cluster.name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* "true" when the Prometheus Operator objects are to be rendered (monitoring.enabled). */}}
+{{- define "pyrocketmq.monitoring" -}}
+{{- $m := toString .Values.monitoring.enabled -}}
+{{- if eq $m "true" -}}
+true
+{{- else if and (eq $m "auto") (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}
+true
+{{- else if not (has $m (list "true" "false" "auto")) -}}
+{{- fail "monitoring.enabled must be auto, true or false" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of the monitoring objects. */}}
+{{- define "pyrocketmq.monitoringLabels" -}}
+{{ include "pyrocketmq.labels" . }}
+{{- with .Values.monitoring.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Namespaces whose name server and broker pods are scraped. */}}
+{{- define "pyrocketmq.podMonitorNamespaces" -}}
+{{- if .Values.monitoring.namespaceSelector -}}
+{{ toYaml .Values.monitoring.namespaceSelector }}
+{{- else if eq .Values.rbac.scope "namespaced" -}}
+matchNames:
+{{- range splitList "," (include "pyrocketmq.watchNamespaces" .) }}
+  - {{ . }}
+{{- end }}
+{{- else -}}
+any: true
+{{- end -}}
+{{- end -}}
