@@ -1,0 +1,142 @@
+"""The broker's collector: pure pieces on grids, then a whole scrape of a broker whose store lives
+on tmp_path (no socket is opened: the remoting server is never started)."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from pyrocketmq.broker.app import Broker
+from pyrocketmq.broker.metrics import (
+    BrokerMetrics,
+    lag_rows,
+    readiness,
+    scheduled_waiting,
+    special_topic_totals,
+    timed,
+)
+from pyrocketmq.broker.schedule import ScheduleService
+from pyrocketmq.broker.settings import BrokerSettings
+from pyrocketmq.broker.store.message_store import MessageStore
+from pyrocketmq.broker.store.values import MessageInner
+from pyrocketmq.metrics import LatencyRecorder
+from pyrocketmq.remoting.body import SubscriptionGroupConfig
+
+
+@pytest.mark.parametrize(
+    ("committed", "max_offset", "lag"),
+    [(0, 0, 0), (0, 10, 10), (7, 10, 3), (10, 10, 0), (12, 10, 0), (-1, 5, 5)],
+)
+def test_lag_is_max_minus_committed_never_negative(committed, max_offset, lag):
+    assert list(lag_rows({"T@g": {3: committed}}, lambda t, q: max_offset)) == [("g", "T", 3, committed, lag)]
+
+
+def test_lag_rows_skip_keys_without_a_group():
+    assert list(lag_rows({"broken": {0: 1}, "T@g": {}}, lambda t, q: 5)) == []
+
+
+def test_special_topic_totals_cover_every_known_group():
+    queues = [("%RETRY%a", 0, 4), ("%RETRY%a", 1, 2), ("%RETRY%z", 0, 1), ("%DLQ%a", 0, 9), ("T", 0, 100)]
+    assert special_topic_totals(["a", "b"], queues, "%RETRY%") == {"a": 6, "b": 0, "z": 1}
+    assert special_topic_totals(["a", "b"], queues, "%DLQ%") == {"a": 9, "b": 0}
+
+
+def test_scheduled_waiting_per_level():
+    maxes = {0: 10, 1: 3}
+    assert scheduled_waiting(3, lambda q: maxes.get(q, 0), {1: 10, 2: 1}) == {1: 0, 2: 2, 3: 0}
+
+
+@pytest.mark.parametrize(
+    ("serving", "configured", "registered", "ready"),
+    [(False, 1, 1, False), (True, 1, 0, False), (True, 1, 1, True), (True, 3, 1, True), (True, 0, 0, True)],
+)
+def test_readiness(serving, configured, registered, ready):
+    assert (readiness(serving, configured, registered) is None) is ready
+
+
+def test_timed_records_even_when_the_call_raises():
+    rec = LatencyRecorder((1.0,))
+
+    def fail():
+        raise ValueError
+
+    with pytest.raises(ValueError):
+        timed(fail, rec)()
+    assert rec.count == 1
+
+
+@pytest.fixture
+def broker(tmp_path):
+    settings = BrokerSettings.from_conf({
+        "storePathRootDir": str(tmp_path), "brokerName": "b1", "brokerClusterName": "C1",
+        "namesrvAddr": "127.0.0.1:1", "metricsPort": "5557", "mappedFileSizeCommitLog": str(1024 * 1024),
+    })
+    b = Broker(settings)
+    store = MessageStore(settings.store, ("127.0.0.1", 10911))
+    store.load()
+    b.metrics.instrument(store)
+    b.store = store
+    b.schedule = ScheduleService(store, str(tmp_path / "delayOffset.json"), settings.store.delay_levels_ms)
+    yield b
+    store.shutdown()
+
+
+def samples(b: Broker) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = generate_latest(b.metrics.registry).decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            labels = {k: v for k, v in s.labels.items() if k not in ("cluster", "broker")}
+            out[(s.name, tuple(sorted(labels.items())))] = s.value
+    return out
+
+
+def put(b: Broker, topic: str, queue: int, n: int, **props: str) -> None:
+    for i in range(n):
+        result = b.store.put_message(MessageInner.build(topic, f"m{i}".encode(), dict(props), queue_id=queue))
+        b.stats.on_put(topic, 1, result.wrote_bytes)
+
+
+def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
+    assert isinstance(broker.metrics, BrokerMetrics)
+    broker.groups.update(SubscriptionGroupConfig(group_name="g"))
+    put(broker, "Orders", 0, 5)
+    put(broker, "Orders", 1, 3)
+    put(broker, "%DLQ%g", 0, 2)
+    put(broker, "Orders", 0, 1, DELAY="3")  # goes to the schedule queue of level 3
+    broker.offsets.commit("g", "Orders", 0, 2)
+    broker.offsets.commit("g", "Orders", 1, 3)
+    broker.stats.on_get("Orders", 4, 400)
+    s = samples(broker)
+    assert s[("pyrocketmq_broker_messages_in_total", (("topic", "Orders"),))] == 9
+    assert s[("pyrocketmq_broker_messages_out_total", (("topic", "Orders"),))] == 4
+    assert s[("pyrocketmq_broker_bytes_out_total", (("topic", "Orders"),))] == 400
+    assert s[("pyrocketmq_broker_queue_max_offset", (("queue", "0"), ("topic", "Orders")))] == 5
+    assert s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "0"), ("topic", "Orders")))] == 3
+    assert s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "1"), ("topic", "Orders")))] == 0
+    assert s[("pyrocketmq_broker_consumer_offset", (("group", "g"), ("queue", "0"), ("topic", "Orders")))] == 2
+    assert s[("pyrocketmq_broker_dlq_messages_total", (("group", "g"),))] == 2
+    assert s[("pyrocketmq_broker_retry_messages_total", (("group", "g"),))] == 0
+    assert ("pyrocketmq_broker_dlq_messages_total", (("group", "CLIENT_INNER_PRODUCER"),)) not in s  # system groups
+    assert s[("pyrocketmq_broker_scheduled_messages", (("level", "3"),))] == 1
+    assert not any(name == "pyrocketmq_broker_queue_max_offset" and dict(labels)["topic"] == "SCHEDULE_TOPIC_XXXX"
+                   for name, labels in s)
+    assert s[("pyrocketmq_broker_store_put_duration_seconds_count", ())] == 11
+    assert s[("pyrocketmq_broker_commitlog_size_bytes", ())] > 0
+    assert 0 <= s[("pyrocketmq_broker_disk_usage_ratio", ())] <= 1
+    assert s[("pyrocketmq_broker_ready", ())] == 0  # not serving: never started
+    assert s[("pyrocketmq_broker_info", (("broker_id", "0"), ("role", "ASYNC_MASTER"), ("version", "0.1.0")))] == 1
+
+
+def test_every_broker_series_names_its_cluster_and_broker(broker):
+    put(broker, "Orders", 0, 1)
+    text = generate_latest(broker.metrics.registry).decode()
+    for family in text_string_to_metric_families(text):
+        if family.name.startswith("pyrocketmq_broker"):
+            for s in family.samples:
+                assert s.labels["cluster"] == "C1" and s.labels["broker"] == "b1", s
+
+
+def test_no_metrics_object_without_a_metrics_port(tmp_path):
+    assert Broker(BrokerSettings.from_conf({"storePathRootDir": str(tmp_path), "metricsPort": "0"})).metrics is None
