@@ -34,6 +34,7 @@ LATENCY_BUCKETS: tuple[float, ...] = (
 """Upper bounds (seconds) of request, put and flush latency buckets: 100 µs to 30 s (a long poll)."""
 
 OTHER = "OTHER"
+_KNOWN_RESPONSES = frozenset(int(c) for c in ResponseCode)
 
 
 def request_code_name(code: int) -> str:
@@ -125,10 +126,19 @@ class RequestRecorder:
         self.responses: dict[tuple[int, int | None], int] = {}
         self.latency: dict[int, LatencyRecorder] = {}
 
+    MAX_KEYS = 512
+    """Distinct (request, response) pairs kept apart; past it, new pairs are counted under code -1
+    (``OTHER``), so a client sending random codes cannot grow the tables."""
+
     def __call__(self, request_code: int, response_code: int | None, seconds: float) -> None:
         key = (request_code, response_code)
         responses = self.responses
-        responses[key] = responses.get(key, 0) + 1
+        n = responses.get(key)
+        if n is None and len(responses) >= self.MAX_KEYS:
+            request_code = -1
+            key = (-1, response_code if response_code in _KNOWN_RESPONSES else -1)
+            n = responses.get(key)
+        responses[key] = (n or 0) + 1
         rec = self.latency.get(request_code)
         if rec is None:
             rec = self.latency[request_code] = LatencyRecorder(self.bounds)

@@ -129,6 +129,17 @@ def test_a_failing_observer_does_not_break_serving():
         conn = Connection({int(RequestCode.SEND_MESSAGE_V2): lambda c, cmd: cmd.response(ResponseCode.SUCCESS)}, observer=observer)
         conn.connection_made(transport)
         conn._dispatch(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {}))
+        for _ in range(3):  # writes may leave at the end of a loop iteration
+            await asyncio.sleep(0)
 
     asyncio.run(run())
     assert len(transport.written) == 1
+
+
+def test_random_request_codes_cannot_grow_the_tables():
+    rec = RequestRecorder("pyrocketmq_x")
+    for code in range(100_000, 100_000 + 5 * RequestRecorder.MAX_KEYS):
+        rec(code, code, 0.001)
+    assert len(rec.responses) <= RequestRecorder.MAX_KEYS + len(ResponseCode) + 1
+    assert len(rec.latency) <= RequestRecorder.MAX_KEYS + 1
+    assert sum(rec.responses.values()) == 5 * RequestRecorder.MAX_KEYS
