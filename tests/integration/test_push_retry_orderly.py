@@ -242,6 +242,7 @@ def test_delayed_message_arrives_after_its_level_and_flow_control_caps_the_cache
                 await wait_until(lambda: "delayed" in got and len(got) == 401, WAIT, "all messages, the delayed one too")
             finally:
                 watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
         finally:
             await c.shutdown()
         assert got["delayed"] - sent_at >= 0.9
