@@ -208,8 +208,11 @@ class ConsumeServiceBase:
             log.warning("group %s: send-back of %s failed (%s); sending it to %s directly",
                         c.group, msg.msg_id, e, retry_topic(c.group))
         try:
-            await self.send_to_retry_topic(msg, msg.reconsume_times + 1 if delay_level >= 0 else msg.reconsume_times,
-                                           max_times, 3 + msg.reconsume_times)
+            if delay_level >= 0:
+                await self.send_to_retry_topic(msg, msg.reconsume_times + 1, max_times, 3 + msg.reconsume_times)
+            else:  # straight to the DLQ: the broker sends a retry message there once reconsumeTimes >= max
+                times = msg.reconsume_times
+                await self.send_to_retry_topic(msg, times, min(max_times, times), 3 + times)
             return True
         except MQError as e:
             log.warning("group %s: sending %s to the retry topic failed too: %s", c.group, msg.msg_id, e)

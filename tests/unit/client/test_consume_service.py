@@ -279,3 +279,50 @@ def test_decision_modules_are_pure(module):
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert not imported & {"asyncio", "socket", "threading"}
+
+
+class FallbackInstance:
+    """Answers CONSUMER_SEND_MSG_BACK with an error and records the direct send to the retry topic."""
+
+    def __init__(self) -> None:
+        self.sent: list = []
+
+    async def master_addr_of(self, topic, broker_name):
+        return "127.0.0.1:1"
+
+    async def find_publish_info(self, topic):
+        from pyrocketmq.client.route import TopicPublishInfo
+
+        return TopicPublishInfo(topic, [MessageQueue(topic, "broker-a", 0)])
+
+    async def invoke(self, addr, cmd, timeout=None):
+        self.sent.append(cmd)
+        if cmd.code == 36:
+            return cmd.response(1, "send-back refused")
+        return cmd.response(0, None, {"msgId": "AB", "queueId": 0, "queueOffset": 3})
+
+
+@pytest.mark.parametrize(("delay_level", "j", "l_", "delay"), [(0, "3", "16", "5"), (-1, "2", "2", "5")])
+def test_send_back_falls_back_to_the_retry_topic(delay_level, j, l_, delay):
+    from pyrocketmq.remoting.message import decode_properties
+
+    async def go():
+        c = FakeConsumer()
+        c.instance = FallbackInstance()
+        svc = ConcurrentConsumeService(c, lambda ms: ConsumeResult.SUCCESS)
+        msg = MessageExt(topic="T", body=b"x", reconsume_times=2, commitlog_offset=99,
+                         properties={"UNIQ_KEY": "U1", "TAGS": "TagA", "MIN_OFFSET": "0"})
+        ok = await svc.send_back(msg, delay_level, "broker-a", 16)
+        await svc.stop()
+        return ok, c.instance.sent
+
+    ok, sent = run(go())
+    assert ok
+    back, direct = sent
+    assert back.ext_fields["offset"] == "99" and back.ext_fields["delayLevel"] == str(delay_level)
+    assert back.ext_fields["originMsgId"] == "U1" and back.ext_fields["maxReconsumeTimes"] == "16"
+    ext = direct.ext_fields
+    assert (ext["b"], ext["a"], ext["j"], ext["l"]) == ("%RETRY%cg", "CLIENT_INNER_PRODUCER", j, l_)
+    props = decode_properties(ext["i"].encode())
+    assert props["RETRY_TOPIC"] == "T" and props["ORIGIN_MESSAGE_ID"] == "U1" and props["DELAY"] == delay
+    assert props["TAGS"] == "TagA" and "MIN_OFFSET" not in props
