@@ -60,9 +60,8 @@ class MetricsServer:
             await runner.cleanup()
             raise
         self._runner = runner
-        server = site._server  # aiohttp exposes the bound sockets only here
-        sockets = getattr(server, "sockets", None) or ()
-        self.port = sockets[0].getsockname()[1] if sockets else port
+        addresses = runner.addresses  # the bound (host, port, ...) tuples
+        self.port = int(addresses[0][1]) if addresses else port
         return self.port
 
     async def stop(self) -> None:
