@@ -36,13 +36,15 @@ from pyrocketmq.client.errors import (
     MQTimeoutError,
     TopicNotFoundError,
 )
+from pyrocketmq.client.instance import ClientInstance, check_response
 from pyrocketmq.client.loop_thread import shared_loop
 from pyrocketmq.client.message import Message, SendResult
 from pyrocketmq.client.producer import Producer
 from pyrocketmq.client.pull_consumer import PullConsumer, PullStatus
 from pyrocketmq.client.settings import ClientSettings, ProducerSettings, PullConsumerSettings
-from pyrocketmq.remoting.body import MessageQueue
-from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.body import MessageQueue, TopicStatsTable
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import MessageExt
 
 from .offsets import DataLossError, Loss, Offsets, data_loss_error
@@ -115,15 +117,22 @@ async def _gather_map(queues: Iterable[MessageQueue], fn: Callable[[MessageQueue
 class QueueDirectory:
     """Driver-side facts about the source's queues, and the group's offset commits.
 
+    ``queues`` caches the queue list for ``route_ttl`` seconds and ``bounds`` asks each broker
+    once per topic (GET_TOPIC_STATS_INFO), so a streaming query polling for new data every few
+    milliseconds costs one request per broker and topic, not two per queue.
+
     Example::
 
         d = QueueDirectory(SourceOptions.from_options({"nameServer": ns, "topic": "Orders"}))
         queues = d.queues()
-        print(d.min_offsets(queues), d.max_offsets(queues))
+        mins, maxs = d.bounds(queues)
     """
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, route_ttl: float = 5.0) -> None:
         self.opts = opts
+        self.route_ttl = route_ttl
+        self._queues: list[MessageQueue] | None = None
+        self._queues_at = 0.0
         try:
             self.consumer = consumer_for(opts.name_server, opts.group, opts.request_timeout_ms, opts.pull_timeout_ms)
         except MQError as e:
@@ -137,7 +146,14 @@ class QueueDirectory:
 
     def queues(self) -> list[MessageQueue]:
         """Every readable queue of every topic of the source (sorted); a topic without a route
-        is a :class:`TopicNotFoundError`."""
+        is a :class:`TopicNotFoundError`. Cached for ``route_ttl`` seconds."""
+        now = time.monotonic()
+        if self._queues is None or now - self._queues_at >= self.route_ttl:
+            self._queues = self._fetch_queues()
+            self._queues_at = now
+        return list(self._queues)
+
+    def _fetch_queues(self) -> list[MessageQueue]:
 
         async def all_queues() -> list[MessageQueue]:
             out: list[MessageQueue] = []
@@ -155,6 +171,27 @@ class QueueDirectory:
             return sorted(set(out))
 
         return self._call(all_queues())
+
+    def bounds(self, queues: Iterable[MessageQueue]) -> tuple[Offsets, Offsets]:
+        """``(min offsets, max offsets)`` of ``queues``: one topic-stats request per broker and
+        topic; queues the stats miss are asked one by one."""
+        qs = list(queues)
+
+        async def go() -> tuple[Offsets, Offsets]:
+            mins: Offsets = {}
+            maxs: Offsets = {}
+            for topic in sorted({mq.topic for mq in qs}):
+                table = await _topic_stats(self.consumer.instance, topic)
+                for mq in qs:
+                    if mq in table:
+                        mins[mq], maxs[mq] = table[mq]
+            missing = [mq for mq in qs if mq not in maxs]
+            if missing:
+                mins.update(await _gather_map(missing, self.consumer.min_offset))
+                maxs.update(await _gather_map(missing, self.consumer.max_offset))
+            return mins, maxs
+
+        return self._call(go())
 
     def min_offsets(self, queues: Iterable[MessageQueue]) -> Offsets:
         return self._call(_gather_map(queues, self.consumer.min_offset))
@@ -190,6 +227,24 @@ class QueueDirectory:
     def commit(self, offsets: Offsets) -> None:
         """Store ``offsets`` as the group's consumer offsets and wait for the brokers."""
         self._call(self.consumer.commit_sync(dict(offsets)))
+
+
+async def _topic_stats(inst: ClientInstance, topic: str) -> dict[MessageQueue, tuple[int, int]]:
+    """``{queue: (min, max)}`` from GET_TOPIC_STATS_INFO to each master in ``topic``'s cached route."""
+    route = inst.routes.get(topic)
+    if route is None:
+        await inst.update_route(topic)
+        route = inst.routes.get(topic)
+    out: dict[MessageQueue, tuple[int, int]] = {}
+    for bd in route.broker_datas if route is not None else ():
+        addr = inst.master_addr(bd.broker_name)
+        if addr is None:
+            continue
+        cmd = RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+        resp = check_response(await inst.invoke(addr, cmd), addr)
+        for mq, v in TopicStatsTable.from_json(resp.body or b"{}").offset_table.items():
+            out[mq] = (v.min_offset, v.max_offset)
+    return out
 
 
 def _retrying(fn: Callable[[], Awaitable[T]], what: str) -> T:

@@ -89,7 +89,7 @@ def starting_offsets(directory: QueueDirectory, queues: list[MessageQueue]) -> O
     opts = directory.opts
     if opts.starting_timestamp_ms is not None:
         return directory.offsets_for_time(queues, opts.starting_timestamp_ms)
-    mins, maxs = directory.min_offsets(queues), directory.max_offsets(queues)
+    mins, maxs = directory.bounds(queues)
     committed = directory.committed(queues) if opts.starting.kind is OffsetKind.GROUP else None
     start = resolve(queues, opts.starting, min_offsets=mins, max_offsets=maxs, committed=committed)
     return _check_losses(opts, start, mins)
@@ -117,7 +117,7 @@ class BatchReader(DataSourceReader):
         directory = QueueDirectory(self.opts)
         queues = directory.queues()
         start = starting_offsets(directory, queues)
-        maxs = directory.max_offsets(queues)
+        maxs = directory.bounds(queues)[1]
         end = resolve(queues, self.opts.ending, min_offsets=start, max_offsets=maxs, fallback=OffsetKind.LATEST)
         end = {mq: max(end[mq], start[mq]) for mq in queues}
         return [RangePartition(r) for r in plan_ranges(start, end, self.opts.max_records_per_partition)]
@@ -153,7 +153,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         d = self.directory
-        self._target = d.max_offsets(d.queues())
+        self._target = d.bounds(d.queues())[1]
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         d = self.directory
@@ -164,7 +164,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # never comes for the last batch of a Trigger.AvailableNow run).
         self._commit_group(begin)
         queues = d.queues()
-        mins, maxs = d.min_offsets(queues), d.max_offsets(queues)
+        mins, maxs = d.bounds(queues)
         self._latest = maxs
         effective = _check_losses(self.opts, {mq: off for mq, off in begin.items()},
                                   {mq: v for mq, v in mins.items() if mq in begin})

@@ -54,7 +54,7 @@ def test_order_totals_pipeline_with_spark_submit(spark, rmq, tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
 
     parquet = {
-        (r.minute.replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), r.tag): (r.orders, r.total)
+        (r.minute.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), r.tag): (r.orders, r.total)
         for r in spark.read.parquet(str(out)).collect()
     }
     assert parquet == expected
@@ -91,7 +91,7 @@ def test_order_totals_stream_mode_emits_each_minute_once(spark, rmq, tmp_path):
     run_stream(spark, args)
 
     rows = spark.read.parquet(str(out)).collect()
-    got = [((r.minute.replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), r.tag), (r.orders, r.total)) for r in rows]
+    got = [((r.minute.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), r.tag), (r.orders, r.total)) for r in rows]
     assert len(got) == len(dict(got)), "a minute was emitted twice"
     assert dict(got) == _expected(orders)
     sent = (spark.read.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", "PipeStreamTotals")
