@@ -14,8 +14,11 @@ Streaming guarantees: the offsets of every micro-batch are in Spark's checkpoint
 see :mod:`.offsets`), and a range re-read after a failure returns the same messages, so with an
 idempotent sink (the file sink, Delta…) the output holds each message exactly once.
 ``commit(end)`` also stores ``end`` as the consumer group's offsets (UPDATE_CONSUMER_OFFSET) so
-lag shows in ``pyrocketmq admin consumerProgress`` and Grafana; that commit is for monitoring —
-the checkpoint, not the group, is where a restarted query resumes, and a failed commit only logs.
+lag shows in ``pyrocketmq admin consumerProgress`` and Grafana. Spark calls ``commit`` only when
+it plans the batch after, so ``latestOffset(start, …)`` — called once the previous batch is in the
+commit log — stores ``start`` too, and the group is never a batch behind once a query is idle.
+That commit is for monitoring (and ``startingOffsets=group`` of a new query): the checkpoint, not
+the group, is where a restarted query resumes, and a failed commit only logs.
 
 Writes are at-least-once (see :mod:`.rows` for the de-duplication key).
 """

@@ -54,6 +54,13 @@ def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance
     assert all(after[mq] >= committed[mq] for mq in committed) and sum(after.values()) == 80
     assert isinstance(next(iter(after)), MessageQueue)
 
+    # A new query (new checkpoint) with startingOffsets=group starts where the group is.
+    rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(80, 85)])
+    from_group = _stream(spark, rmq, "SparkStream", consumerGroup="spark-stream-g", startingOffsets="group")
+    _run_available_now(from_group.selectExpr("CAST(body AS STRING) AS body"), tmp_path / "out2", tmp_path / "ckpt2")
+    rows = spark.read.parquet(str(tmp_path / "out2")).collect()
+    assert sorted(r.body for r in rows) == sorted(f"s-{i}" for i in range(80, 85))
+
 
 def _job(rmq, topic, out, ckpt, mode, log):
     args = [sys.executable, str(Path(__file__).with_name("stream_job.py")), rmq.ns, topic, str(out), str(ckpt), "20", mode]
