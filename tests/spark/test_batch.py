@@ -84,3 +84,23 @@ def test_clear_errors(spark, rmq):
     with pytest.raises(Exception) as bad:
         _read(spark, rmq, "SparkBatch", startingOffsets="yesterday").collect()
     assert "startingOffsets='yesterday'" in str(bad.value)
+
+
+def test_several_topics_and_starting_timestamp(spark, rmq):
+    import time
+
+    rmq.create_topic("SparkTsA", queues=2)
+    rmq.create_topic("SparkTsB", queues=2)
+    rmq.produce("SparkTsA", [f"a-old-{i}".encode() for i in range(6)])
+    rmq.produce("SparkTsB", [f"b-old-{i}".encode() for i in range(4)])
+    time.sleep(1.2)
+    since = int(time.time() * 1000)
+    time.sleep(0.05)
+    rmq.produce("SparkTsA", [f"a-new-{i}".encode() for i in range(5)])
+    rmq.produce("SparkTsB", [f"b-new-{i}".encode() for i in range(3)])
+
+    both = _read(spark, rmq, "SparkTsA,SparkTsB").collect()
+    assert len(both) == 18 and {r.topic for r in both} == {"SparkTsA", "SparkTsB"}
+    recent = _read(spark, rmq, "SparkTsA, SparkTsB", startingTimestamp=str(since)).collect()
+    assert sorted(bytes(r.body).decode() for r in recent) == sorted(
+        [f"a-new-{i}" for i in range(5)] + [f"b-new-{i}" for i in range(3)])
