@@ -154,7 +154,6 @@ class QueueDirectory:
         return list(self._queues)
 
     def _fetch_queues(self) -> list[MessageQueue]:
-
         async def all_queues() -> list[MessageQueue]:
             out: list[MessageQueue] = []
             for topic in self.opts.topics:

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from pyrocketmq.client import SyncAdmin
 from pyrocketmq.remoting.body import MessageQueue
 
 from .conftest import REPO_ROOT, spark_env
@@ -29,6 +30,12 @@ def _run_available_now(df, out, checkpoint):
     return q
 
 
+def _lag(rmq, group):
+    with SyncAdmin(rmq.ns) as admin:
+        table, _ = admin.consume_stats(group)
+    return sum(w.broker_offset - w.consumer_offset for w in table.values())
+
+
 def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance(spark, rmq, tmp_path):
     rmq.create_topic("SparkStream", queues=4)
     rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(50)])
@@ -46,12 +53,14 @@ def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance
 
     # More messages, the same checkpoint: the query resumes and the group's offsets move on.
     rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(50, 80)])
+    assert _lag(rmq, "spark-stream-g") == 30  # what consumerProgress / the lag metrics show
     q = _run_available_now(df, tmp_path / "out", tmp_path / "ckpt")
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted(r.body for r in rows) == sorted(f"s-{i}" for i in range(80))
     after = rmq.committed("spark-stream-g", "SparkStream")
     assert after == rmq.max_offsets("SparkStream")
     assert all(after[mq] >= committed[mq] for mq in committed) and sum(after.values()) == 80
+    assert _lag(rmq, "spark-stream-g") == 0
     assert isinstance(next(iter(after)), MessageQueue)
 
     # A new query (new checkpoint) with startingOffsets=group starts where the group is.
