@@ -98,7 +98,6 @@ def spark_conf(job: K8sJob) -> dict[str, str]:
         "spark.driver.memory": job.driver_memory,
         "spark.executor.cores": str(job.executor_cores),
         "spark.executor.memory": job.executor_memory,
-        "spark.kubernetes.pyspark.pythonVersion": "3",
     }
     if job.data_claim:
         for role in ("driver", "executor"):
@@ -135,7 +134,7 @@ def spark_application(job: K8sJob) -> dict[str, Any]:
         "spark.kubernetes.container.image", "spark.kubernetes.container.image.pullPolicy",
         "spark.kubernetes.namespace", "spark.kubernetes.authenticate.driver.serviceAccountName",
         "spark.executor.instances", "spark.driver.cores", "spark.driver.memory", "spark.executor.cores",
-        "spark.executor.memory", "spark.kubernetes.pyspark.pythonVersion",
+        "spark.executor.memory",
     }
     extra = {k: v for k, v in generated.items() if k not in dedicated and ".label." not in k}
     labels = dict(sorted(job.labels.items()))
