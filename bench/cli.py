@@ -110,13 +110,14 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 for s in group:
                     result = Result(s.name, kind, flush)
-                    cpu_mark = sampler.mark()
+                    window = [sampler.mark()]
+                    ctx.restart_window = lambda w=window, sm=sampler: w.__setitem__(0, sm.mark())
                     t1 = time.monotonic()
                     try:
                         result.figures.update(s.run(ctx, plan))
                     except Exception as exc:
                         result.error = f"{type(exc).__name__}: {exc}"
-                    usage = sampler.since(cpu_mark)
+                    usage = sampler.since(window[0])
                     result.figures["cpu_s"] = usage.cpu_seconds
                     result.figures["peak_rss_mib"] = usage.peak_rss_mib
                     result.detail["wall_s"] = round(time.monotonic() - t1, 1)

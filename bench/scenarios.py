@@ -88,6 +88,8 @@ class Context:
     java: jvm.JavaPrograms
     logs: Path
     seq: int = 0
+    restart_window: Callable[[], None] = lambda: None
+    """Called after a scenario's preparation (the drain's backlog fill): CPU and RSS count from here."""
 
     def fresh_topic(self, stem: str) -> str:
         self.seq += 1
@@ -193,6 +195,7 @@ def run_drain(ctx: Context, plan: Plan) -> dict[str, Any]:
     )
     if fill["sent"] < plan.backlog:
         raise RuntimeError(f"backlog fill sent {fill['sent']} of {plan.backlog}")
+    ctx.restart_window()
     doc = _run_json(
         _java(ctx, "Drain", [ns, topic, f"bench_drain_{ctx.seq}", plan.backlog, 900]),
         960,

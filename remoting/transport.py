@@ -3,10 +3,17 @@
 A :class:`Connection` splits the byte stream into commands with :class:`FrameDecoder`. Requests
 go to a handler picked by request code; responses resolve the future waiting on their ``opaque``
 (peers answer out of order). Handlers may return a command at once (the hot path: no task is
-created) or an awaitable (long polling, calls to other servers). A oneway request never gets an
+created), a future (answered from its done callback: SYNC_FLUSH sends) or another awaitable
+(long polling, calls to other servers; run as a task). A oneway request never gets an
 answer. A malformed frame closes that one connection with a logged reason. A server may have an
 observer (metrics) told each request's code, answer code and time; it is looked at once per
 request, in one place, so processors stay free of metrics.
+
+Writes are coalesced: the frames written while one chunk of input is handled (a Java client
+multiplexes all its threads' requests over one connection, so a chunk holds many) leave in one
+``writelines`` (one ``writev``) when the chunk is done; a frame written at any other time (an
+awaited answer, a group commit completing, a request of ours) leaves at the end of the current
+loop iteration together with whatever else was written in it. Frames keep their order.
 
 The same class serves the broker→client direction (NOTIFY_CONSUMER_IDS_CHANGED, transaction
 check-backs, …): a server keeps the client's connection and calls :meth:`Connection.invoke` on it.
@@ -15,6 +22,7 @@ check-backs, …): a server keeps the client's connection and calls :meth:`Conne
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import itertools
 import logging
@@ -72,7 +80,9 @@ class Connection(asyncio.Protocol):
         self.remote_addr = "?"
         self.closed = False
         self.close_reason: str | None = None
-        self.connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self.connected: asyncio.Future[None] = self._loop.create_future()
+        self._out: list[bytes | memoryview] | None = None  # frames waiting for _flush_out
         #: Anything the owner wants to remember about the peer (client id, language, version).
         self.attrs: dict[str, object] = {}
 
@@ -86,6 +96,16 @@ class Connection(asyncio.Protocol):
             self.connected.set_result(None)
 
     def data_received(self, data: bytes) -> None:
+        if self._out is not None:  # a flush is already scheduled; it takes these replies too
+            self._receive(data)
+            return
+        self._out = []
+        try:
+            self._receive(data)
+        finally:
+            self._flush_out()
+
+    def _receive(self, data: bytes) -> None:
         try:
             for cmd in self._decoder.feed(data):
                 if cmd.flag & RPC_RESPONSE:
@@ -123,10 +143,16 @@ class Connection(asyncio.Protocol):
             log.exception("%s: handler for code %d failed", self._name, cmd.code)
             self._reply(cmd, cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}"))
             return
-        if inspect.isawaitable(result):
-            asyncio.ensure_future(self._finish(cmd, result))
-        elif result is not None:
+        if result is None:
+            return
+        if type(result) is RemotingCommand:  # the hot path: answered at once
             self._reply(cmd, result)
+        elif isinstance(result, asyncio.Future):  # answered from a callback: no task per request
+            result.add_done_callback(functools.partial(self._future_done, cmd, 0.0))
+        elif inspect.isawaitable(result):
+            asyncio.ensure_future(self._finish(cmd, result))
+        else:
+            self._reply(cmd, result)  # type: ignore[arg-type]
 
     def _dispatch_observed(self, cmd: RemotingCommand) -> None:
         """:meth:`_dispatch` that also tells the observer each request's answer and time (kept
@@ -143,6 +169,9 @@ class Connection(asyncio.Protocol):
             except Exception as e:  # a handler bug must not reach the transport
                 log.exception("%s: handler for code %d failed", self._name, cmd.code)
                 result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        if isinstance(result, asyncio.Future):
+            result.add_done_callback(functools.partial(self._future_done, cmd, started))
+            return
         if inspect.isawaitable(result):
             asyncio.ensure_future(self._finish(cmd, result, started))
             return
@@ -167,6 +196,21 @@ class Connection(asyncio.Protocol):
         if self._observer is not None:
             self._observe(self._observer, cmd.code, result, started)
 
+    def _future_done(self, cmd: RemotingCommand, started: float, fut: asyncio.Future[RemotingCommand | None]) -> None:
+        """A handler's future completed: answer (like :meth:`_finish`, without a task)."""
+        result: RemotingCommand | None
+        if fut.cancelled():
+            result = None
+        elif (exc := fut.exception()) is not None:
+            log.error("%s: handler for code %d failed", self._name, cmd.code, exc_info=exc)
+            result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        else:
+            result = fut.result()
+        if result is not None and not self.closed:
+            self._reply(cmd, result)
+        if self._observer is not None:
+            self._observe(self._observer, cmd.code, result, started)
+
     def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         if request.is_oneway:
             return
@@ -180,14 +224,23 @@ class Connection(asyncio.Protocol):
         t = self._transport
         if t is None or self.closed:
             raise RemotingError(f"connection to {self.remote_addr} is closed")
-        prefix = encode_prefix(cmd)
+        out = self._out
+        if out is None:
+            out = self._out = []
+            self._loop.call_soon(self._flush_out)
+        out.append(encode_prefix(cmd))
         body = cmd.body
-        if not body:
-            t.write(prefix)
-        elif isinstance(body, list):
-            t.writelines([prefix, *body])
-        else:
-            t.writelines((prefix, body))
+        if body:
+            if isinstance(body, list):
+                out.extend(body)
+            else:
+                out.append(body)
+
+    def _flush_out(self) -> None:
+        out, self._out = self._out, None
+        t = self._transport
+        if out and t is not None and not self.closed:
+            t.writelines(out)
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send a request and wait for its response."""
@@ -223,6 +276,8 @@ class Connection(asyncio.Protocol):
     def close(self, reason: str | None = None) -> None:
         if self.close_reason is None:
             self.close_reason = reason
+        if self._out:  # what was written before the close still goes out
+            self._flush_out()
         if self._transport is not None:
             self._transport.close()
         else:

@@ -3,12 +3,15 @@
 Checks, in RocketMQ's order: writable broker, topic name, topic exists (or is created through
 TBW102), queue id in range, body size; then one store put. The stored properties are the
 producer's encoded properties with ``CLUSTER`` appended as bytes: nothing is re-encoded per message.
-With SYNC_FLUSH and ``WAIT=true`` the answer waits for the group commit that covers the message.
+With SYNC_FLUSH and ``WAIT=true`` the answer waits for the group commit that covers the message:
+the handler returns a future (no task per message) that the transport answers from; the flush
+thread hands a whole group commit's completions back to the loop in one ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import random
 import time
@@ -63,6 +66,11 @@ class SendProcessor:
         self.cluster_prop = f"{Prop.CLUSTER}\x01{broker.settings.identity.cluster_name}".encode()
         self.max_body = broker.settings.store.max_message_size
         self._born_hosts: dict[str, bytes] = {}
+        # (future, response, durable?) from the flush thread, drained on the loop in one call
+        self._flushed: collections.deque[tuple[asyncio.Future[RemotingCommand], RemotingCommand, bool]] = (
+            collections.deque()
+        )
+        self._drain_scheduled = False
 
     def register(self, server) -> None:
         server.register(RequestCode.SEND_MESSAGE, self.handle_send)
@@ -242,24 +250,36 @@ class SendProcessor:
             keys=props.get(Prop.KEYS),
         )
 
-    async def _wait_flush(self, cmd: RemotingCommand, response: RemotingCommand, offset: int) -> RemotingCommand:
+    def _wait_flush(self, cmd: RemotingCommand, response: RemotingCommand, offset: int) -> asyncio.Future[RemotingCommand]:
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        flushed = self._flushed
 
         def done(ok: bool) -> None:  # runs on the flush thread
-            loop.call_soon_threadsafe(_resolve, fut, ok)
+            flushed.append((fut, response, ok))
+            # benign race: the loop clears the flag *before* draining, so whatever is appended
+            # while the flag still reads True is drained by the call already scheduled
+            if not self._drain_scheduled:
+                self._drain_scheduled = True
+                loop.call_soon_threadsafe(self._drain_flushed)
 
-        self.broker.store.request_flush(offset, done)
         timeout = self.broker.settings.store.sync_flush_timeout_ms / 1000
-        try:
-            ok = await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            ok = False
-        if not ok:
-            log.warning("flush to disk timed out for offset %d", offset)
-            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
-            response.remark = "flush disk timeout"
-        return response
+        timer = loop.call_later(timeout, _flush_timed_out, fut, response, offset)
+        fut.add_done_callback(lambda _f: timer.cancel())
+        self.broker.store.request_flush(offset, done)
+        return fut
+
+    def _drain_flushed(self) -> None:
+        self._drain_scheduled = False
+        flushed = self._flushed
+        while flushed:
+            fut, response, ok = flushed.popleft()
+            if fut.done():
+                continue
+            if not ok:
+                log.warning("flush to disk failed or timed out (queue offset %s)", response.ext_fields.get("queueOffset"))
+                _mark_flush_timeout(response)
+            fut.set_result(response)
 
 
 def strip_property(raw: bytes, key: bytes) -> bytes:
@@ -278,6 +298,13 @@ def strip_property(raw: bytes, key: bytes) -> bytes:
     return raw[:start] + raw[end + 1 :]
 
 
-def _resolve(fut: asyncio.Future[bool], ok: bool) -> None:
+def _mark_flush_timeout(response: RemotingCommand) -> None:
+    response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+    response.remark = "flush disk timeout"
+
+
+def _flush_timed_out(fut: asyncio.Future[RemotingCommand], response: RemotingCommand, offset: int) -> None:
     if not fut.done():
-        fut.set_result(ok)
+        log.warning("flush to disk timed out for offset %d", offset)
+        _mark_flush_timeout(response)
+        fut.set_result(response)
