@@ -234,6 +234,33 @@ def data_loss_error(losses: list[Loss], where: str = "") -> DataLossError:
     )
 
 
+def find_resets(start: Mapping[MessageQueue, int], max_offsets: Mapping[MessageQueue, int]) -> list[Loss]:
+    """Queues whose start offset is past the broker's max offset: the queue went back (its topic
+    was deleted and created again, or the broker lost its store). ``available`` is the new max.
+
+    >>> q = MessageQueue("T", "b", 0)
+    >>> find_resets({q: 30}, {q: 4})
+    [Loss(mq=MessageQueue(topic='T', broker_name='b', queue_id=0), wanted=30, available=4)]
+    """
+    return [
+        Loss(mq, off, max_offsets[mq])
+        for mq, off in sorted(start.items())
+        if mq in max_offsets and off > max_offsets[mq]
+    ]
+
+
+def reset_error(resets: list[Loss]) -> DataLossError:
+    """The :class:`DataLossError` for queues that went back (see :func:`find_resets`)."""
+    parts = [f"{x.mq.topic}/{x.mq.broker_name}/{x.mq.queue_id}: at {x.wanted}, the broker's end is {x.available}"
+             for x in resets[:5]]
+    more = f" and {len(resets) - 5} more queue(s)" if len(resets) > 5 else ""
+    return DataLossError(
+        f"queue offsets went back ({'; '.join(parts)}{more}): the topic was deleted and created again, or "
+        "the broker lost its store, so what the query has read is no longer there. Set failOnDataLoss=false "
+        "to continue from the queues' current end, or restart the query with a new checkpoint."
+    )
+
+
 def forward(start: Mapping[MessageQueue, int], floor: Mapping[MessageQueue, int]) -> Offsets:
     """``start`` with every queue moved up to ``floor`` where it is below (skipping lost data)."""
     return {mq: max(off, floor.get(mq, off)) for mq, off in start.items()}

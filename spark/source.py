@@ -60,7 +60,9 @@ from .offsets import (
     decode_offsets,
     encode_offsets,
     find_losses,
+    find_resets,
     forward,
+    reset_error,
     resolve,
 )
 from .options import SinkOptions, SourceOptions
@@ -171,6 +173,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest = maxs
         effective = _check_losses(self.opts, {mq: off for mq, off in begin.items()},
                                   {mq: v for mq, v in mins.items() if mq in begin})
+        resets = find_resets(effective, maxs)
+        if resets:
+            if self.opts.fail_on_data_loss:
+                raise reset_error(resets)
+            for r in resets:
+                log.warning("failOnDataLoss=false: %s went back from %d to %d; continuing from there",
+                            r.mq, r.wanted, r.available)
+                effective[r.mq] = r.available
         latest = dict(maxs)
         if self._target is not None:  # Trigger.AvailableNow: nothing beyond what existed at its start
             latest = {mq: min(v, self._target[mq]) for mq, v in latest.items() if mq in self._target}

@@ -95,3 +95,36 @@ def test_fail_on_data_loss_after_retention_deleted_segments(spark, lossy, tmp_pa
         reader.load().collect()
     kept = reader.option("failOnDataLoss", "false").load().collect()
     assert {r.queueOffset for r in kept} >= set(range(_min_offset(lossy, mq) + 1, 305))
+
+
+def test_a_topic_deleted_and_created_again_is_reported(spark, rmq, tmp_path):
+    topic = "SparkRecreated"
+    rmq.create_topic(topic, queues=1)
+    rmq.produce(topic, [f"r-{i}".encode() for i in range(10)])
+
+    def run(fail: bool):
+        df = (spark.readStream.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", topic)
+              .option("startingOffsets", "earliest").option("failOnDataLoss", str(fail).lower()).load()
+              .selectExpr("CAST(body AS STRING) AS body"))
+        q = (df.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+        try:
+            q.awaitTermination(180)
+        except Exception:
+            pass
+        return q
+
+    assert run(True).exception() is None
+    with SyncAdmin(rmq.ns) as admin:
+        admin.delete_topic(topic, rmq.cluster.cluster_name)
+    rmq.create_topic(topic, queues=1)
+    rmq.produce(topic, [f"new-{i}".encode() for i in range(3)])
+
+    err = str(run(True).exception())
+    assert "DataLossError" in err and "queue offsets went back" in err and f"{topic}/" in err, err
+    # failOnDataLoss=false carries on from the queue's current end: later messages are read.
+    assert run(False).exception() is None
+    rmq.produce(topic, [f"later-{i}".encode() for i in range(2)])
+    assert run(False).exception() is None
+    bodies = sorted(r.body for r in spark.read.parquet(str(tmp_path / "out")).collect())
+    assert bodies == sorted([f"r-{i}" for i in range(10)] + ["later-0", "later-1"])

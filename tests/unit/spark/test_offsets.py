@@ -129,3 +129,12 @@ def test_forward_never_moves_back(start, floor):
     assert set(moved) == set(start)
     assert all(moved[mq] >= start[mq] for mq in start)
     assert not find_losses(moved, floor)
+
+
+def test_queues_that_went_back_are_resets():
+    from pyrocketmq.spark.offsets import find_resets, reset_error
+
+    resets = find_resets({A0: 30, A1: 0, B0: 5}, {A0: 4, A1: 0, B0: 50})
+    assert resets == [Loss(A0, 30, 4)]
+    text = str(reset_error(resets))
+    assert "T/broker-a/0: at 30, the broker's end is 4" in text and "failOnDataLoss=false" in text
