@@ -306,13 +306,27 @@ def decode_uniq_id(uniq_id: str) -> tuple[str, int]:
 def tags_code(tags: str | None) -> int:
     """Java ``String.hashCode()`` of the tags (signed 32-bit, over UTF-16 code units); 0 for none.
 
-    The consume queue stores it sign-extended to 64 bits, which a Python int already is.
+    The consume queue stores it sign-extended to 64 bits, which a Python int already is. Every
+    stored message needs it and a topic has few distinct tags: results are memoised (bounded).
 
     >>> tags_code("TagA")
     2598919
     """
     if not tags:
         return 0
+    code = _TAGS_CODES.get(tags)
+    if code is None:
+        if len(_TAGS_CODES) >= _TAGS_CODES_MAX:
+            _TAGS_CODES.clear()
+        code = _TAGS_CODES[tags] = _java_hash(tags)
+    return code
+
+
+_TAGS_CODES: dict[str, int] = {}
+_TAGS_CODES_MAX = 4096
+
+
+def _java_hash(tags: str) -> int:
     h = 0
     if tags.isascii():
         for c in tags.encode():
