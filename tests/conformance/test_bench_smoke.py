@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conformance.conftest import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.conformance
 
