@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Creates .venv (if missing or stale) and installs pyrocketmq with its test tools into it.
+# Creates .venv (if missing or stale) and installs pyrocketmq into it.
+#
+#   scripts/setup.sh          what running pyrocketmq needs (the quickstart uses this)
+#   scripts/setup.sh --test   that plus the test tools and peers: the [test] extra (PySpark, kopf,
+#                             linters …) and Debian's prometheus (the test command uses this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+case "${1:-}" in
+  "") extras=""; kind=run ;;
+  --test) extras="[test]"; kind=test ;;
+  *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
+hash=$(sha1sum pyproject.toml | cut -c1-12)
+stamp=.venv/.installed-$kind-$hash
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if [ ! -f "$stamp" ]; then
+# A test install also serves the run install.
+if [ ! -f "$stamp" ] && ! { [ "$kind" = run ] && [ -f ".venv/.installed-test-$hash" ]; }; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".$extras"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+[ "$kind" = test ] || exit 0
 # Prometheus and promtool for tests/observability: Debian's package (tests start their own server on
 # loopback). Installing needs root and apt-get; otherwise say what is missing (the tests then skip,
 # or fail with CI=true). The package enables a system service: it is stopped and disabled again.

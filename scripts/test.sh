@@ -3,7 +3,7 @@
 # Java peers (Apache RocketMQ jars from Maven Central) are fetched and cached by the test setup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== import-linter"
