@@ -62,7 +62,7 @@ from pyrocketmq.remoting.message import (
 
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
 from .instance import ClientInstance, check_response
-from .loop_thread import LoopThread, shared_loop
+from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
 from .route import MASTER_ID
 from .settings import ClientSettings
@@ -477,7 +477,7 @@ def _decode(body: bytes, addr: str) -> list[MessageExt]:
     return msgs
 
 
-class SyncAdmin:
+class SyncAdmin(SyncFacade):
     """A blocking :class:`Admin` on the shared background loop thread.
 
     Example::
@@ -490,21 +490,7 @@ class SyncAdmin:
     def __init__(self, namesrv_addr: str = "127.0.0.1:9876", client: ClientSettings | None = None,
                  *, loop_thread: LoopThread | None = None) -> None:
         self.admin = Admin(namesrv_addr, client)
-        self._lt = loop_thread or shared_loop()
-
-    def start(self) -> SyncAdmin:
-        self._lt.run(self.admin.start())
-        return self
-
-    def shutdown(self, timeout: float = 60.0) -> None:
-        if self._lt.alive:
-            self._lt.run(self.admin.shutdown(), timeout)
-
-    def __enter__(self) -> SyncAdmin:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+        super().__init__(self.admin, loop_thread)
 
     def __getattr__(self, name: str) -> Any:
         # Every other public coroutine method of Admin, made blocking.

@@ -20,7 +20,7 @@ import atexit
 import concurrent.futures
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from .errors import MQClientError, MQTimeoutError
 
@@ -117,3 +117,33 @@ def shared_loop() -> LoopThread:
 def _stop_shared() -> None:
     if _shared is not None:
         _shared.stop()
+
+
+class _Lifecycle(Protocol):
+    async def start(self) -> Any: ...
+
+    async def shutdown(self) -> Any: ...
+
+
+class SyncFacade:
+    """The blocking side of an asyncio client object (``start``/``shutdown`` coroutines): the object
+    lives on a loop thread (the shared one by default) and each call waits for its result. Facades
+    add their own blocking methods over ``self._lt.run(...)``."""
+
+    def __init__(self, target: _Lifecycle, loop_thread: LoopThread | None) -> None:
+        self._target = target
+        self._lt = loop_thread or shared_loop()
+
+    def start(self) -> Self:
+        self._lt.run(self._target.start())
+        return self
+
+    def shutdown(self, timeout: float = 60.0) -> None:
+        if self._lt.alive:
+            self._lt.run(self._target.shutdown(), timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

@@ -54,7 +54,7 @@ from .errors import (
 )
 from .fault import LatencyFaultTolerance
 from .instance import ClientInstance
-from .loop_thread import LoopThread, shared_loop
+from .loop_thread import LoopThread, SyncFacade
 from .message import Message, SendResult, SendStatus, same_topic
 from .metrics import notify
 from .route import TopicPublishInfo, select_by_key
@@ -504,7 +504,7 @@ class Producer:
         return send_result_from_response(resp, payload, mq.broker_name, addr)
 
 
-class SyncProducer:
+class SyncProducer(SyncFacade):
     """A blocking :class:`Producer` for code that is not async (thread-safe).
 
     The asyncio producer runs on a background event-loop thread (shared by all sync clients by
@@ -529,21 +529,7 @@ class SyncProducer:
         loop_thread: LoopThread | None = None,
     ) -> None:
         self.producer = Producer(group, namesrv_addr, settings, client)
-        self._lt = loop_thread or shared_loop()
-
-    def start(self) -> SyncProducer:
-        self._lt.run(self.producer.start())
-        return self
-
-    def shutdown(self, timeout: float = 60.0) -> None:
-        if self._lt.alive:
-            self._lt.run(self.producer.shutdown(), timeout)
-
-    def __enter__(self) -> SyncProducer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+        super().__init__(self.producer, loop_thread)
 
     def send(self, msg: Message | Sequence[Message], timeout: float | None = None, **kwargs: Any) -> SendResult:
         """Blocking :meth:`Producer.send`."""

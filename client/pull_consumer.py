@@ -52,7 +52,7 @@ from pyrocketmq.remoting.message import (
 
 from .errors import MQBrokerError, MQClientError, MQError
 from .instance import ClientInstance
-from .loop_thread import LoopThread, shared_loop
+from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
 from .route import MASTER_ID
 from .settings import ClientSettings, PullConsumerSettings
@@ -687,7 +687,7 @@ class PullConsumer:
                 self._states[mq].committed_offset = None
 
 
-class SyncPullConsumer:
+class SyncPullConsumer(SyncFacade):
     """A blocking :class:`PullConsumer` driven on the shared background loop thread.
 
     Example::
@@ -710,21 +710,7 @@ class SyncPullConsumer:
         loop_thread: LoopThread | None = None,
     ) -> None:
         self.consumer = PullConsumer(group, namesrv_addr, settings, client)
-        self._lt = loop_thread or shared_loop()
-
-    def start(self) -> SyncPullConsumer:
-        self._lt.run(self.consumer.start())
-        return self
-
-    def shutdown(self, timeout: float = 60.0) -> None:
-        if self._lt.alive:
-            self._lt.run(self.consumer.shutdown(), timeout)
-
-    def __enter__(self) -> SyncPullConsumer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+        super().__init__(self.consumer, loop_thread)
 
     def fetch_queues(self, topic: str) -> list[MessageQueue]:
         return self._lt.run(self.consumer.fetch_queues(topic))

@@ -56,7 +56,7 @@ from .consume_service import (
 )
 from .errors import MQClientError, MQError
 from .instance import ClientInstance, check_response
-from .loop_thread import LoopThread, shared_loop
+from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
 from .metrics import ClientMetrics, notify
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
@@ -694,7 +694,7 @@ class PushConsumer:
         return sorted(self.table)
 
 
-class SyncPushConsumer:
+class SyncPushConsumer(SyncFacade):
     """A :class:`PushConsumer` for code that is not async: it runs on the shared loop thread, and
     a plain-function listener is called on worker threads.
 
@@ -723,7 +723,7 @@ class SyncPushConsumer:
         loop_thread: LoopThread | None = None,
     ) -> None:
         self.consumer = PushConsumer(group, namesrv_addr, settings, client)
-        self._lt = loop_thread or shared_loop()
+        super().__init__(self.consumer, loop_thread)
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self._lt.run(_call(self.consumer.subscribe, topic, expression))
@@ -734,25 +734,11 @@ class SyncPushConsumer:
     def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
         self.consumer.register_listener(listener, orderly=orderly)
 
-    def start(self) -> SyncPushConsumer:
-        self._lt.run(self.consumer.start())
-        return self
-
-    def shutdown(self, timeout: float = 60.0) -> None:
-        if self._lt.alive:
-            self._lt.run(self.consumer.shutdown(), timeout)
-
     def assignment(self) -> list[MessageQueue]:
         return self._lt.run(_call(self.consumer.assignment))
 
     def rebalance(self) -> bool:
         return self._lt.run(self.consumer.rebalance())
-
-    def __enter__(self) -> SyncPushConsumer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
 
 
 async def _call(fn: Any, *args: Any) -> Any:  # run a plain method on the loop thread (state lives there)

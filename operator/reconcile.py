@@ -355,7 +355,12 @@ async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for
     return ClusterTarget(model.cluster_name, _admin_addr(model, addrs), draining)
 
 
-class TopicReconcile:
+class _OnBrokersReconcile:
+    """The chain shared by Topic and ConsumerGroup: load the spec, find the cluster's brokers, apply
+    there, write the status. Subclasses give the model type and the last two steps."""
+
+    model_type: Any
+
     def __init__(self, body: Mapping[str, Any], ctx: Context) -> None:
         self.body, self.ctx = body, ctx
         self.previous: Mapping[str, Any] = body.get("status") or {}
@@ -364,12 +369,22 @@ class TopicReconcile:
         await run_steps([self.load, self.resolve_cluster, self.apply_on_brokers, self.update_status])
 
     async def load(self) -> None:
-        self.model = TopicModel.from_body(self.body)
+        self.model = self.model_type.from_body(self.body)
 
     async def resolve_cluster(self) -> None:
         target = await resolve_cluster(self.ctx, self.model.ref.namespace, self.model.cluster_ref)
         assert target is not None
         self.target = target
+
+    async def apply_on_brokers(self) -> None:
+        raise NotImplementedError
+
+    async def update_status(self) -> None:
+        raise NotImplementedError
+
+
+class TopicReconcile(_OnBrokersReconcile):
+    model_type = TopicModel
 
     async def apply_on_brokers(self) -> None:
         async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
@@ -406,21 +421,8 @@ def _not_ready(status: Mapping[str, Any]) -> bool:
     return ready is None or ready.get("status") != "True"
 
 
-class ConsumerGroupReconcile:
-    def __init__(self, body: Mapping[str, Any], ctx: Context) -> None:
-        self.body, self.ctx = body, ctx
-        self.previous: Mapping[str, Any] = body.get("status") or {}
-
-    async def run(self) -> None:
-        await run_steps([self.load, self.resolve_cluster, self.apply_on_brokers, self.update_status])
-
-    async def load(self) -> None:
-        self.model = ConsumerGroupModel.from_body(self.body)
-
-    async def resolve_cluster(self) -> None:
-        target = await resolve_cluster(self.ctx, self.model.ref.namespace, self.model.cluster_ref)
-        assert target is not None
-        self.target = target
+class ConsumerGroupReconcile(_OnBrokersReconcile):
+    model_type = ConsumerGroupModel
 
     async def apply_on_brokers(self) -> None:
         async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
