@@ -76,21 +76,36 @@ def delivered_inner(msg: MessageExt) -> MessageInner | None:
     if not real_topic or real_qid < 0:
         return None
     props = {k: v for k, v in msg.properties.items() if k != Prop.DELAY}
+    return restored(msg, topic=real_topic, queue_id=real_qid, properties=props,
+                    reconsume_times=msg.reconsume_times, prepared_transaction_offset=msg.prepared_transaction_offset)
+
+
+def restored(
+    msg: MessageExt,
+    *,
+    topic: str,
+    queue_id: int,
+    properties: dict[str, str],
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+) -> MessageInner:
+    """``msg`` stored again under ``topic``/``queue_id`` with ``properties``: body, flag, sys flag,
+    born time and born/store hosts are the original's."""
     return MessageInner(
-        topic=real_topic,
+        topic=topic,
         body=msg.body,
         flag=msg.flag,
-        properties=props,
-        properties_bytes=encode_properties(props),
-        queue_id=real_qid,
+        properties=properties,
+        properties_bytes=encode_properties(properties),
+        queue_id=queue_id,
         sys_flag=msg.sys_flag,
         born_timestamp=msg.born_timestamp,
         born_host=pack_host(*msg.born_host),
         store_host=pack_host(*msg.store_host),
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-        tags_code=tags_code(props.get(Prop.TAGS)),
-        keys=props.get(Prop.KEYS),
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset,
+        tags_code=tags_code(properties.get(Prop.TAGS)),
+        keys=properties.get(Prop.KEYS),
     )
 
 
@@ -132,19 +147,5 @@ def send_back_inner(
     props.pop(Prop.REAL_QID, None)
     if delay_level > 0:
         props[Prop.DELAY] = str(delay_level)
-    return MessageInner(
-        topic=topic,
-        body=msg.body,
-        flag=msg.flag,
-        properties=props,
-        properties_bytes=encode_properties(props),
-        queue_id=queue_id,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=pack_host(*msg.born_host),
-        store_host=pack_host(*msg.store_host),
-        reconsume_times=msg.reconsume_times + 1,
-        prepared_transaction_offset=0,
-        tags_code=tags_code(props.get(Prop.TAGS)),
-        keys=props.get(Prop.KEYS),
-    )
+    return restored(msg, topic=topic, queue_id=queue_id, properties=props,
+                    reconsume_times=msg.reconsume_times + 1, prepared_transaction_offset=0)
