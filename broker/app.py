@@ -21,6 +21,8 @@ from pyrocketmq.remoting.transport import RemotingServer
 
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
+from .ha.service import HAClient, HAServer
+from .ha.slave_sync import SlaveSync
 from .long_poll import PullHoldService
 from .metrics import BrokerMetrics, readiness
 from .processors.admin import AdminProcessor
@@ -29,6 +31,7 @@ from .processors.consumer import ConsumerProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.replication import ReplicationProcessor
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .registration import Registrar
@@ -68,6 +71,11 @@ class Broker:
         self.registrar = Registrar(self)
         self.store: MessageStore | None = None  # type: ignore[assignment]
         self.schedule: ScheduleService | None = None
+        self.ha_server: HAServer | None = None
+        """Masters: the HA port (``listenPort + 1``) slaves replicate from."""
+        self.ha_client: HAClient | None = None
+        """Slaves: the link to the master's HA port."""
+        self.slave_sync = SlaveSync(self)
         self.store_host = b""
         self.port = 0
         self.boot_ms = int(time.time() * 1000)
@@ -101,6 +109,11 @@ class Broker:
             self.metrics.instrument(store)
         store.start()
         self.store = store
+        if s.identity.role == BrokerRole.SLAVE:
+            self.ha_client = HAClient(store, self._ha_master_addr)
+        else:
+            self.ha_server = HAServer(store)
+            await self.ha_server.start(s.network.bind_address, self.port + 1)
         self.topics.persist()
         self.topics.on_change = self.registrar.register_soon
         self.schedule = ScheduleService(
@@ -112,6 +125,7 @@ class Broker:
         for processor in (SendProcessor(self), SendBackProcessor(self), PullProcessor(self), OffsetProcessor(self),
                           self.client_processor, ConsumerProcessor(self), AdminProcessor(self), QueryProcessor(self)):
             processor.register(self.server)
+        ReplicationProcessor(self).register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
         self.serving = True
@@ -128,6 +142,8 @@ class Broker:
         )
         self._tasks = [
             asyncio.ensure_future(self.registrar.run()),
+            *([asyncio.ensure_future(self.ha_client.run()), asyncio.ensure_future(self.slave_sync.run())]
+              if self.ha_client is not None else []),
             asyncio.ensure_future(self._every(5.0, self._persist_offsets)),
             # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
             asyncio.ensure_future(self._every(min(10.0, s.network.client_channel_expiry_ms / 2000), self.client_processor.scan_expired)),
@@ -141,6 +157,11 @@ class Broker:
 
     def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties=None) -> None:
         self.holds.notify(topic, queue_id, max_offset, tags_code)
+        if self.ha_server is not None:
+            self.ha_server.notify()
+
+    def _ha_master_addr(self) -> str | None:
+        return self.settings.network.ha_master_address or self.registrar.ha_server_addr
 
     def _persist_offsets(self) -> None:
         self.offsets.persist()
@@ -161,7 +182,10 @@ class Broker:
         await asyncio.sleep(0)
         await self.registrar.unregister_all()
         await self.registrar.close()
+        await self.slave_sync.close()
         await self.server.stop()
+        if self.ha_server is not None:
+            await self.ha_server.stop()
         if self.schedule is not None:
             await self.schedule.stop()
         self.offsets.persist(force=True)

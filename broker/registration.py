@@ -30,6 +30,8 @@ class Registrar:
         self._soon: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
         self.master_addr: str | None = None
+        self.ha_server_addr: str | None = None
+        """The master's HA address, from a slave's registration response."""
 
     def _header(self) -> dict[str, object]:
         s = self.broker.settings
@@ -73,6 +75,9 @@ class Registrar:
         master = resp.ext_fields.get("masterAddr")
         if master:
             self.master_addr = master
+        ha = resp.ext_fields.get("haServerAddr")
+        if ha:
+            self.ha_server_addr = ha
         return True
 
     async def unregister_all(self) -> None:

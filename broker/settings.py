@@ -55,6 +55,9 @@ class NetworkSettings:
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
+    ha_master_address: str = ""
+    """``haMasterAddress``: a slave's master HA address ``host:port``; empty = the one the name
+    server returns on registration (the master's ``listenPort + 1``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,7 @@ class BrokerSettings:
             register_interval_ms=max(10_000, min(60_000, get_int("registerNameServerPeriod", 30_000))),
             client_channel_expiry_ms=get_int("channelExpiredTimeout", 120_000),
             metrics_port=metrics_port,
+            ha_master_address=get("haMasterAddress", ""),
         )
         topics = TopicSettings(
             auto_create_topic=get_bool("autoCreateTopicEnable", True),

@@ -203,9 +203,11 @@ class SendProcessor:
                 "TRACE_ON": "true",
             },
         )
-        if broker.store.sync_flush and wait:
-            return self._wait_flush(cmd, response, result.wrote_offset + result.wrote_bytes)
-        return response
+        end = result.wrote_offset + result.wrote_bytes
+        flushed = self._wait_flush(cmd, response, end) if broker.store.sync_flush and wait else None
+        if wait and broker.ha_server is not None and broker.settings.identity.role == BrokerRole.SYNC_MASTER:
+            return self._wait_slave(response, end, flushed)
+        return response if flushed is None else flushed
 
     def _retry_or_dlq(self, h: SendMessageRequestHeader) -> tuple[str, int | None] | str:
         """A send to ``%RETRY%<group>`` (a client whose send-back failed): its ``(topic, queue id)``,
@@ -268,6 +270,29 @@ class SendProcessor:
         fut.add_done_callback(lambda _f: timer.cancel())
         self.broker.store.request_flush(offset, done)
         return fut
+
+    def _wait_slave(
+        self, response: RemotingCommand, end: int, flushed: asyncio.Future[RemotingCommand] | None
+    ) -> asyncio.Future[RemotingCommand]:
+        """SYNC_MASTER: answer once a slave holds the bytes up to ``end`` (and the flush, if any, is
+        done); SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT otherwise — the message stays stored."""
+        assert self.broker.ha_server is not None
+        replicated = self.broker.ha_server.wait_for_slave(end, self.broker.settings.store.sync_flush_timeout_ms / 1000)
+        out: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+
+        def done(_f: object) -> None:
+            if out.done() or not replicated.done() or (flushed is not None and not flushed.done()):
+                return
+            status = replicated.result()
+            if status != PutMessageStatus.PUT_OK and response.code == ResponseCode.SUCCESS:
+                response.code = _PUT_STATUS_CODE[status]
+                response.remark = f"replication to the slave: {status.name}"
+            out.set_result(response)
+
+        replicated.add_done_callback(done)
+        if flushed is not None:
+            flushed.add_done_callback(done)
+        return out
 
     def _drain_flushed(self) -> None:
         self._drain_scheduled = False

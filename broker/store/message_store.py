@@ -31,12 +31,15 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import replace
 
 from pyrocketmq.remoting.message import (
+    BLANK_MAGIC,
     KEY_SEPARATOR,
+    MAGIC,
     MAX_PROPERTIES_BYTES,
     MAX_TOPIC_BYTES,
     MessageDecodeError,
@@ -69,6 +72,7 @@ from .values import (
 )
 
 log = logging.getLogger("pyrocketmq.broker.store")
+_II = struct.Struct(">iI")
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
@@ -109,6 +113,8 @@ class MessageStore:
         self._cq_file_size = settings.consume_queue_file_size
         self._delay_levels = settings.delay_levels_ms
         self._last_dispatch_ts = 0
+        self._reput = 0
+        """Replication: commitlog offset up to which received records are dispatched."""
         self._running = False
         self._loaded = False
         mem = settings.physical_memory_bytes or _physical_memory()
@@ -188,6 +194,7 @@ class MessageStore:
             cq.correct_min_offset(self.commit_log.min_offset)
         # Everything left in the commitlog is dispatched now.
         self._last_dispatch_ts = max(self._last_dispatch_ts, self.commit_log.last_store_timestamp)
+        self._reput = max_phys
         with open(s.abort_path, "wb"):
             pass
         self._loaded = self._running = True
@@ -597,6 +604,86 @@ class MessageStore:
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self._cqs.get((topic, queue_id))
         return cq.min_offset if cq else 0
+
+    # -- replication ----------------------------------------------------------------------------
+    def get_commit_log_data(self, phys: int, max_size: int) -> memoryview | None:
+        """Up to ``max_size`` written bytes from ``phys`` to the end of its segment (the master side
+        of HA), or None when nothing is there yet (or it was deleted)."""
+        mf = self.commit_log.queue.find(phys)
+        if mf is None:
+            return None
+        try:
+            view = mf.view_from(phys - mf.file_from_offset)
+        except ValueError:
+            return None
+        if not view:
+            return None
+        return view[:max_size]
+
+    def append_replica(self, phys: int, data: bytes | memoryview) -> bool:
+        """Append commitlog bytes received from the master, which must start exactly at this
+        store's max offset (or anywhere, on an empty store: the master picks a segment start), then
+        dispatch every record now complete into the consume queues and the index as a local put
+        would. False (nothing written) on a gap or overlap: the caller drops the connection."""
+        if not self._running:
+            return False
+        cl = self.commit_log
+        if cl.queue.files:
+            if phys != cl.max_offset:
+                log.warning("replica data at %d but the commitlog ends at %d", phys, cl.max_offset)
+                return False
+        else:
+            if phys % cl.file_size:
+                log.warning("replica data at %d does not start a segment of an empty store", phys)
+                return False
+            self._reput = phys
+        view = memoryview(data)
+        while view:
+            mf = cl.queue.last_for_write(phys)
+            n = min(len(view), mf.remaining)
+            mf.append(view[:n])
+            view = view[n:]
+            phys += n
+        self._reput_replica()
+        return True
+
+    def _reput_replica(self) -> None:
+        cl = self.commit_log
+        pos, end = self._reput, cl.max_offset
+        indexing = self.settings.index.message_index_enable
+        hook = self.on_dispatch
+        while pos < end:
+            mf = cl.queue.find(pos)
+            if mf is None:
+                break
+            rel = pos - mf.file_from_offset
+            left = mf.wrote_position - rel
+            if left < 8:
+                if mf.is_full():
+                    pos = mf.file_from_offset + cl.file_size
+                    continue
+                break
+            buf = mf.buffer()
+            size, magic = _II.unpack_from(buf, rel)
+            if magic == BLANK_MAGIC:
+                pos = mf.file_from_offset + cl.file_size
+                continue
+            if magic != MAGIC or size <= 0:
+                raise StoreError(f"replicated commitlog holds no record at {pos} (magic {magic:#x})")
+            if size > left:
+                break  # the rest of the record comes with the next frame
+            msg, _ = decode_message(buf[rel : rel + size], read_body=False)
+            cl.last_store_timestamp = max(cl.last_store_timestamp, msg.store_timestamp)
+            if (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in _NO_DISPATCH:
+                tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
+                self._cq(msg.topic, msg.queue_id).put(msg.queue_offset, pos, size, tags)
+                if indexing:
+                    self.index.build(msg.topic, msg.properties, pos, msg.store_timestamp)
+                self._last_dispatch_ts = msg.store_timestamp
+                if hook is not None:
+                    hook(msg.topic, msg.queue_id, msg.queue_offset + 1, tags, msg.properties)
+            pos += size
+        self._reput = pos
 
     def get_max_phy_offset(self) -> int:
         return self.commit_log.max_offset

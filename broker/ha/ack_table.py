@@ -1,0 +1,105 @@
+"""Bookkeeping of the master side of replication (pure: no sockets, no clock of its own).
+
+``AckTable`` holds, per connected slave, the highest commitlog offset it acknowledged, and the
+senders waiting for a SYNC_MASTER acknowledgement: a waiter for offset ``o`` (the end of its
+message) is woken with ``True`` as soon as any slave acknowledges ``>= o``, or with ``False``
+when ``expire(now)`` passes its deadline. Invariants: ``acked`` never decreases while a slave
+stays connected; every waiter is woken exactly once; waking is O(log n) per waiter (heaps by
+offset and by deadline), so nothing polls per message.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+Wake = Callable[[bool], None]
+
+
+class AckTable:
+    """Example::
+
+        t = AckTable(); t.connect("s1"); t.wait(100, deadline=5.0, wake=print)
+        t.ack("s1", 120)   # prints True
+    """
+
+    def __init__(self) -> None:
+        self.slaves: dict[object, int] = {}
+        """slave key → highest offset it acknowledged (-1 before its first report)."""
+        self._by_offset: list[tuple[int, int]] = []
+        self._by_deadline: list[tuple[float, int]] = []
+        self._waiters: dict[int, Wake] = {}
+        self._seq = itertools.count()
+
+    # -- slaves ---------------------------------------------------------------------------------
+    def connect(self, key: object) -> None:
+        self.slaves[key] = -1
+
+    def disconnect(self, key: object) -> None:
+        self.slaves.pop(key, None)
+
+    @property
+    def connected(self) -> int:
+        return len(self.slaves)
+
+    @property
+    def acked(self) -> int:
+        """Highest offset any connected slave holds (-1 with none)."""
+        return max(self.slaves.values(), default=-1)
+
+    def ack(self, key: object, offset: int) -> int:
+        """Record a slave's report; wakes every waiter at or below it. Returns how many woke."""
+        if offset > self.slaves.get(key, -1):
+            self.slaves[key] = offset
+        best = self.acked
+        heap = self._by_offset
+        woken = 0
+        while heap and heap[0][0] <= best:
+            _, seq = heapq.heappop(heap)
+            wake = self._waiters.pop(seq, None)
+            if wake is not None:
+                wake(True)
+                woken += 1
+        return woken
+
+    # -- waiters --------------------------------------------------------------------------------
+    def wait(self, offset: int, deadline: float, wake: Wake) -> None:
+        """Call ``wake(True)`` once a slave holds ``offset``, ``wake(False)`` at ``deadline``."""
+        if self.acked >= offset:
+            wake(True)
+            return
+        seq = next(self._seq)
+        self._waiters[seq] = wake
+        heapq.heappush(self._by_offset, (offset, seq))
+        heapq.heappush(self._by_deadline, (deadline, seq))
+
+    def next_deadline(self) -> float | None:
+        heap = self._by_deadline
+        while heap and heap[0][1] not in self._waiters:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def expire(self, now: float) -> int:
+        """Wake with ``False`` every waiter whose deadline is ``<= now``; how many."""
+        heap = self._by_deadline
+        n = 0
+        while heap and heap[0][0] <= now:
+            _, seq = heapq.heappop(heap)
+            wake = self._waiters.pop(seq, None)
+            if wake is not None:
+                wake(False)
+                n += 1
+        return n
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    def fail_all(self) -> None:
+        """Wake every waiter with ``False`` (shutdown)."""
+        waiters, self._waiters = self._waiters, {}
+        self._by_offset.clear()
+        self._by_deadline.clear()
+        for wake in waiters.values():
+            wake(False)

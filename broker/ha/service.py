@@ -1,0 +1,250 @@
+"""The sockets of replication: the master's HA server and the slave's HA client.
+
+Master (``HAServer``, on ``listenPort + 1``): per slave connection one reader loop takes the
+slave's 8-byte offset reports into the ``AckTable`` (waking SYNC_MASTER senders), and one writer
+loop sends the commitlog from where the slave stands (from the start of the last segment when it
+reports 0) in frames of at most 32 KiB, waiting on ``notify()`` for new data and sending an empty
+frame after 5 s without one. SYNC_MASTER waits are futures in the table, expired by one timer.
+
+Slave (``HAClient``): connects to the master's HA address (``haMasterAddress``, else the one the
+name server returned), reports its commitlog max offset at once, after each batch and every 5 s,
+appends each frame at exactly its offset (``MessageStore.append_replica``; a gap closes the
+connection) and reconnects after any error. The layout is drawn in ``frame``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from pyrocketmq.broker.store.message_store import MessageStore
+from pyrocketmq.broker.store.values import PutMessageStatus
+
+from .ack_table import AckTable
+from .frame import (
+    TRANSFER_BATCH_SIZE,
+    FrameError,
+    FrameReader,
+    OffsetReader,
+    encode_frame,
+    encode_offset,
+    master_start_offset,
+)
+
+log = logging.getLogger("pyrocketmq.broker.ha")
+
+HEARTBEAT_INTERVAL = 5.0
+"""``haSendHeartbeatInterval``: seconds of silence after which either side sends a heartbeat."""
+HOUSEKEEPING_INTERVAL = 20.0
+"""``haHousekeepingInterval``: seconds without a byte from the peer before the link is dropped."""
+SLAVE_FALL_BEHIND_MAX = 256 * 1024 * 1024
+"""``haSlaveFallbehindMax``: a slave further behind than this does not count for SYNC_MASTER."""
+RECONNECT_DELAY = 1.0
+
+
+class HAServer:
+    """The master side. ``wait_for_slave(end_offset, timeout)`` is the SYNC_MASTER hook."""
+
+    def __init__(self, store: MessageStore) -> None:
+        self.store = store
+        self.table = AckTable()
+        self._server: asyncio.Server | None = None
+        self._data = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._conns: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._serve, host, port)
+        return self._server.sockets[0].getsockname()[1]
+
+    def notify(self) -> None:
+        """New commitlog data: wake the writer loops."""
+        self._data.set()
+
+    @property
+    def lag_bytes(self) -> int | None:
+        """Master max offset minus the best slave acknowledgement (None with no slave)."""
+        if not self.table.connected:
+            return None
+        return max(0, self.store.get_max_phy_offset() - max(self.table.acked, 0))
+
+    # -- SYNC_MASTER ----------------------------------------------------------------------------
+    def wait_for_slave(self, end_offset: int, timeout: float) -> asyncio.Future[PutMessageStatus]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[PutMessageStatus] = loop.create_future()
+        t = self.table
+        if not t.connected or self.store.get_max_phy_offset() - max(t.acked, 0) > SLAVE_FALL_BEHIND_MAX:
+            fut.set_result(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+            return fut
+
+        def wake(ok: bool) -> None:
+            if not fut.done():
+                fut.set_result(PutMessageStatus.PUT_OK if ok else PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+
+        t.wait(end_offset, loop.time() + timeout, wake)
+        self._arm(loop)
+        return fut
+
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        nxt = self.table.next_deadline()
+        if nxt is None:
+            return
+        if self._timer is not None and self._timer_at <= nxt:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = nxt
+        self._timer = loop.call_at(nxt, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        self.table.expire(loop.time())
+        self._arm(loop)
+
+    # -- connections ----------------------------------------------------------------------------
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._conns.add(task)
+        peer = writer.get_extra_info("peername")
+        key = object()
+        first: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.table.connect(key)
+        read_task = asyncio.ensure_future(self._read(reader, key, first))
+        log.info("slave %s connected", peer)
+        try:
+            await asyncio.wait({read_task, first}, return_when=asyncio.FIRST_COMPLETED)
+            if first.done():
+                await self._write(writer, first.result(), read_task)
+        except (ConnectionError, OSError) as e:
+            log.info("slave %s: %s", peer, e)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            read_task.cancel()
+            self.table.disconnect(key)
+            writer.close()
+            self._conns.discard(task)
+            log.info("slave %s disconnected", peer)
+
+    async def _read(self, reader: asyncio.StreamReader, key: object, first: asyncio.Future[int]) -> None:
+        offsets = OffsetReader()
+        while True:
+            try:
+                data = await asyncio.wait_for(reader.read(4096), HOUSEKEEPING_INTERVAL)
+            except (TimeoutError, ConnectionError, OSError):
+                return
+            if not data:
+                return
+            try:
+                off = offsets.feed(data)
+            except FrameError as e:
+                log.warning("closing HA connection: %s", e)
+                return
+            if off is None:
+                continue
+            if not first.done():
+                first.set_result(off)
+            self.table.ack(key, off)
+
+    async def _write(self, writer: asyncio.StreamWriter, slave_offset: int, read_task: asyncio.Task[None]) -> None:
+        store = self.store
+        nxt = master_start_offset(slave_offset, store.get_max_phy_offset(), store.commit_log.file_size)
+        log.info("sending the commitlog from %d (slave reported %d)", nxt, slave_offset)
+        last = time.monotonic()
+        while not read_task.done():
+            self._data.clear()
+            data = store.get_commit_log_data(nxt, TRANSFER_BATCH_SIZE)
+            if data is not None:
+                writer.write(encode_frame(nxt, data))
+                nxt += len(data)
+                await writer.drain()
+                last = time.monotonic()
+                continue
+            if time.monotonic() - last >= HEARTBEAT_INTERVAL:
+                writer.write(encode_frame(nxt))
+                await writer.drain()
+                last = time.monotonic()
+            try:
+                await asyncio.wait_for(self._data.wait(), 1.0)
+            except TimeoutError:
+                pass
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for t in list(self._conns):
+            t.cancel()
+        if self._conns:
+            await asyncio.gather(*self._conns, return_exceptions=True)
+        if self._timer is not None:
+            self._timer.cancel()
+        self.table.fail_all()
+
+
+class HAClient:
+    """The slave side: ``run()`` until cancelled; ``master_addr()`` says where to connect."""
+
+    def __init__(self, store: MessageStore, master_addr: Callable[[], str | None]) -> None:
+        self.store = store
+        self.master_addr = master_addr
+        self.connected = False
+
+    async def run(self) -> None:
+        while True:
+            addr = self.master_addr()
+            if addr:
+                try:
+                    await self._session(addr)
+                except (ConnectionError, OSError, FrameError) as e:
+                    log.info("HA link to master %s: %s", addr, e)
+                except TimeoutError:
+                    log.warning("HA link to master %s silent for %.0f s; reconnecting", addr, HOUSEKEEPING_INTERVAL)
+                except Exception:
+                    log.exception("HA link to master %s failed", addr)
+                finally:
+                    self.connected = False
+            await asyncio.sleep(RECONNECT_DELAY)
+
+    async def _session(self, addr: str) -> None:
+        host, _, port = addr.rpartition(":")
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
+        store = self.store
+        try:
+            self.connected = True
+            reported = store.get_max_phy_offset()
+            writer.write(encode_offset(reported))
+            await writer.drain()
+            log.info("connected to master %s, reporting offset %d", addr, reported)
+            frames = FrameReader()
+            last_report = time.monotonic()
+            last_read = last_report
+            while True:
+                try:
+                    data = await asyncio.wait_for(reader.read(256 * 1024), HEARTBEAT_INTERVAL)
+                except TimeoutError:
+                    data = None
+                now = time.monotonic()
+                if data == b"":
+                    raise ConnectionError("master closed the connection")
+                if data:
+                    last_read = now
+                    frames.feed(data)
+                    for frame in frames:
+                        ours = store.get_max_phy_offset()
+                        if ours != 0 and frame.offset != ours:
+                            raise FrameError(f"master sent offset {frame.offset}, the slave holds {ours}")
+                        if frame.body and not store.append_replica(frame.offset, frame.body):
+                            raise FrameError(f"cannot append replica data at {frame.offset}")
+                elif now - last_read > HOUSEKEEPING_INTERVAL:
+                    raise TimeoutError
+                ours = store.get_max_phy_offset()
+                if ours != reported or now - last_report >= HEARTBEAT_INTERVAL:
+                    writer.write(encode_offset(ours))
+                    await writer.drain()
+                    reported, last_report = ours, now
+        finally:
+            writer.close()

@@ -1,0 +1,79 @@
+"""A slave copies its master's configs every 10 s (RocketMQ's SlaveSynchronize.syncAll).
+
+Topic configs (GET_ALL_TOPIC_CONFIG 21) and subscription groups (201) replace the slave's tables
+when the master's data version differs; consumer offsets (GET_ALL_CONSUMER_OFFSET 43) are merged
+over the slave's (a consumer may have committed to the slave while the master was away); delay
+offsets (GET_ALL_DELAY_OFFSET 45) replace the slave's. Each is persisted like a local change.
+A failed round is logged and retried at the next tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper, loads
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+log = logging.getLogger("pyrocketmq.broker.ha")
+
+SYNC_INTERVAL = 10.0
+
+
+class SlaveSync:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.client = RemotingClient()
+
+    async def run(self) -> None:
+        while True:
+            addr = self.broker.registrar.master_addr
+            if addr:
+                try:
+                    await self.sync_all(addr)
+                except (RemotingError, ValueError, TypeError, KeyError) as e:
+                    log.info("config sync from master %s failed: %s", addr, e)
+                except Exception:
+                    log.exception("config sync from master %s failed", addr)
+            await asyncio.sleep(SYNC_INTERVAL if addr else 1.0)
+
+    async def _get(self, addr: str, code: RequestCode) -> bytes:
+        resp = await self.client.invoke(addr, RemotingCommand.request(code, {}), 5.0)
+        if resp.code != ResponseCode.SUCCESS:
+            raise ValueError(f"request {code.name}: code {resp.code} {resp.remark}")
+        return resp.body or b""
+
+    async def sync_all(self, addr: str) -> None:
+        b = self.broker
+        topics = TopicConfigSerializeWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
+        if topics.data_version != b.topics.data_version:
+            b.topics.table.clear()
+            b.topics.table.update(topics.topic_config_table)
+            if topics.data_version is not None:
+                b.topics.data_version = topics.data_version
+            b.topics.persist()
+            b.registrar.register_soon()
+        offsets = loads(await self._get(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)).get("offsetTable") or {}
+        for key, queues in offsets.items():
+            b.offsets.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
+        b.offsets.persist(force=True)
+        delay = loads(await self._get(addr, RequestCode.GET_ALL_DELAY_OFFSET)).get("offsetTable") or {}
+        if b.schedule is not None:
+            b.schedule.offsets = {int(k): int(v) for k, v in delay.items()}
+            b.schedule.persist(force=True)
+        groups = SubscriptionGroupWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        if groups.data_version != b.groups.data_version:
+            b.groups.table.clear()
+            b.groups.table.update(groups.subscription_group_table)
+            if groups.data_version is not None:
+                b.groups.data_version = groups.data_version
+            b.groups.persist()
+
+    async def close(self) -> None:
+        await self.client.close()

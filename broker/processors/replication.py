@@ -1,0 +1,39 @@
+"""The master's answers to a slave's periodic config sync (RocketMQ's SlaveSynchronize).
+
+- GET_ALL_CONSUMER_OFFSET (43): ``{"offsetTable":{"topic@group":{"0":12}}}`` (fastjson reads the
+  string keys back into ``Integer``).
+- GET_ALL_DELAY_OFFSET (45): the ``delayOffset.json`` document, ``{"offsetTable":{"1":123}}``.
+
+Topic configs (21) and subscription groups (201) are answered by ``admin``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.body import dumps
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import Connection
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+
+class ReplicationProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def register(self, server) -> None:
+        server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.handle_all_consumer_offsets)
+        server.register(RequestCode.GET_ALL_DELAY_OFFSET, self.handle_all_delay_offsets)
+
+    def handle_all_consumer_offsets(self, conn: Connection, cmd: RemotingCommand):
+        table = self.broker.offsets.table
+        doc = {"offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in table.items()}}
+        return cmd.response(ResponseCode.SUCCESS, body=dumps(doc))
+
+    def handle_all_delay_offsets(self, conn: Connection, cmd: RemotingCommand):
+        schedule = self.broker.schedule
+        offsets = schedule.offsets if schedule is not None else {}
+        return cmd.response(ResponseCode.SUCCESS, body=dumps({"offsetTable": {str(k): v for k, v in sorted(offsets.items())}}))
