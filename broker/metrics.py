@@ -286,3 +286,9 @@ def broker_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric]:
     g = gauge("disk_usage_ratio", "Used fraction of the disk holding the commitlog (0..1).")
     g.add_metric(ident, store.disk_usage_ratio())
     yield g
+    g = gauge("replication_lag_bytes", "Master: commitlog bytes the most advanced connected slave has not acknowledged.")
+    ha = broker.ha_server
+    lag = ha.lag_bytes if ha is not None else None
+    if lag is not None:
+        g.add_metric(ident, lag)
+    yield g

@@ -140,3 +140,15 @@ def test_every_broker_series_names_its_cluster_and_broker(broker):
 
 def test_no_metrics_object_without_a_metrics_port(tmp_path):
     assert Broker(BrokerSettings.from_conf({"storePathRootDir": str(tmp_path), "metricsPort": "0"})).metrics is None
+
+
+def test_replication_lag_is_master_offset_minus_the_best_slave_ack(broker):
+    from pyrocketmq.broker.ha.service import HAServer
+
+    put(broker, "Orders", 0, 3)
+    assert ("pyrocketmq_broker_replication_lag_bytes", ()) not in samples(broker)  # not a master with HA
+    broker.ha_server = HAServer(broker.store)
+    assert ("pyrocketmq_broker_replication_lag_bytes", ()) not in samples(broker)  # no slave connected
+    broker.ha_server.table.connect("slave")
+    broker.ha_server.table.ack("slave", 10)
+    assert samples(broker)[("pyrocketmq_broker_replication_lag_bytes", ())] == broker.store.get_max_phy_offset() - 10
