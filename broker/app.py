@@ -34,6 +34,7 @@ from .processors.query import QueryProcessor
 from .processors.replication import ReplicationProcessor
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
+from .processors.transaction import TransactionProcessor
 from .registration import Registrar
 from .schedule import ScheduleService
 from .settings import BrokerRole, BrokerSettings, ConfigError, read_properties
@@ -41,6 +42,7 @@ from .stats import BrokerStats
 from .store.message_store import MessageStore
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
+from .transaction_check import TransactionCheckService, TransactionSettings
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -71,6 +73,8 @@ class Broker:
         self.registrar = Registrar(self)
         self.store: MessageStore | None = None  # type: ignore[assignment]
         self.schedule: ScheduleService | None = None
+        self.transaction_settings = TransactionSettings.from_conf(settings.extra)
+        self.transaction_check: TransactionCheckService | None = None
         self.ha_server: HAServer | None = None
         """Masters: the HA port (``listenPort + 1``) slaves replicate from."""
         self.ha_client: HAClient | None = None
@@ -122,8 +126,15 @@ class Broker:
         )
         self.schedule.load()
         self.client_processor = ClientProcessor(self)
+        transactions = TransactionProcessor(self)
+        ts = self.transaction_settings
+        self.transaction_check = TransactionCheckService(
+            store, self.offsets, transactions.send_check, interval_ms=ts.check_interval_ms,
+            timeout_ms=ts.timeout_ms, check_max=ts.check_max, ensure_topic=transactions.ensure_topic,
+        )
         for processor in (SendProcessor(self), SendBackProcessor(self), PullProcessor(self), OffsetProcessor(self),
-                          self.client_processor, ConsumerProcessor(self), AdminProcessor(self), QueryProcessor(self)):
+                          self.client_processor, ConsumerProcessor(self), AdminProcessor(self), QueryProcessor(self),
+                          transactions):
             processor.register(self.server)
         ReplicationProcessor(self).register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
@@ -150,6 +161,7 @@ class Broker:
         ]
         if s.identity.role != BrokerRole.SLAVE:
             self.schedule.start()
+            self.transaction_check.start()
 
     def not_ready_reason(self) -> str | None:
         """``None`` when ready (``/readyz``): store recovered and serving, registered with a name server."""
@@ -188,6 +200,8 @@ class Broker:
             await self.ha_server.stop()
         if self.schedule is not None:
             await self.schedule.stop()
+        if self.transaction_check is not None:
+            await self.transaction_check.stop()
         self.offsets.persist(force=True)
         if self.store is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
@@ -220,19 +234,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.namesrv_addr:
             conf["namesrvAddr"] = args.namesrv_addr
         settings = BrokerSettings.from_conf(conf)
+        TransactionSettings.from_conf(settings.extra)
     except FileNotFoundError:
         parser.print_usage(sys.stderr)
         print(f"pyrocketmq broker: error: config file not found: {args.config}", file=sys.stderr)
         return 2
-    except ConfigError as e:
+    except (ConfigError, ValueError) as e:
         parser.print_usage(sys.stderr)
         print(f"pyrocketmq broker: error: {e}", file=sys.stderr)
         return 2
     if args.print_config:
         print(settings)
         return 0
-    if settings.extra:
-        log.info("ignoring broker.conf keys this broker does not use: %s", ", ".join(sorted(settings.extra)))
+    unused = sorted(k for k in settings.extra if k not in TransactionSettings.KEYS)
+    if unused:
+        log.info("ignoring broker.conf keys this broker does not use: %s", ", ".join(unused))
     try:
         import uvloop
 

@@ -22,6 +22,11 @@ Push consumer (a listener is called; rebalancing, retries and offsets are handle
     consumer.register_listener(lambda msgs: ConsumeResult.SUCCESS)
     consumer.start()
 
+Transactional messages (the local transaction decides; the broker asks ``check`` when unsure)::
+
+    with SyncTransactionProducer("tx-group", "127.0.0.1:9876", check_local_transaction=check) as producer:
+        producer.send_in_transaction(Message("Orders", b"paid"), lambda msg, arg: TransactionState.COMMIT)
+
 Example (asyncio)::
 
     async with Producer("my-producer", "127.0.0.1:9876") as producer:
@@ -60,6 +65,7 @@ from .settings import (
     PushConsumerSettings,
     RebalanceSettings,
 )
+from .transaction import SyncTransactionProducer, TransactionProducer, TransactionSendResult, TransactionState
 
 __all__ = [
     "Admin",
@@ -78,6 +84,10 @@ __all__ = [
     "MessageExt",
     "MessageQueue",
     "Producer",
+    "SyncTransactionProducer",
+    "TransactionProducer",
+    "TransactionSendResult",
+    "TransactionState",
     "ProducerSettings",
     "PrometheusClientMetrics",
     "PullConsumer",

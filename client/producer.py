@@ -415,6 +415,7 @@ class Producer:
         queue: MessageQueue | None,
         *,
         oneway: bool,
+        prepare: Callable[[Payload], Payload] | None = None,
     ) -> Any:
         inst = self.instance
         assert self._ids is not None
@@ -422,6 +423,8 @@ class Producer:
         begin = time.monotonic()
         if isinstance(msg, Message):
             payload = prepare_single(msg, self.settings, self._ids)
+            if prepare is not None:  # e.g. a transaction's half message
+                payload = prepare(payload)
             first = msg
         else:
             msgs = list(msg)

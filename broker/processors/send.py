@@ -40,6 +40,7 @@ from ..topic_config import (
     RETRY_GROUP_TOPIC_PREFIX,
     check_topic_name,
 )
+from ..transaction import half_inner, is_prepared
 
 if TYPE_CHECKING:
     from ..app import Broker
@@ -159,6 +160,8 @@ class SendProcessor:
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= SysFlag.MULTI_TAGS
         now = int(time.time() * 1000)
+        if batch and is_prepared(sys_flag):
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot be a transactional (prepared) message")
         if batch:
             try:
                 inners = [
@@ -188,6 +191,8 @@ class SendProcessor:
                 tags_code=tags_code(props.get(Prop.TAGS)),
                 keys=props.get(Prop.KEYS),
             )
+            if is_prepared(sys_flag):  # a half message: stored aside until END_TRANSACTION or a check
+                inner = half_inner(inner)
             result = broker.store.put_message(inner)
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code != ResponseCode.SUCCESS:

@@ -1,0 +1,122 @@
+"""END_TRANSACTION (37, oneway from producers) and the CHECK_TRANSACTION_STATE (39) the broker sends.
+
+END_TRANSACTION names a half message by commitlog offset; it is looked up and validated
+(:func:`~..transaction.end_problem`). COMMIT stores the real message, then the op record; ROLLBACK
+stores the op record only; UNKNOWN (0) does nothing (the check service asks again later). A slave
+refuses. Being oneway, the answer is only for a client that asked for one; problems are logged.
+
+:meth:`TransactionProcessor.send_check` picks one connected producer of the group (round-robin over
+the ProducerManager's channels) and sends it the check: header ``tranStateTableOffset``,
+``commitLogOffset``, ``msgId``, ``transactionId``, ``offsetMsgId``; body = the stored half message
+with its topic and queue id restored to ``REAL_TOPIC``/``REAL_QID``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import EndTransactionRequestHeader, HeaderError
+from pyrocketmq.remoting.message import MessageExt, Prop, encode_message
+from pyrocketmq.remoting.transport import Connection, RemotingError
+
+from ..settings import BrokerRole
+from ..store.values import PutMessageStatus
+from ..topic_config import PERM_READ, PERM_WRITE
+from ..transaction import (
+    COMMIT,
+    HALF_TOPIC,
+    OP_TOPIC,
+    ROLLBACK,
+    check_body_message,
+    committed_inner,
+    end_problem,
+    op_inner,
+)
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+log = logging.getLogger("pyrocketmq.broker")
+
+
+class TransactionProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._rr = itertools.count()
+
+    def register(self, server) -> None:
+        server.register(RequestCode.END_TRANSACTION, self.handle_end)
+
+    def ensure_topic(self, topic: str) -> None:
+        """Give a system topic a config (one queue, read/write) the first time it is written, as
+        Java does, so that admin tools and pulls can see it."""
+        if self.broker.topics.get(topic) is None:
+            self.broker.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
+
+    def handle_end(self, conn: Connection, cmd: RemotingCommand):
+        try:
+            h = EndTransactionRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            log.warning("END_TRANSACTION from %s: bad header: %s", conn.remote_addr, e)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad end transaction header: {e}")
+        broker = self.broker
+        if broker.settings.identity.role == BrokerRole.SLAVE:
+            return cmd.response(ResponseCode.SLAVE_NOT_AVAILABLE, "the broker is a slave: it ends no transaction")
+        if h.commit_or_rollback not in (COMMIT, ROLLBACK):
+            return None  # UNKNOWN: the check service asks again
+        store = broker.store
+        msg = store.look_message(h.commit_log_offset)
+        if msg is None:
+            log.warning("END_TRANSACTION %s from %s: no half message at commitlog offset %d",
+                        h.msg_id, conn.remote_addr, h.commit_log_offset)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "find prepared transaction message failed")
+        problem = end_problem(msg, producer_group=h.producer_group, tran_state_table_offset=h.tran_state_table_offset,
+                              commit_log_offset=h.commit_log_offset)
+        if problem is not None:
+            log.warning("END_TRANSACTION %s from %s refused: %s", h.msg_id, conn.remote_addr, problem)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+        if h.commit_or_rollback == COMMIT:
+            inner = committed_inner(msg)
+            if inner is None:
+                log.warning("END_TRANSACTION %s: the half message names no REAL_TOPIC/REAL_QID", h.msg_id)
+                return cmd.response(ResponseCode.SYSTEM_ERROR, "the half message names no REAL_TOPIC/REAL_QID")
+            result = store.put_message(inner)
+            if result.status != PutMessageStatus.PUT_OK:
+                log.warning("END_TRANSACTION %s: storing the committed message failed (%s)", h.msg_id, result.status.name)
+                return cmd.response(ResponseCode.SYSTEM_ERROR, f"storing the committed message failed: {result.status.name}")
+            broker.stats.on_put(inner.topic, 1, result.wrote_bytes)
+        self.ensure_topic(HALF_TOPIC)
+        self.ensure_topic(OP_TOPIC)
+        op = op_inner(msg.queue_offset, store_host=broker.store_host, born_timestamp=int(time.time() * 1000))
+        result = store.put_message(op)
+        if result.status != PutMessageStatus.PUT_OK:
+            log.warning("END_TRANSACTION %s: writing the op record failed (%s)", h.msg_id, result.status.name)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"writing the op record failed: {result.status.name}")
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def send_check(self, group: str, msg: MessageExt) -> bool:
+        channels = self.broker.producers.groups.get(group)
+        if not channels:
+            log.info("transaction check of %s: no producer of group %s is connected", msg.msg_id, group)
+            return False
+        conns = list(channels)
+        conn = conns[next(self._rr) % len(conns)]
+        body_msg = check_body_message(msg)
+        fields = {
+            "tranStateTableOffset": str(msg.queue_offset),
+            "commitLogOffset": str(msg.commitlog_offset),
+            "msgId": msg.properties.get(Prop.UNIQ_KEY) or msg.offset_msg_id,
+            "transactionId": msg.properties.get(Prop.UNIQ_KEY) or msg.offset_msg_id,
+            "offsetMsgId": msg.offset_msg_id,
+        }
+        try:
+            conn.invoke_oneway(RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, fields, bytes(encode_message(body_msg))))
+        except RemotingError as e:
+            log.info("transaction check of %s to %s failed: %s", msg.msg_id, conn.remote_addr, e)
+            return False
+        return True

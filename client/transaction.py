@@ -1,0 +1,275 @@
+"""Transactional messages: :class:`TransactionProducer` (asyncio) and :class:`SyncTransactionProducer`.
+
+One transaction (Apache RocketMQ 4.9's ``sendMessageInTransaction``, which this follows):
+
+1. the message is sent as a *half message*: properties ``TRAN_MSG=true`` and ``PGROUP=<group>``,
+   ``sysFlag`` | PREPARED (0x4) — the broker keeps it out of consumers' sight;
+2. once the broker stored it, ``execute_local_transaction(msg, arg)`` runs (a plain function runs on
+   a worker thread, a coroutine function on the loop) and returns :class:`TransactionState`; an
+   exception or None counts as UNKNOWN; a send the broker did not store OK means ROLLBACK;
+3. END_TRANSACTION (37, oneway) goes to the broker that stored the half message, naming it by the
+   commitlog offset inside the send's offset id and by its queue offset.
+
+When the broker still knows no outcome (UNKNOWN, or the producer died), it asks the group later
+with CHECK_TRANSACTION_STATE (39); ``check_local_transaction(msg)`` answers and the producer sends
+END_TRANSACTION with ``fromTransactionCheck=true`` (:func:`end_header_from_check`).
+
+Batches and delayed messages cannot be transactional (:class:`~.errors.MQClientError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import EndTransactionRequestHeader
+from pyrocketmq.remoting.message import (
+    MessageExt,
+    Prop,
+    SysFlag,
+    decode_offset_msg_id,
+    decode_properties,
+    encode_properties,
+)
+
+from .errors import MQClientError
+from .loop_thread import LoopThread, SyncFacade
+from .message import Message, SendResult, SendStatus
+from .producer import Payload, Producer
+from .settings import ClientSettings, ProducerSettings
+
+log = logging.getLogger("pyrocketmq.client")
+
+
+class TransactionState(enum.IntEnum):
+    """A local transaction's outcome; the values are END_TRANSACTION's ``commitOrRollback``."""
+
+    UNKNOWN = 0
+    COMMIT = 8
+    ROLLBACK = 12
+
+
+LocalExecutor = Callable[[Message, Any], "TransactionState | None | Awaitable[TransactionState | None]"]
+LocalChecker = Callable[[MessageExt], "TransactionState | None | Awaitable[TransactionState | None]"]
+
+
+@dataclass(slots=True, frozen=True)
+class TransactionSendResult(SendResult):
+    """A :class:`~.message.SendResult` with the local transaction's outcome."""
+
+    local_state: TransactionState = TransactionState.UNKNOWN
+
+
+def as_half_message(payload: Payload, group: str) -> Payload:
+    """``payload`` as a half message of producer group ``group``.
+
+    >>> p = as_half_message(Payload("T", b"x", 0, "WAIT\\x01true\\x02", 0, False, "ID"), "pg")
+    >>> p.sys_flag, sorted(decode_properties(p.properties.encode()).items())
+    (4, [('PGROUP', 'pg'), ('TRAN_MSG', 'true'), ('WAIT', 'true')])
+    """
+    props = decode_properties(payload.properties.encode())
+    props[Prop.TRAN_MSG] = "true"
+    props[Prop.PGROUP] = group
+    return replace(payload, properties=encode_properties(props).decode(), sys_flag=payload.sys_flag | SysFlag.TRANSACTION_PREPARED)
+
+
+def end_header(result: SendResult, group: str, state: TransactionState) -> EndTransactionRequestHeader:
+    """The END_TRANSACTION header closing the half message ``result`` reports.
+
+    The commitlog offset is the one inside the offset id (the unique id when there is none).
+    """
+    _ip, _port, commit_log_offset = decode_offset_msg_id(result.offset_msg_id or result.msg_id)
+    return EndTransactionRequestHeader(
+        producer_group=group,
+        tran_state_table_offset=result.queue_offset,
+        commit_log_offset=commit_log_offset,
+        commit_or_rollback=int(state),
+        msg_id=result.msg_id,
+        from_transaction_check=False,
+        transaction_id=result.transaction_id,
+    )
+
+
+def end_header_from_check(group: str, fields: dict[str, str], msg: MessageExt, state: TransactionState) -> EndTransactionRequestHeader:
+    """The END_TRANSACTION header answering a CHECK_TRANSACTION_STATE (its ext ``fields``, its message)."""
+    return EndTransactionRequestHeader(
+        producer_group=group,
+        tran_state_table_offset=int(fields["tranStateTableOffset"]),
+        commit_log_offset=int(fields["commitLogOffset"]),
+        commit_or_rollback=int(state),
+        msg_id=msg.properties.get(Prop.UNIQ_KEY) or fields.get("msgId") or "",
+        from_transaction_check=True,
+        transaction_id=fields.get("transactionId"),
+    )
+
+
+def _state(value: Any) -> TransactionState:
+    if value is None:
+        return TransactionState.UNKNOWN
+    try:
+        return TransactionState(value)
+    except ValueError:
+        log.warning("a local transaction returned %r; counted as UNKNOWN", value)
+        return TransactionState.UNKNOWN
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> TransactionState:
+    if inspect.iscoroutinefunction(fn):
+        return _state(await fn(*args))
+    value = await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    if inspect.isawaitable(value):
+        value = await value
+    return _state(value)
+
+
+class TransactionProducer(Producer):
+    """An asyncio producer that also sends transactional messages.
+
+    Example::
+
+        def execute(msg, arg):           # or an async def
+            db.save(arg)
+            return TransactionState.COMMIT
+
+        def check(msg):                  # the broker asks about an unresolved transaction
+            return TransactionState.COMMIT if db.has(msg.properties["UNIQ_KEY"]) else TransactionState.ROLLBACK
+
+        producer = TransactionProducer("tx-group", "127.0.0.1:9876", check_local_transaction=check)
+        await producer.start()
+        result = await producer.send_in_transaction(Message("Orders", b"paid"), execute, arg=order)
+        print(result.local_state, result.msg_id)
+        await producer.shutdown()
+
+    ``execute_local_transaction`` may also be given to the constructor and then left out of
+    :meth:`send_in_transaction`. Plain (non-transactional) sends work as on :class:`Producer`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: ProducerSettings | None = None,
+        client: ClientSettings | None = None,
+        *,
+        check_local_transaction: LocalChecker | None = None,
+        execute_local_transaction: LocalExecutor | None = None,
+    ) -> None:
+        super().__init__(group, namesrv_addr, settings, client)
+        self.check_local_transaction = check_local_transaction
+        self.execute_local_transaction = execute_local_transaction
+        self._checks: set[asyncio.Task[None]] = set()
+
+    async def shutdown(self) -> None:
+        if self._checks:
+            await asyncio.gather(*list(self._checks), return_exceptions=True)
+        await super().shutdown()
+
+    async def send_in_transaction(
+        self,
+        msg: Message,
+        execute_local_transaction: LocalExecutor | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> TransactionSendResult:
+        """Send ``msg`` as a half message, run the local transaction, end it (module docstring)."""
+        execute = execute_local_transaction or self.execute_local_transaction
+        if execute is None:
+            raise MQClientError("no local transaction to run: pass execute_local_transaction")
+        if not isinstance(msg, Message):
+            raise MQClientError("a batch cannot be transactional: send each message in its own transaction")
+        if msg.delay_level:
+            raise MQClientError("a delayed message cannot be transactional: set delay_level=0")
+        group = self.group
+        result: SendResult = await self._send(msg, timeout, None, None, None, None, oneway=False,
+                                              prepare=lambda p: as_half_message(p, group))
+        if result.status is SendStatus.SEND_OK:
+            try:
+                state = await _call(execute, msg, arg)
+            except Exception:
+                log.exception("the local transaction of message %s failed; its state is UNKNOWN", result.msg_id)
+                state = TransactionState.UNKNOWN
+        else:
+            state = TransactionState.ROLLBACK
+        try:
+            await self._end(result, state)
+        except Exception as e:
+            log.warning("END_TRANSACTION of %s (%s) failed: %s; the broker will check back", result.msg_id, state.name, e)
+        fields = {f: getattr(result, f) for f in SendResult.__dataclass_fields__}
+        return TransactionSendResult(**fields, local_state=state)
+
+    async def _end(self, result: SendResult, state: TransactionState) -> None:
+        inst = self.instance
+        addr = await inst.master_addr_of(result.message_queue.topic, result.message_queue.broker_name)
+        header = end_header(result, self.group, state)
+        await inst.invoke_oneway(addr, RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext(), oneway=True))
+
+    # -- broker checks (called by the client instance on CHECK_TRANSACTION_STATE) ------------------
+    def on_check_transaction(self, broker_addr: str, msg: MessageExt, fields: dict[str, str]) -> None:
+        task = asyncio.ensure_future(self._answer_check(broker_addr, msg, fields))
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
+    async def _answer_check(self, broker_addr: str, msg: MessageExt, fields: dict[str, str]) -> None:
+        checker = self.check_local_transaction
+        if checker is None:
+            log.info("transaction check of %s ignored: no check_local_transaction given", msg.msg_id)
+            return
+        try:
+            state = await _call(checker, msg)
+        except Exception:
+            log.exception("check_local_transaction failed for %s; answering UNKNOWN", msg.msg_id)
+            state = TransactionState.UNKNOWN
+        try:
+            header = end_header_from_check(self.group, fields, msg, state)
+            cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext(), oneway=True)
+            await self.instance.invoke_oneway(broker_addr, cmd)
+        except Exception as e:
+            log.warning("answering the transaction check of %s failed: %s", msg.msg_id, e)
+
+
+class SyncTransactionProducer(SyncFacade):
+    """A blocking :class:`TransactionProducer` (thread-safe).
+
+    Example::
+
+        with SyncTransactionProducer("tx-group", "127.0.0.1:9876",
+                                     check_local_transaction=lambda msg: TransactionState.COMMIT) as producer:
+            result = producer.send_in_transaction(Message("Orders", b"paid"),
+                                                  lambda msg, arg: TransactionState.COMMIT)
+            print(result.local_state)
+
+    The callables run on worker threads (coroutine functions on the loop thread).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        settings: ProducerSettings | None = None,
+        client: ClientSettings | None = None,
+        *,
+        check_local_transaction: LocalChecker | None = None,
+        execute_local_transaction: LocalExecutor | None = None,
+        loop_thread: LoopThread | None = None,
+    ) -> None:
+        self.producer = TransactionProducer(group, namesrv_addr, settings, client,
+                                            check_local_transaction=check_local_transaction,
+                                            execute_local_transaction=execute_local_transaction)
+        super().__init__(self.producer, loop_thread)
+
+    def send_in_transaction(
+        self, msg: Message, execute_local_transaction: LocalExecutor | None = None, arg: Any = None, timeout: float | None = None
+    ) -> TransactionSendResult:
+        """Blocking :meth:`TransactionProducer.send_in_transaction`."""
+        return self._lt.run(self.producer.send_in_transaction(msg, execute_local_transaction, arg, timeout))
+
+    def send(self, msg: Message, timeout: float | None = None, **kwargs: Any) -> SendResult:
+        """Blocking plain :meth:`Producer.send`."""
+        return self._lt.run(self.producer.send(msg, timeout, **kwargs))
