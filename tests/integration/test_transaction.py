@@ -12,7 +12,13 @@ import time
 
 import pytest
 
-from pyrocketmq.client import ClientSettings, Message, TransactionProducer, TransactionState
+from pyrocketmq.client import (
+    ClientSettings,
+    Message,
+    TopicNotFoundError,
+    TransactionProducer,
+    TransactionState,
+)
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import MessageExt, SysFlag, decode_messages, decode_offset_msg_id
 from pyrocketmq.remoting.transport import RemotingClient
@@ -55,6 +61,19 @@ async def _wait_for(addr: str, topic: str, pred) -> list[MessageExt]:
         if pred(msgs) or time.monotonic() > deadline:
             return msgs
         await asyncio.sleep(0.2)
+
+
+async def _learn_route(producer: TransactionProducer, topic: str) -> None:
+    """Wait until the name server has ``topic``'s route again (a restarted broker registers anew)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            await producer.fetch_publish_queues(topic)
+            return
+        except TopicNotFoundError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 def _bodies(msgs: list[MessageExt]) -> list[bytes]:
@@ -183,7 +202,7 @@ async def _restart_keeps_half_messages_and_op_records(tmp_path, namesrv, broker)
                                  check_local_transaction=lambda m: TransactionState.COMMIT)
         await p2.start()
         try:
-            await p2.fetch_publish_queues(topic)  # learn the broker: heartbeats go to known brokers only
+            await _learn_route(p2, topic)  # heartbeats go to known brokers only
             msgs = await _wait_for(restarted.addr, topic, lambda ms: len(ms) >= 2)
         finally:
             await p2.shutdown()
