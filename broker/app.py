@@ -80,6 +80,7 @@ class Broker:
         self.ha_client: HAClient | None = None
         """Slaves: the link to the master's HA port."""
         self.slave_sync = SlaveSync(self)
+        self.fast_server: RemotingServer | None = None
         self.store_host = b""
         self.port = 0
         self.boot_ms = int(time.time() * 1000)
@@ -139,6 +140,7 @@ class Broker:
         ReplicationProcessor(self).register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
+        await self._start_fast_channel()
         self.serving = True
         n = await self.registrar.register_all()
         log.info(
@@ -162,6 +164,20 @@ class Broker:
         if s.identity.role != BrokerRole.SLAVE:
             self.schedule.start()
             self.transaction_check.start()
+
+    async def _start_fast_channel(self) -> None:
+        """RocketMQ's "VIP channel" on ``listenPort - 2``: the same handlers on a second port. Apache
+        slaves sync configs from their master there, whatever the client-side VIP setting says."""
+        if self.port < 3:
+            return
+        fast = RemotingServer("broker-fast", self.server.handlers)
+        fast.on_connection_closed(self.client_processor.connection_closed)
+        try:
+            await fast.start(self.settings.network.bind_address, self.port - 2)
+        except OSError as e:
+            log.warning("fast channel port %d unavailable (Apache slaves cannot sync configs): %s", self.port - 2, e)
+            return
+        self.fast_server = fast
 
     def not_ready_reason(self) -> str | None:
         """``None`` when ready (``/readyz``): store recovered and serving, registered with a name server."""
@@ -196,6 +212,8 @@ class Broker:
         await self.registrar.close()
         await self.slave_sync.close()
         await self.server.stop()
+        if self.fast_server is not None:
+            await self.fast_server.stop()
         if self.ha_server is not None:
             await self.ha_server.stop()
         if self.schedule is not None:
