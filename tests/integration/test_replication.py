@@ -9,8 +9,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+from pyrocketmq.client.pull_consumer import PullConsumer
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.message import decode_messages
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
 
 from .procs import start_broker
@@ -105,13 +107,26 @@ async def _replicates(master, slave, tmp_path, namesrv) -> None:
         expected = [await _raw_queue(client, master.addr, q) for q in range(QUEUES)]
     finally:
         await client.close()
-    # the master stops: the slave still serves every message
+    # the master stops: the slave still serves every message, to raw pulls and to a client that
+    # finds it through the name server's route
     master.stop()
     client = RemotingClient()
     try:
         assert [await _raw_queue(client, slave.addr, q) for q in range(QUEUES)] == expected
     finally:
         await client.close()
+    bodies = sorted(m.body for q in range(QUEUES) for m in decode_messages(expected[q]))
+    async with PullConsumer("ha-reader", namesrv.addr) as pc:
+        got = []
+        for mq in await pc.fetch_queues(TOPIC):
+            offset = 0
+            while True:
+                r = await pc.pull(mq, offset, 32)
+                if not r.messages:
+                    break
+                got += [m.body for m in r.messages]
+                offset = r.next_begin_offset
+    assert sorted(got) == bodies
 
 
 def test_sync_master_waits_for_a_slave(tmp_path, namesrv) -> None:
