@@ -601,17 +601,22 @@ class PullConsumer:
                 self._states[mq].committed_offset = off
 
     async def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
-        """Store the consumed offsets (or ``offsets``) and wait for every broker to confirm."""
+        """Store the consumed offsets (or ``offsets``) and wait for every broker to confirm.
+
+        One queue after another, as the Java client persists them: an Apache RocketMQ 4.9 broker
+        creates a group's per-topic offset table without a lock, so the first commits of one
+        topic arriving at once can overwrite each other there (one queue's offset is lost).
+        """
         inst = self.instance
         todo = self._to_commit(offsets)
-        results = await asyncio.gather(
-            *(inst.update_consumer_offset(self.group, mq, off) for mq, off in todo.items()), return_exceptions=True
-        )
         errors = []
-        for (mq, off), res in zip(todo.items(), results, strict=True):
-            if isinstance(res, BaseException):
-                errors.append((mq, res))
-            elif mq in self._states:
+        for mq, off in todo.items():
+            try:
+                await inst.update_consumer_offset(self.group, mq, off)
+            except MQError as e:
+                errors.append((mq, e))
+                continue
+            if mq in self._states:
                 self._states[mq].committed_offset = off
         if errors:
             mq, err = errors[0]

@@ -4,8 +4,9 @@
 - our Python :class:`~pyrocketmq.client.SyncTransactionProducer` against Apache RocketMQ's broker.
 
 Same three transactions each time: one committed by the local transaction, one rolled back, one left
-UNKNOWN and committed when the broker checks back (the brokers run with RocketMQ's defaults: a check
-every 60 s for half messages older than 6 s, so the waits are generous deadlines, not timings).
+UNKNOWN and committed when the broker checks back (the session's brokers check every 2 s for half
+messages older than RocketMQ's default 6 s, see conftest.py; the waits are generous deadlines, not
+timings).
 Afterwards a pull consumer reads the topic: the committed two arrive once each, the rolled-back never.
 """
 
