@@ -18,7 +18,6 @@ where they fail: a CI run must never go green by skipping its conformance suite.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,18 +29,12 @@ if str(REPO_ROOT) not in sys.path:  # so `tests.conformance` / `tests.helpers` i
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.conformance import apache, jvm, maven, probe  # noqa: E402
+from tests.helpers import prereq  # noqa: E402
 from tests.helpers.cluster import Cluster, start_pyrocketmq_cluster  # noqa: E402
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
 def missing_prerequisite(reason: str) -> None:
-    """Skip the test, or fail it on CI."""
-    if in_ci():
-        pytest.fail(f"conformance prerequisite missing (CI=true, so this fails): {reason}", pytrace=False)
-    pytest.skip(f"conformance prerequisite missing: {reason}")
+    prereq.missing_prerequisite("conformance", reason)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ by skipping its Kubernetes suite. A control plane that does not start is always 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,21 +29,15 @@ REPO_ROOT = HERE.parents[1]
 if str(REPO_ROOT) not in sys.path:  # so `tests.k8s` / `tests.helpers` import as packages
     sys.path.insert(0, str(REPO_ROOT))
 
+from tests.helpers import prereq  # noqa: E402
 from tests.k8s import tools  # noqa: E402
 from tests.k8s.cluster import KubeCluster, PrerequisiteMissing, start_kube  # noqa: E402
 
 _build_error: str | None = None  # set by the post-collection build, reported by the fixture
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
 def missing_prerequisite(reason: str) -> None:
-    """Skip the test, or fail it on CI."""
-    if in_ci():
-        pytest.fail(f"k8s prerequisite missing (CI=true, so this fails): {reason}", pytrace=False)
-    pytest.skip(f"k8s prerequisite missing: {reason}")
+    prereq.missing_prerequisite("k8s", reason)
 
 
 def pytest_configure(config: pytest.Config) -> None:

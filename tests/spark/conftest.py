@@ -27,17 +27,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from tests.helpers import prereq  # noqa: E402
 from tests.helpers.cluster import Cluster, start_pyrocketmq_cluster  # noqa: E402
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
 def missing_prerequisite(reason: str) -> None:
-    if in_ci():
-        pytest.fail(f"Spark test prerequisite missing (CI=true, so this fails): {reason}", pytrace=False)
-    pytest.skip(f"Spark test prerequisite missing: {reason}")
+    prereq.missing_prerequisite("Spark test", reason)
 
 
 def spark_env(**extra: str) -> dict[str, str]:
