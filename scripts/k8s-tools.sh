@@ -6,4 +6,4 @@
 # then drops the Go module/build caches (~5 GB), keeping only the binaries (for CI caches).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec "${PYTHON:-python3}" tests/k8s/tools.py "$@"
+exec "${PYTHON:-python3}" -m localkube.tools "$@"

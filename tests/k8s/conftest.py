@@ -29,8 +29,8 @@ REPO_ROOT = HERE.parents[1]
 if str(REPO_ROOT) not in sys.path:  # so `tests.k8s` / `tests.helpers` import as packages
     sys.path.insert(0, str(REPO_ROOT))
 
+from localkube import tools  # noqa: E402
 from tests.helpers import prereq  # noqa: E402
-from tests.k8s import tools  # noqa: E402
 from tests.k8s.cluster import KubeCluster, PrerequisiteMissing, start_kube  # noqa: E402
 
 _build_error: str | None = None  # set by the post-collection build, reported by the fixture

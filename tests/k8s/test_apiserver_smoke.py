@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.k8s import tools
+from localkube import tools
 from tests.k8s.cluster import KubeCluster, KubeCommandError
 
 pytestmark = pytest.mark.k8s

@@ -1,10 +1,14 @@
-"""Build the Kubernetes binaries the k8s tests run, from the Go module proxy, into a cache outside the repo.
+"""Build the Kubernetes binaries the local cluster runs, from the Go module proxy, into a cache outside the repo.
 
 What gets built (pinned below), each with ``go build -trimpath -ldflags "-s -w ..."``:
 
-    kube-apiserver, kube-controller-manager, kubectl   k8s.io/kubernetes  K8S_VERSION
+    kube-apiserver, kube-controller-manager, kubectl,
+    kube-scheduler, kubelet, kube-proxy                k8s.io/kubernetes  K8S_VERSION
     etcd                                               go.etcd.io/etcd/server/v3  ETCD_VERSION
     helm                                               helm.sh/helm/v3  HELM_VERSION
+    coredns (kubernetes, cache, health ... only)       github.com/coredns/coredns  COREDNS_VERSION
+    local-path-provisioner                             github.com/rancher/local-path-provisioner
+    pause (the pod sandbox process)                    a few lines of Go kept here
 
 ``k8s.io/kubernetes`` cannot be ``go install``-ed: its go.mod replaces the ``k8s.io/*`` staging modules
 with ``./staging/...`` paths that are not in the module zip. So each tool gets a small wrapper module
@@ -27,9 +31,9 @@ needs Go (>= 1.26, ``GOTOOLCHAIN=local``: it never downloads a toolchain); a war
 
 Manual use (e.g. a CI step that warms the cache)::
 
-    python3 tests/k8s/tools.py            # build whatever is missing, print the bin dir
-    python3 tests/k8s/tools.py --force    # rebuild everything (keeps the module/build caches)
-    python3 tests/k8s/tools.py --prune    # build, then drop GOMODCACHE/GOCACHE (~5 GB; keeps bin/)
+    python3 -m localkube.tools            # build whatever is missing, print the bin dir
+    python3 -m localkube.tools --force    # rebuild everything (keeps the module/build caches)
+    python3 -m localkube.tools --prune    # build, then drop GOMODCACHE/GOCACHE (~5 GB; keeps bin/)
 
 ``PYROCKETMQ_GO`` names the go command to use (default: ``go`` on PATH, else /usr/local/go/bin/go).
 
@@ -55,6 +59,8 @@ from pathlib import Path
 K8S_VERSION = "v1.36.1"  # k8s.io/kubernetes; staging modules at v0.36.1. Needs Go >= 1.26.0.
 ETCD_VERSION = "v3.6.8"  # the etcd client/server version k8s.io/kubernetes v1.36.1's go.mod pins
 HELM_VERSION = "v3.21.4"  # built against k8s.io/client-go v0.36.2
+COREDNS_VERSION = "v1.14.7"
+LOCAL_PATH_VERSION = "v0.0.30"
 MIN_GO = (1, 26)
 
 # Version stamps the upstream release builds set with -X (read from the proxy's .info of each tag).
@@ -77,6 +83,7 @@ class Wrapper:
     module: str
     version: str
     staging: bool = False  # replace k8s.io/* staging modules (k8s.io/kubernetes only)
+    main_go: str = ""  # a main package of our own, written into the wrapper (its package is ".")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +97,63 @@ class Tool:
 KUBERNETES = Wrapper("kubernetes", "k8s.io/kubernetes", K8S_VERSION, staging=True)
 ETCD = Wrapper("etcd", "go.etcd.io/etcd/server/v3", ETCD_VERSION)
 HELM = Wrapper("helm", "helm.sh/helm/v3", HELM_VERSION)
+
+# CoreDNS with only the plugins the local cluster's Corefile uses (no forward: it answers
+# cluster.local and nothing else). The directive order is CoreDNS's plugin.cfg order.
+_COREDNS_MAIN = """package main
+
+import (
+\t"github.com/coredns/coredns/core/dnsserver"
+\t"github.com/coredns/coredns/coremain"
+
+\t_ "github.com/coredns/coredns/plugin/bind"
+\t_ "github.com/coredns/coredns/plugin/cache"
+\t_ "github.com/coredns/coredns/plugin/errors"
+\t_ "github.com/coredns/coredns/plugin/health"
+\t_ "github.com/coredns/coredns/plugin/kubernetes"
+\t_ "github.com/coredns/coredns/plugin/log"
+\t_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() {
+\tdnsserver.Directives = []string{"bind", "ready", "health", "errors", "log", "cache", "kubernetes"}
+}
+
+func main() { coremain.Run() }
+"""
+COREDNS = Wrapper("coredns", "github.com/coredns/coredns", COREDNS_VERSION, main_go=_COREDNS_MAIN)
+LOCAL_PATH = Wrapper(
+    "local-path-provisioner", "github.com/rancher/local-path-provisioner", LOCAL_PATH_VERSION
+)
+
+# The pod sandbox ("pause") process: PID 1 of every pod, holding its namespaces. It reaps
+# orphans and exits on SIGINT/SIGTERM, as the upstream pause does.
+_PAUSE_MAIN = """package main
+
+import (
+\t"os"
+\t"os/signal"
+\t"syscall"
+)
+
+func main() {
+\tsigs := make(chan os.Signal, 4)
+\tsignal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+\tfor sig := range sigs {
+\t\tif sig == syscall.SIGCHLD {
+\t\t\tfor {
+\t\t\t\tvar ws syscall.WaitStatus
+\t\t\t\tif pid, _ := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 {
+\t\t\t\t\tbreak
+\t\t\t\t}
+\t\t\t}
+\t\t\tcontinue
+\t\t}
+\t\tos.Exit(0)
+\t}
+}
+"""
+PAUSE = Wrapper("pause", "", "", main_go=_PAUSE_MAIN)
 
 
 def _k8s_version_flags() -> tuple[str, ...]:
@@ -139,10 +203,18 @@ TOOLS: dict[str, Tool] = {
             _k8s_version_flags(),
         ),
         Tool("kubectl", KUBERNETES, "k8s.io/kubernetes/cmd/kubectl", _k8s_version_flags()),
+        Tool("kube-scheduler", KUBERNETES, "k8s.io/kubernetes/cmd/kube-scheduler", _k8s_version_flags()),
+        Tool("kubelet", KUBERNETES, "k8s.io/kubernetes/cmd/kubelet", _k8s_version_flags()),
+        Tool("kube-proxy", KUBERNETES, "k8s.io/kubernetes/cmd/kube-proxy", _k8s_version_flags()),
         Tool("helm", HELM, "helm.sh/helm/v3/cmd/helm", _helm_version_flags()),
+        Tool("coredns", COREDNS, "."),
+        Tool("local-path-provisioner", LOCAL_PATH, "github.com/rancher/local-path-provisioner"),
+        Tool("pause", PAUSE, "."),
     )
 }
 ALL = tuple(TOOLS)
+# What a control plane on loopback needs (tests/k8s/cluster.py), and what the full node adds.
+CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "helm")
 
 
 def cache_root() -> Path:
@@ -176,6 +248,7 @@ def _recipe_digest(tool: Tool) -> str:
         "module": tool.wrapper.module,
         "version": tool.wrapper.version,
         "staging": tool.wrapper.staging,
+        "main_go": tool.wrapper.main_go,
         "package": tool.package,
         "ldflags": list(tool.ldflags),
         "flags": _BUILD_FLAGS,
@@ -295,6 +368,11 @@ class _Builder:
             return src
         src.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
+        if not w.module:  # our own main package with no dependencies
+            (src / "go.mod").write_text(f"module pyrocketmq.local/k8s-tools/{w.name}\n\ngo 1.26\n")
+            (src / "main.go").write_text(w.main_go)
+            self._prepared.add(w.name)
+            return src
         out = self.run(
             [self.go, "mod", "download", "-json", f"{w.module}@{w.version}"],
             src,
@@ -303,7 +381,7 @@ class _Builder:
         )
         upstream = Path(json.loads(out)["GoMod"]).read_text()
         lines = [
-            f"// Generated by tests/k8s/tools.py to build binaries of {w.module} {w.version}. Safe to delete.",
+            f"// Generated by localkube/tools.py to build binaries of {w.module} {w.version}. Safe to delete.",
             f"module pyrocketmq.local/k8s-tools/{w.name}",
             "",
         ]
@@ -321,6 +399,8 @@ class _Builder:
         if not gomod.is_file() or not gomod.read_text().startswith(text):
             gomod.write_text(text)
             (src / "go.sum").unlink(missing_ok=True)
+        if w.main_go:
+            (src / "main.go").write_text(w.main_go)
         self.progress(f"  {w.module}@{w.version}: module + go.mod ready in {time.monotonic() - t0:.0f} s")
         self._prepared.add(w.name)
         return src

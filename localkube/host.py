@@ -1,0 +1,326 @@
+"""What the local cluster changes on the host, and how each change is undone.
+
+Everything here is idempotent and safe to call on a host where the thing is already gone:
+``k8s-down`` calls every undo step whatever state the last ``k8s-up`` left behind.
+
+- daemons: started in their own session with a pid file; stopped by pid file (TERM, then KILL),
+  checked against ``/proc/<pid>/exe`` so a reused pid is never signalled;
+- the pod bridge and its address, the ``ip_forward``/``bridge-nf-call-iptables`` sysctls (the old
+  values are saved and restored);
+- the guard chain that keeps pod traffic on the machine (``PYRMQ-GUARD``: forwarded packets may
+  leave the bridge only back into it), and every iptables chain the cluster's components create
+  (``KUBE-*``, ``CNI-*``) with the rules that jump to them;
+- mounts under the state directory, network namespaces the runtime created, pod cgroups.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+CHAIN_PREFIXES = ("KUBE-", "CNI-", "PYRMQ-")
+GUARD_CHAIN = "PYRMQ-GUARD"
+
+
+def run(argv: Sequence[str], *, check: bool = True, timeout: float = 60, input: str | None = None) -> str:
+    proc = subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=timeout, input=input
+    )
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, argv))} exited {proc.returncode}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+# -- daemons -----------------------------------------------------------------------------------
+
+
+def start_daemon(name: str, argv: Sequence[str | Path], run_dir: Path, log_dir: Path, env=None) -> int:
+    """Start ``argv`` detached (own session, stdin closed, output to ``<log_dir>/<name>.log``)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    exe = shutil.which(str(argv[0]))
+    if exe is None:
+        raise FileNotFoundError(f"{argv[0]}: not found")
+    argv = [exe, *argv[1:]]
+    with open(log_dir / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(
+            [str(a) for a in argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    (run_dir / f"{name}.pid").write_text(f"{proc.pid}\n{Path(exe).resolve()}\n")
+    return proc.pid
+
+
+def daemon_pid(name: str, run_dir: Path) -> int | None:
+    """The pid of daemon ``name`` if it is still the process we started, else None."""
+    path = run_dir / f"{name}.pid"
+    try:
+        pid_text, exe = path.read_text().splitlines()[:2]
+        pid = int(pid_text)
+        if os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)") == exe:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return None if state == "Z" else pid
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def stop_daemon(name: str, run_dir: Path, timeout: float = 20) -> None:
+    pid = daemon_pid(name, run_dir)
+    if pid is not None:
+        _signal_and_wait(pid, timeout)
+    (run_dir / f"{name}.pid").unlink(missing_ok=True)
+
+
+def _signal_and_wait(pid: int, timeout: float) -> None:
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
+            except ChildProcessError:
+                pass
+            if not _alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def kill_matching(pattern: str) -> list[int]:
+    """SIGKILL every process whose command line contains ``pattern`` (runtime shims left behind)."""
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if pattern in cmdline:
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+# -- sysctls -----------------------------------------------------------------------------------
+
+SYSCTLS = {
+    "net/ipv4/ip_forward": "1",
+    "net/bridge/bridge-nf-call-iptables": "1",
+}
+
+
+def set_sysctls(saved: Path) -> None:
+    """Set ``SYSCTLS``, remembering the values found (first call only) in ``saved``."""
+    old = {}
+    for key, value in SYSCTLS.items():
+        path = Path("/proc/sys") / key
+        old[key] = path.read_text().strip()
+        path.write_text(value)
+    if not saved.exists():
+        saved.write_text("".join(f"{k}={v}\n" for k, v in old.items()))
+
+
+def restore_sysctls(saved: Path) -> None:
+    if not saved.exists():
+        return
+    for line in saved.read_text().splitlines():
+        key, _, value = line.partition("=")
+        try:
+            (Path("/proc/sys") / key).write_text(value)
+        except OSError:
+            pass
+    saved.unlink()
+
+
+# -- the bridge ----------------------------------------------------------------------------------
+
+
+def ensure_bridge(name: str, address_cidr: str) -> None:
+    if run(["ip", "link", "show", name], check=False) == "":
+        run(["ip", "link", "add", name, "type", "bridge"])
+    if address_cidr.split("/")[0] not in run(["ip", "-4", "addr", "show", "dev", name]):
+        run(["ip", "addr", "add", address_cidr, "dev", name])
+    run(["ip", "link", "set", name, "up"])
+
+
+def delete_bridge(name: str) -> None:
+    if run(["ip", "link", "show", name], check=False):
+        # veths still attached (pods the runtime did not tear down) go with it
+        for line in run(["ip", "-o", "link", "show", "master", name], check=False).splitlines():
+            veth = line.split(":")[1].strip().split("@")[0]
+            run(["ip", "link", "delete", veth], check=False)
+        run(["ip", "link", "delete", name], check=False)
+
+
+# -- iptables ------------------------------------------------------------------------------------
+
+
+def ensure_guard(bridge: str) -> None:
+    """Forwarded pod traffic may only go back into the bridge: nothing a pod sends leaves the machine."""
+    ipt = ["iptables", "-w", "5"]
+    if run([*ipt, "-n", "-L", GUARD_CHAIN], check=False) == "":
+        run([*ipt, "-N", GUARD_CHAIN])
+    run([*ipt, "-F", GUARD_CHAIN])
+    run([*ipt, "-A", GUARD_CHAIN, "-i", bridge, "-o", bridge, "-j", "RETURN"])
+    run([*ipt, "-A", GUARD_CHAIN, "-i", bridge, "-j", "DROP"])
+    run([*ipt, "-A", GUARD_CHAIN, "-o", bridge, "-j", "RETURN"])
+    jump = ["FORWARD", "-j", GUARD_CHAIN]
+    if subprocess.run([*ipt, "-C", *jump], capture_output=True).returncode != 0:
+        run([*ipt, "-I", *jump])
+
+
+def _our_chain(name: str) -> bool:
+    return name.startswith(CHAIN_PREFIXES)
+
+
+def remove_chains(binaries: Iterable[str] = ("iptables", "ip6tables")) -> list[str]:
+    """Delete every rule that jumps to one of our chains, then flush and delete those chains."""
+    removed = []
+    for binary in binaries:
+        if shutil.which(binary) is None:
+            continue
+        for table in ("filter", "nat", "mangle", "raw"):
+            rules = run([binary, "-w", "5", "-t", table, "-S"], check=False).splitlines()
+            chains = [ln.split()[1] for ln in rules if ln.startswith("-N ") and _our_chain(ln.split()[1])]
+            for ln in rules:
+                m = re.match(r"-A (\S+) (.*)$", ln)
+                if m and not _our_chain(m.group(1)) and re.search(r"-j (KUBE-|CNI-|PYRMQ-)", m.group(2)):
+                    run(
+                        [binary, "-w", "5", "-t", table, "-D", m.group(1), *_split_rule(m.group(2))],
+                        check=False,
+                    )
+            for chain in chains:
+                run([binary, "-w", "5", "-t", table, "-F", chain], check=False)
+            for chain in chains:
+                if run([binary, "-w", "5", "-t", table, "-X", chain], check=False) is not None:
+                    removed.append(f"{binary}/{table}/{chain}")
+    return removed
+
+
+def _split_rule(spec: str) -> list[str]:
+    import shlex
+
+    return shlex.split(spec)
+
+
+def leftover_chains() -> list[str]:
+    found = []
+    for binary in ("iptables", "ip6tables"):
+        if shutil.which(binary) is None:
+            continue
+        for table in ("filter", "nat", "mangle", "raw"):
+            for ln in run([binary, "-w", "5", "-t", table, "-S"], check=False).splitlines():
+                if ln.startswith("-N ") and _our_chain(ln.split()[1]):
+                    found.append(f"{binary}/{table}/{ln.split()[1]}")
+    return found
+
+
+# -- mounts, netns, cgroups ---------------------------------------------------------------------
+
+
+def mounts_under(root: Path) -> list[str]:
+    prefix = str(root).rstrip("/") + "/"
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(prefix) or point == str(root):
+            points.append(point)
+    return points
+
+
+def unmount_under(root: Path) -> None:
+    for _ in range(3):
+        points = mounts_under(root)
+        if not points:
+            return
+        for point in sorted(set(points), key=lambda p: p.count("/"), reverse=True):
+            if subprocess.run(["umount", point], capture_output=True).returncode != 0:
+                subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+NETNS_DIR = Path("/run/netns")
+
+
+def runtime_netns() -> list[Path]:
+    """Network namespaces the container runtime made for pods (``cni-<uuid>``)."""
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(p for p in NETNS_DIR.iterdir() if p.name.startswith("cni-"))
+
+
+def remove_runtime_netns() -> None:
+    for ns in runtime_netns():
+        subprocess.run(["umount", str(ns)], capture_output=True)
+        try:
+            ns.unlink()
+        except OSError:
+            subprocess.run(["ip", "netns", "delete", ns.name], capture_output=True)
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+POD_CGROUP = "kubepods"
+
+
+def pod_cgroups() -> list[Path]:
+    found = []
+    if not CGROUP_ROOT.is_dir():
+        return found
+    for hierarchy in CGROUP_ROOT.iterdir():
+        candidate = hierarchy / POD_CGROUP
+        if candidate.is_dir():
+            found.append(candidate)
+    if (CGROUP_ROOT / POD_CGROUP).is_dir():  # a pure cgroup v2 host
+        found.append(CGROUP_ROOT / POD_CGROUP)
+    return found
+
+
+def remove_pod_cgroups() -> None:
+    """Remove the kubelet's pod cgroups, leaves first (a cgroup dir is removed with rmdir)."""
+    for top in pod_cgroups():
+        for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda t: t[0].count("/"), reverse=True):
+            for _ in range(20):
+                try:
+                    os.rmdir(dirpath)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    _kill_cgroup_tasks(Path(dirpath))
+                    time.sleep(0.1)
+
+
+def _kill_cgroup_tasks(path: Path) -> None:
+    for name in ("cgroup.procs", "tasks"):
+        try:
+            for pid in (path / name).read_text().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+        except OSError:
+            pass

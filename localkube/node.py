@@ -1,0 +1,495 @@
+"""A single-node Kubernetes cluster on this machine: ``up()``, ``down()``, ``status()``.
+
+The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the node
+(containerd + runc, kubelet, kube-proxy in iptables mode, CoreDNS, local-path-provisioner) run as
+root processes started here, detached, with pid files and logs under the state directory
+(``/var/lib/pyrocketmq-k8s`` unless ``PYROCKETMQ_K8S_STATE`` says otherwise). Pods get addresses on
+a bridge the cluster owns (see ``config``). ``up()`` is idempotent: a healthy cluster is left as it
+is. ``down()`` undoes everything ``up()`` did, also after a crash half-way: pods first (so CNI tears
+their networks down), then the processes, then iptables chains, mounts, network namespaces,
+cgroups, the bridge, the sysctls and the state directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from localkube import config as cfg
+from localkube import host, images, pki, tools
+
+DEFAULT_STATE = Path("/var/lib/pyrocketmq-k8s")
+APT_PACKAGES = {
+    "containerd": "containerd",
+    "runc": "runc",
+    "/usr/lib/cni/bridge": "containernetworking-plugins",
+    "iptables": "iptables",
+    "ip": "iproute2",
+    "buildah": "buildah",
+    "debootstrap": "debootstrap",
+    "openssl": "openssl",
+    "mount": "mount",
+}
+# Start order; down() stops them in reverse.
+DAEMONS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "containerd",
+    "kubelet",
+    "kube-proxy",
+    "coredns",
+    "local-path-provisioner",
+)
+
+Progress = Callable[[str], None]
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be brought up; the message names the component and its log tail."""
+
+
+def layout_from_env() -> cfg.Layout:
+    return cfg.Layout(Path(os.environ.get("PYROCKETMQ_K8S_STATE") or DEFAULT_STATE))
+
+
+def _log_tail(layout: cfg.Layout, name: str, lines: int = 30) -> str:
+    try:
+        return "\n".join((layout.logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+# -- prerequisites ------------------------------------------------------------------------------
+
+
+def install_packages(progress: Progress) -> None:
+    missing = sorted(
+        {pkg for cmd, pkg in APT_PACKAGES.items() if (shutil.which(cmd) if "/" not in cmd else None) is None
+         and not Path(cmd).exists()}
+    )  # fmt: skip
+    if not missing:
+        return
+    if shutil.which("apt-get") is None:
+        raise ClusterError(f"missing Debian packages {missing} and no apt-get to install them")
+    progress(f"apt-get install {' '.join(missing)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True, timeout=600)
+    proc = subprocess.run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+        env=env, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise ClusterError(f"apt-get install {missing} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    # Debian's containerd package starts a system service where systemd runs; ours is separate.
+    if Path("/run/systemd/system").is_dir():
+        subprocess.run(["systemctl", "disable", "--now", "containerd"], capture_output=True)
+
+
+# -- health -----------------------------------------------------------------------------------
+
+
+def _admin_context(layout: cfg.Layout) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(layout.pki / "ca.crt"))
+    ctx.load_cert_chain(str(layout.pki / "admin.crt"), str(layout.pki / "admin.key"))
+    return ctx
+
+
+def _get(url: str, ctx: ssl.SSLContext | None = None, timeout: float = 5) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=timeout) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError) as exc:
+        return 0, str(exc)
+
+
+def _insecure() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def api(layout: cfg.Layout, path: str) -> dict | None:
+    status, body = _get(layout.server + path, _admin_context(layout))
+    return json.loads(body) if status == 200 else None
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float, layout: cfg.Layout, log: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if log in DAEMONS and host.daemon_pid(log, layout.run) is None:
+            raise ClusterError(f"{log} exited while waiting for {what}:\n{_log_tail(layout, log)}")
+        time.sleep(0.25)
+    raise ClusterError(f"{what} not reached within {timeout:.0f} s; {log} log:\n{_log_tail(layout, log)}")
+
+
+def node_ready(layout: cfg.Layout) -> bool:
+    node = api(layout, f"/api/v1/nodes/{cfg.NODE_NAME}")
+    conditions = (node or {}).get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def status(layout: cfg.Layout) -> dict[str, bool]:
+    """Which daemons run, and whether the API answers and the node is Ready."""
+    state = {name: host.daemon_pid(name, layout.run) is not None for name in DAEMONS}
+    state["api"] = (
+        layout.kubeconfig.is_file() and _get(layout.server + "/readyz", _admin_context(layout))[0] == 200
+    )
+    state["node-ready"] = state["api"] and node_ready(layout)
+    return state
+
+
+def healthy(layout: cfg.Layout) -> bool:
+    try:
+        return all(status(layout).values())
+    except (OSError, ssl.SSLError):
+        return False
+
+
+# -- up -----------------------------------------------------------------------------------------
+
+
+def _make_pki(layout: cfg.Layout) -> None:
+    d = layout.pki
+    if (d / "admin.crt").is_file():
+        return
+    ca = pki.make_ca(d, "pyrocketmq-local-ca")
+    pki.issue(d, "apiserver", "/CN=kube-apiserver", ca, server_names=cfg.apiserver_sans(), client=False)
+    identities = {
+        "admin": "/O=system:masters/CN=pyrocketmq-admin",
+        "controller-manager": "/CN=system:kube-controller-manager",
+        "scheduler": "/CN=system:kube-scheduler",
+        "kubelet": f"/O=system:nodes/CN=system:node:{cfg.NODE_NAME}",
+        "kube-proxy": "/CN=system:kube-proxy",
+        "front-proxy-client": "/CN=front-proxy-client",
+    }
+    for name, subject in identities.items():
+        pki.issue(d, name, subject, ca)
+    pki.service_account_keys(d)
+
+
+def _kubeconfig(layout: cfg.Layout, path: Path, identity: str) -> Path:
+    creds = pki.cert_credentials(layout.pki / f"{identity}.crt", layout.pki / f"{identity}.key")
+    return pki.write_kubeconfig(path, layout.server, layout.pki / "ca.crt", identity, creds, cfg.CLUSTER_NAME)
+
+
+def _write_configs(layout: cfg.Layout) -> None:
+    etc = layout.etc
+    (etc / "cni").mkdir(parents=True, exist_ok=True)
+    _kubeconfig(layout, layout.kubeconfig, "admin")
+    for identity in ("controller-manager", "scheduler", "kubelet", "kube-proxy"):
+        _kubeconfig(layout, etc / f"{identity}.kubeconfig", identity)
+    (etc / "containerd.toml").write_text(cfg.containerd_config(layout))
+    (etc / "cni" / "10-pyrocketmq.conflist").write_text(cfg.cni_config(layout))
+    (etc / "kubelet.json").write_text(cfg.kubelet_config(layout))
+    (etc / "kube-proxy.json").write_text(cfg.kube_proxy_config(layout))
+    (etc / "Corefile").write_text(cfg.corefile(layout))
+    (etc / "resolv.conf").write_text(f"nameserver {cfg.DNS_SERVICE_IP}\n")
+    (etc / "helperPod.json").write_text(cfg.helper_pod_yaml())
+    layout.local_path.mkdir(parents=True, exist_ok=True)
+
+
+def _start(layout: cfg.Layout, name: str, argv: list, env: dict | None = None) -> None:
+    if host.daemon_pid(name, layout.run) is None:
+        host.start_daemon(name, argv, layout.run, layout.logs, env=env)
+
+
+def _control_plane(layout: cfg.Layout, bins: Path) -> None:
+    s, p, etc = layout.state, layout.pki, layout.etc
+    _start(layout, "etcd", [
+        bins / "etcd", "--name=pyrocketmq-local", f"--data-dir={s / 'etcd'}",
+        f"--listen-client-urls=http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}",
+        f"--advertise-client-urls=http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}",
+        f"--listen-peer-urls=http://127.0.0.1:{cfg.ETCD_PEER_PORT}",
+        f"--initial-advertise-peer-urls=http://127.0.0.1:{cfg.ETCD_PEER_PORT}",
+        f"--initial-cluster=pyrocketmq-local=http://127.0.0.1:{cfg.ETCD_PEER_PORT}",
+        "--listen-metrics-urls=", f"--quota-backend-bytes={1024 * 2**20}", "--snapshot-count=5000",
+        "--unsafe-no-fsync", "--log-level=warn",
+    ])  # fmt: skip
+    _wait("etcd health", lambda: '"true"' in _get(f"http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}/health")[1],
+          60, layout, "etcd")  # fmt: skip
+    _start(layout, "kube-apiserver", [
+        bins / "kube-apiserver", f"--etcd-servers=http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}",
+        f"--bind-address={cfg.NODE_IP}", f"--advertise-address={cfg.NODE_IP}", f"--secure-port={cfg.API_PORT}",
+        f"--cert-dir={s / 'apiserver-certs'}",
+        f"--tls-cert-file={p / 'apiserver.crt'}", f"--tls-private-key-file={p / 'apiserver.key'}",
+        f"--client-ca-file={p / 'ca.crt'}",
+        f"--kubelet-client-certificate={p / 'admin.crt'}", f"--kubelet-client-key={p / 'admin.key'}",
+        "--kubelet-preferred-address-types=InternalIP",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={p / 'sa.pub'}", f"--service-account-signing-key-file={p / 'sa.key'}",
+        "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+        f"--requestheader-client-ca-file={p / 'ca.crt'}", "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
+        f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
+        f"--service-cluster-ip-range={cfg.SERVICE_CIDR}", f"--service-node-port-range={cfg.NODE_PORT_RANGE}",
+        "--allow-privileged=true", "--profiling=false", "--event-ttl=1h",
+    ])  # fmt: skip
+    _wait(
+        "kube-apiserver /readyz",
+        lambda: _get(layout.server + "/readyz", _admin_context(layout))[0] == 200,
+        120,
+        layout,
+        "kube-apiserver",
+    )
+    _start(layout, "kube-controller-manager", [
+        bins / "kube-controller-manager", f"--kubeconfig={etc / 'controller-manager.kubeconfig'}",
+        f"--authentication-kubeconfig={etc / 'controller-manager.kubeconfig'}",
+        f"--authorization-kubeconfig={etc / 'controller-manager.kubeconfig'}",
+        "--bind-address=127.0.0.1", f"--secure-port={cfg.CONTROLLER_MANAGER_PORT}",
+        f"--cert-dir={s / 'controller-manager-certs'}", "--leader-elect=false",
+        "--use-service-account-credentials=true", f"--root-ca-file={p / 'ca.crt'}",
+        f"--service-account-private-key-file={p / 'sa.key'}",
+        f"--cluster-signing-cert-file={p / 'ca.crt'}", f"--cluster-signing-key-file={p / 'ca.key'}",
+        f"--service-cluster-ip-range={cfg.SERVICE_CIDR}", "--allocate-node-cidrs=false",
+        "--controllers=*,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller",
+        "--profiling=false", "--kube-api-qps=100", "--kube-api-burst=200",
+    ])  # fmt: skip
+    _start(layout, "kube-scheduler", [
+        bins / "kube-scheduler", f"--kubeconfig={etc / 'scheduler.kubeconfig'}",
+        f"--authentication-kubeconfig={etc / 'scheduler.kubeconfig'}",
+        f"--authorization-kubeconfig={etc / 'scheduler.kubeconfig'}",
+        "--bind-address=127.0.0.1", f"--secure-port={cfg.SCHEDULER_PORT}", "--leader-elect=false",
+        "--profiling=false",
+    ])  # fmt: skip
+    for name, port in (("kube-controller-manager", cfg.CONTROLLER_MANAGER_PORT),
+                       ("kube-scheduler", cfg.SCHEDULER_PORT)):  # fmt: skip
+        _wait(
+            f"{name} /healthz",
+            lambda port=port: _get(f"https://127.0.0.1:{port}/healthz", _insecure())[0] == 200,
+            90,
+            layout,
+            name,
+        )
+
+
+def _kubectl(layout: cfg.Layout, bins: Path, *args: str, input: str | None = None) -> str:
+    proc = subprocess.run(
+        [str(bins / "kubectl"), f"--kubeconfig={layout.kubeconfig}", *args],
+        input=input, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise ClusterError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def _node(layout: cfg.Layout, bins: Path, progress: Progress) -> None:
+    s, etc = layout.state, layout.etc
+    _start(layout, "containerd", ["containerd", f"--config={etc / 'containerd.toml'}"])
+    _wait("containerd socket", lambda: layout.containerd_socket.exists(), 60, layout, "containerd")
+    images.import_into_containerd(
+        [images.ensure_pause(progress), images.ensure_base(progress)], layout.containerd_socket, progress
+    )
+    _start(layout, "kubelet", [
+        bins / "kubelet", f"--config={etc / 'kubelet.json'}", f"--kubeconfig={etc / 'kubelet.kubeconfig'}",
+        f"--root-dir={s / 'kubelet'}", f"--cert-dir={s / 'kubelet-pki'}", f"--hostname-override={cfg.NODE_NAME}",
+        f"--node-ip={cfg.NODE_IP}", "--v=1",
+    ])  # fmt: skip
+    _start(layout, "kube-proxy", [bins / "kube-proxy", f"--config={etc / 'kube-proxy.json'}", "--v=1"])
+    _kubectl(
+        layout,
+        bins,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cfg.cluster_objects(layout)}),
+    )
+    _start(layout, "coredns", [bins / "coredns", "-conf", etc / "Corefile"])
+    _start(layout, "local-path-provisioner", [
+        bins / "local-path-provisioner", "--debug", "start", f"--kubeconfig={layout.kubeconfig}",
+        "--namespace=local-path-storage", "--configmap-name=local-path-config",
+        f"--helper-image={cfg.HELPER_IMAGE}", f"--helper-pod-file={etc / 'helperPod.json'}",
+        "--service-account-name=local-path-provisioner-service-account", "--provisioner-name=rancher.io/local-path",
+    ], env={**os.environ, "HOME": str(s)})  # fmt: skip
+    _wait("the node Ready", lambda: node_ready(layout), 120, layout, "kubelet")
+    _wait(
+        "CoreDNS ready",
+        lambda: _get(f"http://127.0.0.1:{cfg.COREDNS_READY_PORT}/ready")[0] == 200,
+        60,
+        layout,
+        "coredns",
+    )
+    _wait(
+        "kube-proxy healthy",
+        lambda: _get(f"http://127.0.0.1:{cfg.PROXY_HEALTHZ_PORT}/healthz")[0] == 200,
+        60,
+        layout,
+        "kube-proxy",
+    )
+    _wait("the default ServiceAccount", lambda: api(layout, "/api/v1/namespaces/default/serviceaccounts/default")
+          is not None, 60, layout, "kube-controller-manager")  # fmt: skip
+
+
+def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None) -> Path:
+    """Bring the cluster up (or leave a healthy one as it is); return the admin kubeconfig path."""
+    layout = layout or layout_from_env()
+    if os.geteuid() != 0:
+        raise ClusterError("the local cluster runs containers and changes the network: run it as root")
+    if healthy(layout):
+        progress("the cluster is already up")
+        return layout.kubeconfig
+    if layout.state.exists():
+        progress("a previous cluster is half up: removing it first")
+        down(layout, progress)
+    t0 = time.monotonic()
+    install_packages(progress)
+    bins = tools.ensure(progress=progress)
+    layout.state.mkdir(parents=True, exist_ok=True)
+    try:
+        _make_pki(layout)
+        _write_configs(layout)
+        host.set_sysctls(layout.state / "sysctls.saved")
+        host.ensure_bridge(cfg.BRIDGE, f"{cfg.NODE_IP}/24")  # the API server listens on the node address
+        host.ensure_guard(cfg.BRIDGE)
+        _control_plane(layout, bins)
+        progress(f"control plane up in {time.monotonic() - t0:.0f} s")
+        _node(layout, bins, progress)
+    except BaseException:
+        progress("start failed; logs are under " + str(layout.logs))
+        raise
+    progress(f"cluster up in {time.monotonic() - t0:.0f} s; kubeconfig: {layout.kubeconfig}")
+    return layout.kubeconfig
+
+
+# -- down ---------------------------------------------------------------------------------------
+
+
+def _drain_pods(layout: cfg.Layout, bins: Path, progress: Progress) -> None:
+    """Stop new pods, delete every pod and wait for the kubelet to tear them down (CNI DEL)."""
+    if not (status(layout)["api"] and host.daemon_pid("kubelet", layout.run)):
+        return
+    for name in ("kube-controller-manager", "kube-scheduler"):
+        host.stop_daemon(name, layout.run)
+    subprocess.run(
+        [str(bins / "kubectl"), f"--kubeconfig={layout.kubeconfig}", "delete", "pods", "--all",
+         "--all-namespaces", "--grace-period=0", "--force", "--wait=false"],
+        capture_output=True, timeout=120,
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if not host.runtime_netns() and not _sandboxes(layout):
+            return
+        time.sleep(0.5)
+    progress("pods still present after 90 s: removing them by force")
+
+
+def _sandboxes(layout: cfg.Layout) -> list[str]:
+    proc = subprocess.run(
+        ["ctr", "--address", str(layout.containerd_socket), "-n", "k8s.io", "tasks", "ls", "-q"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    return proc.stdout.split() if proc.returncode == 0 else []
+
+
+def down(layout: cfg.Layout | None = None, progress: Progress = lambda m: None) -> list[str]:
+    """Remove everything ``up()`` created; return what was still found afterwards (empty when clean)."""
+    layout = layout or layout_from_env()
+    if os.geteuid() != 0:
+        raise ClusterError("removing the local cluster needs root")
+    bins = tools.bin_dir()
+    if layout.state.exists():
+        try:
+            _drain_pods(layout, bins, progress)
+        except (OSError, subprocess.SubprocessError, ssl.SSLError) as exc:
+            progress(f"could not drain pods through the API ({exc}); removing them by force")
+        for name in reversed(DAEMONS):
+            host.stop_daemon(name, layout.run)
+        # what the runtime left: shims and their containers
+        host.kill_matching(str(layout.containerd_socket))
+        runc_root = layout.state / "containerd" / "runc"
+        if runc_root.is_dir() and shutil.which("runc"):
+            for ns_root in runc_root.iterdir():
+                for ctr in ns_root.iterdir() if ns_root.is_dir() else ():
+                    subprocess.run(["runc", "--root", str(ns_root), "delete", "--force", ctr.name],
+                                   capture_output=True, timeout=30)  # fmt: skip
+    if (bins / "kube-proxy").exists():
+        subprocess.run([str(bins / "kube-proxy"), "--cleanup"], capture_output=True, timeout=60)
+    host.remove_chains()
+    host.remove_runtime_netns()
+    host.unmount_under(layout.state)
+    host.remove_pod_cgroups()
+    host.delete_bridge(cfg.BRIDGE)
+    host.restore_sysctls(layout.state / "sysctls.saved")
+    if layout.state.exists():
+        shutil.rmtree(layout.state, ignore_errors=True)
+    left = leftovers(layout)
+    progress("cluster removed" if not left else f"left behind: {left}")
+    return left
+
+
+def leftovers(layout: cfg.Layout) -> list[str]:
+    """Anything of the cluster still on the host: processes, chains, netns, mounts, cgroups, bridge."""
+    found = []
+    for name in DAEMONS:
+        if layout.run.is_dir() and host.daemon_pid(name, layout.run):
+            found.append(f"process {name}")
+    found += [f"process {pid}" for pid in _pids_matching(str(layout.state))]
+    found += [f"iptables chain {c}" for c in host.leftover_chains()]
+    found += [f"netns {n.name}" for n in host.runtime_netns()]
+    found += [f"mount {m}" for m in host.mounts_under(layout.state)]
+    found += [f"cgroup {c}" for c in host.pod_cgroups()]
+    if host.run(["ip", "link", "show", cfg.BRIDGE], check=False):
+        found.append(f"bridge {cfg.BRIDGE}")
+    if layout.state.exists():
+        found.append(f"directory {layout.state}")
+    return found
+
+
+def _pids_matching(pattern: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if pattern in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+def main(argv: list[str]) -> int:
+    usage = "usage: python3 -m localkube.node up|down|status"
+    if len(argv) != 1 or argv[0] not in ("up", "down", "status"):
+        print(usage, file=sys.stderr)
+        return 2
+
+    def say(msg: str) -> None:
+        print(f"[k8s] {msg}", file=sys.stderr, flush=True)
+
+    layout = layout_from_env()
+    try:
+        if argv[0] == "up":
+            print(up(layout, say))
+        elif argv[0] == "down":
+            return 1 if down(layout, say) else 0
+        else:
+            state = status(layout) if layout.state.exists() else {}
+            print(json.dumps(state, indent=2))
+            return 0 if state and all(state.values()) else 1
+    except (ClusterError, images.ImageError, tools.PrerequisiteMissing, pki.PkiError) as exc:
+        say(f"error: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
