@@ -58,12 +58,16 @@ class SubscriptionGroupManager:
 
     def update(self, config: SubscriptionGroupConfig) -> None:
         self.table[config.group_name] = config
-        self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=self.data_version.counter + 1)
+        self._next_version()
         log.info("subscription group %s saved", config.group_name)
         self.persist()
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
+        self._next_version()  # slaves replace their table when the version moves (so they drop it too)
         self.persist()
         return True
+
+    def _next_version(self) -> None:
+        self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=self.data_version.counter + 1)

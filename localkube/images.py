@@ -148,13 +148,17 @@ def _build_mounts(tmp: Path) -> list[str]:
 
 
 def build(dockerfile: str, name: str, build_args: dict[str, str], progress: Progress = lambda m: None) -> str:
-    """``buildah bud`` a Dockerfile of the repository (its ``<Dockerfile>.dockerignore`` applies)."""
+    """``buildah bud`` a Dockerfile of the repository (its ``<Dockerfile>.dockerignore`` applies).
+
+    No layer cache: buildah's cache key for ``RUN --mount=type=bind,from=<stage>`` ignores what the
+    stage produced, so a cached build would ship the previous wheels.
+    """
     require("buildah")
     t0 = time.monotonic()
     progress(f"buildah bud -f {dockerfile} -t {name} ...")
     with tempfile.TemporaryDirectory() as tmp:
         argv = [
-            "buildah", "bud", "--isolation", "chroot", "--layers", "-f", dockerfile,
+            "buildah", "bud", "--isolation", "chroot", "--layers=false", "-f", dockerfile,
             "--ignorefile", f"{dockerfile}.dockerignore", "-t", name,
             *_build_mounts(Path(tmp)),
         ]  # fmt: skip

@@ -14,4 +14,4 @@ trap 'rm -rf "$lintdir"' EXIT
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation --target "$lintdir" . >/dev/null
 (cd "$lintdir" && PYTHONPATH="$lintdir" "$OLDPWD/.venv/bin/lint-imports" --no-cache --config "$OLDPWD/pyproject.toml")
 echo "== pytest"
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

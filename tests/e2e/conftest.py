@@ -5,11 +5,11 @@ the cluster: no namesrv-addr-override, no loopback processes.
 
 Fixtures:
 
-- ``node_cluster`` (session) -> ``KubeCluster`` bound to the node's admin kubeconfig (``kubectl``,
+- ``node_cluster`` (package) -> ``KubeCluster`` bound to the node's admin kubeconfig (``kubectl``,
   ``helm``, ``get``, ``apply``, ``wait_until``). Brought up by the session if it was not running,
-  and then removed at the end, with a check that nothing is left on the host.
-- ``images`` (session) -> ``E2EImages``: the project and Spark image names, built and imported.
-- ``operator_release`` (session): the chart installed in ``pyrocketmq-system`` with those images.
+  and then removed after the last e2e test, with a check that nothing is left on the host.
+- ``images`` (package) -> ``E2EImages``: the project and Spark image names, built and imported.
+- ``operator_release`` (package): the chart installed in ``pyrocketmq-system`` with those images.
 
 Needs root (containers, network) and the tools ``scripts/k8s-up`` installs. Without them the
 tests skip locally and fail with ``CI=true``. Cluster start and image builds run right after
@@ -117,21 +117,29 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     progress("; ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def _remove_cluster(progress) -> list[str]:
+    """Remove the cluster if this session started it; return what was left on the host."""
     if not _session.started_here:
-        return
+        return []
     _session.started_here = False
-    progress = _say(session)
     t0 = time.monotonic()
     left = lk_node.down(lk_node.layout_from_env(), progress)
     progress(f"cluster removed in {time.monotonic() - t0:.0f} s")
+    return left
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A fallback: the package fixture removes the cluster after the last e2e test."""
+    left = _remove_cluster(_say(session))
     if left:
-        progress(f"LEFT BEHIND on the host: {left}")
+        _say(session)(f"LEFT BEHIND on the host: {left}")
         session.exitstatus = 1
 
 
-@pytest.fixture(scope="session")
-def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> KubeCluster:
+@pytest.fixture(scope="package")
+def node_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
+    """The cluster; removed (if this session started it) once the last e2e test is done, so the
+    rest of the suite does not share the machine with it."""
     if _session.error is not None:
         if _session.prerequisite:
             prereq.missing_prerequisite("e2e", _session.error)
@@ -148,24 +156,26 @@ def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> KubeCluster:
         HELM_CONFIG_HOME=str(workdir / "helm" / "config"),
         HELM_DATA_HOME=str(workdir / "helm" / "data"),
     )
-    return KubeCluster(
+    yield KubeCluster(
         workdir,
         bins,
         layout.server,
         layout.kubeconfig,
         layout.pki / "ca.crt",
-        None,
-        env,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]  (no PKI object: the node's certificates are in layout.pki)
+        env,
     )
+    left = _remove_cluster(_say(request.session))
+    assert not left, f"left behind on the host after k8s-down: {left}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def images(node_cluster: KubeCluster) -> E2EImages:
     assert _session.images is not None
     return _session.images
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[str]:
     """``helm install`` of charts/pyrocketmq with the built image; uninstalled at the end."""
     node_cluster.helm(
