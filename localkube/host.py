@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -107,9 +108,9 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def kill_matching(pattern: str) -> list[int]:
-    """SIGKILL every process whose command line contains ``pattern`` (runtime shims left behind)."""
-    killed = []
+def pids_matching(pattern: str) -> list[int]:
+    """Processes (other than this one) whose command line contains ``pattern``."""
+    pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -118,12 +119,17 @@ def kill_matching(pattern: str) -> list[int]:
         except OSError:
             continue
         if pattern in cmdline:
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
-            except ProcessLookupError:
-                pass
-    return killed
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_matching(pattern: str) -> None:
+    """SIGKILL every process whose command line contains ``pattern`` (runtime shims left behind)."""
+    for pid in pids_matching(pattern):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 # -- sysctls -----------------------------------------------------------------------------------
@@ -198,46 +204,36 @@ def _our_chain(name: str) -> bool:
     return name.startswith(CHAIN_PREFIXES)
 
 
-def remove_chains(binaries: Iterable[str] = ("iptables", "ip6tables")) -> list[str]:
+def _our_chains(binary: str, table: str) -> tuple[list[str], list[str]]:
+    """(our chains, every rule line) of one table, as ``-S`` prints them."""
+    rules = run([binary, "-w", "5", "-t", table, "-S"], check=False).splitlines()
+    return [ln.split()[1] for ln in rules if ln.startswith("-N ") and _our_chain(ln.split()[1])], rules
+
+
+def _tables() -> Iterable[tuple[str, str]]:
+    for binary in ("iptables", "ip6tables"):
+        if shutil.which(binary) is not None:
+            for table in ("filter", "nat", "mangle", "raw"):
+                yield binary, table
+
+
+def remove_chains() -> None:
     """Delete every rule that jumps to one of our chains, then flush and delete those chains."""
-    removed = []
-    for binary in binaries:
-        if shutil.which(binary) is None:
-            continue
-        for table in ("filter", "nat", "mangle", "raw"):
-            rules = run([binary, "-w", "5", "-t", table, "-S"], check=False).splitlines()
-            chains = [ln.split()[1] for ln in rules if ln.startswith("-N ") and _our_chain(ln.split()[1])]
-            for ln in rules:
-                m = re.match(r"-A (\S+) (.*)$", ln)
-                if m and not _our_chain(m.group(1)) and re.search(r"-j (KUBE-|CNI-|PYRMQ-)", m.group(2)):
-                    run(
-                        [binary, "-w", "5", "-t", table, "-D", m.group(1), *_split_rule(m.group(2))],
-                        check=False,
-                    )
-            for chain in chains:
-                run([binary, "-w", "5", "-t", table, "-F", chain], check=False)
-            for chain in chains:
-                if run([binary, "-w", "5", "-t", table, "-X", chain], check=False) is not None:
-                    removed.append(f"{binary}/{table}/{chain}")
-    return removed
-
-
-def _split_rule(spec: str) -> list[str]:
-    import shlex
-
-    return shlex.split(spec)
+    for binary, table in _tables():
+        chains, rules = _our_chains(binary, table)
+        ipt = [binary, "-w", "5", "-t", table]
+        for ln in rules:
+            m = re.match(r"-A (\S+) (.*)$", ln)
+            if m and not _our_chain(m.group(1)) and re.search(r"-j (KUBE-|CNI-|PYRMQ-)", m.group(2)):
+                run([*ipt, "-D", m.group(1), *shlex.split(m.group(2))], check=False)
+        for chain in chains:
+            run([*ipt, "-F", chain], check=False)
+        for chain in chains:
+            run([*ipt, "-X", chain], check=False)
 
 
 def leftover_chains() -> list[str]:
-    found = []
-    for binary in ("iptables", "ip6tables"):
-        if shutil.which(binary) is None:
-            continue
-        for table in ("filter", "nat", "mangle", "raw"):
-            for ln in run([binary, "-w", "5", "-t", table, "-S"], check=False).splitlines():
-                if ln.startswith("-N ") and _our_chain(ln.split()[1]):
-                    found.append(f"{binary}/{table}/{ln.split()[1]}")
-    return found
+    return [f"{binary}/{table}/{chain}" for binary, table in _tables() for chain in _our_chains(binary, table)[0]]
 
 
 # -- mounts, netns, cgroups ---------------------------------------------------------------------

@@ -73,11 +73,13 @@ def _log_tail(layout: cfg.Layout, name: str, lines: int = 30) -> str:
 # -- prerequisites ------------------------------------------------------------------------------
 
 
+def _present(command: str) -> bool:
+    """An absolute path exists, or a command name is on PATH."""
+    return Path(command).exists() if "/" in command else shutil.which(command) is not None
+
+
 def install_packages(progress: Progress) -> None:
-    missing = sorted(
-        {pkg for cmd, pkg in APT_PACKAGES.items() if (shutil.which(cmd) if "/" not in cmd else None) is None
-         and not Path(cmd).exists()}
-    )  # fmt: skip
+    missing = sorted({pkg for cmd, pkg in APT_PACKAGES.items() if not _present(cmd)})
     if not missing:
         return
     if shutil.which("apt-get") is None:
@@ -442,7 +444,7 @@ def leftovers(layout: cfg.Layout) -> list[str]:
     for name in DAEMONS:
         if layout.run.is_dir() and host.daemon_pid(name, layout.run):
             found.append(f"process {name}")
-    found += [f"process {pid}" for pid in _pids_matching(str(layout.state))]
+    found += [f"process {pid}" for pid in host.pids_matching(str(layout.state))]
     found += [f"iptables chain {c}" for c in host.leftover_chains()]
     found += [f"netns {n.name}" for n in host.runtime_netns()]
     found += [f"mount {m}" for m in host.mounts_under(layout.state)]
@@ -452,18 +454,6 @@ def leftovers(layout: cfg.Layout) -> list[str]:
     if layout.state.exists():
         found.append(f"directory {layout.state}")
     return found
-
-
-def _pids_matching(pattern: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if pattern in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
 
 
 def main(argv: list[str]) -> int:

@@ -32,7 +32,6 @@ REPO_ROOT = HERE.parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from localkube import config as lk_config  # noqa: E402
 from localkube import images as lk_images  # noqa: E402
 from localkube import node as lk_node  # noqa: E402
 from localkube import tools as lk_tools  # noqa: E402
@@ -192,5 +191,3 @@ def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[s
         node_cluster.helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False, timeout=180)
         node_cluster.kubectl("delete", "namespace", OPERATOR_NAMESPACE, "--ignore-not-found", check=False)
 
-
-NODE_IP = lk_config.NODE_IP

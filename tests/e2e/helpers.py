@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from pyrocketmq.client import Message, SyncProducer, SyncPullConsumer
 from tests.k8s.cluster import KubeCluster
 
 GROUP = "pyrocketmq.io/v1alpha1"
+BROKER_PORT = 10911
+BROKER_SELECTOR = "app.kubernetes.io/component=broker"
 
 
 def nameserver_cr(name: str, replicas: int = 2) -> dict[str, Any]:
@@ -132,3 +139,91 @@ def run_pod(
         time.sleep(1)
     logs = kube.kubectl("logs", name, "-n", ns, check=False).stdout
     return phase, logs
+
+
+@dataclass
+class MQ:
+    kube: KubeCluster
+    ns: str
+    images: Any  # conftest.E2EImages
+
+    def broker_pods(self) -> list[dict]:
+        return pods(self.kube, self.ns, BROKER_SELECTOR)
+
+    def namesrv_addr(self) -> str:
+        """From the node: the name server pods' IPs (the pod network routes to the node)."""
+        return ";".join(f"{pod_ip(self.kube, self.ns, f'names-{i}')}:9876" for i in range(2))
+
+    def in_cluster_namesrv(self) -> str:
+        return f"names.{self.ns}.svc:9876"
+
+    def broker_addrs(self) -> dict[str, str]:
+        return {p["metadata"]["name"]: f"{p['status']['podIP']}:{BROKER_PORT}" for p in self.broker_pods()}
+
+
+@contextmanager
+def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = False) -> Iterator[MQ]:
+    """A fresh namespace with NameServer ``names`` (2 pods) and Broker ``orders`` (2 groups × master +
+    slave); deleted afterwards. ``wait``: return once both are Ready."""
+    ns = kube.create_namespace(prefix)
+    kube.apply(nameserver_cr("names"), "-n", ns)
+    kube.apply(broker_cr("orders", "names"), "-n", ns)
+    try:
+        if wait:
+            wait_ready(kube, "nameserver", "names", ns, timeout=180)
+            wait_ready(kube, "broker", "orders", ns, timeout=240)
+        yield MQ(kube, ns, images)
+    finally:
+        kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
+
+
+class Sender:
+    """Sends from the node in a thread until stopped, keeping what was acknowledged and what failed."""
+
+    def __init__(self, namesrv: str, topic: str, pause: float = 0.02) -> None:
+        self.namesrv, self.topic, self.pause = namesrv, topic, pause
+        self.acked: dict[str, bytes] = {}
+        self.failures: list[str] = []
+        self.statuses: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sender:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _run(self) -> None:
+        with SyncProducer(f"P_{secrets.token_hex(3)}", self.namesrv) as producer:
+            i = 0
+            while not self._stop.is_set():
+                body = f"{self.topic}-{i}".encode()
+                try:
+                    result = producer.send(Message(self.topic, body))
+                    self.acked[result.msg_id] = body
+                    self.statuses[result.status.name] = self.statuses.get(result.status.name, 0) + 1
+                except Exception as exc:  # noqa: BLE001 — counted, the test decides
+                    self.failures.append(f"{type(exc).__name__}: {exc}")
+                i += 1
+                time.sleep(self.pause)
+
+    def wait_for(self, n: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.acked) < n and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(self.acked) >= n, f"only {len(self.acked)} sends acknowledged; failures: {self.failures[-5:]}"
+
+
+def read_all(namesrv: str, topic: str, group: str, expect: int, timeout: float = 90) -> list[bytes]:
+    with SyncPullConsumer(group, namesrv) as consumer:
+        consumer.assign(consumer.fetch_queues(topic))
+        consumer.seek_to_begin()
+        got: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while len(got) < expect and time.monotonic() < deadline:
+            got.extend(m.body for m in consumer.poll(timeout=2))
+        consumer.commit_sync()
+    return got

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -21,13 +18,15 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
-    broker_cr,
+    MQ,
+    Sender,
+    deployed_mq,
     get,
     group_cr,
-    nameserver_cr,
     pod_ip,
     pod_ready,
     pods,
+    read_all,
     run_pod,
     topic_cr,
     wait_ready,
@@ -35,39 +34,11 @@ from tests.e2e.helpers import (
 from tests.integration import wire
 from tests.k8s.cluster import KubeCluster
 
-BROKER_PORT = 10911
-
-
-@dataclass
-class MQ:
-    kube: KubeCluster
-    ns: str
-    images: E2EImages
-
-    def broker_pods(self) -> list[dict]:
-        return pods(self.kube, self.ns, "app.kubernetes.io/component=broker")
-
-    def namesrv_addr(self) -> str:
-        """From the node: the name server pods' IPs (the pod network routes to the node)."""
-        return ";".join(f"{pod_ip(self.kube, self.ns, f'names-{i}')}:9876" for i in range(2))
-
-    def in_cluster_namesrv(self) -> str:
-        return f"names.{self.ns}.svc:9876"
-
-    def broker_addrs(self) -> dict[str, str]:
-        return {p["metadata"]["name"]: f"{p['status']['podIP']}:{BROKER_PORT}" for p in self.broker_pods()}
-
 
 @pytest.fixture(scope="module")
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    kube = node_cluster
-    ns = kube.create_namespace("e2e")
-    kube.apply(nameserver_cr("names"), "-n", ns)
-    kube.apply(broker_cr("orders", "names"), "-n", ns)
-    try:
-        yield MQ(kube, ns, images)
-    finally:
-        kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
+    with deployed_mq(node_cluster, images, "e2e") as cluster:
+        yield cluster
 
 
 def _invoke(admin: SyncAdmin, addr: str, code: int) -> bytes:
@@ -215,58 +186,6 @@ def test_g_slave_pods_replicate_their_master_and_serve_reads(mq: MQ):
             kube.wait_until(lambda m=master, s=slave, q=q, ours=ours: _raw_queue(s, topic, q) == ours, 30,
                             f"orders-{g} queue {q} on the slave")  # fmt: skip
         assert sum(len(_raw_queue(master, topic, q)) > 0 for q in (0, 1)) >= (1 if per_group[f"orders-{g}"] else 0)
-
-
-class Sender:
-    """Sends from the node in a thread until stopped, keeping what was acknowledged and what failed."""
-
-    def __init__(self, namesrv: str, topic: str, pause: float = 0.02) -> None:
-        self.namesrv, self.topic, self.pause = namesrv, topic, pause
-        self.acked: dict[str, bytes] = {}
-        self.failures: list[str] = []
-        self.statuses: dict[str, int] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Sender:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(60)
-
-    def _run(self) -> None:
-        with SyncProducer(f"P_{secrets.token_hex(3)}", self.namesrv) as producer:
-            i = 0
-            while not self._stop.is_set():
-                body = f"{self.topic}-{i}".encode()
-                try:
-                    result = producer.send(Message(self.topic, body))
-                    self.acked[result.msg_id] = body
-                    self.statuses[result.status.name] = self.statuses.get(result.status.name, 0) + 1
-                except Exception as exc:  # noqa: BLE001 — counted, the test decides
-                    self.failures.append(f"{type(exc).__name__}: {exc}")
-                i += 1
-                time.sleep(self.pause)
-
-    def wait_for(self, n: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.acked) < n and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert len(self.acked) >= n, f"only {len(self.acked)} sends acknowledged; failures: {self.failures[-5:]}"
-
-
-def read_all(namesrv: str, topic: str, group: str, expect: int, timeout: float = 90) -> list[bytes]:
-    with SyncPullConsumer(group, namesrv) as consumer:
-        consumer.assign(consumer.fetch_queues(topic))
-        consumer.seek_to_begin()
-        got: list[bytes] = []
-        deadline = time.monotonic() + timeout
-        while len(got) < expect and time.monotonic() < deadline:
-            got.extend(m.body for m in consumer.poll(timeout=2))
-        consumer.commit_sync()
-    return got
 
 
 @pytest.mark.timeout(900)

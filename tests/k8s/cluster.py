@@ -23,7 +23,6 @@ Nothing here imports ``pyrocketmq``.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import secrets
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from localkube import pki
 from tests.helpers.cluster import ManagedProcess, free_port, stop_all
 
 T = TypeVar("T")
@@ -106,159 +106,29 @@ class Pki:
     proxy_key: Path
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    proc = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        raise RuntimeError(f"openssl {' '.join(args)} failed:\n{proc.stderr}")
-
-
-def _ec_key(path: Path) -> Path:
-    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(path), cwd=path.parent)
-    path.chmod(0o600)
-    return path
-
-
-def _signed_cert(
-    pki_dir: Path, name: str, subject: str, ext: str, ca_crt: Path, ca_key: Path
-) -> tuple[Path, Path]:
-    key = _ec_key(pki_dir / f"{name}.key")
-    csr, crt, extfile = pki_dir / f"{name}.csr", pki_dir / f"{name}.crt", pki_dir / f"{name}.ext"
-    extfile.write_text(ext)
-    _openssl("req", "-new", "-key", str(key), "-subj", subject, "-out", str(csr), cwd=pki_dir)
-    _openssl(
-        "x509",
-        "-req",
-        "-in",
-        str(csr),
-        "-CA",
-        str(ca_crt),
-        "-CAkey",
-        str(ca_key),
-        "-set_serial",
-        "0x" + secrets.token_hex(16),
-        "-days",
-        "3650",
-        "-sha256",
-        "-extfile",
-        str(extfile),
-        "-out",
-        str(crt),
-        cwd=pki_dir,
-    )
-    csr.unlink()
-    return crt, key
-
-
 def make_pki(pki_dir: Path) -> Pki:
-    """A throwaway CA, the API server's serving cert, two client certs and a ServiceAccount key pair."""
-    if shutil.which("openssl") is None:
-        raise PrerequisiteMissing("the `openssl` command is not on PATH (Debian: apt-get install openssl)")
-    pki_dir.mkdir(parents=True, exist_ok=True)
-    ca_key = _ec_key(pki_dir / "ca.key")
-    ca_crt = pki_dir / "ca.crt"
-    _openssl(
-        "req",
-        "-x509",
-        "-new",
-        "-key",
-        str(ca_key),
-        "-subj",
-        "/CN=pyrocketmq-test-ca",
-        "-days",
-        "3650",
-        "-sha256",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
-        "-out",
-        str(ca_crt),
-        cwd=pki_dir,
-    )
-    first_service_ip = "10.96.0.1"
-    sans = ",".join(
-        [
-            "IP:127.0.0.1",
-            f"IP:{first_service_ip}",
-            "DNS:localhost",
-            "DNS:kubernetes",
-            "DNS:kubernetes.default",
-            "DNS:kubernetes.default.svc",
-            "DNS:kubernetes.default.svc.cluster.local",
-        ]
-    )
-    leaf = "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-    serving_crt, serving_key = _signed_cert(
-        pki_dir,
-        "apiserver",
-        "/CN=kube-apiserver",
-        leaf + f"extendedKeyUsage=serverAuth\nsubjectAltName={sans}\n",
-        ca_crt,
-        ca_key,
-    )
-    client = leaf + "extendedKeyUsage=clientAuth\n"
-    admin_crt, admin_key = _signed_cert(
-        pki_dir, "admin", "/O=system:masters/CN=pyrocketmq-admin", client, ca_crt, ca_key
-    )
-    kcm_crt, kcm_key = _signed_cert(
-        pki_dir, "controller-manager", "/CN=system:kube-controller-manager", client, ca_crt, ca_key
-    )
-    proxy_crt, proxy_key = _signed_cert(
-        pki_dir, "front-proxy-client", "/CN=front-proxy-client", client, ca_crt, ca_key
-    )
-    sa_key = _ec_key(pki_dir / "sa.key")
-    sa_pub = pki_dir / "sa.pub"
-    _openssl("ec", "-in", str(sa_key), "-pubout", "-out", str(sa_pub), cwd=pki_dir)
-    return Pki(
-        pki_dir,
-        ca_crt,
-        ca_key,
-        serving_crt,
-        serving_key,
-        sa_key,
-        sa_pub,
-        admin_crt,
-        admin_key,
-        kcm_crt,
-        kcm_key,
-        proxy_crt,
-        proxy_key,
-    )
-
-
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode()
+    """A throwaway CA, the API server's serving cert, client certs and a ServiceAccount key pair."""
+    try:
+        ca = pki.make_ca(pki_dir, "pyrocketmq-test-ca")
+        sans = ["127.0.0.1", "10.96.0.1", "localhost", "kubernetes", "kubernetes.default",
+                "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"]  # fmt: skip
+        serving = pki.issue(pki_dir, "apiserver", "/CN=kube-apiserver", ca, server_names=sans, client=False)
+        admin = pki.issue(pki_dir, "admin", "/O=system:masters/CN=pyrocketmq-admin", ca)
+        kcm = pki.issue(pki_dir, "controller-manager", "/CN=system:kube-controller-manager", ca)
+        proxy = pki.issue(pki_dir, "front-proxy-client", "/CN=front-proxy-client", ca)
+        sa_key, sa_pub = pki.service_account_keys(pki_dir)
+    except pki.PkiError as exc:
+        if shutil.which("openssl") is None:
+            raise PrerequisiteMissing(str(exc)) from exc
+        raise
+    return Pki(pki_dir, ca[0], ca[1], *serving, sa_key, sa_pub, *admin, *kcm, *proxy)
 
 
 def write_kubeconfig(path: Path, server: str, ca: Path, user: str, credentials: Mapping[str, str]) -> Path:
-    """A one-context kubeconfig; ``credentials`` are the ``user`` fields (cert data or a token)."""
-    user_fields = "".join(f"    {k}: {v}\n" for k, v in credentials.items())
-    path.write_text(
-        "apiVersion: v1\n"
-        "kind: Config\n"
-        "clusters:\n"
-        f"- name: {CLUSTER_NAME}\n"
-        "  cluster:\n"
-        f"    server: {server}\n"
-        f"    certificate-authority-data: {_b64(ca)}\n"
-        "users:\n"
-        f"- name: {user}\n"
-        "  user:\n"
-        f"{user_fields}"
-        "contexts:\n"
-        f"- name: {user}@{CLUSTER_NAME}\n"
-        "  context:\n"
-        f"    cluster: {CLUSTER_NAME}\n"
-        f"    user: {user}\n"
-        "    namespace: default\n"
-        f"current-context: {user}@{CLUSTER_NAME}\n"
-    )
-    path.chmod(0o600)
-    return path
+    return pki.write_kubeconfig(path, server, ca, user, credentials, CLUSTER_NAME)
 
 
-def _cert_credentials(crt: Path, key: Path) -> dict[str, str]:
-    return {"client-certificate-data": _b64(crt), "client-key-data": _b64(key)}
+_cert_credentials = pki.cert_credentials
 
 
 # --------------------------------------------------------------------------------------------------
