@@ -43,6 +43,10 @@ class DrainFacts:
     """User topics on the master that still take writes."""
     lag: tuple[tuple[str, int], ...] = ()
     """Consumer groups with unconsumed messages on the master: (group, messages)."""
+    unread_topics: tuple[tuple[str, int], ...] = ()
+    """User topics holding messages on the master that no consumer group has read there: (topic,
+    messages). A group's lag covers only topics it has offsets for, so without this a scale-down
+    would drop messages sent before any consumer of their topic came by."""
     error: str = ""
     """Why the master could not be asked, if it could not."""
 
@@ -74,6 +78,14 @@ def scale_down_decision(facts: DrainFacts, force: bool = False) -> Decision:
     if facts.lag:
         shown = ", ".join(f"{group} ({n} messages)" for group, n in facts.lag[:5])
         return Decision(Action.WAIT, "QueuesNotDrained", f"{g} still holds unconsumed messages of {shown}")
+    if facts.unread_topics:
+        shown = ", ".join(f"{topic} ({n} messages)" for topic, n in facts.unread_topics[:5])
+        return Decision(
+            Action.WAIT,
+            "TopicsNotConsumed",
+            f"{g} holds messages no consumer group has read: {shown}; consume them, or set the annotation "
+            "pyrocketmq.io/force-scale-down=true to remove the group anyway",
+        )
     return Decision(Action.REMOVE, "Drained", f"{g} is drained: writes stopped and every queue consumed")
 
 

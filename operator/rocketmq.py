@@ -28,6 +28,7 @@ from pyrocketmq.remoting.body import (
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
+    TopicStatsTable,
 )
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -261,28 +262,37 @@ async def drain_facts(admin: Admin, cluster: str, group: str, served_traffic: bo
     if addr is None:
         return DrainFacts(group, served_traffic=served_traffic, error="its master is not registered")
     try:
-        writable = await writable_user_topics(admin, addr, cluster, frozenset(registered))
+        topics = await user_topics(admin, addr, cluster, frozenset(registered))
+        writable = sorted(name for name, perm in topics.items() if perm & PERM_WRITE)
         lag: list[tuple[str, int]] = []
+        read: set[str] = set()  # topics some group has offsets for on this master
         for name in sorted(await group_configs(admin, addr)):
             if not is_user_group(name):
                 continue
             resp = await _invoke(admin, addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": name})
             stats = ConsumeStats.from_json(resp.body or b"{}")
+            read.update(mq.topic for mq in stats.offset_table)
             behind = sum(max(0, w.broker_offset - max(0, w.consumer_offset)) for w in stats.offset_table.values())
             if behind > 0:
                 lag.append((name, behind))
+        unread: list[tuple[str, int]] = []
+        for topic in sorted(set(topics) - read):
+            resp = await _invoke(admin, addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+            table = TopicStatsTable.from_json(resp.body or b"{}").offset_table
+            stored = sum(max(0, o.max_offset - o.min_offset) for o in table.values())
+            if stored > 0:
+                unread.append((topic, stored))
     except (MQConnectionError, MQTimeoutError, OSError) as e:
         return DrainFacts(group, served_traffic=True, registered=True, error=str(e))
     return DrainFacts(group, served_traffic=True, registered=True, reachable=True,
-                      writable_topics=tuple(writable), lag=tuple(lag))
+                      writable_topics=tuple(writable), lag=tuple(lag), unread_topics=tuple(unread))
 
 
-async def writable_user_topics(admin: Admin, addr: str, cluster: str, broker_names: frozenset[str]) -> list[str]:
+async def user_topics(admin: Admin, addr: str, cluster: str, broker_names: frozenset[str]) -> dict[str, int]:
+    """The user topics on the broker at ``addr`` with their permissions."""
     resp = await _invoke(admin, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
     table = TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
-    return sorted(
-        name for name, cfg in table.items() if is_user_topic(name, cluster, broker_names) and cfg.perm & PERM_WRITE
-    )
+    return {name: cfg.perm for name, cfg in table.items() if is_user_topic(name, cluster, broker_names)}
 
 
 async def stop_writes(admin: Admin, cluster: str, group: str) -> list[str]:

@@ -34,6 +34,10 @@ from .conftest import body
          Action.WAIT, "QueuesNotDrained"),
         (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, writable_topics=("T",), lag=(("g", 3),)),
          False, Action.STOP_WRITES, "StoppingWrites"),
+        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, unread_topics=(("T", 5),)), False,
+         Action.WAIT, "TopicsNotConsumed"),
+        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, lag=(("g", 3),),
+                    unread_topics=(("T", 5),)), False, Action.WAIT, "QueuesNotDrained"),
         (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True), False, Action.REMOVE, "Drained"),
     ],
 )
@@ -48,6 +52,9 @@ def test_waiting_messages_say_what_to_do():
     assert "force-scale-down" in unreachable.message and "refused" in unreachable.message
     lag = scale_down_decision(DrainFacts("b-1", served_traffic=True, registered=True, reachable=True, lag=(("billing", 42),)))
     assert "billing (42 messages)" in lag.message
+    unread = scale_down_decision(DrainFacts("b-1", served_traffic=True, registered=True, reachable=True,
+                                            unread_topics=(("Orders", 7),)))
+    assert "Orders (7 messages)" in unread.message and "force-scale-down" in unread.message
 
 
 @pytest.mark.parametrize(("existing", "desired", "expected"), [({0, 1, 2}, 2, [2]), ({0, 1, 2, 3}, 1, [3, 2, 1]), ({0, 1}, 3, [])])
