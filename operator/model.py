@@ -35,7 +35,6 @@ BROKER_FAST_PORT = BROKER_PORT - 2  # the "VIP channel" RocketMQ clients may use
 BROKER_HA_PORT = BROKER_PORT + 1
 
 # Annotations the operator reads on a Broker.
-ANNOTATION_NAMESRV_OVERRIDE = "pyrocketmq.io/namesrv-addr-override"
 """Development hook: the name servers the *operator* uses to reach this cluster (``host:port;…``),
 instead of the in-cluster DNS names. Lets tests manage real broker processes running outside pods."""
 ANNOTATION_FORCE_SCALE_DOWN = "pyrocketmq.io/force-scale-down"
@@ -203,8 +202,6 @@ class BrokerModel:
     config: Mapping[str, str] = field(default_factory=dict)
     scheduling: Scheduling = field(default_factory=Scheduling)
     metrics: Metrics = field(default_factory=Metrics)
-    namesrv_override: str | None = None
-    """The development hook (:data:`ANNOTATION_NAMESRV_OVERRIDE`)."""
     force_scale_down: bool = False
 
     @property
@@ -245,7 +242,6 @@ class BrokerModel:
         reserved = sorted(RESERVED_CONFIG_KEYS & set(config))
         if reserved:
             raise SpecError(f"spec.config: {', '.join(reserved)} are set by the operator")
-        override = str(annotations.get(ANNOTATION_NAMESRV_OVERRIDE) or "").strip() or None
         return cls(
             ref=ref,
             cluster_name=str(spec.get("clusterName") or ref.name),
@@ -262,7 +258,6 @@ class BrokerModel:
             config=config,
             scheduling=Scheduling.from_spec(spec.get("scheduling")),
             metrics=Metrics.from_spec(spec.get("metrics")),
-            namesrv_override=override,
             force_scale_down=str(annotations.get(ANNOTATION_FORCE_SCALE_DOWN, "")).lower() == "true",
         )
 

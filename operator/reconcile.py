@@ -51,7 +51,6 @@ from .rocketmq import (
     delete_topic,
     drain_facts,
     group_stats,
-    registered_groups,
     stop_writes,
     topic_brokers,
 )
@@ -131,10 +130,6 @@ async def report_failure(ctx: Context, body: Mapping[str, Any], reason: str, mes
         ctx.event("Warning", reason, message[:1000])
 
 
-def _admin_addr(model: BrokerModel, addrs: list[str]) -> str:
-    return model.namesrv_override or ";".join(addrs)
-
-
 async def broker_name_servers(ctx: Context, model: BrokerModel) -> list[str]:
     """The name servers of a Broker by stable DNS names (or as given in ``nameServer.addresses``)."""
     if model.namesrv_addresses:
@@ -211,7 +206,6 @@ class BrokerReconcile:
         self.keep: list[int] = []
         self.waiting: list[tuple[str, str, str]] = []
         self.removed: list[tuple[str, str]] = []
-        self.registered: dict[str, dict[int, str]] = {}
 
     async def run(self) -> None:
         await run_steps([
@@ -229,7 +223,7 @@ class BrokerReconcile:
 
     async def resolve_name_servers(self) -> None:
         self.namesrv_addrs = await broker_name_servers(self.ctx, self.model)
-        self.admin_addr = _admin_addr(self.model, self.namesrv_addrs)
+        self.admin_addr = ";".join(self.namesrv_addrs)
 
     async def observe(self) -> None:
         ref, kube = self.model.ref, self.ctx.kube
@@ -237,13 +231,6 @@ class BrokerReconcile:
         self.statefulsets = {s["metadata"]["name"]: s for s in statefulsets if owned_by(s, ref.uid)}
         self.pods = await kube.list("v1", "Pod", ref.namespace, selector_labels(ref, "broker"))
         self.existing = {i for n in self.statefulsets if (i := group_index(ref.name, n)) is not None}
-        if self.model.namesrv_override:
-            # Development hook: the brokers may be processes outside pods; ask the name servers.
-            try:
-                async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
-                    self.registered = await registered_groups(admin, self.model.cluster_name)
-            except (RocketMQUnavailable, RocketMQRefused) as e:
-                self.ctx.log.info("cluster %s: name servers not answering: %s", self.model.cluster_name, e)
 
     async def plan_scale_down(self) -> None:
         model = self.model
@@ -252,7 +239,7 @@ class BrokerReconcile:
             name = model.group_name(index)
             served = bool((previous_groups.get(name) or {}).get("servedTraffic"))
             sts_ready = int(((self.statefulsets.get(name) or {}).get("status") or {}).get("readyReplicas") or 0)
-            served = served or sts_ready > 0 or 0 in self.registered.get(name, {})
+            served = served or sts_ready > 0
             facts = DrainFacts(name, served_traffic=served)
             if served and not model.force_scale_down:
                 try:
@@ -307,7 +294,7 @@ class BrokerReconcile:
             sts = self.result.stored.get(("StatefulSet", name))
             if sts is not None and not statefulset_rolled_out(sts):
                 rolled_out = False
-            groups.append(broker_group_status(model, index, sts, self.pods, self.registered.get(name),
+            groups.append(broker_group_status(model, index, sts, self.pods, None,
                                               previous_groups.get(name), draining=index >= model.groups))
         conds = broker_conditions(groups, model.groups, rolled_out, self.waiting)
         ready_groups = sum(1 for g in groups if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])
@@ -352,7 +339,7 @@ async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for
     draining = frozenset(
         str(g.get("name")) for g in (body.get("status") or {}).get("groups") or () if g.get("phase") == "Draining"
     )
-    return ClusterTarget(model.cluster_name, _admin_addr(model, addrs), draining)
+    return ClusterTarget(model.cluster_name, ";".join(addrs), draining)
 
 
 class _OnBrokersReconcile:

@@ -1,7 +1,7 @@
 """End-to-end tests on real pods: the single-node cluster of ``scripts/k8s-up`` (``localkube``), the
 project's images built from its Dockerfiles with buildah and imported into the node's containerd,
 and the Helm chart installed as a user installs it. Nothing here reaches a broker except through
-the cluster: no namesrv-addr-override, no loopback processes.
+the cluster: no loopback brokers, no address overrides.
 
 Fixtures:
 

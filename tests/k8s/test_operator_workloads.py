@@ -2,7 +2,7 @@
 conditions, drift repair, image updates, group scaling, two clusters at once, operator restarts.
 
 There is no kubelet: Pods are created by the StatefulSet controller and stay Pending, so the brokers
-never run here (test_operator_rocketmq.py runs real broker processes)."""
+never run here (tests/e2e/ runs the same resources on real pods)."""
 
 from __future__ import annotations
 

@@ -250,11 +250,7 @@ def test_external_name_server_addresses_are_taken_as_given():
     assert model.namesrv_name is None and model.namesrv_addresses == ("ns1.example:9876", "ns2.example:9876")
 
 
-def test_development_override_and_force_annotations_are_read():
+def test_the_force_scale_down_annotation_is_read():
     b = body("Broker", nameServer={"name": "n"})
-    b["metadata"]["annotations"] = {
-        "pyrocketmq.io/namesrv-addr-override": " 127.0.0.1:9876 ",
-        "pyrocketmq.io/force-scale-down": "true",
-    }
-    model = BrokerModel.from_body(b)
-    assert model.namesrv_override == "127.0.0.1:9876" and model.force_scale_down
+    b["metadata"]["annotations"] = {"pyrocketmq.io/force-scale-down": "true"}
+    assert BrokerModel.from_body(b).force_scale_down

@@ -1,0 +1,131 @@
+"""Topic and ConsumerGroup resources against broker pods, beyond create/delete: queue counts and
+group settings updated in place, members and lag in the group's status, and a cluster whose name
+servers cannot be reached (a Ready=False reason, retries with backoff) that converges untouched
+once its Broker points at running name servers. Brokers are reached only through pods and the
+cluster's DNS, as users run them."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from pyrocketmq.client import Message, MessageQueue, SyncAdmin, SyncProducer, SyncPullConsumer
+from pyrocketmq.remoting.body import SubscriptionGroupWrapper
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand
+from tests.e2e.conftest import OPERATOR_NAMESPACE, E2EImages
+from tests.e2e.helpers import MQ, broker_cr, condition, deployed_mq, get, group_cr, topic_cr, wait_ready
+from tests.k8s.cluster import KubeCluster
+
+
+@pytest.fixture(scope="module")
+def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
+    with deployed_mq(node_cluster, images, "e2e-ops", wait=True) as cluster:
+        yield cluster
+
+
+def group_configs(admin: SyncAdmin, addr: str) -> dict:
+    async def fetch():
+        resp = await admin.admin.instance.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        return SubscriptionGroupWrapper.from_json(resp.body or b"{}").subscription_group_table
+
+    return admin._lt.run(fetch())
+
+
+def queue_layout(admin: SyncAdmin, topic: str) -> dict[str, tuple[int, int, int]]:
+    return {q.broker_name: (q.read_queue_nums, q.write_queue_nums, q.perm) for q in admin.topic_route(topic).queue_datas}
+
+
+def masters(mq: MQ) -> list[str]:
+    addrs = mq.broker_addrs()
+    return [addrs["orders-0-0"], addrs["orders-1-0"]]
+
+
+def test_topic_queue_counts_are_updated_on_every_master(mq: MQ):
+    kube, ns = mq.kube, mq.ns
+    topic = f"Upd_{secrets.token_hex(3)}"
+    kube.apply(topic_cr("upd-topic", topic, "orders", queues=4), "-n", ns)
+    wait_ready(kube, "topic", "upd-topic", ns, timeout=60)
+    with SyncAdmin(mq.namesrv_addr()) as admin:
+        kube.wait_until(lambda: queue_layout(admin, topic) == {"orders-0": (4, 4, 6), "orders-1": (4, 4, 6)}, 30, "4")
+        kube.kubectl("patch", "topic", "upd-topic", "-n", ns, "--type=merge", "-p",
+                     '{"spec": {"readQueueNums": 8, "writeQueueNums": 8}}')
+        kube.wait_until(lambda: queue_layout(admin, topic) == {"orders-0": (8, 8, 6), "orders-1": (8, 8, 6)}, 60, "8")
+    obj = kube.wait_until(lambda: (o := get(kube, "topic", "upd-topic", ns)) and o["status"].get("observedGeneration") == 2
+                          and o, 60, "generation 2")  # fmt: skip
+    assert sorted(b["brokerName"] for b in obj["status"]["brokers"]) == ["orders-0", "orders-1"]
+
+
+def test_group_settings_are_updated_and_members_and_lag_show_in_status(mq: MQ):
+    kube, ns = mq.kube, mq.ns
+    group, topic = f"GID_UPD_{secrets.token_hex(3)}", f"Lag_{secrets.token_hex(3)}"
+    kube.apply(topic_cr("lag-topic", topic, "orders", queues=2), "-n", ns)
+    kube.apply({**group_cr("billing", group, "orders"), "spec": {"clusterRef": {"name": "orders"}, "groupName": group,
+                                                                 "retryMaxTimes": 3, "broadcast": False}}, "-n", ns)
+    wait_ready(kube, "consumergroup", "billing", ns, timeout=60)
+    wait_ready(kube, "topic", "lag-topic", ns, timeout=60)
+    namesrv = mq.namesrv_addr()
+    with SyncAdmin(namesrv) as admin:
+        for addr in masters(mq):
+            config = group_configs(admin, addr)[group]
+            assert config.retry_max_times == 3 and config.consume_broadcast_enable is False
+        kube.kubectl("patch", "consumergroup", "billing", "-n", ns, "--type=merge", "-p", '{"spec": {"retryMaxTimes": 5}}')
+        kube.wait_until(lambda: all(group_configs(admin, a)[group].retry_max_times == 5 for a in masters(mq)), 60, "5")
+
+        # 5 messages on orders-0, 2 of them consumed; a member of the group online.
+        with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv) as producer:
+            for i in range(5):
+                producer.send(Message(topic, b"x"), queue=MessageQueue(topic, "orders-0", i % 2))
+        admin.update_consumer_offset(group, MessageQueue(topic, "orders-0", 0), 2)
+        with SyncPullConsumer(group, namesrv) as consumer:
+            consumer.assign(consumer.fetch_queues(topic))
+
+            def observed():
+                status = (get(kube, "consumergroup", "billing", ns) or {}).get("status") or {}
+                lag = {row["topic"]: row["lag"] for row in status.get("lag") or ()}
+                return status.get("membersOnline", 0) >= 1 and lag.get(topic) == 3 and status
+
+            status = kube.wait_until(observed, 120, "members and lag in status", interval=1)
+            assert status["totalLag"] >= 3 and status["members"]
+
+
+def operator_log(kube: KubeCluster) -> str:
+    return kube.kubectl("logs", "-n", OPERATOR_NAMESPACE, "deploy/pyrocketmq", "--tail=2000").stdout
+
+
+@pytest.mark.timeout(600)
+def test_an_unreachable_cluster_is_a_reason_retried_with_backoff_and_converges_when_reachable(mq: MQ):
+    kube, ns = mq.kube, mq.ns
+    topic = f"Later_{secrets.token_hex(3)}"
+    dead = f"nowhere.{ns}.svc:9876"  # no such Service: nothing answers there
+    late = broker_cr("late", "names", groups=1, replicas=1)
+    late["spec"]["nameServer"] = {"addresses": [dead]}
+    late["spec"]["replicationMode"] = "ASYNC"
+    late["spec"]["storage"] = {"type": "ephemeral"}
+    kube.apply(late, "-n", ns)
+    kube.apply(topic_cr("later", topic, "late"), "-n", ns)
+
+    def unreachable():
+        obj = get(kube, "topic", "later", ns)
+        return obj if condition(obj, "Ready").get("reason") == "Unreachable" else None
+
+    obj = kube.wait_until(unreachable, 120, "Ready=False Unreachable", interval=1)
+    ready = condition(obj, "Ready")
+    assert ready["status"] == "False" and dead in ready["message"]
+    assert condition(obj, "Reconciling").get("status") == "True"
+
+    def delays() -> list[float]:
+        return [float(line.rsplit("retrying in ", 1)[1].split()[0])
+                for line in operator_log(kube).splitlines() if f"name servers {dead}" in line and "retrying in" in line]
+
+    kube.wait_until(lambda: len(delays()) >= 4, 120, "retries", interval=2)
+    assert min(delays()) < max(delays()), delays()  # backoff: the delay grows between attempts
+
+    # Pointed at running name servers, the same Topic converges without being touched.
+    kube.kubectl("patch", "broker", "late", "-n", ns, "--type=merge", "-p",
+                 '{"spec": {"nameServer": {"addresses": null, "name": "names"}}}')
+    wait_ready(kube, "topic", "later", ns, timeout=240)
+    with SyncAdmin(mq.namesrv_addr()) as admin:
+        assert set(queue_layout(admin, topic)) == {"late-0"}
