@@ -258,11 +258,14 @@ class ClientInstance:
 
     # -- requests ---------------------------------------------------------------------------------
     async def invoke(
-        self, addr: str, cmd: RemotingCommand, timeout: float | None = None, *, what: str = "broker"
+        self, addr: str, cmd: RemotingCommand, timeout: float | None = None, *, what: str = "broker",
+        connect_timeout: float | None = None,
     ) -> RemotingCommand:
-        """Send ``cmd`` to ``addr`` (a ``what``) and wait for the answer; transport failures become client errors."""
+        """Send ``cmd`` to ``addr`` (a ``what``) and wait for the answer; transport failures become client errors.
+        ``connect_timeout`` bounds a new connection's wait (at most ``settings.connect_timeout``)."""
+        timeout = self.settings.request_timeout if timeout is None else timeout
         try:
-            return await self.remoting.invoke(addr, cmd, self.settings.request_timeout if timeout is None else timeout)
+            return await self.remoting.invoke(addr, cmd, timeout, connect_timeout)
         except RemotingError as e:
             raise transport_error(e, addr, what) from None
 

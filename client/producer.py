@@ -443,7 +443,7 @@ class Producer:
         last_result: SendResult | None = None
         last_broker: str | None = None
         tried: list[str] = []
-        for _ in range(attempts):
+        for attempt in range(attempts):
             remaining = timeout - (time.monotonic() - begin)
             if remaining <= 0:
                 break
@@ -455,7 +455,10 @@ class Producer:
             tried.append(mq.broker_name)
             started = time.monotonic()
             try:
-                result = await self._send_to(inst, mq, payload, remaining, oneway)
+                # A connect may use its share of what is left, so an address that does not answer
+                # (a broker pod gone with its IP) leaves time to retry on another broker.
+                connect_budget = remaining / (attempts - attempt)
+                result = await self._send_to(inst, mq, payload, remaining, oneway, connect_budget)
             except MQError as e:
                 self._record(mq.broker_name, started, failed=True)
                 last_error, last_broker = e, mq.broker_name
@@ -487,7 +490,8 @@ class Producer:
             self.fault.update(broker, (time.monotonic() - started) * 1000.0, isolation=failed)
 
     async def _send_to(
-        self, inst: ClientInstance, mq: MessageQueue, payload: Payload, timeout: float, oneway: bool
+        self, inst: ClientInstance, mq: MessageQueue, payload: Payload, timeout: float, oneway: bool,
+        connect_timeout: float | None = None,
     ) -> SendResult | None:
         addr = await inst.master_addr_of(payload.topic, mq.broker_name)
         fields = build_send_header(
@@ -503,7 +507,7 @@ class Producer:
         if oneway:
             await inst.invoke_oneway(addr, cmd)
             return None
-        resp = await inst.invoke(addr, cmd, timeout)
+        resp = await inst.invoke(addr, cmd, timeout, connect_timeout=connect_timeout)
         return send_result_from_response(resp, payload, mq.broker_name, addr)
 
 

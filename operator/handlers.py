@@ -10,6 +10,9 @@ Handlers per kind (group ``pyrocketmq.io``, version ``v1alpha1``):
 
 - ``on.create`` / ``on.update`` / ``on.resume`` → reconcile (the same level-based chain);
 - ``timer`` every ``resync_interval`` → reconcile (repairs drift, refreshes status and lag);
+- ``event`` on a broker StatefulSet the operator rendered: when one finishes its rolling update while
+  its Broker is rolling, the Broker is reconciled at once, so the next group starts without waiting
+  for the resync (groups roll one after another, :func:`.plan.rollout_partitions`);
 - ``on.delete`` (Topic, ConsumerGroup: behind the finalizer ``pyrocketmq.io/finalizer``) → remove
   the topic/group from the brokers. NameServer and Broker carry no finalizer: their objects have
   owner references and are garbage-collected, so deleting them never waits for the operator (kopf
@@ -31,7 +34,7 @@ import kopf
 
 from .kube import KubeClient, KubeError
 from .metrics import OperatorMetrics
-from .model import API_GROUP, API_VERSION
+from .model import API_GROUP, API_VERSION, GROUP_VERSION
 from .reconcile import (
     Context,
     ReconcileError,
@@ -40,7 +43,9 @@ from .reconcile import (
     reconcile,
     report_failure,
 )
+from .render.common import LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY
 from .settings import OperatorSettings
+from .status import condition_of, statefulset_rolled_out
 
 log = logging.getLogger("pyrocketmq.operator")
 
@@ -61,6 +66,8 @@ class Runtime:
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     kube: KubeClient | None = None
     reconciles: int = 0
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    """One lock per object (by uid): kopf's handlers and the StatefulSet trigger never overlap."""
 
 
 def login(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
@@ -100,10 +107,12 @@ def _context(runtime: Runtime, body: Mapping[str, Any], logger: logging.Logger |
     return Context(kube=runtime.kube, settings=runtime.settings, event=event, log=logger)
 
 
-def _lock(memo: Any) -> asyncio.Lock:
-    lock = memo.get("reconcile_lock")
+def _lock(runtime: Runtime, body: Mapping[str, Any]) -> asyncio.Lock:
+    meta = body.get("metadata") or {}
+    key = str(meta.get("uid") or f"{body.get('kind')}/{meta.get('namespace')}/{meta.get('name')}")
+    lock = runtime.locks.get(key)
     if lock is None:
-        lock = memo["reconcile_lock"] = asyncio.Lock()
+        lock = runtime.locks[key] = asyncio.Lock()
     return lock
 
 
@@ -121,7 +130,7 @@ async def _run(
     ctx = _context(runtime, snapshot, logger)
     metrics = runtime.metrics
     started = time.monotonic()
-    async with _lock(memo):
+    async with _lock(runtime, body):
         try:
             await action(snapshot, ctx)
         except ReconcileError as e:
@@ -189,8 +198,37 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
 
     for kind, plural in PLURALS.items():
         _register_kind(registry, kind, plural, resync.resync_interval, resync.resync_initial_delay)
+
+    @kopf.on.event("apps", "v1", "statefulsets", labels={LABEL_COMPONENT: "broker", LABEL_MANAGED_BY: MANAGED_BY},
+                   registry=registry)
+    async def broker_statefulset(body: kopf.Body, type: str | None, memo: Any, logger: logging.Logger,
+                                 **_: Any) -> None:
+        broker = await _rolling_broker(memo["runtime"], body, type)
+        if broker is not None:
+            await _run("statefulset", reconcile, broker, memo, 0, logger)
     _timers_without_finalizer(registry, {p for k, p in PLURALS.items() if k not in DELETERS})
     return registry
+
+
+async def _rolling_broker(runtime: Runtime, sts: Mapping[str, Any], event: str | None) -> Mapping[str, Any] | None:
+    """The Broker to reconcile now: ``sts`` has just finished rolling out, every replica Ready, and its
+    Broker says it is in a rolling update (other groups wait for their turn)."""
+    if event != "MODIFIED" or runtime.kube is None or not statefulset_rolled_out(sts):
+        return None
+    replicas = int((sts.get("spec") or {}).get("replicas", 1))
+    if int((sts.get("status") or {}).get("readyReplicas") or 0) < replicas:
+        return None
+    meta = sts.get("metadata") or {}
+    owner = next((r for r in meta.get("ownerReferences") or () if r.get("kind") == "Broker"), None)
+    if owner is None:
+        return None
+    broker = await runtime.kube.get(GROUP_VERSION, "Broker", meta.get("namespace"), owner.get("name"))
+    if broker is None or (broker.get("metadata") or {}).get("uid") != owner.get("uid"):
+        return None
+    rolling = condition_of(broker.get("status"), "Reconciling")
+    if not rolling or rolling.get("status") != "True" or rolling.get("reason") != "RollingUpdate":
+        return None
+    return broker
 
 
 def _timers_without_finalizer(registry: kopf.OperatorRegistry, plurals: set[str]) -> None:

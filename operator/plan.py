@@ -122,3 +122,66 @@ def removable_groups(existing: set[int], desired: int) -> list[int]:
     [3, 2]
     """
     return sorted((i for i in existing if i >= desired), reverse=True)
+
+
+# -- Rolling updates, one group at a time ---------------------------------------------------------
+#
+# A change of a Broker's pod template (image, broker.conf, resources) reaches every group's
+# StatefulSet at once. Each StatefulSet rolls its own pods slaves first, one at a time, but the groups
+# would roll side by side, so the masters of two groups could be down together and a producer would
+# find no writable queue. The operator gates the groups with the StatefulSet's ``partition``: a group
+# whose pods may change gets 0, a group that has to wait gets ``replicas`` (no ordinal is >= it, so no
+# pod is replaced; a pod that dies meanwhile comes back at the old revision).
+#
+# ==========================================  ==========  ==============================================
+# group                                       partition   why
+# ==========================================  ==========  ==============================================
+# new (no StatefulSet yet)                    0           creating pods is not a roll
+# settled (template current, rolled out,      0           nothing to replace (held or not)
+# every replica ready)
+# rolling (template current, released, not   0           finish what was started
+# yet rolled out or not all ready)
+# pending (template changed, or held)         replicas    while any group is rolling
+# pending, none rolling                       0 for one   the first pending group with a replica not
+#                                                         ready, else the lowest index; the rest wait
+# ==========================================  ==========  ==============================================
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRollFacts:
+    index: int
+    exists: bool = True
+    template_changed: bool = False
+    """The desired pod template differs from the live StatefulSet's."""
+    released: bool = True
+    """The live StatefulSet's partition lets the controller replace its pods (partition < replicas)."""
+    rolled_out: bool = True
+    """The controller has every replica at the StatefulSet's current revision."""
+    all_ready: bool = True
+    """Every replica is Ready."""
+
+
+def rollout_partitions(facts: list[GroupRollFacts], replicas: int) -> dict[int, int]:
+    """The ``partition`` of each group's StatefulSet: at most one group replaces pods at a time.
+
+    >>> rollout_partitions([GroupRollFacts(0, template_changed=True), GroupRollFacts(1, template_changed=True)], 2)
+    {0: 0, 1: 2}
+    """
+    partitions: dict[int, int] = {}
+    rolling: list[int] = []
+    pending: list[GroupRollFacts] = []
+    for f in facts:
+        if not f.exists or (not f.template_changed and f.rolled_out and f.all_ready):
+            partitions[f.index] = 0
+        elif f.template_changed or not f.released:
+            pending.append(f)
+        else:
+            rolling.append(f.index)
+            partitions[f.index] = 0
+    if pending and not rolling:
+        first = next((f for f in pending if not f.all_ready), None) or min(pending, key=lambda f: f.index)
+        partitions[first.index] = 0
+        pending = [f for f in pending if f is not first]
+    for f in pending:
+        partitions[f.index] = replicas
+    return dict(sorted(partitions.items()))

@@ -38,9 +38,16 @@ from .model import (
     group_index,
     namesrv_addresses,
 )
-from .plan import Action, DrainFacts, removable_groups, scale_down_decision
+from .plan import (
+    Action,
+    DrainFacts,
+    GroupRollFacts,
+    removable_groups,
+    rollout_partitions,
+    scale_down_decision,
+)
 from .render import render_broker, render_nameserver
-from .render.common import LABEL_GROUP, owner_labels, selector_labels
+from .render.common import ANNOTATION_TEMPLATE_HASH, LABEL_GROUP, owner_labels, selector_labels
 from .rocketmq import (
     RocketMQRefused,
     RocketMQUnavailable,
@@ -168,6 +175,40 @@ class NameServerReconcile:
     async def render(self) -> None:
         self.desired = render_nameserver(self.model, self.ctx.settings.render)
 
+    async def gate_rollout(self) -> None:
+        """Set each group's StatefulSet partition so that groups replace their pods one at a time."""
+        rendered = {o["metadata"]["name"]: o for o in self.desired if o["kind"] == "StatefulSet"}
+        facts = []
+        for index in self.groups:
+            name = self.model.group_name(index)
+            live = self.statefulsets.get(name)
+            if live is None:
+                facts.append(GroupRollFacts(index, exists=False))
+                continue
+            want = rendered[name]["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH]
+            have = ((live.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH)
+            spec, status = live.get("spec") or {}, live.get("status") or {}
+            replicas = int(spec.get("replicas", 1))
+            partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
+            facts.append(GroupRollFacts(
+                index,
+                template_changed=want != have,
+                released=partition < replicas,
+                rolled_out=statefulset_rolled_out(live),
+                all_ready=int(status.get("readyReplicas") or 0) >= replicas,
+            ))
+        partitions = rollout_partitions(facts, self.model.replicas_per_group)
+        for index, partition in partitions.items():
+            name = self.model.group_name(index)
+            rendered[name]["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
+        released = [f.index for f in facts if f.exists and (f.template_changed or not f.released)
+                    and partitions[f.index] == 0]
+        waiting = [self.model.group_name(i) for i, p in partitions.items() if p > 0]
+        for index in released:
+            self.ctx.event("Normal", "RollingGroup", f"replacing the pods of {self.model.group_name(index)}"
+                           + (f"; waiting: {', '.join(waiting)}" if waiting else ""))
+        self.rollout_waiting = waiting
+
     async def apply(self) -> None:
         ref = self.model.ref
         self.result = await apply_objects(self.ctx.kube, ref, self.desired, owner_labels(ref, "namesrv"),
@@ -206,6 +247,7 @@ class BrokerReconcile:
         self.keep: list[int] = []
         self.waiting: list[tuple[str, str, str]] = []
         self.removed: list[tuple[str, str]] = []
+        self.rollout_waiting: list[str] = []
 
     async def run(self) -> None:
         await run_steps([
@@ -214,6 +256,7 @@ class BrokerReconcile:
             self.observe,
             self.plan_scale_down,
             self.render,
+            self.gate_rollout,
             self.apply,
             self.update_status,
         ])
@@ -269,6 +312,40 @@ class BrokerReconcile:
         self.groups = groups
         self.desired = render_broker(self.model, self.namesrv_addrs, self.ctx.settings.render, groups=groups)
 
+    async def gate_rollout(self) -> None:
+        """Set each group's StatefulSet partition so that groups replace their pods one at a time."""
+        rendered = {o["metadata"]["name"]: o for o in self.desired if o["kind"] == "StatefulSet"}
+        facts = []
+        for index in self.groups:
+            name = self.model.group_name(index)
+            live = self.statefulsets.get(name)
+            if live is None:
+                facts.append(GroupRollFacts(index, exists=False))
+                continue
+            want = rendered[name]["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH]
+            have = ((live.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH)
+            spec, status = live.get("spec") or {}, live.get("status") or {}
+            replicas = int(spec.get("replicas", 1))
+            partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
+            facts.append(GroupRollFacts(
+                index,
+                template_changed=want != have,
+                released=partition < replicas,
+                rolled_out=statefulset_rolled_out(live),
+                all_ready=int(status.get("readyReplicas") or 0) >= replicas,
+            ))
+        partitions = rollout_partitions(facts, self.model.replicas_per_group)
+        for index, partition in partitions.items():
+            name = self.model.group_name(index)
+            rendered[name]["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
+        released = [f.index for f in facts if f.exists and (f.template_changed or not f.released)
+                    and partitions[f.index] == 0]
+        waiting = [self.model.group_name(i) for i, p in partitions.items() if p > 0]
+        for index in released:
+            self.ctx.event("Normal", "RollingGroup", f"replacing the pods of {self.model.group_name(index)}"
+                           + (f"; waiting: {', '.join(waiting)}" if waiting else ""))
+        self.rollout_waiting = waiting
+
     async def apply(self) -> None:
         ref = self.model.ref
         self.result = await apply_objects(self.ctx.kube, ref, self.desired, owner_labels(ref, "broker"),
@@ -296,7 +373,7 @@ class BrokerReconcile:
                 rolled_out = False
             groups.append(broker_group_status(model, index, sts, self.pods, None,
                                               previous_groups.get(name), draining=index >= model.groups))
-        conds = broker_conditions(groups, model.groups, rolled_out, self.waiting)
+        conds = broker_conditions(groups, model.groups, rolled_out, self.waiting, self.rollout_waiting)
         ready_groups = sum(1 for g in groups if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])
         await write_status(self.ctx, self.body, {
             "observedGeneration": ref.generation,

@@ -157,10 +157,12 @@ def broker_conditions(
     desired_groups: int,
     rolled_out: bool,
     waiting: Sequence[tuple[str, str, str]],
+    rollout_waiting: Sequence[str] = (),
 ) -> list[Condition]:
     """Conditions of a Broker from its group statuses.
 
-    ``waiting`` lists ``(group, reason, message)`` for groups kept until drained.
+    ``waiting`` lists ``(group, reason, message)`` for groups kept until drained; ``rollout_waiting``
+    the groups whose pods wait for another group's rolling update to finish.
     """
     active = [g for g in groups if g.get("phase") != "Draining"]
     not_ready = [g for g in active if g.get("readyReplicas", 0) < g.get("replicas", 0)]
@@ -181,7 +183,10 @@ def broker_conditions(
     else:
         conds.append(Condition("ScaleDownPending", False, "NoScaleDown", ""))
         if not rolled_out:
-            conds.append(Condition("Reconciling", True, "RollingUpdate", "StatefulSets are rolling out their pods"))
+            message = "StatefulSets are rolling out their pods, one group at a time"
+            if rollout_waiting:
+                message += "; waiting for their turn: " + ", ".join(rollout_waiting)
+            conds.append(Condition("Reconciling", True, "RollingUpdate", message))
         else:
             conds.append(Condition("Reconciling", False, "Reconciled", "the cluster matches the spec"))
     degraded = [g["name"] for g in active if g.get("servedTraffic") and not (g.get("master") or {}).get("ready")]

@@ -373,17 +373,24 @@ class RemotingClient:
     def register(self, code: int, handler: Handler) -> None:
         self.handlers[int(code)] = handler
 
-    async def connection(self, addr: str) -> Connection:
+    async def connection(self, addr: str, timeout: float | None = None) -> Connection:
+        """The open connection to ``addr``, or a new one. ``timeout`` bounds this caller's wait for a
+        connect (at most ``connect_timeout``): a caller with retries left gives up early on an
+        address that does not answer (a deleted pod's IP) and tries elsewhere."""
         conn = self._conns.get(addr)
         if conn is not None and not conn.closed:
             return conn
+        limit = self.connect_timeout if timeout is None else max(0.0, min(timeout, self.connect_timeout))
         pending = self._connecting.get(addr)
         if pending is not None:
-            return await asyncio.shield(pending)
+            try:
+                return await asyncio.wait_for(asyncio.shield(pending), limit)
+            except TimeoutError:
+                raise RemotingConnectError(f"cannot connect to {addr}: TimeoutError") from None
         fut: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
         self._connecting[addr] = fut
         try:
-            conn = await self._open(addr)
+            conn = await self._open(addr, limit)
             fut.set_result(conn)
             return conn
         except BaseException as e:
@@ -393,7 +400,7 @@ class RemotingClient:
         finally:
             self._connecting.pop(addr, None)
 
-    async def _open(self, addr: str) -> Connection:
+    async def _open(self, addr: str, timeout: float) -> Connection:
         host, _, port = addr.rpartition(":")
         if not host or not port.isdigit():
             raise RemotingConnectError(f"bad address {addr!r}: expected host:port")
@@ -406,16 +413,18 @@ class RemotingClient:
         try:
             _, conn = await asyncio.wait_for(
                 loop.create_connection(lambda: Connection(self.handlers, on_close=drop, name="client"), host, int(port)),
-                self.connect_timeout,
+                timeout,
             )
         except (TimeoutError, OSError, OverflowError) as e:
-            raise RemotingConnectError(f"cannot connect to {addr}: {e or type(e).__name__}") from None
+            raise RemotingConnectError(f"cannot connect to {addr}: {str(e) or type(e).__name__}") from None
         conn.remote_addr = addr
         self._conns[addr] = conn
         return conn
 
-    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
-        conn = await self.connection(addr)
+    async def invoke(
+        self, addr: str, cmd: RemotingCommand, timeout: float = 3.0, connect_timeout: float | None = None
+    ) -> RemotingCommand:
+        conn = await self.connection(addr, connect_timeout)
         return await conn.invoke(cmd, timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:

@@ -8,6 +8,9 @@ slave's (``brokerId=<ordinal>``, ``SLAVE``) on ordinals > 0 and sets ``brokerIP1
 Updates roll slaves first and the master last: a StatefulSet's rolling update replaces pods from the
 highest ordinal down and waits for each to be Ready, and ordinal 0 is the master. A change of
 broker.conf changes the pod template (``pyrocketmq.io/config-hash``), so it rolls the same way.
+Groups roll one after another: the reconciler sets each StatefulSet's ``partition``
+(:func:`pyrocketmq.operator.plan.rollout_partitions`) from the live StatefulSets and their
+``pyrocketmq.io/template-hash``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ..model import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, BrokerModel, 
 from ..settings import RenderSettings
 from .common import (
     ANNOTATION_CONFIG_HASH,
+    ANNOTATION_TEMPLATE_HASH,
     CONFIG_MOUNT,
     RUN_MOUNT,
     STORE_MOUNT,
@@ -34,6 +38,7 @@ from .common import (
     preferred_anti_affinity,
     selector_labels,
     service_account,
+    template_hash,
 )
 
 COMPONENT = "broker"
@@ -254,9 +259,6 @@ def _statefulset(
     if claims:
         spec["volumeClaimTemplates"] = claims
         spec["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": retention, "whenScaled": retention}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": metadata(model.ref, group, COMPONENT, group=group),
-        "spec": spec,
-    }
+    meta = metadata(model.ref, group, COMPONENT, group=group,
+                    annotations={ANNOTATION_TEMPLATE_HASH: template_hash(spec["template"])})
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec}

@@ -15,6 +15,7 @@ never touches objects of another resource or another tool.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,9 @@ LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_GROUP = "pyrocketmq.io/group"
 LABEL_POD_INDEX = "apps.kubernetes.io/pod-index"  # set on StatefulSet pods by Kubernetes (>= 1.28)
 ANNOTATION_CONFIG_HASH = "pyrocketmq.io/config-hash"
+ANNOTATION_TEMPLATE_HASH = "pyrocketmq.io/template-hash"
+"""On a StatefulSet: digest of the pod template it was rendered with (tells a template change apart
+without comparing against the API server's defaulted copy)."""
 
 STORE_MOUNT = "/var/lib/pyrocketmq"
 RUN_MOUNT = "/var/run/pyrocketmq"
@@ -93,6 +97,11 @@ def config_hash(*parts: str) -> str:
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:16]
+
+
+def template_hash(template: Mapping[str, Any]) -> str:
+    """A digest of a rendered pod template (key order does not matter)."""
+    return config_hash(json.dumps(template, sort_keys=True, separators=(",", ":")))
 
 
 def pod_security_context() -> dict[str, Any]:

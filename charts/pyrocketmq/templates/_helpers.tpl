@@ -54,10 +54,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: ["pyrocketmq.io"]
   resources: ["nameservers/finalizers", "brokers/finalizers"]
   verbs: ["update"]
-# What the renderers produce: server-side apply (create + patch), prune (list + delete).
+# What the renderers produce: server-side apply (create + patch), prune (list + delete); broker
+# StatefulSets are watched too, so the next group rolls as soon as one finishes.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get", "list", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services", "configmaps", "serviceaccounts"]
   verbs: ["get", "list", "create", "patch", "delete"]

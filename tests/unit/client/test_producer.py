@@ -251,6 +251,7 @@ class FakeInstance:
     fail_first: list = field(default_factory=list)
 
     infos: dict = field(default_factory=dict)
+    connect_timeouts: list = field(default_factory=list)
 
     async def find_publish_info(self, topic, **kw):
         # cached, with a fixed round-robin start, as the real instance caches it
@@ -261,8 +262,9 @@ class FakeInstance:
     async def master_addr_of(self, topic, broker_name):
         return f"{broker_name}:10911"
 
-    async def invoke(self, addr, cmd, timeout=None):
+    async def invoke(self, addr, cmd, timeout=None, connect_timeout=None):
         broker = addr.split(":")[0]
+        self.connect_timeouts.append(connect_timeout)
         self.calls.append((broker, int(cmd.ext_fields["e"]), cmd.code))
         if self.fail_first:
             step = self.fail_first.pop(0)
@@ -318,6 +320,16 @@ def test_transport_errors_are_retried() -> None:
     res = asyncio.run(_producer(fake, retries=5).send(Message("T", b"x")))
     assert res.status is SendStatus.SEND_OK
     assert fake.calls[-1][0] == "c"
+
+
+def test_a_connect_gets_its_share_of_the_time_left_so_a_retry_fits() -> None:
+    # An address that does not answer (a broker pod gone with its IP) must not use the whole send
+    # timeout on its connect: each attempt may wait for a connection its share of what is left.
+    fake = FakeInstance({"a": [MQConnectionError("cannot connect to a:10911: TimeoutError")]}, QUEUES)
+    res = asyncio.run(_producer(fake, send_timeout=3.0, retries=2).send(Message("T", b"x")))
+    assert res.status is SendStatus.SEND_OK and [c[0] for c in fake.calls] == ["a", "b"]
+    first, second = fake.connect_timeouts
+    assert 0.9 < first <= 1.0 and 1.4 < second <= 1.5  # 3 s over 3 attempts, then what is left over 2
 
 
 def test_failed_broker_is_avoided_by_later_sends() -> None:

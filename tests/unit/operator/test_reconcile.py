@@ -42,8 +42,14 @@ class FakeKube:
     async def apply(self, obj, field_manager, force=True):
         key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
         created = key not in self.objects
-        self.objects[key] = copy.deepcopy(obj)
-        return created, copy.deepcopy(obj)
+        stored = copy.deepcopy(obj)
+        if not created and "status" in self.objects[key]:  # the status is not the applier's to replace
+            stored["status"] = self.objects[key]["status"]
+            generation = self.objects[key]["metadata"].get("generation", 1)
+            changed = stored.get("spec") != self.objects[key].get("spec")
+            stored["metadata"]["generation"] = generation + 1 if changed else generation
+        self.objects[key] = stored
+        return created, copy.deepcopy(stored)
 
     async def delete(self, api_version, kind, namespace, name, propagation="Background"):
         return self.objects.pop((kind, namespace, name), None) is not None
@@ -138,3 +144,57 @@ def test_nameserver_chain_reports_addresses():
     status = kube.statuses[("NameServer", "prod", "names")]
     assert status["namesrvAddr"] == "names-0.names-headless.prod.svc:9876;names-1.names-headless.prod.svc:9876"
     assert status["readyReplicas"] == 0 and status["replicas"] == 2
+
+
+def _settle(kube: FakeKube, name: str, *, rolled: bool) -> None:
+    """Play the StatefulSet controller: the status of a group that rolled out (or has not yet)."""
+    sts = kube.objects[("StatefulSet", "prod", name)]
+    replicas = sts["spec"]["replicas"]
+    generation = sts["metadata"].setdefault("generation", 1)
+    sts["status"] = {"observedGeneration": generation, "replicas": replicas, "readyReplicas": replicas if rolled else replicas - 1,
+                     "updatedReplicas": replicas if rolled else 0,
+                     "currentRevision": "r1" if rolled else "r0", "updateRevision": "r1"}
+
+
+def partitions(kube: FakeKube) -> dict[str, int]:
+    return {n: o["spec"]["updateStrategy"]["rollingUpdate"]["partition"]
+            for (k, _, n), o in sorted(kube.objects.items()) if k == "StatefulSet"}
+
+
+def test_a_template_change_rolls_one_group_after_another():
+    kube = FakeKube()
+    kube.add(body("NameServer", name="names", replicas=1))
+    broker = body("Broker", groups=3, replicasPerGroup=2, nameServer={"name": "names"})
+    run(kube, broker)
+    assert partitions(kube) == {"orders-0": 0, "orders-1": 0, "orders-2": 0}  # created at once
+    for g in range(3):
+        _settle(kube, f"orders-{g}", rolled=True)
+
+    changed = copy.deepcopy(broker)
+    changed["spec"]["config"] = {"fileReservedTime": "48"}
+    events = run(kube, with_status(kube, changed))
+    assert partitions(kube) == {"orders-0": 0, "orders-1": 2, "orders-2": 2}
+    assert [e[1:] for e in events if e[1] == "RollingGroup"] == [
+        ("RollingGroup", "replacing the pods of orders-0; waiting: orders-1, orders-2")]
+    status = kube.statuses[("Broker", "prod", "orders")]
+    reconciling = {c["type"]: c for c in status["conditions"]}["Reconciling"]
+    assert reconciling["reason"] == "RollingUpdate" and "orders-1, orders-2" in reconciling["message"]
+
+    for g in range(3):  # orders-0 is rolling; the held groups have the new revision pending
+        _settle(kube, f"orders-{g}", rolled=False)
+    run(kube, with_status(kube, changed))
+    assert partitions(kube) == {"orders-0": 0, "orders-1": 2, "orders-2": 2}
+
+    _settle(kube, "orders-0", rolled=True)
+    events = run(kube, with_status(kube, changed))
+    assert partitions(kube) == {"orders-0": 0, "orders-1": 0, "orders-2": 2}
+    assert [e[2] for e in events if e[1] == "RollingGroup"] == ["replacing the pods of orders-1; waiting: orders-2"]
+
+    _settle(kube, "orders-1", rolled=True)
+    run(kube, with_status(kube, changed))
+    assert partitions(kube) == {"orders-0": 0, "orders-1": 0, "orders-2": 0}
+    _settle(kube, "orders-2", rolled=True)
+    events = run(kube, with_status(kube, changed))
+    assert partitions(kube) == {"orders-0": 0, "orders-1": 0, "orders-2": 0} and events == []
+    status = kube.statuses[("Broker", "prod", "orders")]
+    assert {c["type"]: c["reason"] for c in status["conditions"]}["Reconciling"] == "Reconciled"
