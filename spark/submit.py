@@ -66,6 +66,9 @@ class K8sJob:
     executor_memory: str = "1g"
     pull_policy: str = "IfNotPresent"
     """``spark.kubernetes.container.image.pullPolicy``."""
+    python: str = "python3"
+    """The Python of driver and executors, inside the image (``spark.pyspark.python``): set, so a
+    ``PYSPARK_PYTHON`` of the machine that submits (a path there) never reaches the pods."""
     data_claim: str | None = None
     """A PersistentVolumeClaim (ReadWriteMany when executors run on several nodes) mounted at
     ``data_path`` in the driver and every executor, for file output such as Parquet."""
@@ -98,6 +101,8 @@ def spark_conf(job: K8sJob) -> dict[str, str]:
         "spark.driver.memory": job.driver_memory,
         "spark.executor.cores": str(job.executor_cores),
         "spark.executor.memory": job.executor_memory,
+        "spark.pyspark.python": job.python,
+        "spark.pyspark.driver.python": job.python,
     }
     if job.data_claim:
         for role in ("driver", "executor"):
@@ -134,7 +139,7 @@ def spark_application(job: K8sJob) -> dict[str, Any]:
         "spark.kubernetes.container.image", "spark.kubernetes.container.image.pullPolicy",
         "spark.kubernetes.namespace", "spark.kubernetes.authenticate.driver.serviceAccountName",
         "spark.executor.instances", "spark.driver.cores", "spark.driver.memory", "spark.executor.cores",
-        "spark.executor.memory",
+        "spark.executor.memory", "spark.pyspark.python", "spark.pyspark.driver.python",
     }
     extra = {k: v for k, v in generated.items() if k not in dedicated and ".label." not in k}
     labels = dict(sorted(job.labels.items()))

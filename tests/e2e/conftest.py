@@ -182,6 +182,7 @@ def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[s
         "-n", OPERATOR_NAMESPACE, "--create-namespace",
         "--set", f"image.repository={images.repository}", "--set", f"image.tag={images.tag}",
         "--set", "image.pullPolicy=Never", "--set", "operator.resyncInterval=10",
+        "--set", "monitoring.scrapeConfigs.enabled=true",
         "--wait", "--timeout", "180s",
         timeout=240,
     )  # fmt: skip

@@ -65,7 +65,9 @@ def find_tool(name: str) -> str:
 
 
 class Prometheus:
-    def __init__(self, workdir: Path, jobs: Mapping[str, Sequence[str]], rule_files: Sequence[Path] = ()) -> None:
+    def __init__(self, workdir: Path, jobs: Mapping[str, Sequence[str]], rule_files: Sequence[Path] = (),
+                 scrape_configs: Sequence[Mapping[str, Any]] = ()) -> None:
+        """``jobs``: static targets per job name; ``scrape_configs``: more jobs, as Prometheus takes them."""
         self.workdir = workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -74,7 +76,7 @@ class Prometheus:
             "rule_files": [str(p) for p in rule_files],
             "scrape_configs": [
                 {"job_name": job, "static_configs": [{"targets": list(targets)}]} for job, targets in jobs.items()
-            ],
+            ] + [dict(c) for c in scrape_configs],
         }
         workdir.mkdir(parents=True, exist_ok=True)
         self.config = workdir / "prometheus.yml"

@@ -12,22 +12,11 @@ from __future__ import annotations
 
 import re
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from pyrocketmq.client import (
-    ConsumeResult,
-    ConsumeSettings,
-    Message,
-    ProducerSettings,
-    PrometheusClientMetrics,
-    PushConsumerSettings,
-    SyncProducer,
-    SyncPushConsumer,
-)
+from pyrocketmq.client import Message
 from tests.helpers.cluster import ManagedProcess, free_broker_port, free_port, wait_for_tcp, write_properties
 from tests.observability.prometheus import (
     Prometheus,
@@ -38,6 +27,7 @@ from tests.observability.prometheus import (
     metric_names_in,
     rule_exprs,
 )
+from tests.observability.workload import traffic
 
 TOPIC = "ObsOrders"
 BACKGROUND = "ObsBackground"
@@ -86,41 +76,8 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
     prom, namesrv, broker, ns_addr = world
     prom.wait("both targets up", lambda: prom.value(f'sum(up{{job=~"{BROKER_JOB}|{NAMESRV_JOB}"}})') == 2)
 
-    client_registry = CollectorRegistry()
-    client_metrics = PrometheusClientMetrics(client_registry)
-    producer = SyncProducer("obs-producer", ns_addr, ProducerSettings(metrics=client_metrics)).start()
-    consumer: SyncPushConsumer | None = None
-    stop_background = threading.Event()
-    background: threading.Thread | None = None
-    try:
-        producer.send(Message(TOPIC, b"first"))  # creates the topic
-        producer.send(Message(BACKGROUND, b"first"))
-
-        consumed: list[str] = []
-
-        def listener(msgs):
-            if any(m.tags == "poison" for m in msgs):
-                return ConsumeResult.RECONSUME_LATER
-            consumed.extend(m.topic for m in msgs)
-            return ConsumeResult.SUCCESS
-
-        consumer = SyncPushConsumer(GROUP, ns_addr, PushConsumerSettings(
-            consume_from="first", consume=ConsumeSettings(max_reconsume_times=0), metrics=client_metrics))
-        consumer.subscribe(TOPIC)
-        consumer.subscribe(BACKGROUND)
-        consumer.register_listener(listener)
-        consumer.start()
-
-        def keep_sending() -> None:
-            while not stop_background.wait(0.2):
-                try:
-                    producer.send(Message(BACKGROUND, b"tick", tags="bg"))
-                except Exception:
-                    pass  # the broker is being stopped at the end
-
-        background = threading.Thread(target=keep_sending, daemon=True)
-        background.start()
-
+    with traffic(ns_addr, TOPIC, BACKGROUND, GROUP) as t:
+        producer, consumed, client_registry = t.producer, t.consumed, t.client_registry
         # -- values move as the traffic implies -----------------------------------------------------
         in_topic = f'sum(pyrocketmq_broker_messages_in_total{{topic="{TOPIC}"}})'
         before = prom.wait("the topic's counter", lambda: prom.value(in_topic))
@@ -168,8 +125,7 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
         assert not prom.query(alerts["PyRocketMQConsumerLagGrowing"])  # the consumer keeps up
 
         # -- the consumer stops: its lag grows while the producer goes on -------------------------------
-        consumer.shutdown()
-        consumer = None
+        t.stop_consumer()
         lag_alert = alerts["PyRocketMQConsumerLagGrowing"]
         rows = prom.wait("the lag alert's expression true", lambda: prom.query(lag_alert))
         assert {(r["metric"]["group"], r["metric"]["topic"]) for r in rows} >= {(GROUP, BACKGROUND)}
@@ -177,13 +133,6 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
             a for a in prom.api("alerts")["alerts"]
             if a["labels"]["alertname"] == "PyRocketMQConsumerLagGrowing" and a["state"] == "firing"])
         assert firing[0]["labels"]["group"] == GROUP
-    finally:
-        stop_background.set()
-        if background is not None:
-            background.join(10)
-        if consumer is not None:
-            consumer.shutdown()
-        producer.shutdown()
 
     # -- the processes go away: the down alerts' expressions become true ----------------------------------
     broker.stop()
