@@ -371,7 +371,7 @@ class BrokerReconcile:
             sts = self.result.stored.get(("StatefulSet", name))
             if sts is not None and not statefulset_rolled_out(sts):
                 rolled_out = False
-            groups.append(broker_group_status(model, index, sts, self.pods, None,
+            groups.append(broker_group_status(model, index, sts, self.pods,
                                               previous_groups.get(name), draining=index >= model.groups))
         conds = broker_conditions(groups, model.groups, rolled_out, self.waiting, self.rollout_waiting)
         ready_groups = sum(1 for g in groups if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])

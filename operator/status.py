@@ -108,15 +108,11 @@ def broker_group_status(
     index: int,
     statefulset: Mapping[str, Any] | None,
     pods: Iterable[Mapping[str, Any]],
-    registered: Mapping[int, str] | None,
     previous: Mapping[str, Any] | None,
     draining: bool,
 ) -> dict[str, Any]:
-    """One entry of ``status.groups``: master and slaves with address and readiness.
-
-    Addresses are what the name servers hold when the operator could ask them (``registered``,
-    broker id → ``ip:port``), else the pod IP and the broker port.
-    """
+    """One entry of ``status.groups``: master and slaves with address (pod IP and broker port, what
+    the broker registers) and readiness."""
     name = model.group_name(index)
     replicas = int(((statefulset or {}).get("spec") or {}).get("replicas", model.replicas_per_group))
     by_ordinal: dict[int, Mapping[str, Any]] = {}
@@ -125,22 +121,18 @@ def broker_group_status(
         head, _, tail = pod_name.rpartition("-")
         if head == name and tail.isdigit():
             by_ordinal[int(tail)] = pod
-    registered = registered or {}
 
     def member(ordinal: int) -> dict[str, Any]:
         pod = by_ordinal.get(ordinal)
         ip = ((pod or {}).get("status") or {}).get("podIP")
-        address = registered.get(ordinal) or (f"{ip}:{BROKER_PORT}" if ip else "")
-        ready = pod_ready(pod) if pod is not None else ordinal in registered
+        address = f"{ip}:{BROKER_PORT}" if ip else ""
+        ready = pod_ready(pod) if pod is not None else False
         return {"pod": f"{name}-{ordinal}", "address": address, "ready": bool(ready)}
 
     master = member(0)
     slaves = [{**member(o), "brokerId": o} for o in range(1, max(replicas, 1))]
     ready_replicas = int(((statefulset or {}).get("status") or {}).get("readyReplicas") or 0)
-    if registered and not any((p.get("status") or {}).get("podIP") for p in by_ordinal.values()):
-        # The development hook: brokers run outside pods; count what the name servers know.
-        ready_replicas = max(ready_replicas, len(registered))
-    served = bool((previous or {}).get("servedTraffic")) or master["ready"] or 0 in registered
+    served = bool((previous or {}).get("servedTraffic")) or master["ready"]
     return {
         "name": name,
         "phase": "Draining" if draining else "Active",

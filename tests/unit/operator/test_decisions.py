@@ -135,7 +135,7 @@ def pod(name, ip=None, ready=False):
 def test_group_status_lists_master_and_slaves_with_addresses():
     sts = {"spec": {"replicas": 3}, "status": {"readyReplicas": 2}}
     pods = [pod("b-0-0", "10.0.0.1", True), pod("b-0-1", "10.0.0.2", True), pod("b-0-2"), pod("b-1-0", "10.9.9.9", True)]
-    g = broker_group_status(model(replicasPerGroup=3), 0, sts, pods, None, None, draining=False)
+    g = broker_group_status(model(replicasPerGroup=3), 0, sts, pods, None, draining=False)
     assert g["name"] == "b-0" and g["phase"] == "Active" and g["replicas"] == 3 and g["readyReplicas"] == 2
     assert g["master"] == {"pod": "b-0-0", "address": "10.0.0.1:10911", "ready": True}
     assert g["slaves"] == [
@@ -145,14 +145,14 @@ def test_group_status_lists_master_and_slaves_with_addresses():
     assert g["servedTraffic"] is True
 
 
-def test_group_status_from_registrations_when_brokers_run_outside_pods():
-    g = broker_group_status(model(), 0, {"spec": {"replicas": 1}, "status": {}}, [], {0: "127.0.0.1:30911"}, None, draining=True)
-    assert g["master"] == {"pod": "b-0-0", "address": "127.0.0.1:30911", "ready": True}
-    assert g["readyReplicas"] == 1 and g["phase"] == "Draining" and g["servedTraffic"]
+def test_a_draining_group_without_pods_is_reported_not_ready():
+    g = broker_group_status(model(), 0, {"spec": {"replicas": 1}, "status": {}}, [], None, draining=True)
+    assert g["master"] == {"pod": "b-0-0", "address": "", "ready": False}
+    assert g["readyReplicas"] == 0 and g["phase"] == "Draining" and not g["servedTraffic"]
 
 
 def test_served_traffic_is_remembered():
-    g = broker_group_status(model(), 0, None, [pod("b-0-0")], None, {"servedTraffic": True}, draining=False)
+    g = broker_group_status(model(), 0, None, [pod("b-0-0")], {"servedTraffic": True}, draining=False)
     assert g["servedTraffic"] is True and g["master"]["ready"] is False
 
 
