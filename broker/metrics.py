@@ -6,7 +6,10 @@ and flushes feed two :class:`~pyrocketmq.metrics.LatencyRecorder`. Everything el
 disk, holds, connections) is read from the managers at scrape time by :func:`broker_families`.
 
 Every series carries ``cluster`` and ``broker`` (the brokerName); per-topic series add ``topic``,
-per-queue ones ``queue``, per-group ones ``group``. Those sets are bounded by the broker's topic
+per-queue ones ``queue``, per-group ones ``group``. A group's data (queue offsets, consumer offsets
+and lag, retry/DLQ and delayed counts) comes from its master only: a slave holds copies of the same
+queues and offsets, and a dashboard summing over pods would count them twice. A slave exports its
+own health (readiness, requests, store, disk, connections). Those sets are bounded by the broker's topic
 and group configuration; no label ever holds a message key, a client id or an address.
 
 =========================================================  =======================================
@@ -55,6 +58,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 import pyrocketmq
 from pyrocketmq.metrics import LatencyRecorder, RequestRecorder, ScrapeCollector, histogram_family
 
+from .settings import BrokerRole
 from .store.message_store import SCHEDULE_TOPIC
 from .subscription_group import _SYSTEM_GROUPS as SYSTEM_GROUPS
 
@@ -236,7 +240,10 @@ def broker_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric]:
     if store is None:
         return
 
-    queues = sorted((cq.topic, cq.queue_id, cq.max_offset, cq.min_offset) for cq in store.consume_queues())
+    # A slave's copies of the group's queues and offsets are the master's: left to the master.
+    copies = s.identity.role is BrokerRole.SLAVE
+    queues = [] if copies else sorted(
+        (cq.topic, cq.queue_id, cq.max_offset, cq.min_offset) for cq in store.consume_queues())
     maxes = {(t, q): mx for t, q, mx, _ in queues}
     g_max = gauge("queue_max_offset", "Next offset of a consume queue (messages ever stored in it).", ["topic", "queue"])
     g_min = gauge("queue_min_offset", "First offset still stored in a consume queue.", ["topic", "queue"])
@@ -251,13 +258,14 @@ def broker_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric]:
     g_off = gauge("consumer_offset", "Committed offset of a group in a queue.", ["group", "topic", "queue"])
     g_lag = gauge("consumer_lag_messages", "Messages of a queue a group has not consumed yet (max offset - committed offset).",
                   ["group", "topic", "queue"])
-    for group, topic, queue, committed, lag in lag_rows(broker.offsets.table, lambda t, q: maxes.get((t, q), 0)):
+    offsets = {} if copies else broker.offsets.table
+    for group, topic, queue, committed, lag in lag_rows(offsets, lambda t, q: maxes.get((t, q), 0)):
         g_off.add_metric(ident + [group, topic, str(queue)], committed)
         g_lag.add_metric(ident + [group, topic, str(queue)], lag)
     yield g_off
     yield g_lag
 
-    groups = [g for g in broker.groups.table if g not in SYSTEM_GROUPS]
+    groups = [] if copies else [g for g in broker.groups.table if g not in SYSTEM_GROUPS]
     triples = [(t, q, mx) for t, q, mx, _ in queues]
     for name, doc, prefix in (
         ("retry_messages", "Messages ever put in a group's retry topic (%RETRY%<group>).", RETRY_PREFIX),
@@ -270,7 +278,7 @@ def broker_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric]:
 
     schedule = broker.schedule
     g = gauge("scheduled_messages", "Delayed messages waiting for their delivery time, per delay level.", ["level"])
-    if schedule is not None:
+    if schedule is not None and not copies:
         waiting = scheduled_waiting(len(schedule.levels_ms),
                                     lambda q: maxes.get((SCHEDULE_TOPIC, q), 0), dict(schedule.offsets))
         for level, n in waiting.items():

@@ -9,6 +9,7 @@ What gets built (pinned below), each with ``go build -trimpath -ldflags "-s -w .
     coredns (kubernetes, cache, health ... only)       github.com/coredns/coredns  COREDNS_VERSION
     local-path-provisioner                             github.com/rancher/local-path-provisioner
     pause (the pod sandbox process)                    a few lines of Go kept here
+    prometheus (on demand, not part of the node)       github.com/prometheus/prometheus  PROMETHEUS_VERSION
 
 ``k8s.io/kubernetes`` cannot be ``go install``-ed: its go.mod replaces the ``k8s.io/*`` staging modules
 with ``./staging/...`` paths that are not in the module zip. So each tool gets a small wrapper module
@@ -61,6 +62,10 @@ ETCD_VERSION = "v3.6.8"  # the etcd client/server version k8s.io/kubernetes v1.3
 HELM_VERSION = "v3.21.4"  # built against k8s.io/client-go v0.36.2
 COREDNS_VERSION = "v1.14.7"
 LOCAL_PATH_VERSION = "v0.0.30"
+# Prometheus publishes its Go module as v0.<3.x minor>.<patch>. Built here, rather than taken from
+# Debian, because Debian's package leaves out the Kubernetes service discovery the chart's scrape
+# configs use.
+PROMETHEUS_VERSION = "v0.316.0"
 MIN_GO = (1, 26)
 
 # Version stamps the upstream release builds set with -X (read from the proxy's .info of each tag).
@@ -154,6 +159,7 @@ func main() {
 }
 """
 PAUSE = Wrapper("pause", "", "", main_go=_PAUSE_MAIN)
+PROMETHEUS = Wrapper("prometheus", "github.com/prometheus/prometheus", PROMETHEUS_VERSION)
 
 
 def _k8s_version_flags() -> tuple[str, ...]:
@@ -210,9 +216,12 @@ TOOLS: dict[str, Tool] = {
         Tool("coredns", COREDNS, "."),
         Tool("local-path-provisioner", LOCAL_PATH, "github.com/rancher/local-path-provisioner"),
         Tool("pause", PAUSE, "."),
+        Tool("prometheus", PROMETHEUS, "github.com/prometheus/prometheus/cmd/prometheus"),
     )
 }
 ALL = tuple(TOOLS)
+# What the single-node cluster runs (scripts/k8s-up); prometheus is built when a test asks for it.
+NODE = tuple(n for n in TOOLS if n != "prometheus")
 # What a control plane on loopback needs (tests/k8s/cluster.py), and what the full node adds.
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "helm")
 
@@ -427,7 +436,7 @@ class _Builder:
         return elapsed
 
 
-def ensure(names: Iterable[str] = ALL, *, progress: Progress | None = None, force: bool = False) -> Path:
+def ensure(names: Iterable[str] = NODE, *, progress: Progress | None = None, force: bool = False) -> Path:
     """Return the bin directory holding ``names``, building the missing ones first.
 
     Raises ``PrerequisiteMissing`` if a build is needed and Go, the proxy or the build fails.
@@ -440,7 +449,7 @@ def ensure(names: Iterable[str] = ALL, *, progress: Progress | None = None, forc
     if not force and all(is_built(n) for n in names):
         return bin_dir()
     with file_lock(version_dir() / ".build.lock"):
-        todo = [n for n in ALL if n in names and (force or not is_built(n))]
+        todo = [n for n in TOOLS if n in names and (force or not is_built(n))]
         if not todo:
             return bin_dir()
         bin_dir().mkdir(parents=True, exist_ok=True)

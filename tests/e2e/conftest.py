@@ -101,6 +101,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         lk_node.up(layout, progress)
         timings["cluster up"] = time.monotonic() - t0
         t0 = time.monotonic()
+        lk_tools.ensure(["prometheus"], progress=progress)  # for the metrics test, on the node
+        timings["prometheus build"] = time.monotonic() - t0
+        t0 = time.monotonic()
         built = lk_images.build_project_images(TAG, spark=True, progress=progress)
         timings["image builds"] = time.monotonic() - t0
         t0 = time.monotonic()

@@ -59,7 +59,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     if not any("kube_bin_dir" in getattr(item, "fixturenames", ()) for item in session.items):
         return
-    if all(tools.is_built(name) for name in tools.ALL):
+    if all(tools.is_built(name) for name in tools.NODE):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
 

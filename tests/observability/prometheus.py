@@ -66,9 +66,11 @@ def find_tool(name: str) -> str:
 
 class Prometheus:
     def __init__(self, workdir: Path, jobs: Mapping[str, Sequence[str]], rule_files: Sequence[Path] = (),
-                 scrape_configs: Sequence[Mapping[str, Any]] = ()) -> None:
-        """``jobs``: static targets per job name; ``scrape_configs``: more jobs, as Prometheus takes them."""
+                 scrape_configs: Sequence[Mapping[str, Any]] = (), binary: str | None = None) -> None:
+        """``jobs``: static targets per job name; ``scrape_configs``: more jobs, as Prometheus takes
+        them; ``binary``: a prometheus other than Debian's (which has no Kubernetes discovery)."""
         self.workdir = workdir
+        self.binary = binary
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {
@@ -85,7 +87,7 @@ class Prometheus:
 
     def start(self, timeout: float = 60.0) -> Prometheus:
         argv = [
-            find_tool("prometheus"),
+            self.binary or find_tool("prometheus"),
             f"--config.file={self.config}",
             f"--storage.tsdb.path={self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",

@@ -66,11 +66,10 @@ def test_timed_records_even_when_the_call_raises():
     assert rec.count == 1
 
 
-@pytest.fixture
-def broker(tmp_path):
+def make_broker(tmp_path, **conf: str) -> Broker:
     settings = BrokerSettings.from_conf({
         "storePathRootDir": str(tmp_path), "brokerName": "b1", "brokerClusterName": "C1",
-        "namesrvAddr": "127.0.0.1:1", "metricsPort": "5557", "mappedFileSizeCommitLog": str(1024 * 1024),
+        "namesrvAddr": "127.0.0.1:1", "metricsPort": "5557", "mappedFileSizeCommitLog": str(1024 * 1024), **conf,
     })
     b = Broker(settings)
     store = MessageStore(settings.store, ("127.0.0.1", 10911))
@@ -78,8 +77,14 @@ def broker(tmp_path):
     b.metrics.instrument(store)
     b.store = store
     b.schedule = ScheduleService(store, str(tmp_path / "delayOffset.json"), settings.store.delay_levels_ms)
+    return b
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = make_broker(tmp_path)
     yield b
-    store.shutdown()
+    b.store.shutdown()
 
 
 def samples(b: Broker) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -127,6 +132,24 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     assert 0 <= s[("pyrocketmq_broker_disk_usage_ratio", ())] <= 1
     assert s[("pyrocketmq_broker_ready", ())] == 0  # not serving: never started
     assert s[("pyrocketmq_broker_info", (("broker_id", "0"), ("role", "ASYNC_MASTER"), ("version", "0.1.0")))] == 1
+
+
+def test_a_slave_leaves_the_groups_data_to_its_master(tmp_path):
+    # Its queues and offsets are copies of the master's: summed over pods, they would count twice.
+    slave = make_broker(tmp_path, brokerId="1", brokerRole="SLAVE")
+    try:
+        slave.groups.update(SubscriptionGroupConfig(group_name="g"))
+        put(slave, "Orders", 0, 5)
+        put(slave, "%DLQ%g", 0, 2)
+        put(slave, "Orders", 0, 1, DELAY="3")
+        slave.offsets.commit("g", "Orders", 0, 2)
+        names = {name for name, _ in samples(slave)}
+        for family in ("queue_max_offset", "queue_min_offset", "consumer_offset", "consumer_lag_messages",
+                       "dlq_messages_total", "retry_messages_total", "scheduled_messages"):
+            assert f"pyrocketmq_broker_{family}" not in names, family
+        assert {"pyrocketmq_broker_commitlog_size_bytes", "pyrocketmq_broker_ready", "pyrocketmq_broker_info"} <= names
+    finally:
+        slave.store.shutdown()
 
 
 def test_every_broker_series_names_its_cluster_and_broker(broker):
