@@ -129,8 +129,19 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
         return {s["metadata"]["name"]: s["spec"]["template"]["spec"]["containers"][0]["image"]
                 for s in kube.get("statefulsets", "-n", ns, "-l", "app.kubernetes.io/component=broker")["items"]}
     wait_for(kube, lambda: set(images().values()) == {"repo/pyrocketmq:2"}, 20, "new image", operator)
-    for s in kube.get("statefulsets", "-n", ns, "-l", "app.kubernetes.io/component=broker")["items"]:
-        assert s["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    # Groups roll one after another: orders-0 may replace its pods, orders-1 waits (partition =
+    # replicas) until orders-0 has rolled out, which never happens here (no kubelet).
+    partitions = {s["metadata"]["name"]: s["spec"]["updateStrategy"]
+                  for s in kube.get("statefulsets", "-n", ns, "-l", "app.kubernetes.io/component=broker")["items"]}
+    assert partitions == {"orders-0": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                          "orders-1": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}
+    def waiting_named():
+        c = conditions(kube.get("broker", "orders", "-n", ns)).get("Reconciling") or {}
+        return c if "waiting for their turn: orders-1" in c.get("message", "") else None
+
+    reconciling = wait_for(kube, waiting_named, 30, "Reconciling naming the waiting group", operator)
+    assert reconciling["status"] == "True" and reconciling["reason"] == "RollingUpdate", reconciling
+    assert "RollingGroup" in {e["reason"] for e in events(kube, ns, "orders")}
 
     # The StatefulSet controller rolls from the highest ordinal and waits for each pod to be Ready:
     # the slave (ordinal 1) is replaced first; the master (ordinal 0) keeps the old image while the
@@ -141,6 +152,9 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
 
     wait_for(kube, lambda: pod_images().get("orders-0-1") == "repo/pyrocketmq:2", 30, "slave replaced first", operator)
     assert pod_images()["orders-0-0"] == TEST_IMAGE
+    held = {p["metadata"]["name"]: p["spec"]["containers"][0]["image"]
+            for p in kube.get("pods", "-n", ns, "-l", "pyrocketmq.io/group=orders-1")["items"]}
+    assert held == {"orders-1-0": TEST_IMAGE, "orders-1-1": TEST_IMAGE}  # waits for its turn
     observed(kube, "broker", "orders", ns, 2, operator)
 
     kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"groups": 3}}')
