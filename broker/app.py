@@ -70,7 +70,7 @@ class Broker:
         self.holds = PullHoldService()
         self.stats = BrokerStats()
         self.server = RemotingServer("broker")
-        self.registrar = Registrar(self)
+        self.registrar = Registrar(settings, self.topics)
         self.store: MessageStore | None = None  # type: ignore[assignment]
         self.schedule: ScheduleService | None = None
         self.transaction_settings = TransactionSettings.from_conf(settings.extra)
@@ -79,7 +79,8 @@ class Broker:
         """Masters: the HA port (``listenPort + 1``) slaves replicate from."""
         self.ha_client: HAClient | None = None
         """Slaves: the link to the master's HA port."""
-        self.slave_sync = SlaveSync(self)
+        self.slave_sync: SlaveSync | None = None
+        """Slaves: the periodic copy of the master's topics, groups and offsets."""
         self.fast_server: RemotingServer | None = None
         self.store_host = b""
         self.port = 0
@@ -104,6 +105,7 @@ class Broker:
         # Bind first (a listenPort=0 broker needs its port for message ids), accept once recovered.
         self.port = await self.server.start(s.network.bind_address, s.network.listen_port, serve=False)
         self.store_host = pack_host(s.network.broker_ip, self.port)
+        self.registrar.port = self.port
         self.topics.load()
         self.groups.load()
         self.offsets.load()
@@ -126,18 +128,39 @@ class Broker:
             flush_interval_ms=s.store.flush_delay_offset_interval,
         )
         self.schedule.load()
-        self.client_processor = ClientProcessor(self)
-        transactions = TransactionProcessor(self)
+        if self.ha_client is not None:
+            self.slave_sync = SlaveSync(
+                registrar=self.registrar, topics=self.topics, groups=self.groups, offsets=self.offsets,
+                schedule=self.schedule,
+            )
+        settings, topics, groups, offsets = s, self.topics, self.groups, self.offsets
+        consumers, producers, stats = self.consumers, self.producers, self.stats
+        self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers, producers=producers)
+        transactions = TransactionProcessor(
+            settings=settings, topics=topics, producers=producers, store=store, stats=stats, store_host=self.store_host
+        )
         ts = self.transaction_settings
         self.transaction_check = TransactionCheckService(
-            store, self.offsets, transactions.send_check, interval_ms=ts.check_interval_ms,
+            store, offsets, transactions.send_check, interval_ms=ts.check_interval_ms,
             timeout_ms=ts.timeout_ms, check_max=ts.check_max, ensure_topic=transactions.ensure_topic,
         )
-        for processor in (SendProcessor(self), SendBackProcessor(self), PullProcessor(self), OffsetProcessor(self),
-                          self.client_processor, ConsumerProcessor(self), AdminProcessor(self), QueryProcessor(self),
-                          transactions):
+        processors = (
+            SendProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
+                          store_host=self.store_host, ha_server=self.ha_server),
+            SendBackProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats),
+            PullProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
+                          store=store, stats=stats, holds=self.holds),
+            OffsetProcessor(offsets=offsets, store=store),
+            self.client_processor,
+            ConsumerProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, store=store),
+            AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
+                           store=store, stats=stats, schedule=self.schedule, boot_ms=self.boot_ms),
+            QueryProcessor(store=store),
+            transactions,
+            ReplicationProcessor(offsets=offsets, schedule=self.schedule),
+        )
+        for processor in processors:
             processor.register(self.server)
-        ReplicationProcessor(self).register(self.server)
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
         await self._start_fast_channel()
@@ -156,7 +179,7 @@ class Broker:
         self._tasks = [
             asyncio.ensure_future(self.registrar.run()),
             *([asyncio.ensure_future(self.ha_client.run()), asyncio.ensure_future(self.slave_sync.run())]
-              if self.ha_client is not None else []),
+              if self.ha_client is not None and self.slave_sync is not None else []),
             asyncio.ensure_future(self._every(5.0, self._persist_offsets)),
             # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
             asyncio.ensure_future(self._every(min(10.0, s.network.client_channel_expiry_ms / 2000), self.client_processor.scan_expired)),
@@ -210,7 +233,8 @@ class Broker:
         await asyncio.sleep(0)
         await self.registrar.unregister_all()
         await self.registrar.close()
-        await self.slave_sync.close()
+        if self.slave_sync is not None:
+            await self.slave_sync.close()
         await self.server.stop()
         if self.fast_server is not None:
             await self.fast_server.stop()

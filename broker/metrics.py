@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -63,8 +63,18 @@ from .store.message_store import SCHEDULE_TOPIC
 from .subscription_group import _SYSTEM_GROUPS as SYSTEM_GROUPS
 
 if TYPE_CHECKING:
-    from .app import Broker
+    from pyrocketmq.remoting.transport import RemotingServer
+
+    from .client_manager import ConsumerManager
+    from .consumer_offset import ConsumerOffsetManager
+    from .ha.service import HAServer
+    from .long_poll import PullHoldService
+    from .registration import Registrar
+    from .schedule import ScheduleService
+    from .settings import BrokerSettings
+    from .stats import BrokerStats
     from .store.message_store import MessageStore
+    from .subscription_group import SubscriptionGroupManager
 
 PREFIX = "pyrocketmq_broker"
 RETRY_PREFIX = "%RETRY%"
@@ -155,10 +165,37 @@ def timed(fn: Callable, recorder: LatencyRecorder, clock: Callable[[], float] = 
 # -- the broker's metrics ----------------------------------------------------------------------------
 
 
+class BrokerView(Protocol):
+    """What the metrics read of a broker (``Broker`` has it all; metrics never change any of it)."""
+
+    @property
+    def settings(self) -> BrokerSettings: ...
+    @property
+    def stats(self) -> BrokerStats: ...
+    @property
+    def store(self) -> MessageStore | None: ...
+    @property
+    def registrar(self) -> Registrar: ...
+    @property
+    def holds(self) -> PullHoldService: ...
+    @property
+    def server(self) -> RemotingServer: ...
+    @property
+    def consumers(self) -> ConsumerManager: ...
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+    @property
+    def schedule(self) -> ScheduleService | None: ...
+    @property
+    def ha_server(self) -> HAServer | None: ...
+
+
 class BrokerMetrics:
     """The recorders and the registry of one broker; :meth:`instrument` wires them in."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerView) -> None:
         self.broker = broker
         ident = broker.settings.identity
         self.requests = RequestRecorder(PREFIX, {"cluster": ident.cluster_name, "broker": ident.broker_name})
@@ -185,7 +222,7 @@ class BrokerMetrics:
         yield from broker_families(self.broker, self)
 
 
-def broker_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric]:
+def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metric]:
     """Every broker metric family, read from ``broker`` now (called on the loop thread)."""
     s = broker.settings
     base = ["cluster", "broker"]

@@ -17,14 +17,18 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
 
 if TYPE_CHECKING:
-    from .app import Broker
+    from .settings import BrokerSettings
+    from .topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
 
 class Registrar:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, settings: BrokerSettings, topics: TopicConfigManager) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.port = 0
+        """The broker's listen port, set once it is bound."""
         self.client = RemotingClient()
         self.registered: set[str] = set()
         self._soon: asyncio.TimerHandle | None = None
@@ -33,25 +37,29 @@ class Registrar:
         self.ha_server_addr: str | None = None
         """The master's HA address, from a slave's registration response."""
 
+    @property
+    def addr(self) -> str:
+        return f"{self.settings.network.broker_ip}:{self.port}"
+
     def _header(self) -> dict[str, object]:
-        s = self.broker.settings
+        s = self.settings
         host = s.network.broker_ip
         return {
             "brokerName": s.identity.broker_name,
-            "brokerAddr": self.broker.addr,
+            "brokerAddr": self.addr,
             "clusterName": s.identity.cluster_name,
-            "haServerAddr": f"{host}:{self.broker.port + 1}",
+            "haServerAddr": f"{host}:{self.port + 1}",
             "brokerId": s.identity.broker_id,
             "compressed": False,
         }
 
     async def register_all(self) -> int:
         """Register with every name server now; how many accepted."""
-        body = RegisterBrokerBody(topic_config_serialize_wrapper=self.broker.topics.wrapper(), filter_server_list=[]).to_json()
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=self.topics.wrapper(), filter_server_list=[]).to_json()
         ext = self._header()
         ext["bodyCrc32"] = zlib.crc32(body) & 0x7FFFFFFF
         results = await asyncio.gather(
-            *(self._register_one(addr, ext, body) for addr in self.broker.settings.network.namesrv_addrs),
+            *(self._register_one(addr, ext, body) for addr in self.settings.network.namesrv_addrs),
             return_exceptions=True,
         )
         return sum(1 for r in results if r is True)
@@ -81,10 +89,10 @@ class Registrar:
         return True
 
     async def unregister_all(self) -> None:
-        s = self.broker.settings
+        s = self.settings
         ext = {
             "brokerName": s.identity.broker_name,
-            "brokerAddr": self.broker.addr,
+            "brokerAddr": self.addr,
             "clusterName": s.identity.cluster_name,
             "brokerId": s.identity.broker_id,
         }
@@ -105,7 +113,7 @@ class Registrar:
         asyncio.ensure_future(self.register_all())
 
     async def run(self) -> None:
-        interval = self.broker.settings.network.register_interval_ms / 1000
+        interval = self.settings.network.register_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
             try:

@@ -18,7 +18,7 @@ Labels are bounded: cluster names and response codes; never a broker address or 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -27,7 +27,8 @@ from pyrocketmq.metrics import RequestRecorder, ScrapeCollector, response_code_n
 from pyrocketmq.remoting.code import RequestCode
 
 if TYPE_CHECKING:
-    from .app import NameServer
+    from pyrocketmq.remoting.transport import RemotingServer
+
     from .route_info import RouteInfoManager
 
 PREFIX = "pyrocketmq_namesrv"
@@ -56,8 +57,19 @@ def route_query_counts(responses: Mapping[tuple[int, int | None], int]) -> dict[
     return out
 
 
+class NamesrvView(Protocol):
+    """What the metrics read of a name server (``NameServer`` has it; metrics change none of it)."""
+
+    @property
+    def routes(self) -> RouteInfoManager: ...
+    @property
+    def server(self) -> RemotingServer: ...
+    @property
+    def port(self) -> int: ...
+
+
 class NamesrvMetrics:
-    def __init__(self, ns: NameServer) -> None:
+    def __init__(self, ns: NamesrvView) -> None:
         self.ns = ns
         self.requests = RequestRecorder(PREFIX)
         self.registry = CollectorRegistry(auto_describe=False)

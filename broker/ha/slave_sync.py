@@ -19,7 +19,11 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..consumer_offset import ConsumerOffsetManager
+    from ..registration import Registrar
+    from ..schedule import ScheduleService
+    from ..subscription_group import SubscriptionGroupManager
+    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker.ha")
 
@@ -27,13 +31,25 @@ SYNC_INTERVAL = 10.0
 
 
 class SlaveSync:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        registrar: Registrar,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetManager,
+        schedule: ScheduleService | None,
+    ) -> None:
+        self.registrar = registrar
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.schedule = schedule
         self.client = RemotingClient()
 
     async def run(self) -> None:
         while True:
-            addr = self.broker.registrar.master_addr
+            addr = self.registrar.master_addr
             if addr:
                 try:
                     await self.sync_all(addr)
@@ -50,30 +66,29 @@ class SlaveSync:
         return resp.body or b""
 
     async def sync_all(self, addr: str) -> None:
-        b = self.broker
         topics = TopicConfigSerializeWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
-        if topics.data_version != b.topics.data_version:
-            b.topics.table.clear()
-            b.topics.table.update(topics.topic_config_table)
+        if topics.data_version != self.topics.data_version:
+            self.topics.table.clear()
+            self.topics.table.update(topics.topic_config_table)
             if topics.data_version is not None:
-                b.topics.data_version = topics.data_version
-            b.topics.persist()
-            b.registrar.register_soon()
+                self.topics.data_version = topics.data_version
+            self.topics.persist()
+            self.registrar.register_soon()
         offsets = loads(await self._get(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)).get("offsetTable") or {}
         for key, queues in offsets.items():
-            b.offsets.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
-        b.offsets.persist(force=True)
+            self.offsets.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
+        self.offsets.persist(force=True)
         delay = loads(await self._get(addr, RequestCode.GET_ALL_DELAY_OFFSET)).get("offsetTable") or {}
-        if b.schedule is not None:
-            b.schedule.offsets = {int(k): int(v) for k, v in delay.items()}
-            b.schedule.persist(force=True)
+        if self.schedule is not None:
+            self.schedule.offsets = {int(k): int(v) for k, v in delay.items()}
+            self.schedule.persist(force=True)
         groups = SubscriptionGroupWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
-        if groups.data_version != b.groups.data_version:
-            b.groups.table.clear()
-            b.groups.table.update(groups.subscription_group_table)
+        if groups.data_version != self.groups.data_version:
+            self.groups.table.clear()
+            self.groups.table.update(groups.subscription_group_table)
             if groups.data_version is not None:
-                b.groups.data_version = groups.data_version
-            b.groups.persist()
+                self.groups.data_version = groups.data_version
+            self.groups.persist()
 
     async def close(self) -> None:
         await self.client.close()

@@ -25,14 +25,41 @@ from pyrocketmq.remoting.transport import Connection
 from ..topic_config import SCHEDULE_TOPIC, check_topic_name
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..client_manager import ConsumerManager
+    from ..consumer_offset import ConsumerOffsetManager
+    from ..schedule import ScheduleService
+    from ..settings import BrokerSettings
+    from ..stats import BrokerStats
+    from ..store.message_store import MessageStore
+    from ..subscription_group import SubscriptionGroupManager
+    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
 
 class AdminProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        settings: BrokerSettings,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetManager,
+        consumers: ConsumerManager,
+        store: MessageStore,
+        stats: BrokerStats,
+        schedule: ScheduleService | None,
+        boot_ms: int,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.consumers = consumers
+        self.store = store
+        self.stats = stats
+        self.schedule = schedule
+        self.boot_ms = boot_ms
 
     def register(self, server) -> None:
         server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.handle_create_topic)
@@ -51,7 +78,7 @@ class AdminProcessor:
         problem = check_topic_name(topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
-        if topic == self.broker.settings.identity.cluster_name:
+        if topic == self.settings.identity.cluster_name:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] conflicts with the cluster name")
         try:
             read = cmd.get_int("readQueueNums", 16)
@@ -71,18 +98,18 @@ class AdminProcessor:
             topic_sys_flag=sys_flag or 0,
             order=cmd.get_bool("order"),
         )
-        self.broker.topics.update(config)
+        self.topics.update(config)
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_delete_topic(self, conn: Connection, cmd: RemotingCommand):
         topic = cmd.get_str("topic") or ""
-        self.broker.topics.delete(topic)
-        self.broker.store.delete_topics({topic})
-        self.broker.offsets.remove_topic(topic)
+        self.topics.delete(topic)
+        self.store.delete_topics({topic})
+        self.offsets.remove_topic(topic)
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_all_topic_config(self, conn: Connection, cmd: RemotingCommand):
-        return cmd.response(ResponseCode.SUCCESS, body=self.broker.topics.wrapper().to_json())
+        return cmd.response(ResponseCode.SUCCESS, body=self.topics.wrapper().to_json())
 
     def handle_update_group(self, conn: Connection, cmd: RemotingCommand):
         try:
@@ -91,16 +118,16 @@ class AdminProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group body: {e}")
         if not config.group_name:
             return cmd.response(ResponseCode.SYSTEM_ERROR, "the subscription group has no groupName")
-        self.broker.groups.update(config)
+        self.groups.update(config)
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_all_groups(self, conn: Connection, cmd: RemotingCommand):
-        groups = self.broker.groups
+        groups = self.groups
         wrapper = SubscriptionGroupWrapper(subscription_group_table=dict(groups.table), data_version=groups.data_version)
         return cmd.response(ResponseCode.SUCCESS, body=wrapper.to_json())
 
     def handle_delete_group(self, conn: Connection, cmd: RemotingCommand):
-        self.broker.groups.delete(cmd.get_str("groupName") or "")
+        self.groups.delete(cmd.get_str("groupName") or "")
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_view_message(self, conn: Connection, cmd: RemotingCommand):
@@ -110,18 +137,18 @@ class AdminProcessor:
             offset = None
         if offset is None or offset < 0:
             return cmd.response(ResponseCode.SYSTEM_ERROR, "the request header field 'offset' is missing or invalid")
-        record = self.broker.store.look_message_by_offset(offset)
+        record = self.store.look_message_by_offset(offset)
         if record is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
         return cmd.response(ResponseCode.SUCCESS, body=record)
 
     def handle_topic_stats(self, conn: Connection, cmd: RemotingCommand):
         topic = cmd.get_str("topic") or ""
-        config = self.broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        store = self.broker.store
-        name = self.broker.settings.identity.broker_name
+        store = self.store
+        name = self.settings.identity.broker_name
         table = {}
         for qid in range(config.write_queue_nums):
             max_off = store.get_max_offset_in_queue(topic, qid)
@@ -136,34 +163,32 @@ class AdminProcessor:
     def handle_consume_stats(self, conn: Connection, cmd: RemotingCommand):
         group = cmd.get_str("consumerGroup") or ""
         only = cmd.get_str("topic")
-        broker = self.broker
-        topics = {only} if only else broker.offsets.topics_of_group(group)
-        info = broker.consumers.find(group)
+        topics = {only} if only else self.offsets.topics_of_group(group)
+        info = self.consumers.find(group)
         if not only and info is not None:
             topics |= set(info.subscriptions)
-        name = broker.settings.identity.broker_name
+        name = self.settings.identity.broker_name
         table = {}
         for topic in sorted(topics):
-            config = broker.topics.get(topic)
+            config = self.topics.get(topic)
             if config is None:
                 continue
             for qid in range(config.write_queue_nums):
-                max_off = broker.store.get_max_offset_in_queue(topic, qid)
-                committed = max(0, broker.offsets.query(group, topic, qid))
-                last = broker.store.get_message_store_timestamp(topic, qid, committed - 1) if committed > 0 else 0
+                max_off = self.store.get_max_offset_in_queue(topic, qid)
+                committed = max(0, self.offsets.query(group, topic, qid))
+                last = self.store.get_message_store_timestamp(topic, qid, committed - 1) if committed > 0 else 0
                 table[MessageQueue(topic=topic, broker_name=name, queue_id=qid)] = OffsetWrapper(
                     broker_offset=max_off, consumer_offset=committed, last_timestamp=max(0, last)
                 )
         return cmd.response(ResponseCode.SUCCESS, body=ConsumeStats(consume_tps=0.0, offset_table=table).to_json())
 
     def handle_runtime_info(self, conn: Connection, cmd: RemotingCommand):
-        broker = self.broker
-        stats = broker.stats
+        stats = self.stats
         table = {
             "brokerVersionDesc": "V4_9_7",
             "brokerVersion": "407",
-            "bootTimestamp": str(broker.boot_ms),
-            "runtime": f"[ {int((time.time() * 1000 - broker.boot_ms) / 1000)} seconds ]",
+            "bootTimestamp": str(self.boot_ms),
+            "runtime": f"[ {int((time.time() * 1000 - self.boot_ms) / 1000)} seconds ]",
             "msgPutTotalTodayNow": str(stats.put_count),
             "msgGetTotalTodayNow": str(stats.get_count),
             "msgPutTotalYesterdayMorning": "0",
@@ -172,8 +197,8 @@ class AdminProcessor:
             "msgGetTotalTodayMorning": "0",
             "putTps": f"{stats.put_tps():.2f} 0.0 0.0",
             "getTransferedTps": f"{stats.get_tps():.2f} 0.0 0.0",
-            "commitLogMaxOffset": str(broker.store.get_max_phy_offset()),
-            "commitLogMinOffset": str(broker.store.get_min_phy_offset()),
+            "commitLogMaxOffset": str(self.store.get_max_phy_offset()),
+            "commitLogMinOffset": str(self.store.get_min_phy_offset()),
             "pageCacheLockTimeMills": "0",
             "earliestMessageTimeStamp": "0",
             "commitLogDiskRatio": "0.0",
@@ -183,10 +208,10 @@ class AdminProcessor:
             "pullThreadPoolQueueSize": "0",
             "pullThreadPoolQueueCapacity": "100000",
         }
-        schedule = broker.schedule
+        schedule = self.schedule
         if schedule is not None:
             # mqadmin brokerStatus: "delivered up to, stored up to" per delay level
             for level in range(1, len(schedule.levels_ms) + 1):
-                stored = broker.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+                stored = self.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
                 table[f"scheduleMessageOffset_{level}"] = f"{schedule.offsets.get(level, 0)},{stored}"
         return cmd.response(ResponseCode.SUCCESS, body=KVTable(table=table).to_json())

@@ -32,7 +32,11 @@ from pyrocketmq.remoting.transport import Connection, RemotingError, RemotingTim
 from ..queue_lock import QueueLockTable
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..client_manager import ConsumerManager
+    from ..consumer_offset import ConsumerOffsetManager
+    from ..settings import BrokerSettings
+    from ..store.message_store import MessageStore
+    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -63,8 +67,21 @@ def _language_name(code: int) -> str:
 
 
 class ConsumerProcessor:
-    def __init__(self, broker: Broker, locks: QueueLockTable | None = None) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        settings: BrokerSettings,
+        topics: TopicConfigManager,
+        offsets: ConsumerOffsetManager,
+        consumers: ConsumerManager,
+        store: MessageStore,
+        locks: QueueLockTable | None = None,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.offsets = offsets
+        self.consumers = consumers
+        self.store = store
         self.locks = locks or QueueLockTable()
 
     def register(self, server) -> None:
@@ -99,7 +116,7 @@ class ConsumerProcessor:
     @_guarded
     def handle_connection_list(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         group = cmd.get_str("consumerGroup") or ""
-        info = self.broker.consumers.find(group)
+        info = self.consumers.find(group)
         if info is None or not info.channels:
             return cmd.response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
         body = ConsumerConnection(
@@ -122,12 +139,11 @@ class ConsumerProcessor:
     # -- reset offset -----------------------------------------------------------------------------
     def reset_table(self, topic: str, group: str, timestamp: int, force: bool) -> dict[MessageQueue, int] | None:
         """Per-queue offsets of a reset (module docstring); None when the topic is not here."""
-        broker = self.broker
-        config = broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return None
-        store = broker.store
-        name = broker.settings.identity.broker_name
+        store = self.store
+        name = self.settings.identity.broker_name
         table: dict[MessageQueue, int] = {}
         for qid in range(config.write_queue_nums):
             if timestamp == -1:
@@ -135,7 +151,7 @@ class ConsumerProcessor:
             else:
                 target = store.get_offset_by_time(topic, qid, timestamp)
             target = max(0, target)
-            committed = broker.offsets.query(group, topic, qid)
+            committed = self.offsets.query(group, topic, qid)
             if force or committed < 0 or target < committed:
                 table[MessageQueue(topic, name, qid)] = target
             else:
@@ -153,7 +169,7 @@ class ConsumerProcessor:
             return cmd.response(
                 ResponseCode.SYSTEM_ERROR, f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}"
             )
-        info = self.broker.consumers.find(h.group)
+        info = self.consumers.find(h.group)
         if info is None or not info.channels:
             return cmd.response(
                 ResponseCode.CONSUMER_NOT_ONLINE,
@@ -161,7 +177,7 @@ class ConsumerProcessor:
             )
         body = ResetOffsetBody(offset_table=table).to_json()
         for mq, offset in table.items():
-            self.broker.offsets.commit(h.group, mq.topic, mq.queue_id, offset)
+            self.offsets.commit(h.group, mq.topic, mq.queue_id, offset)
         for client in list(info.channels.values()):
             request = RemotingCommand.request(
                 RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
@@ -180,7 +196,7 @@ class ConsumerProcessor:
     def handle_call_consumer(self, conn: Connection, cmd: RemotingCommand):
         group = cmd.get_str("consumerGroup") or ""
         client_id = cmd.get_str("clientId") or ""
-        info = self.broker.consumers.find(group)
+        info = self.consumers.find(group)
         channel = None
         if info is not None:
             channel = next((c for c in info.channels.values() if c.client_id == client_id), None)
@@ -190,10 +206,10 @@ class ConsumerProcessor:
         body = cmd.body
         if cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             # The consumer gets the stored message itself, found by the offset id (as Java does).
-            fields["brokerName"] = self.broker.settings.identity.broker_name
+            fields["brokerName"] = self.settings.identity.broker_name
             try:
                 _, _, offset = decode_offset_msg_id(fields.get("msgId") or "")
-                body = self.broker.store.look_message_by_offset(offset)
+                body = self.store.look_message_by_offset(offset)
             except ValueError:
                 body = None
             if body is None:

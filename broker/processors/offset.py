@@ -9,7 +9,8 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import Connection
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..consumer_offset import ConsumerOffsetManager
+    from ..store.message_store import MessageStore
 
 
 class _BadRequest(ValueError):
@@ -43,8 +44,9 @@ def _guarded(fn):
 
 
 class OffsetProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, *, offsets: ConsumerOffsetManager, store: MessageStore) -> None:
+        self.offsets = offsets
+        self.store = store
 
     def register(self, server) -> None:
         server.register(RequestCode.QUERY_CONSUMER_OFFSET, self.handle_query_consumer_offset)
@@ -57,12 +59,12 @@ class OffsetProcessor:
     @_guarded
     def handle_query_consumer_offset(self, conn, cmd):
         group, topic, qid = _need_str(cmd, "consumerGroup"), _need_str(cmd, "topic"), _need_int(cmd, "queueId")
-        offset = self.broker.offsets.query(group, topic, qid)
+        offset = self.offsets.query(group, topic, qid)
         if offset >= 0:
             return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
         # Nothing committed: a queue whose first message is still here starts at 0 (Java does the same
         # when the min offset is 0 and the data is in memory); otherwise the client decides.
-        if self.broker.store.get_min_offset_in_queue(topic, qid) <= 0:
+        if self.store.get_min_offset_in_queue(topic, qid) <= 0:
             return cmd.response(ResponseCode.SUCCESS, None, {"offset": 0})
         return cmd.response(ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first", {"offset": -1})
 
@@ -70,27 +72,27 @@ class OffsetProcessor:
     def handle_update_consumer_offset(self, conn, cmd):
         group, topic, qid = _need_str(cmd, "consumerGroup"), _need_str(cmd, "topic"), _need_int(cmd, "queueId")
         offset = _need_int(cmd, "commitOffset")
-        self.broker.offsets.commit(group, topic, qid, offset)
+        self.offsets.commit(group, topic, qid, offset)
         return cmd.response(ResponseCode.SUCCESS)
 
     @_guarded
     def handle_max_offset(self, conn, cmd):
-        offset = self.broker.store.get_max_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
+        offset = self.store.get_max_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
 
     @_guarded
     def handle_min_offset(self, conn, cmd):
-        offset = self.broker.store.get_min_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
+        offset = self.store.get_min_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
 
     @_guarded
     def handle_earliest_time(self, conn, cmd):
-        ts = self.broker.store.get_earliest_message_time(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
+        ts = self.store.get_earliest_message_time(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
         return cmd.response(ResponseCode.SUCCESS, None, {"timestamp": ts})
 
     @_guarded
     def handle_search_by_time(self, conn, cmd):
-        offset = self.broker.store.get_offset_by_time(
+        offset = self.store.get_offset_by_time(
             _need_str(cmd, "topic"), _need_int(cmd, "queueId"), _need_int(cmd, "timestamp")
         )
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})

@@ -25,7 +25,14 @@ from ..store.values import GetMessageStatus
 from ..topic_config import PERM_READ
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..client_manager import ConsumerManager
+    from ..consumer_offset import ConsumerOffsetManager
+    from ..long_poll import PullHoldService
+    from ..settings import BrokerSettings
+    from ..stats import BrokerStats
+    from ..store.message_store import MessageStore
+    from ..subscription_group import SubscriptionGroupManager
+    from ..topic_config import TopicConfigManager
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -62,8 +69,26 @@ def tag_filter(codes: frozenset[int] | None) -> Callable[[int], bool] | None:
 
 
 class PullProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        settings: BrokerSettings,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetManager,
+        consumers: ConsumerManager,
+        store: MessageStore,
+        stats: BrokerStats,
+        holds: PullHoldService,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.consumers = consumers
+        self.store = store
+        self.stats = stats
+        self.holds = holds
 
     def register(self, server) -> None:
         server.register(RequestCode.PULL_MESSAGE, self.handle_pull)
@@ -72,17 +97,16 @@ class PullProcessor:
         return self._pull(conn, cmd, allow_suspend=True)
 
     def _pull(self, conn: Connection, cmd: RemotingCommand, allow_suspend: bool):
-        broker = self.broker
         try:
             h = PullMessageRequestHeader.from_command(cmd)
         except HeaderError as e:
             return self._answer(cmd, ResponseCode.SYSTEM_ERROR, f"bad pull request header: {e}")
-        group = broker.groups.find(h.consumer_group)
+        group = self.groups.find(h.consumer_group)
         if group is None:
             return self._answer(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{h.consumer_group}] does not exist")
         if not group.consume_enable:
             return self._answer(cmd, ResponseCode.NO_PERMISSION, f"subscription group [{h.consumer_group}] does not have permission to consume")
-        config = broker.topics.get(h.topic)
+        config = self.topics.get(h.topic)
         if config is None:
             return self._answer(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
         if not config.perm & PERM_READ:
@@ -99,7 +123,7 @@ class PullProcessor:
                 return self._answer(cmd, ResponseCode.SYSTEM_ERROR, f"expression type {h.expression_type} is not supported: use TAG")
             codes = parse_tag_expression(h.subscription)
         else:
-            info = broker.consumers.find(h.consumer_group)
+            info = self.consumers.find(h.consumer_group)
             if info is None:
                 return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info does not exist: {h.consumer_group}")
             sub = info.subscriptions.get(h.topic)
@@ -109,9 +133,9 @@ class PullProcessor:
                 return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription is not the latest")
             codes = None if sub.sub_string in ("", "*") else frozenset(sub.code_set)
         matches = tag_filter(codes)
-        pull = broker.settings.pull
+        pull = self.settings.pull
         max_nums = max(1, min(h.max_msg_nums, pull.max_transfer_count_hot))
-        result = broker.store.get_message(
+        result = self.store.get_message(
             h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, None, matches
         )
         status = result.status
@@ -122,16 +146,16 @@ class PullProcessor:
         suggest = 0
         if result.suggest_pull_from_slave and pull.slave_read_enable:
             suggest = group.which_broker_when_consume_slowly
-        elif broker.settings.identity.role == BrokerRole.SLAVE:
+        elif self.settings.identity.role == BrokerRole.SLAVE:
             suggest = 0
         if (
             sys_flag & FLAG_COMMIT_OFFSET
             and allow_suspend
-            and broker.settings.identity.role != BrokerRole.SLAVE
+            and self.settings.identity.role != BrokerRole.SLAVE
             and h.commit_offset is not None
             and h.commit_offset >= 0
         ):
-            broker.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+            self.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             timeout_ms = h.suspend_timeout_millis if pull.long_polling else pull.short_polling_time_ms
             if timeout_ms and timeout_ms > 0:
@@ -148,12 +172,12 @@ class PullProcessor:
         )
         if code == ResponseCode.SUCCESS:
             response.body = list(result.buffers)
-            broker.stats.on_get(h.topic, result.message_count, result.buffer_total_size)
+            self.stats.on_get(h.topic, result.message_count, result.buffer_total_size)
         return response
 
     async def _hold(self, conn, cmd, topic, queue_id, offset, matches, timeout: float):
         # Leave a little room below the client's own RPC timeout (suspend + 15 s in Java).
-        await self.broker.holds.wait(topic, queue_id, offset, matches, timeout)
+        await self.holds.wait(topic, queue_id, offset, matches, timeout)
         if conn.closed:
             return None
         return self._pull(conn, cmd, allow_suspend=False)

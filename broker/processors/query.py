@@ -20,7 +20,7 @@ from pyrocketmq.remoting.header import HeaderError, QueryMessageRequestHeader, Q
 from pyrocketmq.remoting.transport import Connection
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..store.message_store import MessageStore
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -30,8 +30,8 @@ NOT_FOUND_REMARK = "can not find message, maybe time range not correct"
 
 
 class QueryProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, *, store: MessageStore) -> None:
+        self.store = store
 
     def register(self, server) -> None:
         server.register(RequestCode.QUERY_MESSAGE, self.handle_query_message)
@@ -42,7 +42,7 @@ class QueryProcessor:
             h = QueryMessageRequestHeader.from_command(cmd)
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad query message header: {e}", empty)
-        store = self.broker.store
+        store = self.store
         max_num = h.max_num
         if cmd.ext_fields.get(UNIQUE_KEY_QUERY) == "true":  # Java compares with equals("true")
             max_num = store.settings.index.default_query_max_num

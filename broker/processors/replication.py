@@ -17,23 +17,25 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import Connection
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..consumer_offset import ConsumerOffsetManager
+    from ..schedule import ScheduleService
 
 
 class ReplicationProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, *, offsets: ConsumerOffsetManager, schedule: ScheduleService | None) -> None:
+        self.offsets = offsets
+        self.schedule = schedule
 
     def register(self, server) -> None:
         server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.handle_all_consumer_offsets)
         server.register(RequestCode.GET_ALL_DELAY_OFFSET, self.handle_all_delay_offsets)
 
     def handle_all_consumer_offsets(self, conn: Connection, cmd: RemotingCommand):
-        table = self.broker.offsets.table
+        table = self.offsets.table
         doc = {"offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in table.items()}}
         return cmd.response(ResponseCode.SUCCESS, body=dumps(doc))
 
     def handle_all_delay_offsets(self, conn: Connection, cmd: RemotingCommand):
-        schedule = self.broker.schedule
+        schedule = self.schedule
         offsets = schedule.offsets if schedule is not None else {}
         return cmd.response(ResponseCode.SUCCESS, body=dumps({"offsetTable": {str(k): v for k, v in sorted(offsets.items())}}))

@@ -43,7 +43,12 @@ from ..topic_config import (
 from ..transaction import half_inner, is_prepared
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..ha.service import HAServer
+    from ..settings import BrokerSettings
+    from ..stats import BrokerStats
+    from ..store.message_store import MessageStore
+    from ..subscription_group import SubscriptionGroupManager
+    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -62,10 +67,26 @@ _PUT_STATUS_CODE = {
 
 
 class SendProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.cluster_prop = f"{Prop.CLUSTER}\x01{broker.settings.identity.cluster_name}".encode()
-        self.max_body = broker.settings.store.max_message_size
+    def __init__(
+        self,
+        *,
+        settings: BrokerSettings,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        store: MessageStore,
+        stats: BrokerStats,
+        store_host: bytes,
+        ha_server: HAServer | None,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.groups = groups
+        self.store = store
+        self.stats = stats
+        self.store_host = store_host
+        self.ha_server = ha_server
+        self.cluster_prop = f"{Prop.CLUSTER}\x01{self.settings.identity.cluster_name}".encode()
+        self.max_body = self.settings.store.max_message_size
         self._born_hosts: dict[str, bytes] = {}
         # (future, response, durable?) from the flush thread, drained on the loop in one call
         self._flushed: collections.deque[tuple[asyncio.Future[RemotingCommand], RemotingCommand, bool]] = (
@@ -97,9 +118,8 @@ class SendProcessor:
             h = SendMessageRequestHeader.from_command(cmd)
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send request header: {e}")
-        broker = self.broker
-        if broker.settings.identity.role == BrokerRole.SLAVE:
-            return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, f"the broker[{broker.settings.addr}] is a slave, sending is forbidden")
+        if self.settings.identity.role == BrokerRole.SLAVE:
+            return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, f"the broker[{self.settings.addr}] is a slave, sending is forbidden")
         problem = check_topic_name(h.topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
@@ -115,7 +135,7 @@ class SendProcessor:
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"the batch body size {len(body)} is over the max value {self.max_body} (maxMessageSize)",
             )
-        topics = broker.topics
+        topics = self.topics
         topic = h.topic
         queue_id = h.queue_id
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not batch:
@@ -133,7 +153,7 @@ class SendProcessor:
                 return cmd.response(
                     ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{h.topic}] not exist, apply first please! (autoCreateTopicEnable is "
-                    f"{'on' if broker.settings.topics.auto_create_topic else 'off'})",
+                    f"{'on' if self.settings.topics.auto_create_topic else 'off'})",
                 )
         if not config.perm & PERM_WRITE:
             return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending is forbidden")
@@ -172,7 +192,7 @@ class SendProcessor:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
             if not inners:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-            result = broker.store.put_messages(inners)
+            result = self.store.put_messages(inners)
         else:
             props = decode_properties(raw_props) if raw_props else {}
             inner = MessageInner(
@@ -185,7 +205,7 @@ class SendProcessor:
                 sys_flag=sys_flag,
                 born_timestamp=h.born_timestamp or now,
                 born_host=born_host,
-                store_host=broker.store_host,
+                store_host=self.store_host,
                 reconsume_times=h.reconsume_times or 0,
                 prepared_transaction_offset=0,
                 tags_code=tags_code(props.get(Prop.TAGS)),
@@ -193,11 +213,11 @@ class SendProcessor:
             )
             if is_prepared(sys_flag):  # a half message: stored aside until END_TRANSACTION or a check
                 inner = half_inner(inner)
-            result = broker.store.put_message(inner)
+            result = self.store.put_message(inner)
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code != ResponseCode.SUCCESS:
             return cmd.response(code, f"putting the message failed: {result.status.name}")
-        broker.stats.on_put(topic, result.message_count, result.wrote_bytes)
+        self.stats.on_put(topic, result.message_count, result.wrote_bytes)
         response = cmd.response(
             ResponseCode.SUCCESS,
             ext_fields={
@@ -209,8 +229,8 @@ class SendProcessor:
             },
         )
         end = result.wrote_offset + result.wrote_bytes
-        flushed = self._wait_flush(cmd, response, end) if broker.store.sync_flush and wait else None
-        if wait and broker.ha_server is not None and broker.settings.identity.role == BrokerRole.SYNC_MASTER:
+        flushed = self._wait_flush(cmd, response, end) if self.store.sync_flush and wait else None
+        if wait and self.ha_server is not None and self.settings.identity.role == BrokerRole.SYNC_MASTER:
             return self._wait_slave(response, end, flushed)
         return response if flushed is None else flushed
 
@@ -219,10 +239,10 @@ class SendProcessor:
         the group's DLQ once ``reconsumeTimes`` reached the max; or why the group is refused.
         The retry topic gets the group's ``retryQueueNums`` queues when created here."""
         name = h.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        group = self.broker.groups.find(name)
+        group = self.groups.find(name)
         if group is None:
             return f"subscription group not exist, {name}"
-        topics = self.broker.topics
+        topics = self.topics
         if topics.get(h.topic) is None:
             topics.create_in_send_back(h.topic, max(1, group.retry_queue_nums), PERM_READ | PERM_WRITE)
         max_times = h.max_reconsume_times if h.max_reconsume_times is not None else group.retry_max_times
@@ -250,7 +270,7 @@ class SendProcessor:
             sys_flag=sys_flag,
             born_timestamp=h.born_timestamp or int(time.time() * 1000),
             born_host=born_host,
-            store_host=self.broker.store_host,
+            store_host=self.store_host,
             reconsume_times=h.reconsume_times or 0,
             prepared_transaction_offset=0,
             tags_code=tags_code(props.get(Prop.TAGS)),
@@ -270,10 +290,10 @@ class SendProcessor:
                 self._drain_scheduled = True
                 loop.call_soon_threadsafe(self._drain_flushed)
 
-        timeout = self.broker.settings.store.sync_flush_timeout_ms / 1000
+        timeout = self.settings.store.sync_flush_timeout_ms / 1000
         timer = loop.call_later(timeout, _flush_timed_out, fut, response, offset)
         fut.add_done_callback(lambda _f: timer.cancel())
-        self.broker.store.request_flush(offset, done)
+        self.store.request_flush(offset, done)
         return fut
 
     def _wait_slave(
@@ -281,8 +301,8 @@ class SendProcessor:
     ) -> asyncio.Future[RemotingCommand]:
         """SYNC_MASTER: answer once a slave holds the bytes up to ``end`` (and the flush, if any, is
         done); SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT otherwise — the message stays stored."""
-        assert self.broker.ha_server is not None
-        replicated = self.broker.ha_server.wait_for_slave(end, self.broker.settings.store.sync_flush_timeout_ms / 1000)
+        assert self.ha_server is not None
+        replicated = self.ha_server.wait_for_slave(end, self.settings.store.sync_flush_timeout_ms / 1000)
         out: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
 
         def done(_f: object) -> None:

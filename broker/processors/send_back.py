@@ -24,14 +24,30 @@ from ..store.values import PutMessageStatus
 from ..topic_config import PERM_READ, PERM_WRITE
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..settings import BrokerSettings
+    from ..stats import BrokerStats
+    from ..store.message_store import MessageStore
+    from ..subscription_group import SubscriptionGroupManager
+    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
 
 class SendBackProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        settings: BrokerSettings,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        store: MessageStore,
+        stats: BrokerStats,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.groups = groups
+        self.store = store
+        self.stats = stats
 
     def register(self, server) -> None:
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.handle_send_back)
@@ -48,19 +64,18 @@ class SendBackProcessor:
             h = ConsumerSendMsgBackRequestHeader.from_command(cmd)
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send-back request header: {e}")
-        broker = self.broker
-        if broker.settings.identity.role == BrokerRole.SLAVE:
-            return cmd.response(ResponseCode.NO_PERMISSION, f"the broker[{broker.settings.addr}] sending message is forbidden")
-        group = broker.groups.find(h.group)
+        if self.settings.identity.role == BrokerRole.SLAVE:
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the broker[{self.settings.addr}] sending message is forbidden")
+        group = self.groups.find(h.group)
         if group is None:
             return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}")
         if group.retry_queue_nums <= 0:
             return cmd.response(ResponseCode.SUCCESS)  # retries are off for this group: drop it
         topic = retry_topic(h.group)
-        config = broker.topics.create_in_send_back(topic, group.retry_queue_nums, PERM_READ | PERM_WRITE)
+        config = self.topics.create_in_send_back(topic, group.retry_queue_nums, PERM_READ | PERM_WRITE)
         if not config.perm & PERM_WRITE:
             return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
-        msg = broker.store.look_message(h.offset)
+        msg = self.store.look_message(h.offset)
         if msg is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
         max_times = h.max_reconsume_times if h.max_reconsume_times is not None else group.retry_max_times
@@ -69,18 +84,18 @@ class SendBackProcessor:
         )
         if decision.dead_letter:
             topic = dlq_topic(h.group)
-            config = broker.topics.create_in_send_back(topic, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
+            config = self.topics.create_in_send_back(topic, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
             queue_id = 0
         else:
             queue_id = random.randrange(max(1, config.write_queue_nums))
         inner = send_back_inner(
             msg, topic=topic, queue_id=queue_id, delay_level=decision.delay_level, offset_msg_id=msg.offset_msg_id
         )
-        result = broker.store.put_message(inner)
+        result = self.store.put_message(inner)
         if result.status != PutMessageStatus.PUT_OK:
             return cmd.response(ResponseCode.SYSTEM_ERROR, result.status.name)
-        broker.stats.on_put(topic, 1, result.wrote_bytes)
-        broker.stats.on_send_back(h.group, decision.dead_letter)
+        self.stats.on_put(topic, 1, result.wrote_bytes)
+        self.stats.on_send_back(h.group, decision.dead_letter)
         log.debug(
             "sent back %s of %s (reconsumeTimes %d) to %s%s",
             msg.offset_msg_id, msg.topic, msg.reconsume_times + 1, topic,

@@ -39,14 +39,32 @@ from ..transaction import (
 )
 
 if TYPE_CHECKING:
-    from ..app import Broker
+    from ..client_manager import ProducerManager
+    from ..settings import BrokerSettings
+    from ..stats import BrokerStats
+    from ..store.message_store import MessageStore
+    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
 
 class TransactionProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        settings: BrokerSettings,
+        topics: TopicConfigManager,
+        producers: ProducerManager,
+        store: MessageStore,
+        stats: BrokerStats,
+        store_host: bytes,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.producers = producers
+        self.store = store
+        self.stats = stats
+        self.store_host = store_host
         self._rr = itertools.count()
 
     def register(self, server) -> None:
@@ -55,8 +73,8 @@ class TransactionProcessor:
     def ensure_topic(self, topic: str) -> None:
         """Give a system topic a config (one queue, read/write) the first time it is written, as
         Java does, so that admin tools and pulls can see it."""
-        if self.broker.topics.get(topic) is None:
-            self.broker.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
+        if self.topics.get(topic) is None:
+            self.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
 
     def handle_end(self, conn: Connection, cmd: RemotingCommand):
         try:
@@ -64,12 +82,11 @@ class TransactionProcessor:
         except HeaderError as e:
             log.warning("END_TRANSACTION from %s: bad header: %s", conn.remote_addr, e)
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad end transaction header: {e}")
-        broker = self.broker
-        if broker.settings.identity.role == BrokerRole.SLAVE:
+        if self.settings.identity.role == BrokerRole.SLAVE:
             return cmd.response(ResponseCode.SLAVE_NOT_AVAILABLE, "the broker is a slave: it ends no transaction")
         if h.commit_or_rollback not in (COMMIT, ROLLBACK):
             return None  # UNKNOWN: the check service asks again
-        store = broker.store
+        store = self.store
         msg = store.look_message(h.commit_log_offset)
         if msg is None:
             log.warning("END_TRANSACTION %s from %s: no half message at commitlog offset %d",
@@ -89,10 +106,10 @@ class TransactionProcessor:
             if result.status != PutMessageStatus.PUT_OK:
                 log.warning("END_TRANSACTION %s: storing the committed message failed (%s)", h.msg_id, result.status.name)
                 return cmd.response(ResponseCode.SYSTEM_ERROR, f"storing the committed message failed: {result.status.name}")
-            broker.stats.on_put(inner.topic, 1, result.wrote_bytes)
+            self.stats.on_put(inner.topic, 1, result.wrote_bytes)
         self.ensure_topic(HALF_TOPIC)
         self.ensure_topic(OP_TOPIC)
-        op = op_inner(msg.queue_offset, store_host=broker.store_host, born_timestamp=int(time.time() * 1000))
+        op = op_inner(msg.queue_offset, store_host=self.store_host, born_timestamp=int(time.time() * 1000))
         result = store.put_message(op)
         if result.status != PutMessageStatus.PUT_OK:
             log.warning("END_TRANSACTION %s: writing the op record failed (%s)", h.msg_id, result.status.name)
@@ -100,7 +117,7 @@ class TransactionProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     def send_check(self, group: str, msg: MessageExt) -> bool:
-        channels = self.broker.producers.groups.get(group)
+        channels = self.producers.groups.get(group)
         if not channels:
             log.info("transaction check of %s: no producer of group %s is connected", msg.msg_id, group)
             return False
