@@ -23,18 +23,8 @@ from pyrocketmq.remoting.message import MessageExt, Prop, encode_properties, pac
 
 from .store.values import MessageInner
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 DLQ_QUEUE_NUMS = 1
 """Queues of a ``%DLQ%<group>`` topic (Java's ``DLQ_NUMS_PER_GROUP``)."""
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_PREFIX + group
 
 
 def clamp_level(level: int, levels: list[int]) -> int:

@@ -57,10 +57,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 import pyrocketmq
 from pyrocketmq.metrics import LatencyRecorder, RequestRecorder, ScrapeCollector, histogram_family
+from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
+from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC, SYSTEM_GROUPS
 
 from .settings import BrokerRole
-from .store.message_store import SCHEDULE_TOPIC
-from .subscription_group import _SYSTEM_GROUPS as SYSTEM_GROUPS
 
 if TYPE_CHECKING:
     from pyrocketmq.remoting.transport import RemotingServer
@@ -77,8 +78,6 @@ if TYPE_CHECKING:
     from .subscription_group import SubscriptionGroupManager
 
 PREFIX = "pyrocketmq_broker"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 
 
 # -- pure pieces (unit-tested) -----------------------------------------------------------------------

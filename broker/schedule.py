@@ -23,10 +23,12 @@ import logging
 import time
 from collections.abc import Callable
 
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC
+
 from .delay import correct_deliver_timestamp, delivered_inner, level_to_queue_id
 from .store.config_file import load_json_file, write_json_file
 from .store.consume_queue import FILLER_SIZE
-from .store.message_store import SCHEDULE_TOPIC, MessageStore
+from .store.message_store import MessageStore
 from .store.values import PutMessageStatus
 
 log = logging.getLogger("pyrocketmq.broker")

@@ -8,31 +8,19 @@ import time
 import orjson
 
 from pyrocketmq.remoting.body import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from pyrocketmq.remoting.names import SYSTEM_GROUPS
 
 from .store.config_file import load_json_file, write_json_file
 
 log = logging.getLogger("pyrocketmq.broker")
 
-_SYSTEM_GROUPS = (
-    "TOOLS_CONSUMER",
-    "FILTERSRV_CONSUMER",
-    "__MONITOR_CONSUMER",
-    "CLIENT_INNER_PRODUCER",
-    "SELF_TEST_P_GROUP",
-    "SELF_TEST_C_GROUP",
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-    "CID_ONSAPI_PULL",
-    "CID_RMQ_SYS_TRANS",
-)
 
 
 class SubscriptionGroupManager:
     def __init__(self, path: str, *, auto_create: bool) -> None:
         self.path = path
         self.auto_create = auto_create
-        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(group_name=g) for g in _SYSTEM_GROUPS}
+        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
         self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=0)
 
     def load(self) -> None:

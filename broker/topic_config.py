@@ -8,64 +8,28 @@ change bumps the data version; the broker re-registers with the name servers whe
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 
 import orjson
 
 from pyrocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from pyrocketmq.remoting.names import (
+    AUTO_CREATE_TOPIC,
+    BENCHMARK_TOPIC,
+    OFFSET_MOVED_EVENT,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    SCHEDULE_TOPIC,
+    SELF_TEST_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+)
 
 from .store.config_file import load_json_file, write_json_file
 
 log = logging.getLogger("pyrocketmq.broker")
-
-PERM_PRIORITY = 8
-PERM_READ = 4
-PERM_WRITE = 2
-PERM_INHERIT = 1
-
-AUTO_CREATE_TOPIC = "TBW102"
-SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-BENCHMARK_TOPIC = "BenchmarkTest"
-OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
-MAX_TOPIC_LENGTH = 127
-
-_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-
-
-def check_topic_name(topic: str | None) -> str | None:
-    """Why ``topic`` is not a valid topic name, or ``None`` when it is."""
-    if not topic:
-        return "the topic name is empty"
-    if len(topic.encode()) > MAX_TOPIC_LENGTH:
-        return f"the topic name is longer than {MAX_TOPIC_LENGTH} bytes"
-    if not _TOPIC_RE.match(topic):
-        return f"the topic name {topic!r} contains characters other than ^[%|a-zA-Z0-9_-]+$"
-    return None
-
-
-def is_system_topic(topic: str) -> bool:
-    return topic in _SYSTEM_TOPICS or topic.startswith("rmq_sys_") or topic.startswith("RMQ_SYS_")
-
-
-_SYSTEM_TOPICS = {
-    AUTO_CREATE_TOPIC,
-    SELF_TEST_TOPIC,
-    BENCHMARK_TOPIC,
-    OFFSET_MOVED_EVENT,
-    SCHEDULE_TOPIC,
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
-    TRANS_CHECK_MAX_TIME_TOPIC,
-}
-
 
 class TopicConfigManager:
     """Topic configs of one broker, their data version and their file."""

@@ -32,12 +32,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from pyrocketmq.remoting.message import MessageExt, Prop, SysFlag, encode_properties, pack_host, tags_code
+from pyrocketmq.remoting.names import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
 from .store.values import MessageInner
 
-HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-CHECK_MAX_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+HALF_TOPIC = TRANS_HALF_TOPIC
+OP_TOPIC = TRANS_OP_HALF_TOPIC
+CHECK_MAX_TOPIC = TRANS_CHECK_MAX_TIME_TOPIC
 SYS_GROUP = "CID_RMQ_SYS_TRANS"
 """The group under which the check service's half/op queue progress is kept (as Java does)."""
 REMOVE_TAG = "d"

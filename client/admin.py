@@ -59,6 +59,7 @@ from pyrocketmq.remoting.message import (
     decode_offset_msg_id,
     uncompressed_body,
 )
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
 
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
 from .instance import ClientInstance, check_response
@@ -70,7 +71,6 @@ from .settings import ClientSettings
 log = logging.getLogger("pyrocketmq.client")
 
 ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 
 @dataclass(slots=True, frozen=True)
@@ -85,7 +85,7 @@ class TopicSpec:
     topic_sys_flag: int = 0
     topic_filter_type: str = "SINGLE_TAG"
 
-    def ext_fields(self, default_topic: str = "TBW102") -> dict[str, Any]:
+    def ext_fields(self, default_topic: str = AUTO_CREATE_TOPIC) -> dict[str, Any]:
         return {
             "topic": self.topic,
             "defaultTopic": default_topic,

@@ -27,6 +27,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from pyrocketmq.remoting.names import BENCHMARK_TOPIC
+
 from .errors import MQError
 from .message import Message
 
@@ -134,7 +136,7 @@ def add_parsers(sub: argparse._SubParsersAction, add_ns: Any, parser_class: type
     bench_sub.required = True
     p = bench_sub.add_parser("produce", help="send as fast as the in-flight limit allows; report TPS and RT")
     add_ns(p)
-    p.add_argument("-t", "--topic", default="BenchmarkTest", help="topic (default BenchmarkTest)")
+    p.add_argument("-t", "--topic", default=BENCHMARK_TOPIC, help=f"topic (default {BENCHMARK_TOPIC})")
     p.add_argument("-s", "--size", type=int, default=128, help="body size in bytes (default 128)")
     p.add_argument("-w", "--threads", dest="concurrency", type=int, default=64,
                    help="requests in flight (default 64)")
@@ -144,7 +146,7 @@ def add_parsers(sub: argparse._SubParsersAction, add_ns: Any, parser_class: type
     _common(p)
     c = bench_sub.add_parser("consume", help="consume with a push consumer; report TPS and latency")
     add_ns(c)
-    c.add_argument("-t", "--topic", default="BenchmarkTest", help="topic (default BenchmarkTest)")
+    c.add_argument("-t", "--topic", default=BENCHMARK_TOPIC, help=f"topic (default {BENCHMARK_TOPIC})")
     c.add_argument("-g", "--group", default="", help="consumer group (default: a fresh one)")
     c.add_argument("-q", "--count", type=int, default=0, help="stop after this many messages")
     c.add_argument("--duration", type=float, default=0.0, help="seconds to run (default 10 unless -q)")

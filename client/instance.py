@@ -49,6 +49,7 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import decode_messages
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
 from pyrocketmq.remoting.transport import (
     Connection,
     RemotingClient,
@@ -356,7 +357,7 @@ class ClientInstance:
                 log.warning("client %s: route refresh of %s failed: %s", self.client_id, topic, e)
 
     async def find_publish_info(
-        self, topic: str, *, default_topic: str = "TBW102", default_queue_nums: int = 4
+        self, topic: str, *, default_topic: str = AUTO_CREATE_TOPIC, default_queue_nums: int = 4
     ) -> TopicPublishInfo:
         """Where ``topic`` can be written; falls back to the default topic's route (auto-creation).
 

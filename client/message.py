@@ -16,30 +16,19 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt, Prop
+from pyrocketmq.remoting.names import MAX_TOPIC_LENGTH, NOT_ALLOWED_SEND_TOPICS, TOPIC_PATTERN
 
 from .errors import MQClientError
 
 __all__ = ["Message", "MessageExt", "SendResult", "SendStatus", "check_topic", "RESERVED_PROPERTIES"]
 
-TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH = 127
 MAX_DELAY_LEVEL = 18
-#: Topics a producer may not send to (the broker's own; Java ``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET``).
-NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        "SCHEDULE_TOPIC_XXXX",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC",
-    }
-)
 #: Property names the client and broker own.
 RESERVED_PROPERTIES = frozenset(
     v for k, v in vars(Prop).items() if not k.startswith("_") and isinstance(v, str)

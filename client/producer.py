@@ -42,6 +42,7 @@ from pyrocketmq.remoting.message import (
     encode_batch,
     encode_properties,
 )
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
 
 from .errors import (
     SEND_RETRY_CODES,
@@ -62,7 +63,6 @@ from .settings import ClientSettings, ProducerSettings
 
 log = logging.getLogger("pyrocketmq.client")
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
 
@@ -161,7 +161,7 @@ def build_send_header(
     group: str,
     queue: MessageQueue,
     born_timestamp: int,
-    default_topic: str = "TBW102",
+    default_topic: str = AUTO_CREATE_TOPIC,
     default_topic_queue_nums: int = 4,
 ) -> dict[str, str]:
     """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE ext fields (short keys ``a``..``n``).

@@ -49,6 +49,7 @@ from pyrocketmq.remoting.message import (
     tags_code,
     uncompressed_body,
 )
+from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 
 from .errors import MQBrokerError, MQClientError, MQError
 from .instance import ClientInstance
@@ -59,7 +60,6 @@ from .settings import ClientSettings, PullConsumerSettings
 
 log = logging.getLogger("pyrocketmq.client")
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 
 class PullSysFlag:

@@ -45,6 +45,7 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 
 from .allocate import STRATEGY_NAMES, strategy_for
 from .consume_service import (
@@ -377,7 +378,7 @@ class PushConsumer:
             try:
                 self._topic_queues[topic] = await inst.subscribe_queues(topic)
             except MQError as e:
-                level = logging.DEBUG if topic.startswith("%RETRY%") else logging.WARNING
+                level = logging.DEBUG if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else logging.WARNING
                 log.log(level, "group %s: no route for %s yet: %s", self.group, topic, e)
 
     # -- rebalance ------------------------------------------------------------------------------

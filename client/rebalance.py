@@ -23,10 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pyrocketmq.remoting.body import MessageQueue
+from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 
 from .allocate import Strategy, allocate_averagely, pick  # noqa: F401 (doctest)
 
-RETRY_PREFIX = "%RETRY%"
 CLUSTERING = "CLUSTERING"
 BROADCASTING = "BROADCASTING"
 

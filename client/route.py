@@ -27,11 +27,8 @@ from dataclasses import dataclass, field
 
 from pyrocketmq.remoting.body import MessageQueue, TopicRouteData
 from pyrocketmq.remoting.message import tags_code
+from pyrocketmq.remoting.names import PERM_INHERIT, PERM_READ, PERM_WRITE
 
-PERM_PRIORITY = 0x8
-PERM_READ = 0x4
-PERM_WRITE = 0x2
-PERM_INHERIT = 0x1
 MASTER_ID = 0
 
 

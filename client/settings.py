@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
+
 if TYPE_CHECKING:
     from .metrics import ClientMetrics
 
@@ -63,7 +65,7 @@ class ProducerSettings:
     """zlib level used for compression (Java's default)."""
     max_message_size: int = 4 * 1024 * 1024
     """Largest body (or batch body) accepted, in bytes (the broker's default ``maxMessageSize``)."""
-    default_topic: str = "TBW102"
+    default_topic: str = AUTO_CREATE_TOPIC
     """Topic whose route is used, and named in the send header, when the topic does not exist yet."""
     default_topic_queue_nums: int = 4
     """Queues a broker creates for an auto-created topic."""

@@ -50,10 +50,6 @@ from .route_info import RouteInfoManager
 
 log = logging.getLogger("pyrocketmq.namesrv")
 
-# name-server codes the shared RequestCode table does not list (yet)
-WIPE_WRITE_PERM_OF_BROKER = 205
-GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
-QUERY_DATA_VERSION = 322
 
 
 def _ms() -> int:
@@ -92,9 +88,9 @@ class NamesrvProcessor:
             RequestCode.GET_KV_CONFIG: self.handle_get_kv,
             RequestCode.DELETE_KV_CONFIG: self.handle_delete_kv,
             RequestCode.GET_KVLIST_BY_NAMESPACE: self.handle_kv_list,
-            QUERY_DATA_VERSION: self.handle_query_data_version,
-            WIPE_WRITE_PERM_OF_BROKER: self.handle_wipe_write_perm,
-            GET_SYSTEM_TOPIC_LIST_FROM_NS: self.handle_system_topics,
+            RequestCode.QUERY_DATA_VERSION: self.handle_query_data_version,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.handle_wipe_write_perm,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.handle_system_topics,
         }
         return {int(code): self._guarded(fn) for code, fn in table.items()}
 

@@ -34,10 +34,10 @@ from pyrocketmq.remoting.body import (
     TopicConfigSerializeWrapper,
     TopicRouteData,
 )
+from pyrocketmq.remoting.names import PERM_WRITE
 
 log = logging.getLogger("pyrocketmq.namesrv")
 
-PERM_WRITE = 2
 BROKER_EXPIRY_MS = 120_000
 
 

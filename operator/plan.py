@@ -23,6 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from pyrocketmq.remoting.names import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SYSTEM_TOPIC_PREFIXES,
+    SYSTEM_TOPICS,
+)
+from pyrocketmq.remoting.names import SYSTEM_GROUPS as SYSTEM_GROUP_NAMES
+
 
 class Action(StrEnum):
     REMOVE = "remove"
@@ -89,15 +97,7 @@ def scale_down_decision(facts: DrainFacts, force: bool = False) -> Decision:
     return Decision(Action.REMOVE, "Drained", f"{g} is drained: writes stopped and every queue consumed")
 
 
-SYSTEM_TOPICS = frozenset(
-    {"TBW102", "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
-     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC"}
-)
-SYSTEM_GROUPS = frozenset(
-    {"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER", "SELF_TEST_P_GROUP",
-     "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL",
-     "CID_RMQ_SYS_TRANS"}
-)
+SYSTEM_GROUPS = frozenset(SYSTEM_GROUP_NAMES)
 
 
 def is_user_topic(topic: str, cluster: str, broker_names: frozenset[str] = frozenset()) -> bool:
@@ -108,7 +108,7 @@ def is_user_topic(topic: str, cluster: str, broker_names: frozenset[str] = froze
     """
     if topic in SYSTEM_TOPICS or topic == cluster or topic in broker_names:
         return False
-    return not topic.startswith(("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_"))
+    return not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX, *SYSTEM_TOPIC_PREFIXES))
 
 
 def is_user_group(group: str) -> bool:

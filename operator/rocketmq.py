@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyrocketmq.client import Admin
-from pyrocketmq.client.admin import ORDER_TOPIC_CONFIG_NAMESPACE, RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.client.admin import ORDER_TOPIC_CONFIG_NAMESPACE
 from pyrocketmq.client.errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
 from pyrocketmq.client.instance import check_response
 from pyrocketmq.client.settings import ClientSettings
@@ -32,12 +32,10 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 
 from .model import ConsumerGroupModel, TopicModel
 from .plan import DrainFacts, is_user_group, is_user_topic
-
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
-PERM_WRITE = 2
 
 
 class RocketMQUnavailable(Exception):

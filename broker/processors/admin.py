@@ -20,9 +20,8 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC, check_topic_name
 from pyrocketmq.remoting.transport import Connection
-
-from ..topic_config import SCHEDULE_TOPIC, check_topic_name
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager

@@ -14,9 +14,8 @@ import orjson
 from pyrocketmq.remoting.body import HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.remoting.transport import Connection, RemotingError
-
-from ..topic_config import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager, ProducerManager

@@ -18,11 +18,11 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, PullMessageRequestHeader
 from pyrocketmq.remoting.message import tags_code
+from pyrocketmq.remoting.names import PERM_READ
 from pyrocketmq.remoting.transport import Connection
 
 from ..settings import BrokerRole
 from ..store.values import GetMessageStatus
-from ..topic_config import PERM_READ
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager

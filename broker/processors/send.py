@@ -29,17 +29,18 @@ from pyrocketmq.remoting.message import (
     pack_host,
     tags_code,
 )
-from pyrocketmq.remoting.transport import Connection
-
-from ..delay import DLQ_QUEUE_NUMS, dlq_topic
-from ..settings import BrokerRole
-from ..store.values import MessageInner, PutMessageStatus
-from ..topic_config import (
+from pyrocketmq.remoting.names import (
     PERM_READ,
     PERM_WRITE,
     RETRY_GROUP_TOPIC_PREFIX,
     check_topic_name,
+    dlq_topic,
 )
+from pyrocketmq.remoting.transport import Connection
+
+from ..delay import DLQ_QUEUE_NUMS
+from ..settings import BrokerRole
+from ..store.values import MessageInner, PutMessageStatus
 from ..transaction import half_inner, is_prepared
 
 if TYPE_CHECKING:

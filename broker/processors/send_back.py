@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, HeaderError
+from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, dlq_topic, retry_topic
 from pyrocketmq.remoting.transport import Connection
 
-from ..delay import DLQ_QUEUE_NUMS, decide_send_back, dlq_topic, retry_topic, send_back_inner
+from ..delay import DLQ_QUEUE_NUMS, decide_send_back, send_back_inner
 from ..settings import BrokerRole
 from ..store.values import PutMessageStatus
-from ..topic_config import PERM_READ, PERM_WRITE
 
 if TYPE_CHECKING:
     from ..settings import BrokerSettings

@@ -22,11 +22,11 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import EndTransactionRequestHeader, HeaderError
 from pyrocketmq.remoting.message import MessageExt, Prop, encode_message
+from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE
 from pyrocketmq.remoting.transport import Connection, RemotingError
 
 from ..settings import BrokerRole
 from ..store.values import PutMessageStatus
-from ..topic_config import PERM_READ, PERM_WRITE
 from ..transaction import (
     COMMIT,
     HALF_TOPIC,

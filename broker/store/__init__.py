@@ -4,7 +4,9 @@ Public surface: :class:`MessageStore` and the values it takes and returns; the m
 are importable for tests and tools. No asyncio and no transport here (import-linter enforces it).
 """
 
-from .message_store import SCHEDULE_TOPIC, MessageStore
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC
+
+from .message_store import MessageStore
 from .settings import FlushDiskType, FlushSettings, RetentionSettings, StoreSettings
 from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult
 

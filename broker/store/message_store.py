@@ -54,6 +54,7 @@ from pyrocketmq.remoting.message import (
     patch_record,
     tags_code,
 )
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC
 
 from .checkpoint import Checkpoint
 from .commit_log import CommitLog
@@ -74,7 +75,6 @@ from .values import (
 log = logging.getLogger("pyrocketmq.broker.store")
 _II = struct.Struct(">iI")
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 
 DispatchHook = Callable[[str, int, int, int, dict[str, str]], None]

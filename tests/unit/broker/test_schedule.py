@@ -9,9 +9,9 @@ import pytest
 
 from pyrocketmq.broker.schedule import ScheduleService
 from pyrocketmq.broker.store import message_store as ms_module
-from pyrocketmq.broker.store.message_store import SCHEDULE_TOPIC
 from pyrocketmq.broker.store.values import MessageInner
 from pyrocketmq.remoting.message import decode_messages, pack_host
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC
 
 from .store.storekit import make_settings, open_store
 

@@ -8,12 +8,7 @@ import orjson
 import pytest
 
 from pyrocketmq.namesrv.kv_config import KVConfigManager
-from pyrocketmq.namesrv.processor import (
-    GET_SYSTEM_TOPIC_LIST_FROM_NS,
-    QUERY_DATA_VERSION,
-    WIPE_WRITE_PERM_OF_BROKER,
-    NamesrvProcessor,
-)
+from pyrocketmq.namesrv.processor import NamesrvProcessor
 from pyrocketmq.namesrv.route_info import RouteInfoManager
 from pyrocketmq.remoting.body import (
     ClusterInfo,
@@ -143,7 +138,7 @@ def test_cluster_info_topic_lists_and_delete(ns):
     assert TopicList.from_json(by_cluster.body).topic_list == ["T", "U"]
     assert call(ns, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "T"}).code == ResponseCode.SUCCESS
     assert TopicList.from_json(call(ns, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body).topic_list == ["U"]
-    system = TopicList.from_json(call(ns, GET_SYSTEM_TOPIC_LIST_FROM_NS).body)
+    system = TopicList.from_json(call(ns, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS).body)
     assert system.topic_list == ["DefaultCluster", "broker-a"] and system.broker_addr == "10.0.0.1:10911"
 
 
@@ -164,16 +159,16 @@ def test_kv_config_handlers(ns):
 
 def test_query_data_version(ns):
     ext = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "DefaultCluster", "brokerId": 0}
-    unknown = call(ns, QUERY_DATA_VERSION, ext, DataVersion(1, 1).to_json())
+    unknown = call(ns, RequestCode.QUERY_DATA_VERSION, ext, DataVersion(1, 1).to_json())
     assert unknown.ext_fields == {"changed": "true"} and unknown.body is None
     register(ns, TopicConfig("T"))
-    same = call(ns, QUERY_DATA_VERSION, ext, DataVersion(1, 1).to_json())
+    same = call(ns, RequestCode.QUERY_DATA_VERSION, ext, DataVersion(1, 1).to_json())
     assert same.ext_fields == {"changed": "false"} and DataVersion.from_json(same.body) == DataVersion(1, 1)
 
 
 def test_wipe_write_perm(ns):
     register(ns, TopicConfig("T"))
-    resp = call(ns, WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    resp = call(ns, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
     assert resp.ext_fields == {"wipeTopicCount": "1"}
     assert ns.routes.pick_route("T").queue_datas[0].perm == 4
 

@@ -22,9 +22,10 @@ from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.broker.stats import BrokerStats
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.subscription_group import SubscriptionGroupManager
-from pyrocketmq.broker.topic_config import PERM_READ, PERM_WRITE, TopicConfig, TopicConfigManager
+from pyrocketmq.broker.topic_config import TopicConfig, TopicConfigManager
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import pack_host
+from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE
 from pyrocketmq.remoting.transport import Connection, FrameDecoder
 
 

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from pyrocketmq.broker.store.message_store import SCHEDULE_TOPIC, MessageStore
+from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings
 from pyrocketmq.broker.store.values import GetMessageStatus as S
 from pyrocketmq.broker.store.values import MessageInner, PutMessageStatus
@@ -20,6 +20,7 @@ from pyrocketmq.remoting.message import (
     pack_host,
     tags_code,
 )
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC
 
 from .storekit import HOST, SEGMENT, check_queue_consistent, put, read_queue, segment_paths
 
