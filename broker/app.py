@@ -18,10 +18,11 @@ import time
 from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.transport import RemotingServer
+from pyrocketmq.service import Service, Services
 
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
-from .ha.service import HAClient, HAServer
+from .ha.service import RECONNECT_DELAY, HAClient, HAServer
 from .ha.slave_sync import SlaveSync
 from .long_poll import PullHoldService
 from .metrics import BrokerMetrics, readiness
@@ -85,7 +86,8 @@ class Broker:
         self.store_host = b""
         self.port = 0
         self.boot_ms = int(time.time() * 1000)
-        self._tasks: list[asyncio.Task[None]] = []
+        self.services = Services()
+        """The broker's periodic loops, started once it serves and stopped first on shutdown."""
         self.metrics = BrokerMetrics(self) if settings.network.metrics_port else None
         self.metrics_server: MetricsServer | None = None
         self.serving = False
@@ -176,14 +178,16 @@ class Broker:
             len(s.network.namesrv_addrs),
             s.store.store_path_root_dir,
         )
-        self._tasks = [
-            asyncio.ensure_future(self.registrar.run()),
-            *([asyncio.ensure_future(self.ha_client.run()), asyncio.ensure_future(self.slave_sync.run())]
-              if self.ha_client is not None and self.slave_sync is not None else []),
-            asyncio.ensure_future(self._every(5.0, self._persist_offsets)),
-            # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
-            asyncio.ensure_future(self._every(min(10.0, s.network.client_channel_expiry_ms / 2000), self.client_processor.scan_expired)),
-        ]
+        add = self.services.add
+        add(Service("name-server registration", self.registrar.register_all, s.network.register_interval_ms / 1000))
+        if self.ha_client is not None and self.slave_sync is not None:
+            add(Service("HA link to the master", self.ha_client.connect_round, RECONNECT_DELAY, first_wait=False))
+            add(Service("config sync from the master", self.slave_sync.sync_round, 1.0, first_wait=False, chooses_wait=True))
+        add(Service("consumer offset persist", self.offsets.persist, 5.0))
+        # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
+        add(Service("client expiry scan", self.client_processor.scan_expired,
+                    min(10.0, s.network.client_channel_expiry_ms / 2000)))
+        self.services.start()
         if s.identity.role != BrokerRole.SLAVE:
             self.schedule.start()
             self.transaction_check.start()
@@ -214,21 +218,9 @@ class Broker:
     def _ha_master_addr(self) -> str | None:
         return self.settings.network.ha_master_address or self.registrar.ha_server_addr
 
-    def _persist_offsets(self) -> None:
-        self.offsets.persist()
-
-    async def _every(self, seconds: float, fn) -> None:
-        while True:
-            await asyncio.sleep(seconds)
-            try:
-                fn()
-            except Exception:
-                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
-
     async def stop(self) -> None:
         self.serving = False
-        for t in self._tasks:
-            t.cancel()
+        await self.services.stop()
         self.holds.wake_all()
         await asyncio.sleep(0)
         await self.registrar.unregister_all()

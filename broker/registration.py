@@ -112,15 +112,6 @@ class Registrar:
         self._soon = None
         asyncio.ensure_future(self.register_all())
 
-    async def run(self) -> None:
-        interval = self.settings.network.register_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.register_all()
-            except Exception:
-                log.exception("periodic registration failed")
-
     async def close(self) -> None:
         if self._soon is not None:
             self._soon.cancel()

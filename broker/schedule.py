@@ -18,12 +18,13 @@ share one start/stop shape with the broker's other background loops.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
 
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC
+from pyrocketmq.service import Service, Services
 
 from .delay import correct_deliver_timestamp, delivered_inner, level_to_queue_id
 from .store.config_file import load_json_file, write_json_file
@@ -67,7 +68,7 @@ class ScheduleService:
         self.clock = clock
         self.offsets: dict[int, int] = {}
         self._dirty = False
-        self._tasks: list[asyncio.Task[None]] = []
+        self._services = Services()
 
     # -- persistence ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -145,33 +146,14 @@ class ScheduleService:
 
     # -- the loops --------------------------------------------------------------------------------
     def start(self) -> None:
-        self._tasks = [asyncio.ensure_future(self._run(level)) for level in range(1, len(self.levels_ms) + 1)]
-        self._tasks.append(asyncio.ensure_future(self._flush_loop()))
-
-    async def _run(self, level: int) -> None:
-        while True:
-            try:
-                wait = self.deliver_level(level)
-            except Exception:
-                log.exception("delay level %d: delivery failed", level)
-                wait = RETRY_WAIT_S
-            await asyncio.sleep(wait)
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_interval_ms / 1000)
-            try:
-                self.persist()
-            except Exception:
-                log.exception("writing %s failed", self.path)
+        for level in range(1, len(self.levels_ms) + 1):
+            self._services.add(Service(
+                f"delay level {level}", functools.partial(self.deliver_level, level), RETRY_WAIT_S,
+                first_wait=False, chooses_wait=True, logger=log,
+            ))
+        self._services.add(Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log))
+        self._services.start()
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
-        self._tasks = []
+        await self._services.stop()
         self.persist(force=True)

@@ -17,13 +17,13 @@ Runs on the broker's event loop; store calls are short and synchronous.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyrocketmq.remoting.message import MessageExt
+from pyrocketmq.service import Service
 
 from .consumer_offset import ConsumerOffsetManager
 from .store.consume_queue import FILLER_SIZE
@@ -111,7 +111,7 @@ class TransactionCheckService:
         self.reserved_ms = reserved_ms
         self.clock = clock
         self.ensure_topic = ensure_topic
-        self._task: asyncio.Task[None] | None = None
+        self._service = Service("transaction check", self.check_once, lambda: self.interval_ms / 1000, logger=log)
 
     def _saved(self, topic: str) -> int:
         off = self.offsets.query(SYS_GROUP, topic, 0)
@@ -195,21 +195,7 @@ class TransactionCheckService:
 
     # -- the loop ---------------------------------------------------------------------------------
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_ms / 1000)
-            try:
-                self.check_once()
-            except Exception:
-                log.exception("transaction check failed")
+        self._service.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await self._service.stop()

@@ -56,6 +56,7 @@ from pyrocketmq.remoting.transport import (
     RemotingError,
     RemotingTimeoutError,
 )
+from pyrocketmq.service import Service, Services
 
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
 from .route import (
@@ -155,7 +156,7 @@ class ClientInstance:
         self.producers: dict[str, Any] = {}
         self.consumers: dict[str, Any] = {}
         self._ns_index = 0
-        self._tasks: list[asyncio.Task[None]] = []
+        self._services = Services()
         self._route_locks: dict[str, asyncio.Lock] = {}
         self._started = False
         self._closed = False
@@ -196,20 +197,18 @@ class ClientInstance:
         if self._started:
             return
         self._started = True
-        self._tasks.append(asyncio.create_task(self._every(self.settings.poll_namesrv_interval, self.refresh_routes)))
-        self._tasks.append(asyncio.create_task(self._every(self.settings.heartbeat_interval, self.send_heartbeat_to_all)))
+        self._services.add(Service(f"client {self.client_id}: route refresh", self.refresh_routes,
+                                   lambda: self.settings.poll_namesrv_interval, logger=log))
+        self._services.add(Service(f"client {self.client_id}: heartbeat", self.send_heartbeat_to_all,
+                                   lambda: self.settings.heartbeat_interval, logger=log))
+        self._services.start()
 
     async def shutdown(self) -> None:
         """Stop the loops, unregister every group from every broker, close the connections."""
         if self._closed:
             return
         self._closed = True
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
-        self._tasks.clear()
+        await self._services.stop()
         for group in list(self.producers):
             await self._unregister_everywhere(producer_group=group)
         for group in list(self.consumers):
@@ -217,20 +216,6 @@ class ClientInstance:
         self.producers.clear()
         self.consumers.clear()
         await self.remoting.close()
-
-    async def _every(self, interval: float, fn) -> None:
-        # The flag, not only the cancel, ends the loop: before Python 3.12 asyncio.wait_for can
-        # swallow a cancellation that races with an answer.
-        while not self._closed:
-            await asyncio.sleep(interval)
-            if self._closed:
-                return
-            try:
-                await fn()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("client %s: periodic %s failed", self.client_id, getattr(fn, "__name__", fn))
 
     # -- groups -----------------------------------------------------------------------------------
     def register_producer(self, group: str, producer: Any) -> None:

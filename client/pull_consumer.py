@@ -50,6 +50,7 @@ from pyrocketmq.remoting.message import (
     uncompressed_body,
 )
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.service import Service
 
 from .errors import MQBrokerError, MQClientError, MQError
 from .instance import ClientInstance
@@ -279,7 +280,7 @@ class PullConsumer:
         self._suggested: dict[MessageQueue, int] = {}
         self._sub_version = int(time.time() * 1000)
         self._started_ms = 0
-        self._commit_task: asyncio.Task[None] | None = None
+        self._committer: Service | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -303,18 +304,18 @@ class PullConsumer:
         self._data = asyncio.Event()
         self._started_ms = int(time.time() * 1000)
         if self.settings.auto_commit:
-            self._commit_task = asyncio.create_task(self._auto_commit_loop())
+            self._committer = Service(f"group {self.group}: auto-commit", self.commit,
+                                      lambda: self.settings.auto_commit_interval, logger=log)
+            self._committer.start()
 
     async def shutdown(self) -> None:
         """Stop pulling, commit (with ``auto_commit``), unregister the group, release the instance."""
         inst = self._instance
         if inst is None:
             return
-        commit_task, self._commit_task = self._commit_task, None
-        if commit_task is not None:
-            commit_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await commit_task
+        committer, self._committer = self._committer, None
+        if committer is not None:
+            await committer.stop()
         await self._stop_tasks(list(self._states.values()))
         if self.settings.auto_commit:
             with contextlib.suppress(MQError):
@@ -633,19 +634,6 @@ class PullConsumer:
 
     async def max_offset(self, mq: MessageQueue) -> int:
         return await self.instance.max_offset(mq)
-
-    async def _auto_commit_loop(self) -> None:
-        me = asyncio.current_task()
-        while self._commit_task is me:
-            await asyncio.sleep(self.settings.auto_commit_interval)
-            if self._commit_task is not me:
-                return
-            try:
-                await self.commit()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("auto-commit of group %s failed", self.group)
 
     # -- hooks for the client instance ----------------------------------------------------------
     def topics(self) -> set[str]:

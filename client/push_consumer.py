@@ -46,6 +46,7 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.service import Service, Services
 
 from .allocate import STRATEGY_NAMES, strategy_for
 from .consume_service import (
@@ -195,10 +196,11 @@ class PushConsumer:
         self._topic_queues: dict[str, list[MessageQueue]] = {}
         self.sub_version = int(time.time() * 1000)
         self._tasks: list[asyncio.Task[None]] = []
+        self._services = Services()
+        self._rebalancer: Service | None = None
         self._pulls: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
         self.pulls = PullService(self)
-        self._rebalance_now: asyncio.Event | None = None
         self._rebalance_lock: asyncio.Lock | None = None
         self._running = False
         self._started_ms = 0
@@ -283,7 +285,6 @@ class PushConsumer:
         await self.offset_store.load()
         service_cls = OrderlyConsumeService if self._orderly else ConcurrentConsumeService
         self.consume_service = service_cls(self, self._listener)
-        self._rebalance_now = asyncio.Event()
         self._rebalance_lock = asyncio.Lock()
         self._running = True
         self._started_ms = now_ms()
@@ -291,13 +292,17 @@ class PushConsumer:
         await self._refresh_routes()
         await inst.send_heartbeat_to_all()
         self._tasks.append(asyncio.create_task(self.pulls.run()))
-        self._tasks.append(asyncio.create_task(self._rebalance_loop()))
-        self._tasks.append(asyncio.create_task(self._every(s.persist_interval, self.persist_offsets)))
+        name = f"group {self.group}"
+        add = self._services.add
+        self._rebalancer = add(Service(f"{name}: rebalance", self.rebalance, lambda: self.settings.rebalance.interval,
+                                       first_wait=False, logger=log))
+        add(Service(f"{name}: offset persist", self.persist_offsets, s.persist_interval, logger=log))
         if self._orderly and self.clustering:
-            self._tasks.append(asyncio.create_task(self._every(s.rebalance.lock_interval, self.lock_all)))
+            add(Service(f"{name}: queue locks", self.lock_all, s.rebalance.lock_interval, logger=log))
         if not self._orderly:
-            self._tasks.append(asyncio.create_task(
-                self._every(min(60.0, s.consume.timeout_minutes * 60), self._clean_expired)))
+            add(Service(f"{name}: expired messages", self._clean_expired, min(60.0, s.consume.timeout_minutes * 60),
+                        logger=log))
+        self._services.start()
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop pulling, let running listener calls finish (up to ``grace`` s), persist offsets,
@@ -309,6 +314,7 @@ class PushConsumer:
         for h in self._timers:
             h.cancel()
         self._timers.clear()
+        await self._services.stop()
         tasks = self._tasks + list(self._pulls)
         self._tasks = []
         for t in tasks:
@@ -355,18 +361,6 @@ class PushConsumer:
         handle = asyncio.get_running_loop().call_later(max(0.0, delay), fire)
         self._timers.add(handle)
 
-    async def _every(self, interval: float, fn: Any) -> None:
-        while self._running:
-            await asyncio.sleep(interval)
-            if not self._running:
-                return
-            try:
-                await fn()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("group %s: periodic %s failed", self.group, getattr(fn, "__name__", fn))
-
     async def _after_subscription_change(self) -> None:
         await self._refresh_routes()
         await self.instance.send_heartbeat_to_all()
@@ -383,21 +377,8 @@ class PushConsumer:
 
     # -- rebalance ------------------------------------------------------------------------------
     def rebalance_soon(self) -> None:
-        if self._rebalance_now is not None:
-            self._rebalance_now.set()
-
-    async def _rebalance_loop(self) -> None:
-        assert self._rebalance_now is not None
-        while self._running:
-            try:
-                await self.rebalance()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("group %s: rebalance failed", self.group)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._rebalance_now.wait(), self.settings.rebalance.interval)
-            self._rebalance_now.clear()
+        if self._rebalancer is not None:
+            self._rebalancer.wakeup()
 
     async def rebalance(self) -> bool:
         """One rebalance of every subscribed topic; True when the process-queue table changed."""

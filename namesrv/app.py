@@ -21,6 +21,7 @@ import time
 
 from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.transport import Connection, RemotingServer
+from pyrocketmq.service import Service
 
 from .kv_config import KVConfigError, KVConfigManager
 from .metrics import NamesrvMetrics
@@ -51,7 +52,7 @@ class NameServer:
         self.server = RemotingServer("namesrv", self.processor.handlers())
         self.server.on_connection_closed(self._connection_closed)
         self.port = 0
-        self._scan_task: asyncio.Task[None] | None = None
+        self._scan = Service("broker expiry scan", self.scan_expired, self.settings.scan_interval_ms / 1000, logger=log)
         self.metrics = NamesrvMetrics(self) if self.settings.metrics_port else None
         self.metrics_server: MetricsServer | None = None
         if self.metrics is not None:
@@ -70,18 +71,12 @@ class NameServer:
             mport = await self.metrics_server.start(self.settings.host, self.settings.metrics_port)
             log.info("metrics, /healthz and /readyz on http://%s:%d", self.settings.host, mport)
         self.port = await self.server.start(self.settings.host, self.settings.listen_port)
-        self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-expiry-scan")
+        self._scan.start()
         log.info("pyrocketmq namesrv listening on %s:%d", self.settings.host, self.port)
         return self.port
 
     async def stop(self) -> None:
-        if self._scan_task is not None:
-            self._scan_task.cancel()
-            try:
-                await self._scan_task
-            except asyncio.CancelledError:
-                pass
-            self._scan_task = None
+        await self._scan.stop()
         self.port = 0
         await self.server.stop()
         if self.metrics_server is not None:
@@ -96,15 +91,6 @@ class NameServer:
             if isinstance(live.channel, Connection):
                 live.channel.close("broker registration expired")
         return [live.broker_addr for live in expired]
-
-    async def _scan_loop(self) -> None:
-        interval = self.settings.scan_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                self.scan_expired()
-            except Exception:  # the scan must outlive a bug in one round
-                log.exception("expiry scan failed")
 
     def _connection_closed(self, conn: Connection) -> None:
         removed = self.routes.on_channel_closed(conn)

@@ -193,21 +193,19 @@ class HAClient:
         self.master_addr = master_addr
         self.connected = False
 
-    async def run(self) -> None:
-        while True:
-            addr = self.master_addr()
-            if addr:
-                try:
-                    await self._session(addr)
-                except (ConnectionError, OSError, FrameError) as e:
-                    log.info("HA link to master %s: %s", addr, e)
-                except TimeoutError:
-                    log.warning("HA link to master %s silent for %.0f s; reconnecting", addr, HOUSEKEEPING_INTERVAL)
-                except Exception:
-                    log.exception("HA link to master %s failed", addr)
-                finally:
-                    self.connected = False
-            await asyncio.sleep(RECONNECT_DELAY)
+    async def connect_round(self) -> None:
+        """One session with the master, until it ends (the service reconnects after RECONNECT_DELAY)."""
+        addr = self.master_addr()
+        if not addr:
+            return
+        try:
+            await self._session(addr)
+        except (ConnectionError, OSError, FrameError) as e:
+            log.info("HA link to master %s: %s", addr, e)
+        except TimeoutError:
+            log.warning("HA link to master %s silent for %.0f s; reconnecting", addr, HOUSEKEEPING_INTERVAL)
+        finally:
+            self.connected = False
 
     async def _session(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")

@@ -9,7 +9,6 @@ A failed round is logged and retried at the next tick.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -47,17 +46,16 @@ class SlaveSync:
         self.schedule = schedule
         self.client = RemotingClient()
 
-    async def run(self) -> None:
-        while True:
-            addr = self.registrar.master_addr
-            if addr:
-                try:
-                    await self.sync_all(addr)
-                except (RemotingError, ValueError, TypeError, KeyError) as e:
-                    log.info("config sync from master %s failed: %s", addr, e)
-                except Exception:
-                    log.exception("config sync from master %s failed", addr)
-            await asyncio.sleep(SYNC_INTERVAL if addr else 1.0)
+    async def sync_round(self) -> float:
+        """One sync from the master, once its address is known; the seconds until the next."""
+        addr = self.registrar.master_addr
+        if not addr:
+            return 1.0
+        try:
+            await self.sync_all(addr)
+        except (RemotingError, ValueError, TypeError, KeyError) as e:
+            log.info("config sync from master %s failed: %s", addr, e)
+        return SYNC_INTERVAL
 
     async def _get(self, addr: str, code: RequestCode) -> bytes:
         resp = await self.client.invoke(addr, RemotingCommand.request(code, {}), 5.0)
