@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pyrocketmq.remoting.message import (
     BLANK_MAGIC,
@@ -30,11 +30,12 @@ from pyrocketmq.remoting.message import (
     MessageExt,
     SysFlag,
     decode_message,
+    patch_record,
     store_timestamp_pos,
 )
 
 from .mapped_file import MappedFile
-from .mapped_file_queue import MappedFileQueue
+from .mapped_file_queue import MappedFileQueue, StoreError
 from .settings import StoreSettings
 
 log = logging.getLogger("pyrocketmq.broker.store")
@@ -139,6 +140,59 @@ class CommitLog:
 
     def fits_a_segment(self, length: int) -> bool:
         return length + END_FILE_MIN_BLANK_LENGTH <= self.file_size
+
+    def append(self, records: list[bytearray], queue_offset: int, store_timestamp: int) -> int:
+        """Append encoded records of one queue (``queue_offset`` on) back to back in one segment,
+        patching each record's QUEUEOFFSET and PHYSICALOFFSET first; the first record's physical
+        offset. Raises ``OSError`` when no segment can be created (nothing is written then)."""
+        mf = self.segment_for(sum(len(r) for r in records))
+        phys0 = phys = mf.file_from_offset + mf.wrote_position
+        for i, rec in enumerate(records):
+            patch_record(rec, 0, queue_offset + i, phys)
+            mf.append(rec)
+            phys += len(rec)
+        self.last_store_timestamp = store_timestamp
+        return phys0
+
+    def append_raw(self, phys: int, data: bytes | memoryview) -> None:
+        """Append bytes copied from a master's commitlog at ``phys`` (the caller checked that it is
+        this log's end, or a segment start of an empty log); records may span calls."""
+        view = memoryview(data)
+        while view:
+            mf = self.queue.last_for_write(phys)
+            n = min(len(view), mf.remaining)
+            mf.append(view[:n])
+            view = view[n:]
+            phys += n
+
+    def complete_records(self, pos: int) -> Iterator[tuple[MessageExt, int, int]]:
+        """``(message without body, physical offset, size)`` of each whole record from ``pos`` on;
+        stops before a record whose bytes have not all arrived (replication)."""
+        end = self.max_offset
+        while pos < end:
+            mf = self.queue.find(pos)
+            if mf is None:
+                return
+            rel = pos - mf.file_from_offset
+            left = mf.wrote_position - rel
+            if left < 8:
+                if mf.is_full():
+                    pos = mf.file_from_offset + self.file_size
+                    continue
+                return
+            buf = mf.buffer()
+            size, magic = _II.unpack_from(buf, rel)
+            if magic == BLANK_MAGIC:
+                pos = mf.file_from_offset + self.file_size
+                continue
+            if magic != MAGIC or size <= 0:
+                raise StoreError(f"replicated commitlog holds no record at {pos} (magic {magic:#x})")
+            if size > left:
+                return  # the rest of the record comes with the next frame
+            msg, _ = decode_message(buf[rel : rel + size], read_body=False)
+            self.last_store_timestamp = max(self.last_store_timestamp, msg.store_timestamp)
+            yield msg, pos, size
+            pos += size
 
     # -- reads ----------------------------------------------------------------------------------
     @property

@@ -37,9 +37,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pyrocketmq.remoting.message import (
-    BLANK_MAGIC,
     KEY_SEPARATOR,
-    MAGIC,
     MAX_PROPERTIES_BYTES,
     MAX_TOPIC_BYTES,
     MessageDecodeError,
@@ -51,7 +49,6 @@ from pyrocketmq.remoting.message import (
     encode_properties,
     encode_record,
     pack_host,
-    patch_record,
     tags_code,
 )
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC
@@ -59,6 +56,15 @@ from pyrocketmq.remoting.names import SCHEDULE_TOPIC
 from .checkpoint import Checkpoint
 from .commit_log import CommitLog
 from .consume_queue import FILLER_SIZE, UNIT, ConsumeQueue
+from .dispatch import (
+    NO_DISPATCH,
+    ConsumeQueueDispatcher,
+    DispatchChain,
+    DispatchHook,
+    DispatchRequest,
+    HookDispatcher,
+    IndexDispatcher,
+)
 from .flush import CleanService, FlushCallback, FlushService
 from .index_file import IndexService
 from .mapped_file_queue import StoreError
@@ -75,10 +81,6 @@ from .values import (
 log = logging.getLogger("pyrocketmq.broker.store")
 _II = struct.Struct(">iI")
 
-_NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
-
-DispatchHook = Callable[[str, int, int, int, dict[str, str]], None]
-"""``(topic, queue_id, max_offset_after, tags_code, properties)`` after each consume-queue append."""
 
 
 def _now_ms() -> int:
@@ -112,7 +114,6 @@ class MessageStore:
         self._cqs: dict[tuple[str, int], ConsumeQueue] = {}
         self._cq_file_size = settings.consume_queue_file_size
         self._delay_levels = settings.delay_levels_ms
-        self._last_dispatch_ts = 0
         self._reput = 0
         """Replication: commitlog offset up to which received records are dispatched."""
         self._running = False
@@ -120,7 +121,11 @@ class MessageStore:
         mem = settings.physical_memory_bytes or _physical_memory()
         self.memory_window = mem * settings.access_message_in_memory_max_ratio // 100
         """Bytes behind the commitlog head still considered hot (in the page cache)."""
-        self.on_dispatch: DispatchHook | None = None
+        self._units = ConsumeQueueDispatcher(self._cq)
+        self.dispatch = DispatchChain([self._units])
+        """Every record landing in the commitlog goes through it (units, index, listeners)."""
+        self.dispatch.add(IndexDispatcher(self.index, settings.index))
+        self._hook: HookDispatcher | None = None
         self.disk_usage_ratio: Callable[[], float] = self._disk_usage_ratio
         """Fraction of the commitlog's disk in use (replaceable in tests)."""
         fs = settings.flush
@@ -148,7 +153,6 @@ class MessageStore:
         self.checkpoint.load()
         for cq in self._cqs.values():
             cq.recover()
-        rebuilt = [0]
         index = self.index
         indexing = s.index.message_index_enable
 
@@ -158,17 +162,11 @@ class MessageStore:
         scan_from = self._index_recovery_start(start) if abnormal and indexing else start
 
         def redispatch(msg: MessageExt, phys: int, size: int) -> None:
-            if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in _NO_DISPATCH:
-                return
             # Records before `start` (scanned for the index only) keep their units: re-deriving
             # them could resurrect the queues of a deleted topic.
-            if phys >= start:
-                tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
-                if self._cq(msg.topic, msg.queue_id).put(msg.queue_offset, phys, size, tags):
-                    rebuilt[0] += 1
-            if indexing:
-                index.build(msg.topic, msg.properties, phys, msg.store_timestamp)
-            self._last_dispatch_ts = max(self._last_dispatch_ts, msg.store_timestamp)
+            self._dispatch_record(msg, phys, size, rebuild_unit=phys >= start)
+
+        self._units.rebuilt = 0
 
         if abnormal:
             # Units of records from `start` on may be torn or missing (their flush raced the crash):
@@ -179,8 +177,8 @@ class MessageStore:
         max_phys = self.commit_log.recover(
             scan_from, abnormal=abnormal, dispatch=redispatch if abnormal else None
         )
-        if rebuilt[0]:
-            log.warning("rebuilt %d consume-queue unit(s) from the commitlog", rebuilt[0])
+        if self._units.rebuilt:
+            log.warning("rebuilt %d consume-queue unit(s) from the commitlog", self._units.rebuilt)
         if index.last_phy != index_before:
             log.warning("re-indexed the records after commitlog offset %d", index_before)
         # Entries of records the recovery dropped: their offsets will hold other records.
@@ -193,7 +191,8 @@ class MessageStore:
             cq.truncate_dirty(max_phys)
             cq.correct_min_offset(self.commit_log.min_offset)
         # Everything left in the commitlog is dispatched now.
-        self._last_dispatch_ts = max(self._last_dispatch_ts, self.commit_log.last_store_timestamp)
+        chain = self.dispatch
+        chain.last_timestamp = max(chain.last_timestamp, self.commit_log.last_store_timestamp)
         self._reput = max_phys
         with open(s.abort_path, "wb"):
             pass
@@ -274,7 +273,7 @@ class MessageStore:
         return off
 
     def _flush_logics(self) -> None:
-        ts = self._last_dispatch_ts  # captured first: every record up to it is in the files synced
+        ts = self.dispatch.last_timestamp  # captured first: every record up to it is in the files synced
         for cq in list(self._cqs.values()):
             cq.flush()
         self.index.flush()
@@ -374,33 +373,24 @@ class MessageStore:
         if size > self.settings.max_message_size or not self.commit_log.fits_a_segment(size):
             log.warning("put refused: record of %d bytes exceeds maxMessageSize or a segment", size)
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        dispatch = (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in _NO_DISPATCH
-        cq = self._cq(msg.topic, msg.queue_id) if dispatch else None
-        qoff = cq.max_offset if cq is not None else 0
+        dispatched = (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in NO_DISPATCH
+        qoff = self._cq(msg.topic, msg.queue_id).max_offset if dispatched else 0
         try:
-            mf = self.commit_log.segment_for(size)
+            phys = self.commit_log.append([rec], qoff, now)
         except OSError as e:
             log.error("cannot create a commitlog segment: %s", e)
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-        phys = mf.file_from_offset + mf.wrote_position
-        patch_record(rec, 0, qoff, phys)
-        mf.append(rec)
-        self.commit_log.last_store_timestamp = now
-        if cq is not None:
+        if dispatched:
             tags = self._tags_code(msg.topic, msg.properties, now, msg.tags_code)
-            cq.put(qoff, phys, size, tags)
-            if self.settings.index.message_index_enable:
-                self.index.build(msg.topic, msg.properties, phys, now)
-            self._last_dispatch_ts = now
-            hook = self.on_dispatch
-            if hook is not None:
-                hook(msg.topic, msg.queue_id, qoff + 1, tags, msg.properties)
+            self.dispatch.dispatch_checked(
+                DispatchRequest(msg.topic, msg.queue_id, qoff, phys, size, tags, now, msg.properties, msg.sys_flag)
+            )
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
         return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
 
     def _to_schedule_topic(self, msg: MessageInner) -> MessageInner:
         """``msg`` redirected to its delay level's schedule queue, or ``msg`` itself (no delay)."""
-        if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in _NO_DISPATCH:
+        if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in NO_DISPATCH:
             return msg
         try:
             level = int(msg.properties[Prop.DELAY])
@@ -456,30 +446,18 @@ class MessageStore:
         cq = self._cq(first.topic, first.queue_id)
         qoff0 = cq.max_offset
         try:
-            mf = self.commit_log.segment_for(total)
+            phys0 = self.commit_log.append(recs, qoff0, now)
         except OSError as e:
             log.error("cannot create a commitlog segment: %s", e)
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-        phys0 = phys = mf.file_from_offset + mf.wrote_position
-        ids = []
-        for i, rec in enumerate(recs):
-            patch_record(rec, 0, qoff0 + i, phys)
-            mf.append(rec)
-            ids.append(create_offset_msg_id(msgs[i].store_host or self.store_host_bytes, phys))
-            phys += len(rec)
-        self.commit_log.last_store_timestamp = now
         phys = phys0
-        hook = self.on_dispatch
-        indexing = self.settings.index.message_index_enable
+        ids = []
+        dispatch = self.dispatch.dispatch_checked  # a batch is never transactional
         for i, (m, rec) in enumerate(zip(msgs, recs, strict=True)):
+            ids.append(create_offset_msg_id(m.store_host or self.store_host_bytes, phys))
             tags = self._tags_code(m.topic, m.properties, now, m.tags_code)
-            cq.put(qoff0 + i, phys, len(rec), tags)
-            if indexing:
-                self.index.build(m.topic, m.properties, phys, now)
+            dispatch(DispatchRequest(m.topic, m.queue_id, qoff0 + i, phys, len(rec), tags, now, m.properties, m.sys_flag))
             phys += len(rec)
-            if hook is not None:
-                hook(m.topic, m.queue_id, qoff0 + i + 1, tags, m.properties)
-        self._last_dispatch_ts = now
         return PutResult(
             PutMessageStatus.PUT_OK,
             wrote_offset=phys0,
@@ -637,53 +615,33 @@ class MessageStore:
                 log.warning("replica data at %d does not start a segment of an empty store", phys)
                 return False
             self._reput = phys
-        view = memoryview(data)
-        while view:
-            mf = cl.queue.last_for_write(phys)
-            n = min(len(view), mf.remaining)
-            mf.append(view[:n])
-            view = view[n:]
-            phys += n
-        self._reput_replica()
+        cl.append_raw(phys, data)
+        for msg, pos, size in cl.complete_records(self._reput):
+            self._dispatch_record(msg, pos, size)
+            self._reput = pos + size
         return True
 
-    def _reput_replica(self) -> None:
-        cl = self.commit_log
-        pos, end = self._reput, cl.max_offset
-        indexing = self.settings.index.message_index_enable
-        hook = self.on_dispatch
-        while pos < end:
-            mf = cl.queue.find(pos)
-            if mf is None:
-                break
-            rel = pos - mf.file_from_offset
-            left = mf.wrote_position - rel
-            if left < 8:
-                if mf.is_full():
-                    pos = mf.file_from_offset + cl.file_size
-                    continue
-                break
-            buf = mf.buffer()
-            size, magic = _II.unpack_from(buf, rel)
-            if magic == BLANK_MAGIC:
-                pos = mf.file_from_offset + cl.file_size
-                continue
-            if magic != MAGIC or size <= 0:
-                raise StoreError(f"replicated commitlog holds no record at {pos} (magic {magic:#x})")
-            if size > left:
-                break  # the rest of the record comes with the next frame
-            msg, _ = decode_message(buf[rel : rel + size], read_body=False)
-            cl.last_store_timestamp = max(cl.last_store_timestamp, msg.store_timestamp)
-            if (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in _NO_DISPATCH:
-                tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
-                self._cq(msg.topic, msg.queue_id).put(msg.queue_offset, pos, size, tags)
-                if indexing:
-                    self.index.build(msg.topic, msg.properties, pos, msg.store_timestamp)
-                self._last_dispatch_ts = msg.store_timestamp
-                if hook is not None:
-                    hook(msg.topic, msg.queue_id, msg.queue_offset + 1, tags, msg.properties)
-            pos += size
-        self._reput = pos
+    def _dispatch_record(self, msg: MessageExt, phys: int, size: int, *, rebuild_unit: bool = True) -> None:
+        """Dispatch a record read back from the commitlog (replication, recovery)."""
+        tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
+        self.dispatch.dispatch(DispatchRequest(
+            msg.topic, msg.queue_id, msg.queue_offset, phys, size, tags, msg.store_timestamp, msg.properties,
+            msg.sys_flag, rebuild_unit,
+        ))
+
+    @property
+    def on_dispatch(self) -> DispatchHook | None:
+        """The listener told of every consume-queue append (the broker's long-poll wake-up)."""
+        return self._hook.hook if self._hook is not None else None
+
+    @on_dispatch.setter
+    def on_dispatch(self, hook: DispatchHook | None) -> None:
+        if self._hook is not None:
+            self.dispatch.remove(self._hook)
+            self._hook = None
+        if hook is not None:
+            self._hook = HookDispatcher(hook)
+            self.dispatch.add(self._hook)
 
     def get_max_phy_offset(self) -> int:
         return self.commit_log.max_offset

@@ -1,0 +1,116 @@
+"""What happens to a record once it is in the commitlog: RocketMQ's ``CommitLogDispatcher`` chain.
+
+Every path that lands records in the commitlog (a put, a batch put, a replica append from the
+master, crash recovery's re-scan) describes each record as a :class:`DispatchRequest` and hands it
+to the same :class:`DispatchChain`; the chain skips what is never dispatched (prepared and
+rolled-back transaction records) and runs its dispatchers in order: the consume-queue unit, the
+key index, then whoever listens (the broker's long-poll wake-up and the HA notify). A new
+consumer of records (pop checkpoints, timers…) is one more dispatcher, not a fifth code path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from pyrocketmq.remoting.message import SysFlag
+
+from .consume_queue import ConsumeQueue
+from .index_file import IndexService
+from .settings import IndexSettings
+
+NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
+"""Transaction types whose records stay out of the consume queues and the index."""
+
+DispatchHook = Callable[[str, int, int, int, dict[str, str]], None]
+"""``(topic, queue_id, max_offset_after, tags_code, properties)`` after each consume-queue append."""
+
+
+@dataclass(slots=True)
+class DispatchRequest:
+    """One record in the commitlog, as the dispatchers need it."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    phys: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    properties: dict[str, str]
+    sys_flag: int = 0
+    rebuild_unit: bool = True
+    """False for records recovery scans only to re-index: their consume-queue units stay as they are."""
+
+
+class Dispatcher(Protocol):
+    def dispatch(self, req: DispatchRequest) -> None: ...
+
+
+class ConsumeQueueDispatcher:
+    """Appends the record's unit to its consume queue (a unit already there is left alone)."""
+
+    def __init__(self, queue_of: Callable[[str, int], ConsumeQueue]) -> None:
+        self._queue_of = queue_of
+        self.rebuilt = 0
+        """Units written by recovery (reported once it ends)."""
+
+    def dispatch(self, req: DispatchRequest) -> None:
+        if req.rebuild_unit and self._queue_of(req.topic, req.queue_id).put(
+            req.queue_offset, req.phys, req.size, req.tags_code
+        ):
+            self.rebuilt += 1
+
+
+class IndexDispatcher:
+    """Indexes the record's keys and unique key while ``messageIndexEnable`` is on."""
+
+    def __init__(self, index: IndexService, settings: IndexSettings) -> None:
+        self._index = index
+        self._settings = settings
+
+    def dispatch(self, req: DispatchRequest) -> None:
+        if self._settings.message_index_enable:
+            self._index.build(req.topic, req.properties, req.phys, req.store_timestamp)
+
+
+class HookDispatcher:
+    """Tells a listener the queue grew (long-polling pulls waiting on it, slaves to feed)."""
+
+    def __init__(self, hook: DispatchHook) -> None:
+        self.hook = hook
+
+    def dispatch(self, req: DispatchRequest) -> None:
+        self.hook(req.topic, req.queue_id, req.queue_offset + 1, req.tags_code, req.properties)
+
+
+class DispatchChain:
+    """The dispatchers every record goes through, in order; ``last_timestamp`` is the newest
+    store timestamp dispatched (the checkpoint's logics time)."""
+
+    def __init__(self, dispatchers: list[Dispatcher] | None = None) -> None:
+        self.dispatchers: list[Dispatcher] = list(dispatchers or [])
+        self._calls = tuple(d.dispatch for d in self.dispatchers)
+        self.last_timestamp = 0
+
+    def add(self, dispatcher: Dispatcher) -> None:
+        self.dispatchers.append(dispatcher)
+        self._calls = tuple(d.dispatch for d in self.dispatchers)
+
+    def remove(self, dispatcher: Dispatcher) -> None:
+        self.dispatchers.remove(dispatcher)
+        self._calls = tuple(d.dispatch for d in self.dispatchers)
+
+    def dispatch(self, req: DispatchRequest) -> None:
+        """Run every dispatcher on ``req`` unless its transaction type is never dispatched."""
+        if (req.sys_flag & SysFlag.TRANSACTION_MASK) in NO_DISPATCH:
+            return
+        self.dispatch_checked(req)
+
+    def dispatch_checked(self, req: DispatchRequest) -> None:
+        """:meth:`dispatch` for a caller that has already ruled out the undispatched types (the put path)."""
+        for call in self._calls:
+            call(req)
+        if req.store_timestamp > self.last_timestamp:
+            self.last_timestamp = req.store_timestamp
