@@ -109,8 +109,9 @@ class Progress:
             bar = f"[{'#' * filled}{'.' * (20 - filled)}] {min(100.0, frac * 100):3.0f}% "
         recent = self.rec.samples[-2000:]
         avg = sum(recent) / len(recent) * 1000 if recent else 0.0
+        latency = "RT avg" if self.label == "produce" else "store->consume avg"
         return (f"{self.label} {bar}{elapsed:6.1f}s {self.rec.count:>10} msg {rate:>9.0f} msg/s "
-                f"RT avg {avg:.2f} ms failed {self.rec.failed}")
+                f"{latency} {avg:.2f} ms failed {self.rec.failed}")
 
     async def run(self) -> None:
         try:

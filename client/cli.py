@@ -440,16 +440,35 @@ async def run_produce(args: argparse.Namespace, parser: argparse.ArgumentParser,
     return 0
 
 
+async def require_topic(namesrv: str, topic: str) -> None:
+    """A consumer never creates its topic: say so at once rather than wait for messages that can't come."""
+    from .admin import Admin
+    from .errors import TopicNotFoundError
+
+    async with Admin(namesrv) as admin:
+        try:
+            await admin.topic_route(topic)
+        except TopicNotFoundError:
+            raise MQClientError(
+                f"topic {topic} does not exist on the name server(s) {namesrv}; create it first: "
+                f"pyrocketmq admin updateTopic -n '{namesrv}' -c <cluster> -t {topic} "
+                f"(consumers never create topics; autoCreateTopicEnable only lets producers do it)"
+            ) from None
+
+
 async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser, out: TextIO) -> int:
     from .pull_consumer import PullConsumer
     from .settings import PullConsumerSettings
 
     if args.count < 0:
         raise UsageError(parser, "argument -c/--count: must not be negative")
+    if not args.push and (args.orderly or args.broadcast):
+        raise UsageError(parser, "--orderly and --broadcast need --push")
+    if args.push and args.no_commit:
+        raise UsageError(parser, "--no-commit cannot be combined with --push (a push consumer persists its offsets)")
+    await require_topic(args.namesrv, args.topic)
     if args.push:
         return await run_push_consume(args, parser, out)
-    if args.orderly or args.broadcast:
-        raise UsageError(parser, "--orderly and --broadcast need --push")
     settings = PullConsumerSettings(expression=args.expression, auto_commit=not args.no_commit,
                                     long_poll_ms=5000)
     received = 0

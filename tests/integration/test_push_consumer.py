@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from pyrocketmq.client import Admin, PushConsumerSettings, RebalanceSettings
 from pyrocketmq.client.allocate import allocate_averagely
@@ -287,3 +288,12 @@ def test_reset_offset_by_time_rewinds_running_consumers_and_running_info_is_rela
         assert set(again) == new, "consumption restarts at the reset time: the old burst is not consumed again"
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("mode", [[], ["--push"]])
+def test_cli_consume_of_a_missing_topic_says_how_to_create_it_and_fails(namesrv, broker, mode):
+    done = subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", "NoSuchTopic",
+                           "-g", "cg_missing", "--timeout", "30", *mode], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "topic NoSuchTopic does not exist" in done.stderr
+    assert "admin updateTopic" in done.stderr and "Traceback" not in done.stderr
