@@ -76,6 +76,8 @@ from .rebalance import (
 )
 from .settings import ClientSettings, PushConsumerSettings
 
+ROUTE_PATIENCE_MS = 10_000
+"""A subscribed topic without a route this long after start is worth a warning."""
 log = logging.getLogger("pyrocketmq.client")
 
 __all__ = ["ConsumeContext", "ConsumeResult", "PushConsumer", "SyncPushConsumer"]
@@ -204,6 +206,7 @@ class PushConsumer:
         self._rebalance_lock: asyncio.Lock | None = None
         self._running = False
         self._started_ms = 0
+        self._route_warned: set[str] = set()
         self.stats = ConsumerStats(group=group, metrics=self.settings.metrics)
 
     # -- configuration --------------------------------------------------------------------------
@@ -294,7 +297,7 @@ class PushConsumer:
         self._tasks.append(asyncio.create_task(self.pulls.run()))
         name = f"group {self.group}"
         add = self._services.add
-        self._rebalancer = add(Service(f"{name}: rebalance", self.rebalance, lambda: self.settings.rebalance.interval,
+        self._rebalancer = add(Service(f"{name}: rebalance", self.rebalance, self._rebalance_wait,
                                        first_wait=False, logger=log))
         add(Service(f"{name}: offset persist", self.persist_offsets, s.persist_interval, logger=log))
         if self._orderly and self.clustering:
@@ -372,10 +375,27 @@ class PushConsumer:
             try:
                 self._topic_queues[topic] = await inst.subscribe_queues(topic)
             except MQError as e:
-                level = logging.DEBUG if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else logging.WARNING
+                # DEBUG/INFO: a topic a producer has just created is routed within moments;
+                # rebalance() warns if it still is not after ROUTE_PATIENCE_MS.
+                level = logging.DEBUG if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else logging.INFO
                 log.log(level, "group %s: no route for %s yet: %s", self.group, topic, e)
 
     # -- rebalance ------------------------------------------------------------------------------
+    def _warn_unrouted(self, topic: str, e: MQError) -> None:
+        if (topic in self._route_warned or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+                or now_ms() - self._started_ms < ROUTE_PATIENCE_MS):
+            return
+        self._route_warned.add(topic)
+        log.warning("group %s: topic %s still has no route after %d s: %s", self.group, topic,
+                    ROUTE_PATIENCE_MS // 1000, e)
+
+    def _rebalance_wait(self) -> float:
+        """Seconds to the next rebalance: the setting, or 1 s while a subscribed topic has no route
+        yet (a topic a producer has just created reaches the name servers within moments)."""
+        waiting = any(not self._topic_queues.get(t) for t in self.subscriptions()
+                      if not t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+        return min(1.0, self.settings.rebalance.interval) if waiting else self.settings.rebalance.interval
+
     def rebalance_soon(self) -> None:
         if self._rebalancer is not None:
             self._rebalancer.wakeup()
@@ -389,8 +409,13 @@ class PushConsumer:
             for topic in sorted(subs):
                 queues = self._topic_queues.get(topic)
                 if not queues:
-                    with contextlib.suppress(MQError):
+                    try:
                         queues = self._topic_queues[topic] = await self.instance.subscribe_queues(topic)
+                    except MQError as e:
+                        self._warn_unrouted(topic, e)
+                    if queues:  # a route at last: its brokers must know this member before it asks who else is in the group
+                        with contextlib.suppress(MQError):
+                            await self.instance.send_heartbeat_to_all()
                 if not queues:
                     continue
                 ids = await self.consumer_ids(topic) if self.clustering else None
