@@ -72,7 +72,7 @@ class Broker:
         self.stats = BrokerStats()
         self.server = RemotingServer("broker")
         self.registrar = Registrar(settings, self.topics)
-        self.store: MessageStore | None = None  # type: ignore[assignment]
+        self.store: MessageStore | None = None
         self.schedule: ScheduleService | None = None
         self.transaction_settings = TransactionSettings.from_conf(settings.extra)
         self.transaction_check: TransactionCheckService | None = None
@@ -210,7 +210,7 @@ class Broker:
         """``None`` when ready (``/readyz``): store recovered and serving, registered with a name server."""
         return readiness(self.serving, len(self.settings.network.namesrv_addrs), len(self.registrar.registered))
 
-    def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties=None) -> None:
+    def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties: dict[str, str] | None = None) -> None:
         self.holds.notify(topic, queue_id, max_offset, tags_code)
         if self.ha_server is not None:
             self.ha_server.notify()

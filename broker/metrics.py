@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -76,6 +76,9 @@ if TYPE_CHECKING:
     from .stats import BrokerStats
     from .store.message_store import MessageStore
     from .subscription_group import SubscriptionGroupManager
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 PREFIX = "pyrocketmq_broker"
 
@@ -142,7 +145,7 @@ def readiness(store_ready: bool, namesrv_configured: int, namesrv_registered: in
     return None
 
 
-def timed(fn: Callable, recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter) -> Callable:
+def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter) -> Callable[_P, _R]:
     """``fn`` that also records how long each call took.
 
     >>> rec = LatencyRecorder((1.0,)); ticks = iter([0.0, 0.5])
@@ -150,14 +153,14 @@ def timed(fn: Callable, recorder: LatencyRecorder, clock: Callable[[], float] = 
     (42, 1, 0.5)
     """
 
-    def call(*args, **kwargs):
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         started = clock()
         try:
             return fn(*args, **kwargs)
         finally:
             recorder.observe(clock() - started)
 
-    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    call.__wrapped__ = fn  # type: ignore[attr-defined]  # functools' convention for the wrapped function
     return call
 
 
@@ -208,8 +211,8 @@ class BrokerMetrics:
     def instrument(self, store: MessageStore) -> None:
         """Time the store's puts (the instance's methods are wrapped: no cost when metrics are off)
         and its flushes (the flush thread's hook)."""
-        store.put_message = timed(store.put_message, self.put_latency)  # type: ignore[method-assign]
-        store.put_messages = timed(store.put_messages, self.put_latency)  # type: ignore[method-assign]
+        store.put_message = timed(store.put_message, self.put_latency)  # type: ignore[method-assign]  # wrapped on purpose: no cost when metrics are off
+        store.put_messages = timed(store.put_messages, self.put_latency)  # type: ignore[method-assign]  # as above
         store.flush_service.on_flush = self._on_flush
 
     def _on_flush(self, kind: str, seconds: float) -> None:
@@ -332,7 +335,7 @@ def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
     yield g
     g = gauge("replication_lag_bytes", "Master: commitlog bytes the most advanced connected slave has not acknowledged.")
     ha = broker.ha_server
-    lag = ha.lag_bytes if ha is not None else None
-    if lag is not None:
-        g.add_metric(ident, lag)
+    lag_bytes = ha.lag_bytes if ha is not None else None
+    if lag_bytes is not None:
+        g.add_metric(ident, lag_bytes)
     yield g

@@ -226,7 +226,7 @@ class Admin:
     async def topic_list(self) -> list[str]:
         """Every topic the name servers know (sorted)."""
         resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
+        return sorted(TopicList.from_json(resp.payload or b"{}").topic_list)
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """The topic's route; :class:`~.errors.TopicNotFoundError` when it has none."""
@@ -245,17 +245,17 @@ class Admin:
             if addr is None:
                 continue
             resp = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
-            table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
+            table.update(TopicStatsTable.from_json(resp.payload or b"{}").offset_table)
         return dict(sorted(table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)))
 
     async def cluster_info(self) -> ClusterInfo:
         resp = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
-        return ClusterInfo.from_json(resp.body or b"{}")
+        return ClusterInfo.from_json(resp.payload or b"{}")
 
     async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
         """The broker's runtime KV table (version, TPS, disk use …)."""
         resp = await self._broker(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-        doc = orjson.loads(resp.body or b"{}")
+        doc = orjson.loads(resp.payload or b"{}")
         return {str(k): str(v) for k, v in (doc.get("table") or {}).items()}
 
     # -- subscription groups --------------------------------------------------------------------
@@ -308,7 +308,7 @@ class Admin:
         fields = {"consumerGroup": group, "topic": topic}
         for addr in await self._group_brokers(group):
             resp = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
-            stats = ConsumeStats.from_json(resp.body or b"{}")
+            stats = ConsumeStats.from_json(resp.payload or b"{}")
             table.update(stats.offset_table)
             tps += float(stats.consume_tps or 0.0)
         ordered = dict(sorted(table.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)))
@@ -322,7 +322,7 @@ class Admin:
                 addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
             )
             if resp.code == ResponseCode.SUCCESS and resp.body:
-                ids.update(orjson.loads(resp.body).get("consumerIdList") or [])
+                ids.update(orjson.loads(resp.payload).get("consumerIdList") or [])
         return sorted(ids)
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
@@ -336,7 +336,7 @@ class Admin:
                 addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
             )
             if resp.code == ResponseCode.SUCCESS and resp.body:
-                conn = ConsumerConnection.from_json(resp.body)
+                conn = ConsumerConnection.from_json(resp.payload)
                 if conn.connection_set:
                     return conn
             elif resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
@@ -358,7 +358,7 @@ class Admin:
             raise MQClientError(f"{offset_msg_id!r} is not an offset message id: it names port {port}")
         addr = f"{ip}:{port}"
         resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
-        msgs = _decode(resp.body or b"", addr)
+        msgs = _decode(resp.payload, addr)
         if not msgs:
             raise MQBrokerError.for_code(ResponseCode.QUERY_NOT_FOUND, f"no message at offset {offset}", addr)
         return msgs[0]
@@ -384,7 +384,7 @@ class Admin:
             if resp.code == ResponseCode.QUERY_NOT_FOUND:
                 continue
             check_response(resp, addr)
-            found.extend(m for m in _decode(resp.body or b"", addr) if m.properties.get(Prop.UNIQ_KEY) == unique_key)
+            found.extend(m for m in _decode(resp.payload, addr) if m.properties.get(Prop.UNIQ_KEY) == unique_key)
         return found
 
     async def find_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
@@ -439,7 +439,7 @@ class Admin:
                 table.update(await self._reset_offline(group, topic, bd.broker_name, timestamp_ms, force, route))
                 continue
             check_response(resp, addr)
-            table.update(ResetOffsetBody.from_json(resp.body or b"{}").offset_table)
+            table.update(ResetOffsetBody.from_json(resp.payload or b"{}").offset_table)
         return dict(sorted(table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)))
 
     async def _reset_offline(self, group: str, topic: str, broker_name: str, timestamp_ms: int, force: bool,
@@ -465,7 +465,7 @@ def _addrs(bd: Any) -> dict[int, str]:
     return {int(k): v for k, v in (bd.broker_addrs or {}).items()}
 
 
-def _decode(body: bytes, addr: str) -> list[MessageExt]:
+def _decode(body: bytes | bytearray | memoryview, addr: str) -> list[MessageExt]:
     try:
         msgs = decode_messages(body)
     except MessageDecodeError as e:

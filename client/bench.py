@@ -42,7 +42,7 @@ class Recorder:
     count: int = 0  # all messages, warm-up included (progress)
     measured: int = 0
     failed: int = 0
-    samples: array = field(default_factory=lambda: array("d"))
+    samples: array[float] = field(default_factory=lambda: array("d"))
     measure_from: float = 0.0
     last_at: float = 0.0
 
@@ -130,10 +130,10 @@ class Progress:
         self.err.flush()
 
 
-def add_parsers(sub: argparse._SubParsersAction, add_ns: Any, parser_class: type) -> argparse.ArgumentParser:
-    bench = sub.add_parser("bench", help="load-test a cluster with the Python client (produce | consume)",
+def add_parsers(sub: argparse._SubParsersAction[Any], add_ns: Any, parser_class: type) -> argparse.ArgumentParser:
+    bench: argparse.ArgumentParser = sub.add_parser("bench", help="load-test a cluster with the Python client (produce | consume)",
                            description="load-test a cluster with the Python client")
-    bench_sub = bench.add_subparsers(dest="bench_command", metavar="{produce,consume}", parser_class=parser_class)
+    bench_sub: argparse._SubParsersAction[Any] = bench.add_subparsers(dest="bench_command", metavar="{produce,consume}", parser_class=parser_class)
     bench_sub.required = True
     p = bench_sub.add_parser("produce", help="send as fast as the in-flight limit allows; report TPS and RT")
     add_ns(p)

@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NoReturn, TextIO
 
 import orjson
@@ -129,7 +129,7 @@ def _timestamp(text: str) -> int:
         ) from None
 
 
-def _admin_parsers(sub: argparse._SubParsersAction) -> None:
+def _admin_parsers(sub: argparse._SubParsersAction[Parser]) -> None:
     p = sub.add_parser("updateTopic", help="create or update a topic on a broker or on every master of a cluster")
     _add_ns(p)
     g = p.add_mutually_exclusive_group(required=True)
@@ -259,7 +259,7 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
             await _consumer_progress(admin, args.group, args.topic, out)
         elif cmd == "consumerConnection":
             conn = await admin.consumer_connection(args.group)
-            rows: list[list[Any]] = [["#", "#ClientId", "#ClientAddr", "#Language", "#Version"]]
+            rows = [["#", "#ClientId", "#ClientAddr", "#Language", "#Version"]]
             for i, c in enumerate(conn.connection_set, 1):
                 rows.append([f"{i:03d}", c.client_id, c.client_addr or "N/A", c.language, version_desc(c.version)])
             table(rows, [3, 36, 22, 10, 0], out)
@@ -365,7 +365,7 @@ def _print_message(msg: Any, out: TextIO) -> None:
 # -- produce / consume ----------------------------------------------------------------------------
 
 
-def _produce_parser(sub: argparse._SubParsersAction) -> None:
+def _produce_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     p = sub.add_parser("produce", help="send messages (the body, or one message per stdin line)")
     _add_ns(p)
     p.add_argument("-t", "--topic", required=True, help="topic to send to")
@@ -380,7 +380,7 @@ def _produce_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print only a summary")
 
 
-def _consume_parser(sub: argparse._SubParsersAction) -> None:
+def _consume_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     p = sub.add_parser("consume", help="read messages of a topic and print them")
     _add_ns(p)
     p.add_argument("-t", "--topic", required=True, help="topic to read")
@@ -416,7 +416,7 @@ async def run_produce(args: argparse.Namespace, parser: argparse.ArgumentParser,
     if args.count < 1:
         raise UsageError(parser, "argument -c/--count: must be at least 1")
 
-    def messages():
+    def messages() -> Iterator[bytes]:
         if args.body is not None:
             for _ in range(args.count):
                 yield args.body.encode()
@@ -567,7 +567,7 @@ def _mq_of(consumer: Any, msg: Any) -> Any:
 # ``bench produce|consume`` lives in .bench; this is the hook.
 
 
-def _bench_parser(sub: argparse._SubParsersAction) -> None:
+def _bench_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     from .bench import add_parsers
 
     add_parsers(sub, _add_ns, Parser)
@@ -582,7 +582,7 @@ async def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser, o
 # -- entry point ----------------------------------------------------------------------------------
 
 
-def build_parser() -> tuple[Parser, dict[str, argparse.ArgumentParser]]:
+def build_parser() -> tuple[Parser, dict[str, Parser]]:
     root = Parser(prog=PROG, description="pyrocketmq client commands")
     sub = root.add_subparsers(dest="command", metavar="{admin,produce,consume,bench}", parser_class=Parser)
     sub.required = True
@@ -600,7 +600,7 @@ def build_parser() -> tuple[Parser, dict[str, argparse.ArgumentParser]]:
     return root, subparsers
 
 
-def _which_parser(argv: list[str], parsers: dict[str, argparse.ArgumentParser], root: Parser) -> argparse.ArgumentParser:
+def _which_parser(argv: list[str], parsers: dict[str, Parser], root: Parser) -> argparse.ArgumentParser:
     if len(argv) >= 2 and argv[0] == "admin" and f"admin {argv[1]}" in parsers:
         return parsers[f"admin {argv[1]}"]
     if len(argv) >= 2 and argv[0] == "bench" and f"bench {argv[1]}" in parsers:
@@ -643,9 +643,9 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
             return asyncio.run(run_bench(args, parser, out))
         raise UsageError(root, f"unknown command {args.command!r}")
     except UsageError as e:
-        parser = e.parser if e.parser is not root else _which_parser(args_list, parsers, root)
-        err.write(parser.format_usage())
-        err.write(f"{parser.prog}: error: {e}\n")
+        usage: argparse.ArgumentParser = e.parser if e.parser is not root else _which_parser(args_list, parsers, root)
+        err.write(usage.format_usage())
+        err.write(f"{usage.prog}: error: {e}\n")
         return 2
     except KeyboardInterrupt:
         err.write("interrupted\n")

@@ -102,7 +102,7 @@ class MQBrokerError(MQError):
         super().__init__(text)
 
     @property
-    def retriable(self) -> bool:  # type: ignore[override]
+    def retriable(self) -> bool:  # type: ignore[override]  # a class attribute in the base, computed per code here
         return self.code in SEND_RETRY_CODES
 
     def __init_subclass__(cls, **kwargs: object) -> None:

@@ -91,7 +91,7 @@ def local_ip() -> str:
     for target in ("10.255.255.255", "8.8.8.8"):
         with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect((target, 1))
-            ip = s.getsockname()[0]
+            ip: str = s.getsockname()[0]
             if ip and not ip.startswith("0."):
                 return ip
     with contextlib.suppress(OSError):
@@ -117,7 +117,7 @@ def check_response(resp: RemotingCommand, addr: str, *ok: int) -> RemotingComman
     raise MQBrokerError.for_code(resp.code, resp.remark, addr)
 
 
-_instances: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, ClientInstance]] = (
+_instances: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[object, ...], ClientInstance]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -161,7 +161,7 @@ class ClientInstance:
         self._started = False
         self._closed = False
         self._refs = 0
-        self._key: tuple | None = None
+        self._key: tuple[object, ...] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- sharing ----------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ class ClientInstance:
         check_response(resp, addr)
         if not resp.body:
             return None
-        return TopicRouteData.from_json(resp.body)
+        return TopicRouteData.from_json(resp.payload)
 
     async def update_route(self, topic: str, *, default_topic: str | None = None, default_queue_nums: int = 4) -> bool:
         """Refresh ``topic``'s cached route; with ``default_topic``, use that topic's route in its place.
@@ -434,7 +434,8 @@ class ClientInstance:
         if resp.code == ResponseCode.QUERY_NOT_FOUND:
             return -1
         check_response(resp, addr)
-        return resp.get_int("offset", -1) if resp.get_int("offset") is not None else -1  # type: ignore[return-value]
+        offset = resp.get_int("offset")
+        return -1 if offset is None else offset
 
     async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False) -> None:
         """Store the group's offset of ``mq`` on the master (the next offset to consume)."""
@@ -510,13 +511,13 @@ class ClientInstance:
         if hook is None:
             log.info("client %s: reset of %s/%s ignored: no consumer of that group here", self.client_id, group, topic)
             return None
-        offsets = parse_reset_offset_body(cmd.body or b"")
+        offsets = parse_reset_offset_body(cmd.payload)
         hook(topic, offsets)
         return cmd.response(ResponseCode.SUCCESS)
 
     def _handle_check_transaction(self, conn: Connection, cmd: RemotingCommand) -> None:
         try:
-            msgs = decode_messages(cmd.body or b"")
+            msgs = decode_messages(cmd.payload)
         except ValueError as e:
             log.warning("client %s: undecodable transaction check from %s: %s", self.client_id, conn.remote_addr, e)
             return None
@@ -533,7 +534,7 @@ class ClientInstance:
         return None
 
 
-def parse_reset_offset_body(body: bytes) -> dict[MessageQueue, int]:
+def parse_reset_offset_body(body: bytes | bytearray | memoryview) -> dict[MessageQueue, int]:
     """``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:123, …}}`` (fastjson's object keys)."""
     from pyrocketmq.remoting.body import ResetOffsetBody
 

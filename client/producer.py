@@ -66,7 +66,7 @@ log = logging.getLogger("pyrocketmq.client")
 Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
 
-_STATUS_BY_CODE = {
+_STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
@@ -313,7 +313,8 @@ class Producer:
         when the broker refuses it, :class:`~.errors.MQTimeoutError` /
         :class:`~.errors.MQConnectionError` when every attempt failed in transport.
         """
-        return await self._measured(msg, self._send(msg, timeout, selector, arg, sharding_key, queue, oneway=False))
+        result: SendResult = await self._measured(msg, self._send(msg, timeout, selector, arg, sharding_key, queue, oneway=False))
+        return result
 
     def send_async(
         self,

@@ -31,10 +31,10 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pyrocketmq.remoting.body import ConsumerData, MessageQueue, SubscriptionData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -80,7 +80,7 @@ class PullStatus(StrEnum):
     OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
 
 
-_STATUS_BY_CODE = {
+_STATUS_BY_CODE: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
@@ -209,7 +209,7 @@ def pull_result_from_response(
     )
     if status is PullStatus.FOUND and resp.body:
         try:
-            decoded = decode_messages(resp.body)
+            decoded = decode_messages(resp.payload)
         except MessageDecodeError as e:
             raise MQBrokerError(ResponseCode.SYSTEM_ERROR, f"undecodable pull body: {e}", addr) from None
         result.messages = process_messages(decoded, subscription, group, min_off, max_off)
@@ -757,5 +757,8 @@ class SyncPullConsumer(SyncFacade):
         return self._lt.run(self.consumer.max_offset(mq))
 
 
-async def _call(fn, *args):  # run a plain method on the loop thread (state lives there)
+_T = TypeVar("_T")
+
+
+async def _call(fn: Callable[..., _T], *args: Any) -> _T:  # run a plain method on the loop thread (state lives there)
     return fn(*args)

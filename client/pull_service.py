@@ -88,7 +88,7 @@ class PullService:
 
     async def run(self) -> None:
         """Take requests and pull them until the consumer stops."""
-        self.queue = q = asyncio.Queue()
+        self.queue = q = asyncio.Queue[PullRequest]()
         while self.consumer.running:
             req = await q.get()
             if not req.pq.dropped:

@@ -287,6 +287,7 @@ class PushConsumer:
             self.offset_store = LocalOffsetStore(self.group, folder)
         await self.offset_store.load()
         service_cls = OrderlyConsumeService if self._orderly else ConcurrentConsumeService
+        assert self._listener is not None  # start() refuses to run without one
         self.consume_service = service_cls(self, self._listener)
         self._rebalance_lock = asyncio.Lock()
         self._running = True
@@ -455,7 +456,7 @@ class PushConsumer:
             cmd = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self.group})
             try:
                 resp = check_response(await inst.invoke(addr, cmd), addr)
-                return ConsumerIdList.from_json(resp.body or b"{}").consumer_id_list
+                return ConsumerIdList.from_json(resp.payload or b"{}").consumer_id_list
             except (MQError, ValueError) as e:
                 log.warning("group %s: member list from %s failed: %s", self.group, addr, e)
         return None
@@ -541,7 +542,7 @@ class PushConsumer:
         addr = await inst.master_addr_of(mqs[0].topic, broker_name)
         body = LockBatchRequestBody(consumer_group=self.group, client_id=inst.client_id, mq_set=mqs).to_json()
         resp = check_response(await inst.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body)), addr)
-        return set(LockBatchResponseBody.from_json(resp.body or b"{}").lock_ok_mq_set)
+        return set(LockBatchResponseBody.from_json(resp.payload or b"{}").lock_ok_mq_set)
 
     async def lock_queue(self, mq: MessageQueue) -> bool:
         """LOCK_BATCH_MQ for one queue; True when this client holds it now."""

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pyrocketmq.remoting.body import MessageQueue, TopicRouteData
+from pyrocketmq.remoting.body import BrokerData, MessageQueue, TopicRouteData
 from pyrocketmq.remoting.message import tags_code
 from pyrocketmq.remoting.names import PERM_INHERIT, PERM_READ, PERM_WRITE
 
@@ -190,7 +190,7 @@ def limit_default_route(route: TopicRouteData, queue_nums: int) -> TopicRouteDat
     return out
 
 
-def _addrs(broker_data) -> dict[int, str]:
+def _addrs(broker_data: BrokerData) -> dict[int, str]:
     return {int(k): v for k, v in broker_data.broker_addrs.items()}
 
 

@@ -11,7 +11,7 @@ All durations are in seconds (floats) unless the name ends in ``_ms``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
 
@@ -167,7 +167,7 @@ class RebalanceSettings:
     (see :mod:`.allocate`)."""
     interval: float = 20.0
     """Seconds between rebalances (besides the one at start and on a broker's notice)."""
-    config_queues: list = field(default_factory=list)
+    config_queues: list[Any] = field(default_factory=list)
     """The queues a ``config`` strategy consumer takes (``MessageQueue`` values)."""
     virtual_nodes: int = 10
     """Virtual nodes per consumer on the ``consistent_hash`` ring."""

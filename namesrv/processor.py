@@ -20,6 +20,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable
+from typing import TypeVar
 
 from pyrocketmq.remoting.body import DataVersion, RegisterBrokerBody, TopicList
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -43,7 +44,7 @@ from pyrocketmq.remoting.header import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from pyrocketmq.remoting.transport import Connection, Handler
+from pyrocketmq.remoting.transport import Connection, Handler, HandlerRegistry
 
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from .route_info import RouteInfoManager
@@ -60,7 +61,10 @@ class _BadRequest(Exception):
     pass
 
 
-def _header(cls: type[Header], cmd: RemotingCommand):  # -> instance of cls
+_H = TypeVar("_H", bound=Header)
+
+
+def _header(cls: type[_H], cmd: RemotingCommand) -> _H:
     try:
         return cls.from_command(cmd)
     except HeaderError as e:
@@ -94,7 +98,7 @@ class NamesrvProcessor:
         }
         return {int(code): self._guarded(fn) for code, fn in table.items()}
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         for code, handler in self.handlers().items():
             server.register(code, handler)
 
@@ -113,7 +117,7 @@ class NamesrvProcessor:
     # -- brokers ------------------------------------------------------------------------------------
     def handle_register_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: RegisterBrokerRequestHeader = _header(RegisterBrokerRequestHeader, cmd)
-        body = bytes(cmd.body) if cmd.body else b""
+        body = bytes(cmd.payload) if cmd.body else b""
         if h.body_crc32 != 0:
             crc = zlib.crc32(body) & 0x7FFFFFFF
             if crc != h.body_crc32:
@@ -149,7 +153,7 @@ class NamesrvProcessor:
     def handle_query_data_version(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: QueryDataVersionRequestHeader = _header(QueryDataVersionRequestHeader, cmd)
         try:
-            version = DataVersion.from_json(cmd.body) if cmd.body else DataVersion()
+            version = DataVersion.from_json(cmd.payload) if cmd.body else DataVersion()
         except ValueError as e:
             raise _BadRequest(f"bad DataVersion body: {e}") from None
         changed, ours = self.routes.query_data_version(h.broker_addr, version, self.clock())

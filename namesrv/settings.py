@@ -84,7 +84,7 @@ class NamesrvSettings:
         changes = {k: v for k, v in overrides.items() if v is not None}
         if not changes:
             return settings
-        return replace(settings, **changes)
+        return replace(settings, **changes)  # type: ignore[arg-type]  # names and types checked by the CLI's parser
 
 
 def _env_port(name: str) -> int:

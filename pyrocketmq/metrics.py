@@ -21,7 +21,7 @@ message, client id or address); recorders never allocate per observation once a 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -160,8 +160,8 @@ class RequestRecorder:
             "Requests answered, by request code and response code (NONE: a oneway request).",
             labels=[*const_names, "code", "response"],
         )
-        for (code, resp), n in sorted(totals.items()):
-            requests.add_metric([*const_values, code, resp], n)
+        for (code_name, resp_name), n in sorted(totals.items()):
+            requests.add_metric([*const_values, code_name, resp_name], n)
         yield requests
         merged: dict[str, LatencyRecorder] = {}
         for req, rec in list(self.latency.items()):
@@ -185,7 +185,7 @@ class RequestRecorder:
 class ScrapeCollector(Collector):
     """A collector that calls ``fn()`` at every scrape; ``fn`` yields metric families."""
 
-    def __init__(self, fn) -> None:
+    def __init__(self, fn: Callable[[], Iterable[Metric]]) -> None:
         self._fn = fn
 
     def collect(self) -> Iterator[Metric]:

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 log = logging.getLogger("pyrocketmq.service")
 
@@ -143,5 +143,5 @@ class Services:
             await s.stop()
         self._services.clear()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Service]:
         return iter(self._services)

@@ -34,7 +34,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import orjson
 
@@ -87,7 +87,7 @@ class _LenientReader:
         return ValueError(f"invalid JSON body: {what} at position {self.pos}")
 
     def ws(self) -> None:
-        self.pos = _WS.match(self.s, self.pos).end()  # type: ignore[union-attr]
+        self.pos = _WS.match(self.s, self.pos).end()  # type: ignore[union-attr]  # _WS matches the empty string: never None
 
     def document(self) -> Any:
         self.ws()
@@ -130,7 +130,8 @@ class _LenientReader:
         if self.s[m.start()] == "'":
             raw = raw.replace("\\'", "'").replace('"', '\\"')
         # json.loads(strict=False) decodes the escapes and tolerates raw control characters
-        return json.loads(f'"{raw}"', strict=False)
+        text: str = json.loads(f'"{raw}"', strict=False)
+        return text
 
     def key(self) -> Any:
         c = self.s[self.pos] if self.pos < len(self.s) else ""
@@ -267,7 +268,7 @@ class JsonBody:
         if spec is None:
             spec = tuple(
                 (f.name, f.metadata.get("json") or _camel(f.name), m.group(1))
-                for f in fields(cls)  # type: ignore[arg-type]
+                for f in fields(cls)  # type: ignore[arg-type]  # every JsonBody subclass is a dataclass
                 if (m := _SCALAR.match(str(f.type)))
             )
             type.__setattr__(cls, "_scalar_spec", spec)
@@ -460,7 +461,8 @@ class RegisterBrokerBody(JsonBody):
             if pos + 4 > len(raw):
                 raise ValueError("compressed register body is truncated")
             pos += 4
-            return _INT32.unpack_from(raw, pos - 4)[0]
+            value: int = _INT32.unpack_from(raw, pos - 4)[0]
+            return value
 
         def chunk() -> bytes:
             nonlocal pos
@@ -776,7 +778,7 @@ class LockBatchRequestBody(JsonBody):
         return {**JsonBody.to_dict(self), "mqSet": [m.to_dict() for m in self.mq_set]}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]):  # -> the class it is called on
+    def from_dict(cls, d: dict[str, Any]) -> Self:
         return cls(mq_set=_mqs(d.get("mqSet")), **cls._scalar_kwargs(d))
 
 

@@ -104,6 +104,17 @@ class RemotingCommand:
             serialize_type=self.serialize_type,
         )
 
+    @property
+    def payload(self) -> bytes | bytearray | memoryview:
+        """The body as one buffer (``b""`` when there is none): what a received command carries.
+        A list body (the mapped-file slices of an outgoing pull answer) is joined."""
+        body = self.body
+        if body is None:
+            return b""
+        if isinstance(body, list):
+            return b"".join(body)
+        return body
+
     # -- typed access to ext fields ------------------------------------------------------------
     def get_str(self, key: str, default: str | None = None) -> str | None:
         return self.ext_fields.get(key, default)

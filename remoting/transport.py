@@ -28,6 +28,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from .code import ResponseCode
 from .command import RPC_RESPONSE, FrameDecoder, FrameError, RemotingCommand, encode_prefix
@@ -82,7 +83,7 @@ class Connection(asyncio.Protocol):
         self.close_reason: str | None = None
         self._loop = asyncio.get_running_loop()
         self.connected: asyncio.Future[None] = self._loop.create_future()
-        self._out: list[bytes | memoryview] | None = None  # frames waiting for _flush_out
+        self._out: list[bytes | bytearray | memoryview] | None = None  # frames waiting for _flush_out
         #: Anything the owner wants to remember about the peer (client id, language, version).
         self.attrs: dict[str, object] = {}
 
@@ -152,7 +153,7 @@ class Connection(asyncio.Protocol):
         elif inspect.isawaitable(result):
             asyncio.ensure_future(self._finish(cmd, result))
         else:
-            self._reply(cmd, result)  # type: ignore[arg-type]
+            self._reply(cmd, result)
 
     def _dispatch_observed(self, cmd: RemotingCommand) -> None:
         """:meth:`_dispatch` that also tells the observer each request's answer and time (kept
@@ -176,8 +177,8 @@ class Connection(asyncio.Protocol):
             asyncio.ensure_future(self._finish(cmd, result, started))
             return
         if result is not None:
-            self._reply(cmd, result)  # type: ignore[arg-type]
-        self._observe(observer, cmd.code, result, started)  # type: ignore[arg-type]
+            self._reply(cmd, result)
+        self._observe(observer, cmd.code, result, started)
 
     def _observe(self, observer: RequestObserver, code: int, result: RemotingCommand | None, started: float) -> None:
         try:
@@ -305,6 +306,12 @@ class Connection(asyncio.Protocol):
             except Exception:
                 log.exception("%s: close callback failed", self._name)
         self._close_callbacks.clear()
+
+
+class HandlerRegistry(Protocol):
+    """Where processors register their handlers (a server, or a test's dictionary)."""
+
+    def register(self, code: int, handler: Handler) -> None: ...
 
 
 class RemotingServer:

@@ -78,7 +78,7 @@ class FrameReader:
     def feed(self, data: bytes) -> None:
         self._buf += data
 
-    def __iter__(self):
+    def __iter__(self) -> FrameReader:
         return self
 
     def __next__(self) -> Frame:
@@ -112,7 +112,7 @@ class OffsetReader:
         n = len(buf) // OFFSET_SIZE
         if n == 0:
             return None
-        (offset,) = OFFSET.unpack_from(buf, (n - 1) * OFFSET_SIZE)
+        offset: int = OFFSET.unpack_from(buf, (n - 1) * OFFSET_SIZE)[0]
         del buf[: n * OFFSET_SIZE]
         if offset < 0:
             raise FrameError(f"negative slave offset {offset}")

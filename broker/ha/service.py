@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import PutMessageStatus
@@ -58,7 +59,8 @@ class HAServer:
 
     async def start(self, host: str, port: int) -> int:
         self._server = await asyncio.start_server(self._serve, host, port)
-        return self._server.sockets[0].getsockname()[1]
+        bound: int = self._server.sockets[0].getsockname()[1]
+        return bound
 
     def notify(self) -> None:
         """New commitlog data: wake the writer loops."""
@@ -116,7 +118,8 @@ class HAServer:
         read_task = asyncio.ensure_future(self._read(reader, key, first))
         log.info("slave %s connected", peer)
         try:
-            await asyncio.wait({read_task, first}, return_when=asyncio.FIRST_COMPLETED)
+            waiters: list[asyncio.Future[Any]] = [read_task, first]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             if first.done():
                 await self._write(writer, first.result(), read_task)
         except (ConnectionError, OSError) as e:

@@ -61,7 +61,7 @@ class SlaveSync:
         resp = await self.client.invoke(addr, RemotingCommand.request(code, {}), 5.0)
         if resp.code != ResponseCode.SUCCESS:
             raise ValueError(f"request {code.name}: code {resp.code} {resp.remark}")
-        return resp.body or b""
+        return bytes(resp.payload)
 
     async def sync_all(self, addr: str) -> None:
         topics = TopicConfigSerializeWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_TOPIC_CONFIG))

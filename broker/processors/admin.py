@@ -21,7 +21,7 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC, check_topic_name
-from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager
@@ -60,7 +60,7 @@ class AdminProcessor:
         self.schedule = schedule
         self.boot_ms = boot_ms
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.handle_create_topic)
         server.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.handle_delete_topic)
         server.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.handle_all_topic_config)
@@ -72,7 +72,7 @@ class AdminProcessor:
         server.register(RequestCode.GET_CONSUME_STATS, self.handle_consume_stats)
         server.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.handle_runtime_info)
 
-    def handle_create_topic(self, conn: Connection, cmd: RemotingCommand):
+    def handle_create_topic(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         topic = cmd.get_str("topic") or ""
         problem = check_topic_name(topic)
         if problem is not None:
@@ -100,19 +100,19 @@ class AdminProcessor:
         self.topics.update(config)
         return cmd.response(ResponseCode.SUCCESS)
 
-    def handle_delete_topic(self, conn: Connection, cmd: RemotingCommand):
+    def handle_delete_topic(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         topic = cmd.get_str("topic") or ""
         self.topics.delete(topic)
         self.store.delete_topics({topic})
         self.offsets.remove_topic(topic)
         return cmd.response(ResponseCode.SUCCESS)
 
-    def handle_all_topic_config(self, conn: Connection, cmd: RemotingCommand):
+    def handle_all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         return cmd.response(ResponseCode.SUCCESS, body=self.topics.wrapper().to_json())
 
-    def handle_update_group(self, conn: Connection, cmd: RemotingCommand):
+    def handle_update_group(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
-            config = SubscriptionGroupConfig.from_json(cmd.body or b"")
+            config = SubscriptionGroupConfig.from_json(cmd.payload)
         except (ValueError, TypeError, KeyError) as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group body: {e}")
         if not config.group_name:
@@ -120,16 +120,16 @@ class AdminProcessor:
         self.groups.update(config)
         return cmd.response(ResponseCode.SUCCESS)
 
-    def handle_all_groups(self, conn: Connection, cmd: RemotingCommand):
+    def handle_all_groups(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         groups = self.groups
         wrapper = SubscriptionGroupWrapper(subscription_group_table=dict(groups.table), data_version=groups.data_version)
         return cmd.response(ResponseCode.SUCCESS, body=wrapper.to_json())
 
-    def handle_delete_group(self, conn: Connection, cmd: RemotingCommand):
+    def handle_delete_group(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         self.groups.delete(cmd.get_str("groupName") or "")
         return cmd.response(ResponseCode.SUCCESS)
 
-    def handle_view_message(self, conn: Connection, cmd: RemotingCommand):
+    def handle_view_message(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
             offset = cmd.get_int("offset")
         except ValueError:
@@ -141,7 +141,7 @@ class AdminProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
         return cmd.response(ResponseCode.SUCCESS, body=record)
 
-    def handle_topic_stats(self, conn: Connection, cmd: RemotingCommand):
+    def handle_topic_stats(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         topic = cmd.get_str("topic") or ""
         config = self.topics.get(topic)
         if config is None:
@@ -159,7 +159,7 @@ class AdminProcessor:
             )
         return cmd.response(ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=table).to_json())
 
-    def handle_consume_stats(self, conn: Connection, cmd: RemotingCommand):
+    def handle_consume_stats(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         group = cmd.get_str("consumerGroup") or ""
         only = cmd.get_str("topic")
         topics = {only} if only else self.offsets.topics_of_group(group)
@@ -181,7 +181,7 @@ class AdminProcessor:
                 )
         return cmd.response(ResponseCode.SUCCESS, body=ConsumeStats(consume_tps=0.0, offset_table=table).to_json())
 
-    def handle_runtime_info(self, conn: Connection, cmd: RemotingCommand):
+    def handle_runtime_info(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         stats = self.stats
         table = {
             "brokerVersionDesc": "V4_9_7",

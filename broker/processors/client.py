@@ -15,7 +15,7 @@ from pyrocketmq.remoting.body import HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
-from pyrocketmq.remoting.transport import Connection, RemotingError
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager, ProducerManager
@@ -39,14 +39,14 @@ class ClientProcessor:
         self.consumers = consumers
         self.producers = producers
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.HEART_BEAT, self.handle_heartbeat)
         server.register(RequestCode.UNREGISTER_CLIENT, self.handle_unregister)
         server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.handle_consumer_list)
 
-    def handle_heartbeat(self, conn: Connection, cmd: RemotingCommand):
+    def handle_heartbeat(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
-            data = HeartbeatData.from_json(cmd.body or b"{}")
+            data = HeartbeatData.from_json(cmd.payload or b"{}")
         except (ValueError, TypeError, KeyError) as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {e}")
         for consumer in data.consumer_data_set:
@@ -59,14 +59,15 @@ class ClientProcessor:
                 )
             changed = self.consumers.register(data.client_id, conn, cmd.language, cmd.version, consumer)
             if changed and (group_config is None or group_config.notify_consumer_ids_changed_enable):
-                log.info("consumer group %s changed: %s", consumer.group_name, self.consumers.find(consumer.group_name).client_ids())
+                info = self.consumers.find(consumer.group_name)
+                log.info("consumer group %s changed: %s", consumer.group_name, info.client_ids() if info else [])
                 self.notify_group(consumer.group_name)
         for producer in data.producer_data_set:
             self.producers.register(data.client_id, conn, cmd.language, cmd.version, producer.group_name)
         conn.attrs["client_id"] = data.client_id
         return cmd.response(ResponseCode.SUCCESS)
 
-    def handle_unregister(self, conn: Connection, cmd: RemotingCommand):
+    def handle_unregister(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         producer_group = cmd.get_str("producerGroup")
         consumer_group = cmd.get_str("consumerGroup")
         if producer_group:
@@ -75,7 +76,7 @@ class ClientProcessor:
             self.notify_group(consumer_group)
         return cmd.response(ResponseCode.SUCCESS)
 
-    def handle_consumer_list(self, conn: Connection, cmd: RemotingCommand):
+    def handle_consumer_list(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         group = cmd.get_str("consumerGroup") or ""
         info = self.consumers.find(group)
         if info is None or not info.channels:

@@ -12,7 +12,8 @@ is the answer; with no member online the answer is CONSUMER_NOT_ONLINE (206) and
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from pyrocketmq.remoting.body import (
     ClientConnection,
@@ -27,7 +28,13 @@ from pyrocketmq.remoting.code import LanguageCode, RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, ResetOffsetRequestHeader
 from pyrocketmq.remoting.message import decode_offset_msg_id
-from pyrocketmq.remoting.transport import Connection, RemotingError, RemotingTimeoutError
+from pyrocketmq.remoting.transport import (
+    Connection,
+    HandlerRegistry,
+    HandlerResult,
+    RemotingError,
+    RemotingTimeoutError,
+)
 
 from ..queue_lock import QueueLockTable
 
@@ -44,10 +51,14 @@ CALL_CLIENT_TIMEOUT_S = 10.0
 """How long a request relayed to a consumer (307, 309) may take (Java's ``callClient``)."""
 
 
-def _guarded(fn):
+_Self = TypeVar("_Self")
+_Method = Callable[[_Self, Connection, RemotingCommand], HandlerResult]
+
+
+def _guarded(fn: _Method[_Self]) -> _Method[_Self]:
     """Log a handler's unexpected exception and answer SYSTEM_ERROR (nothing reaches the transport)."""
 
-    def handler(self, conn: Connection, cmd: RemotingCommand):
+    def handler(self: _Self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
             return fn(self, conn, cmd)
         except Exception as e:
@@ -84,7 +95,7 @@ class ConsumerProcessor:
         self.store = store
         self.locks = locks or QueueLockTable()
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.LOCK_BATCH_MQ, self.handle_lock)
         server.register(RequestCode.UNLOCK_BATCH_MQ, self.handle_unlock)
         server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, self.handle_connection_list)
@@ -96,7 +107,7 @@ class ConsumerProcessor:
     @_guarded
     def handle_lock(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
-            req = LockBatchRequestBody.from_json(cmd.body or b"{}")
+            req = LockBatchRequestBody.from_json(cmd.payload or b"{}")
         except (ValueError, TypeError, KeyError) as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad lock request body: {e}")
         locked = self.locks.try_lock_batch(req.consumer_group, req.mq_set, req.client_id)
@@ -106,7 +117,7 @@ class ConsumerProcessor:
     @_guarded
     def handle_unlock(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
-            req = UnlockBatchRequestBody.from_json(cmd.body or b"{}")
+            req = UnlockBatchRequestBody.from_json(cmd.payload or b"{}")
         except (ValueError, TypeError, KeyError) as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad unlock request body: {e}")
         self.locks.unlock_batch(req.consumer_group, req.mq_set, req.client_id)
@@ -193,7 +204,7 @@ class ConsumerProcessor:
 
     # -- calls relayed to one consumer ------------------------------------------------------------
     @_guarded
-    def handle_call_consumer(self, conn: Connection, cmd: RemotingCommand):
+    def handle_call_consumer(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         group = cmd.get_str("consumerGroup") or ""
         client_id = cmd.get_str("clientId") or ""
         info = self.consumers.find(group)
@@ -203,7 +214,7 @@ class ConsumerProcessor:
         if channel is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
         fields = dict(cmd.ext_fields)
-        body = cmd.body
+        body = cmd.payload if cmd.body is not None else None
         if cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             # The consumer gets the stored message itself, found by the offset id (as Java does).
             fields["brokerName"] = self.settings.identity.broker_name
@@ -217,13 +228,13 @@ class ConsumerProcessor:
         request = RemotingCommand.request(cmd.code, fields, body)
         return self._relay(cmd, channel.conn, request, group, client_id)
 
-    async def _relay(self, cmd: RemotingCommand, target: Connection, request: RemotingCommand, group: str, client_id: str):
+    async def _relay(self, cmd: RemotingCommand, target: Connection, request: RemotingCommand, group: str, client_id: str) -> RemotingCommand:
         try:
             answer = await target.invoke(request, CALL_CLIENT_TIMEOUT_S)
         except RemotingTimeoutError as e:
             return cmd.response(ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {e}")
         except Exception as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {e}")
-        response = cmd.response(answer.code, answer.remark, None, answer.body)  # type: ignore[arg-type]
+        response = cmd.response(answer.code, answer.remark, None, answer.payload if answer.body is not None else None)
         response.ext_fields = dict(answer.ext_fields)
         return response

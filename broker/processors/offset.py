@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 if TYPE_CHECKING:
     from ..consumer_offset import ConsumerOffsetManager
@@ -32,8 +33,12 @@ def _need_int(cmd: RemotingCommand, key: str) -> int:
         raise _BadRequest(f"the request header field {key!r} is not an integer: {v!r}") from None
 
 
-def _guarded(fn):
-    def handler(self, conn: Connection, cmd: RemotingCommand):
+_Self = TypeVar("_Self")
+_Method = Callable[[_Self, Connection, RemotingCommand], HandlerResult]
+
+
+def _guarded(fn: _Method[_Self]) -> _Method[_Self]:
+    def handler(self: _Self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
             return fn(self, conn, cmd)
         except _BadRequest as e:
@@ -48,7 +53,7 @@ class OffsetProcessor:
         self.offsets = offsets
         self.store = store
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.QUERY_CONSUMER_OFFSET, self.handle_query_consumer_offset)
         server.register(RequestCode.UPDATE_CONSUMER_OFFSET, self.handle_update_consumer_offset)
         server.register(RequestCode.GET_MAX_OFFSET, self.handle_max_offset)
@@ -57,7 +62,7 @@ class OffsetProcessor:
         server.register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.handle_search_by_time)
 
     @_guarded
-    def handle_query_consumer_offset(self, conn, cmd):
+    def handle_query_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         group, topic, qid = _need_str(cmd, "consumerGroup"), _need_str(cmd, "topic"), _need_int(cmd, "queueId")
         offset = self.offsets.query(group, topic, qid)
         if offset >= 0:
@@ -69,29 +74,29 @@ class OffsetProcessor:
         return cmd.response(ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first", {"offset": -1})
 
     @_guarded
-    def handle_update_consumer_offset(self, conn, cmd):
+    def handle_update_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         group, topic, qid = _need_str(cmd, "consumerGroup"), _need_str(cmd, "topic"), _need_int(cmd, "queueId")
         offset = _need_int(cmd, "commitOffset")
         self.offsets.commit(group, topic, qid, offset)
         return cmd.response(ResponseCode.SUCCESS)
 
     @_guarded
-    def handle_max_offset(self, conn, cmd):
+    def handle_max_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         offset = self.store.get_max_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
 
     @_guarded
-    def handle_min_offset(self, conn, cmd):
+    def handle_min_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         offset = self.store.get_min_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
 
     @_guarded
-    def handle_earliest_time(self, conn, cmd):
+    def handle_earliest_time(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         ts = self.store.get_earliest_message_time(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
         return cmd.response(ResponseCode.SUCCESS, None, {"timestamp": ts})
 
     @_guarded
-    def handle_search_by_time(self, conn, cmd):
+    def handle_search_by_time(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         offset = self.store.get_offset_by_time(
             _need_str(cmd, "topic"), _need_int(cmd, "queueId"), _need_int(cmd, "timestamp")
         )

@@ -19,7 +19,7 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, PullMessageRequestHeader
 from pyrocketmq.remoting.message import tags_code
 from pyrocketmq.remoting.names import PERM_READ
-from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 from ..settings import BrokerRole
 from ..store.values import GetMessageStatus
@@ -90,13 +90,13 @@ class PullProcessor:
         self.stats = stats
         self.holds = holds
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.PULL_MESSAGE, self.handle_pull)
 
-    def handle_pull(self, conn: Connection, cmd: RemotingCommand):
+    def handle_pull(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         return self._pull(conn, cmd, allow_suspend=True)
 
-    def _pull(self, conn: Connection, cmd: RemotingCommand, allow_suspend: bool):
+    def _pull(self, conn: Connection, cmd: RemotingCommand, allow_suspend: bool) -> HandlerResult:
         try:
             h = PullMessageRequestHeader.from_command(cmd)
         except HeaderError as e:
@@ -175,12 +175,18 @@ class PullProcessor:
             self.stats.on_get(h.topic, result.message_count, result.buffer_total_size)
         return response
 
-    async def _hold(self, conn, cmd, topic, queue_id, offset, matches, timeout: float):
+    async def _hold(
+        self, conn: Connection, cmd: RemotingCommand, topic: str, queue_id: int, offset: int,
+        matches: Callable[[int], bool] | None, timeout: float,
+    ) -> RemotingCommand | None:
         # Leave a little room below the client's own RPC timeout (suspend + 15 s in Java).
         await self.holds.wait(topic, queue_id, offset, matches, timeout)
         if conn.closed:
             return None
-        return self._pull(conn, cmd, allow_suspend=False)
+        answer = self._pull(conn, cmd, allow_suspend=False)  # allow_suspend=False: never held again
+        if answer is None or isinstance(answer, RemotingCommand):
+            return answer
+        return await answer
 
     def _answer(self, cmd: RemotingCommand, code: int, remark: str) -> RemotingCommand:
         return cmd.response(

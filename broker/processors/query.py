@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, QueryMessageRequestHeader, QueryMessageResponseHeader
-from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 if TYPE_CHECKING:
     from ..store.message_store import MessageStore
@@ -33,10 +33,10 @@ class QueryProcessor:
     def __init__(self, *, store: MessageStore) -> None:
         self.store = store
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.QUERY_MESSAGE, self.handle_query_message)
 
-    def handle_query_message(self, conn: Connection, cmd: RemotingCommand):
+    def handle_query_message(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         empty = QueryMessageResponseHeader(0, 0).to_ext()
         try:
             h = QueryMessageRequestHeader.from_command(cmd)

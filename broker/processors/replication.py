@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pyrocketmq.remoting.body import dumps
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 if TYPE_CHECKING:
     from ..consumer_offset import ConsumerOffsetManager
@@ -26,16 +26,16 @@ class ReplicationProcessor:
         self.offsets = offsets
         self.schedule = schedule
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.handle_all_consumer_offsets)
         server.register(RequestCode.GET_ALL_DELAY_OFFSET, self.handle_all_delay_offsets)
 
-    def handle_all_consumer_offsets(self, conn: Connection, cmd: RemotingCommand):
+    def handle_all_consumer_offsets(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         table = self.offsets.table
         doc = {"offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in table.items()}}
         return cmd.response(ResponseCode.SUCCESS, body=dumps(doc))
 
-    def handle_all_delay_offsets(self, conn: Connection, cmd: RemotingCommand):
+    def handle_all_delay_offsets(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         schedule = self.schedule
         offsets = schedule.offsets if schedule is not None else {}
         return cmd.response(ResponseCode.SUCCESS, body=dumps({"offsetTable": {str(k): v for k, v in sorted(offsets.items())}}))

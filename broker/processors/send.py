@@ -36,7 +36,7 @@ from pyrocketmq.remoting.names import (
     check_topic_name,
     dlq_topic,
 )
-from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 from ..delay import DLQ_QUEUE_NUMS
 from ..settings import BrokerRole
@@ -95,7 +95,7 @@ class SendProcessor:
         )
         self._drain_scheduled = False
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.SEND_MESSAGE, self.handle_send)
         server.register(RequestCode.SEND_MESSAGE_V2, self.handle_send)
         server.register(RequestCode.SEND_BATCH_MESSAGE, self.handle_send)
@@ -114,7 +114,7 @@ class SendProcessor:
         return packed
 
     # -- the handler --------------------------------------------------------------------------
-    def handle_send(self, conn: Connection, cmd: RemotingCommand):
+    def handle_send(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
             h = SendMessageRequestHeader.from_command(cmd)
         except HeaderError as e:
@@ -124,7 +124,7 @@ class SendProcessor:
         problem = check_topic_name(h.topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
-        body = cmd.body or b""
+        body = cmd.payload
         batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or h.batch
         if not batch and len(body) > self.max_body:
             return cmd.response(
@@ -138,7 +138,7 @@ class SendProcessor:
             )
         topics = self.topics
         topic = h.topic
-        queue_id = h.queue_id
+        queue_id: int | None = h.queue_id
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not batch:
             routed = self._retry_or_dlq(h)
             if isinstance(routed, str):
@@ -253,7 +253,10 @@ class SendProcessor:
         topics.create_in_send_back(dlq, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
         return dlq, 0
 
-    def _inner_from_batch_item(self, h, topic, queue_id, sys_flag, born_host, body, flag, item_props: bytes, batch_props: bytes) -> MessageInner:
+    def _inner_from_batch_item(
+        self, h: SendMessageRequestHeader, topic: str, queue_id: int, sys_flag: int, born_host: bytes,
+        body: bytes | memoryview, flag: int, item_props: bytes | memoryview, batch_props: bytes,
+    ) -> MessageInner:
         if len(body) > self.max_body:
             raise ValueError(f"a message body of {len(body)} bytes is over maxMessageSize {self.max_body}")
         raw = bytes(item_props)

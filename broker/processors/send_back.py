@@ -17,7 +17,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, HeaderError
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, dlq_topic, retry_topic
-from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry
 
 from ..delay import DLQ_QUEUE_NUMS, decide_send_back, send_back_inner
 from ..settings import BrokerRole
@@ -49,7 +49,7 @@ class SendBackProcessor:
         self.store = store
         self.stats = stats
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.handle_send_back)
 
     def handle_send_back(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:

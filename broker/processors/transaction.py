@@ -23,7 +23,7 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import EndTransactionRequestHeader, HeaderError
 from pyrocketmq.remoting.message import MessageExt, Prop, encode_message
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE
-from pyrocketmq.remoting.transport import Connection, RemotingError
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
 
 from ..settings import BrokerRole
 from ..store.values import PutMessageStatus
@@ -67,7 +67,7 @@ class TransactionProcessor:
         self.store_host = store_host
         self._rr = itertools.count()
 
-    def register(self, server) -> None:
+    def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.END_TRANSACTION, self.handle_end)
 
     def ensure_topic(self, topic: str) -> None:
@@ -76,7 +76,7 @@ class TransactionProcessor:
         if self.topics.get(topic) is None:
             self.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
 
-    def handle_end(self, conn: Connection, cmd: RemotingCommand):
+    def handle_end(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
             h = EndTransactionRequestHeader.from_command(cmd)
         except HeaderError as e:

@@ -231,7 +231,7 @@ class CommitLog:
         if rec is None or size < HEAD_SIZE:
             return -1
         (sys_flag,) = _I.unpack_from(rec, POS_SYS_FLAG)
-        (ts,) = _Q.unpack_from(rec, store_timestamp_pos(sys_flag))
+        ts: int = _Q.unpack_from(rec, store_timestamp_pos(sys_flag))[0]
         return ts
 
     def roll_next_file(self, phys: int) -> int:

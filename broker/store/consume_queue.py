@@ -131,6 +131,8 @@ class ConsumeQueue:
             buf = mf.buffer()
             pos = mf.wrote_position - CQ_UNIT_SIZE
             while pos >= 0:
+                phys: int
+                size: int
                 phys, size, _ = UNIT.unpack_from(buf, pos)
                 if size != FILLER_SIZE:
                     return phys + size
@@ -236,7 +238,7 @@ class ConsumeQueue:
             if mf.wrote_position < self.file_size:
                 return False
             phys, size, _ = UNIT.unpack_from(mf.buffer(), self.file_size - CQ_UNIT_SIZE)
-            return size == FILLER_SIZE or phys < commitlog_min
+            return bool(size == FILLER_SIZE or phys < commitlog_min)
 
         try:
             gone = self.queue.delete_while(expired)

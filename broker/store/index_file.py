@@ -118,7 +118,8 @@ def _extend(h: int, s: str) -> int:
                 h = h * 31 + c
             return h & _MASK
         p = _pow31(n)
-        return (h * p[n] + sum(map(mul, reversed(b), p))) & _MASK  # linear in n, no huge ints
+        total: int = h * p[n] + sum(map(mul, reversed(b), p))
+        return total & _MASK  # linear in n, no huge ints
     n = len(s.encode("utf-16-be", "surrogatepass")) // 2  # Java counts UTF-16 units
     return (h * _pow31(n)[n] + tags_code(s)) & _MASK
 

@@ -157,7 +157,7 @@ class MappedFileQueue:
     def truncate_dirty(self, offset: int) -> None:
         """Forget everything from absolute ``offset`` on: zero the tail of the segment holding it and
         delete the segments after it (recovery)."""
-        doomed = []
+        doomed: list[MappedFile] = []
         for mf in self._files:
             tail = mf.file_from_offset + self.file_size
             if tail <= offset:
@@ -191,7 +191,7 @@ class MappedFileQueue:
     ) -> list[MappedFile]:
         """Delete the oldest segments whose last write is older than ``expired_ms`` (all of them when
         ``clean_immediately``), stopping at the first young one; never the last segment."""
-        doomed = []
+        doomed: list[MappedFile] = []
         for mf in self._files[:-1]:
             if len(doomed) >= batch_max:
                 break
@@ -204,7 +204,7 @@ class MappedFileQueue:
 
     def delete_while(self, predicate: Callable[[MappedFile], bool]) -> list[MappedFile]:
         """Delete oldest segments as long as ``predicate`` holds; never the last segment."""
-        doomed = []
+        doomed: list[MappedFile] = []
         for mf in self._files[:-1]:
             if not predicate(mf):
                 break

@@ -88,7 +88,7 @@ class MessageInner:
             properties_bytes=encode_properties(props),
             tags_code=tags_code(props.get(Prop.TAGS)),
             keys=[x for x in k.split(KEY_SEPARATOR) if x] if k else [],
-            **kw,  # type: ignore[arg-type]
+            **kw,  # type: ignore[arg-type]  # the remaining MessageInner fields, passed through by name
         )
 
 
