@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -341,7 +341,7 @@ class FrameDecoder:
     def pending(self) -> int:
         return len(self._buf)
 
-    def feed(self, data: bytes) -> Iterator[RemotingCommand]:
+    def feed(self, data: bytes) -> Generator[RemotingCommand, None, None]:
         buf = self._buf
         buf += data
         pos = 0

@@ -60,8 +60,19 @@ class RemotingConnectError(RemotingError, ConnectionError):
     pass
 
 
+EARLY_FLUSH_BYTES = 256 * 1024
+"""A server connection hands its answers to the transport once this much has queued in one read."""
+
+
 class Connection(asyncio.Protocol):
-    """One TCP connection speaking remoting frames, usable by servers and clients alike."""
+    """One TCP connection speaking remoting frames, usable by servers and clients alike.
+
+    Back-pressure: when the peer stops reading and the transport's write buffer passes its high
+    mark, asyncio calls :meth:`pause_writing`. A server-side connection (``serving=True``) then
+    stops reading requests until the replies drain (:meth:`resume_writing`), so a client that never
+    reads cannot make the server queue answers without bound; a client-side connection makes
+    :meth:`invoke` wait in :meth:`drain` before it writes more, and keeps reading responses.
+    """
 
     def __init__(
         self,
@@ -70,8 +81,13 @@ class Connection(asyncio.Protocol):
         on_close: Callable[[Connection], None] | None = None,
         name: str = "remoting",
         observer: RequestObserver | None = None,
+        serving: bool = False,
     ) -> None:
         self._handlers = handlers
+        self._serving = serving
+        self.writing_paused = False
+        """True while the peer is not reading what this side writes (above the high-water mark)."""
+        self._drained: asyncio.Future[None] | None = None
         self._observer = observer
         self._decoder = FrameDecoder()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
@@ -84,6 +100,7 @@ class Connection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self.connected: asyncio.Future[None] = self._loop.create_future()
         self._out: list[bytes | bytearray | memoryview] | None = None  # frames waiting for _flush_out
+        self._out_bytes = 0
         #: Anything the owner wants to remember about the peer (client id, language, version).
         self.attrs: dict[str, object] = {}
 
@@ -107,19 +124,59 @@ class Connection(asyncio.Protocol):
             self._flush_out()
 
     def _receive(self, data: bytes) -> None:
+        frames = self._decoder.feed(data)
         try:
-            for cmd in self._decoder.feed(data):
+            for cmd in frames:
                 if cmd.flag & RPC_RESPONSE:
                     fut = self._pending.pop(cmd.opaque, None)
                     if fut is not None and not fut.done():
                         fut.set_result(cmd)
                     elif fut is None:
                         log.debug("%s: response for unknown opaque %d from %s", self._name, cmd.opaque, self.remote_addr)
-                else:
-                    self._dispatch(cmd)
+                    continue
+                self._dispatch(cmd)
+                if self._serving and self._out_bytes > EARLY_FLUSH_BYTES:
+                    # Hand the answers so far to the transport now: if the peer is not reading them,
+                    # asyncio pauses us right here and the requests still buffered wait for it.
+                    self._flush_out()
+                    self._out = []
+                    if self.writing_paused:
+                        frames.close()  # the undispatched frames stay in the decoder
+                        return
         except FrameError as e:
             log.warning("%s: closing connection from %s: malformed frame: %s", self._name, self.remote_addr, e)
             self.close(f"malformed frame: {e}")
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+        if self._serving and self._transport is not None and not self.closed:
+            log.debug("%s: %s is not reading its replies: reading no more requests until it does",
+                      self._name, self.remote_addr)
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        if self._serving and self._transport is not None and not self.closed:
+            self._transport.resume_reading()
+            if self._decoder.pending:  # requests read before the pause, not yet dispatched
+                self._loop.call_soon(self._receive_backlog)
+        waiter, self._drained = self._drained, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def drain(self) -> None:
+        """Return once the peer reads again (at once when it does already); raise if the connection closes."""
+        if not self.writing_paused:
+            return
+        if self.closed:
+            raise RemotingError(f"connection to {self.remote_addr} is closed")
+        if self._drained is None:
+            self._drained = self._loop.create_future()
+        await asyncio.shield(self._drained)
+
+    def _receive_backlog(self) -> None:
+        if not self.closed and not self.writing_paused:
+            self.data_received(b"")
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._decoder.pending and self.close_reason is None:
@@ -229,16 +286,22 @@ class Connection(asyncio.Protocol):
         if out is None:
             out = self._out = []
             self._loop.call_soon(self._flush_out)
-        out.append(encode_prefix(cmd))
+        prefix = encode_prefix(cmd)
+        out.append(prefix)
+        size = len(prefix)
         body = cmd.body
         if body:
             if isinstance(body, list):
                 out.extend(body)
+                size += sum(map(len, body))
             else:
                 out.append(body)
+                size += len(body)
+        self._out_bytes += size
 
     def _flush_out(self) -> None:
         out, self._out = self._out, None
+        self._out_bytes = 0
         t = self._transport
         if out and t is not None and not self.closed:
             t.writelines(out)
@@ -248,9 +311,12 @@ class Connection(asyncio.Protocol):
         cmd.opaque = next_opaque()
         fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._pending[cmd.opaque] = fut
+        deadline = self._loop.time() + timeout
         try:
+            if self.writing_paused:  # the peer is not reading: wait (within the timeout) before adding more
+                await asyncio.wait_for(self.drain(), timeout)
             self.write(cmd)
-            return await asyncio.wait_for(fut, timeout)
+            return await asyncio.wait_for(fut, max(0.0, deadline - self._loop.time()))
         except TimeoutError:
             raise RemotingTimeoutError(
                 f"no response from {self.remote_addr} to request code {cmd.code} within {timeout:.1f}s"
@@ -293,6 +359,10 @@ class Connection(asyncio.Protocol):
             return
         self.closed = True
         err = RemotingError(f"connection to {self.remote_addr} closed: {reason}")
+        waiter, self._drained = self._drained, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(err)
+            waiter.exception()  # a drain() may not be waiting any more: don't warn about it
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(err)
@@ -335,7 +405,7 @@ class RemotingServer:
         self._close_listeners.append(fn)
 
     def _make_connection(self) -> Connection:
-        conn = Connection(self.handlers, on_close=self._forget, name=self.name, observer=self.observer)
+        conn = Connection(self.handlers, on_close=self._forget, name=self.name, observer=self.observer, serving=True)
         self.connections.add(conn)
         return conn
 
