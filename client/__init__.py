@@ -50,6 +50,7 @@ from .errors import (
     MQTimeoutError,
     TopicNotFoundError,
 )
+from .loop_thread import LoopThread, shared_loop
 from .message import Message, SendResult, SendStatus
 from .metrics import ClientMetrics, PrometheusClientMetrics
 from .producer import Producer, SyncProducer
@@ -75,6 +76,7 @@ __all__ = [
     "ConsumeResult",
     "ConsumeSettings",
     "FlowControlSettings",
+    "LoopThread",
     "MQBrokerError",
     "MQClientError",
     "MQConnectionError",
@@ -105,4 +107,5 @@ __all__ = [
     "SyncPullConsumer",
     "SyncPushConsumer",
     "TopicNotFoundError",
+    "shared_loop",
 ]

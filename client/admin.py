@@ -44,6 +44,9 @@ from pyrocketmq.remoting.body import (
     MessageQueue,
     ResetOffsetBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
     TopicStatsTable,
@@ -59,7 +62,11 @@ from pyrocketmq.remoting.message import (
     decode_offset_msg_id,
     uncompressed_body,
 )
-from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.remoting.names import (
+    AUTO_CREATE_TOPIC,
+    ORDER_TOPIC_CONFIG_NAMESPACE,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
 
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
 from .instance import ClientInstance, check_response
@@ -70,7 +77,6 @@ from .settings import ClientSettings
 
 log = logging.getLogger("pyrocketmq.client")
 
-ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
 
 
 @dataclass(slots=True, frozen=True)
@@ -244,9 +250,33 @@ class Admin:
             addr = _addrs(bd).get(MASTER_ID)
             if addr is None:
                 continue
-            resp = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
-            table.update(TopicStatsTable.from_json(resp.payload or b"{}").offset_table)
+            table.update((await self.broker_topic_stats(addr, topic)).offset_table)
         return dict(sorted(table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)))
+
+    # -- one broker (Apache's MQAdminExt calls that take a broker address) ------------------------
+    async def broker_topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
+        """Every topic config the broker at ``broker_addr`` holds (GET_ALL_TOPIC_CONFIG)."""
+        resp = await self._broker(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        return dict(TopicConfigSerializeWrapper.from_json(resp.payload or b"{}").topic_config_table)
+
+    async def broker_subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """Every subscription group config the broker holds (GET_ALL_SUBSCRIPTIONGROUP_CONFIG)."""
+        resp = await self._broker(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return dict(SubscriptionGroupWrapper.from_json(resp.payload or b"{}").subscription_group_table)
+
+    async def delete_subscription_group(self, group: str, broker_addr: str) -> None:
+        """Remove ``group``'s config from one broker (DELETE_SUBSCRIPTIONGROUP)."""
+        await self._broker(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group})
+
+    async def broker_consume_stats(self, broker_addr: str, group: str) -> ConsumeStats:
+        """``group``'s offsets and lag on one broker (GET_CONSUME_STATS)."""
+        resp = await self._broker(broker_addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": group})
+        return ConsumeStats.from_json(resp.payload or b"{}")
+
+    async def broker_topic_stats(self, broker_addr: str, topic: str) -> TopicStatsTable:
+        """Min/max offsets of ``topic``'s queues on one broker (GET_TOPIC_STATS_INFO)."""
+        resp = await self._broker(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+        return TopicStatsTable.from_json(resp.payload or b"{}")
 
     async def cluster_info(self) -> ClusterInfo:
         resp = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)

@@ -45,6 +45,7 @@ from pyrocketmq.remoting.body import (
     MessageQueue,
     ProducerData,
     TopicRouteData,
+    TopicStatsTable,
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -419,6 +420,24 @@ class ClientInstance:
         """The offset of the message stored closest to ``timestamp_ms`` (ms since the epoch)."""
         resp = await self._queue_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, {"timestamp": timestamp_ms})
         return resp.get_int("offset", 0) or 0
+
+    async def queue_offsets(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
+        """``{queue: (min offset, max offset)}`` of ``topic``: one topic-stats request per master
+        of its route (GET_TOPIC_STATS_INFO), not two requests per queue."""
+        route = self.routes.get(topic)
+        if route is None:
+            await self.update_route(topic)
+            route = self.routes.get(topic)
+        out: dict[MessageQueue, tuple[int, int]] = {}
+        for bd in route.broker_datas if route is not None else ():
+            addr = self.master_addr(bd.broker_name)
+            if addr is None:
+                continue
+            cmd = RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+            resp = check_response(await self.invoke(addr, cmd), addr)
+            for mq, v in TopicStatsTable.from_json(resp.payload or b"{}").offset_table.items():
+                out[mq] = (v.min_offset, v.max_offset)
+        return out
 
     async def earliest_store_time(self, mq: MessageQueue) -> int:
         resp = await self._queue_request(RequestCode.GET_EARLIEST_MSG_STORETIME, mq)

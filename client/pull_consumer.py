@@ -52,12 +52,15 @@ from pyrocketmq.remoting.message import (
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.service import Service
 
-from .errors import MQBrokerError, MQClientError, MQError
+from .errors import MQBrokerError, MQClientError, MQError, NoPermissionError, SubscriptionGroupNotFoundError
 from .instance import ClientInstance
 from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
 from .route import MASTER_ID
 from .settings import ClientSettings, PullConsumerSettings
+
+REFUSALS = (SubscriptionGroupNotFoundError, NoPermissionError)
+"""Pull errors that retrying cannot fix: poll() raises them once every queue gets one."""
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -230,6 +233,8 @@ class _QueueState:
     paused: bool = False
     task: asyncio.Task[None] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    refused: MQBrokerError | None = None
+    """The broker's refusal of this queue's last pull when retrying cannot help (no such group…)."""
 
 
 @dataclass(slots=True)
@@ -426,6 +431,9 @@ class PullConsumer:
         """Messages pulled from the assigned queues; waits up to ``timeout`` seconds for some.
 
         Returns ``[]`` when nothing arrived in time. Messages of one queue come in offset order.
+        Raises the broker's refusal (:class:`~.errors.SubscriptionGroupNotFoundError`,
+        :class:`~.errors.NoPermissionError`) when every assigned queue's pulls are refused: waiting
+        cannot help until someone creates the group or grants the permission.
         """
         self.instance  # noqa: B018 — raise if not started
         if not self._states:
@@ -437,6 +445,9 @@ class PullConsumer:
             self._drain(out, max_messages)
             if out:
                 return out
+            refusals = [st.refused for st in self._states.values()]
+            if refusals and all(r is not None for r in refusals):
+                raise refusals[0]  # type: ignore[misc]  # all() above: none is None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return out
@@ -510,6 +521,9 @@ class PullConsumer:
             except asyncio.CancelledError:
                 raise
             except MQError as e:
+                state.refused = e if isinstance(e, REFUSALS) else None
+                if state.refused is not None and self._data is not None:
+                    self._data.set()  # poll() reports it
                 log.warning("pull of %s failed: %s; retrying in %.1fs", mq, e, s.pull_delay_on_error)
                 await asyncio.sleep(s.pull_delay_on_error)
                 continue
@@ -517,6 +531,7 @@ class PullConsumer:
                 log.exception("pull of %s failed unexpectedly", mq)
                 await asyncio.sleep(s.pull_delay_on_error)
                 continue
+            state.refused = None
             if gen != state.generation or state.task is not me:
                 continue
             if result.status is PullStatus.OFFSET_ILLEGAL:
@@ -634,6 +649,14 @@ class PullConsumer:
 
     async def max_offset(self, mq: MessageQueue) -> int:
         return await self.instance.max_offset(mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the message stored closest to ``timestamp_ms`` (the broker's answer, as in 4.x)."""
+        return await self.instance.search_offset(mq, timestamp_ms)
+
+    async def queue_offsets(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
+        """``{queue: (min, max)}`` of every queue of ``topic``, one request per broker."""
+        return await self.instance.queue_offsets(topic)
 
     # -- hooks for the client instance ----------------------------------------------------------
     def topics(self) -> set[str]:

@@ -16,10 +16,11 @@ import tempfile
 import orjson
 
 from pyrocketmq.remoting.body import KVTable, loads
+from pyrocketmq.remoting.names import ORDER_TOPIC_CONFIG_NAMESPACE
 
 log = logging.getLogger("pyrocketmq.namesrv")
 
-NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+NAMESPACE_ORDER_TOPIC_CONFIG = ORDER_TOPIC_CONFIG_NAMESPACE
 
 
 class KVConfigError(Exception):

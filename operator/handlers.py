@@ -234,8 +234,11 @@ async def _rolling_broker(runtime: Runtime, sts: Mapping[str, Any], event: str |
 def _timers_without_finalizer(registry: kopf.OperatorRegistry, plurals: set[str]) -> None:
     """kopf blocks the deletion of any object with a timer (to stop it gracefully); the resync timer
     holds nothing worth that, and a NameServer or Broker must stay deletable without the operator.
-    kopf has no public switch for it, so the registered timer handlers are replaced by copies with
-    ``requires_finalizer=False`` (a unit test notices if kopf's internals change)."""
+    kopf has no public switch for it: ``kopf.timer`` and ``kopf.daemon`` pass ``requires_finalizer=True``
+    unconditionally (kopf 1.45, ``kopf/on.py``) and the handler dataclass is not exposed for building
+    one by hand. The alternative, a resync loop of our own beside kopf's watches, would duplicate
+    kopf's per-object scheduling and backoff. So the registered timer handlers are replaced by copies
+    with ``requires_finalizer=False``; a unit test notices if kopf's internals change."""
     try:
         handlers = registry._spawning._handlers
         handlers[:] = [

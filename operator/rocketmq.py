@@ -18,21 +18,21 @@ from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from pyrocketmq.client import Admin
-from pyrocketmq.client.admin import ORDER_TOPIC_CONFIG_NAMESPACE
-from pyrocketmq.client.errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
-from pyrocketmq.client.instance import check_response
-from pyrocketmq.client.settings import ClientSettings
-from pyrocketmq.remoting.body import (
-    ConsumeStats,
-    SubscriptionGroupConfig,
-    SubscriptionGroupWrapper,
-    TopicConfigSerializeWrapper,
-    TopicStatsTable,
+from pyrocketmq.client import (
+    Admin,
+    ClientSettings,
+    MQBrokerError,
+    MQClientError,
+    MQConnectionError,
+    MQTimeoutError,
 )
-from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.remoting.body import SubscriptionGroupConfig
+from pyrocketmq.remoting.names import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    ORDER_TOPIC_CONFIG_NAMESPACE,
+    PERM_WRITE,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
 
 from .model import ConsumerGroupModel, TopicModel
 from .plan import DrainFacts, is_user_group, is_user_topic
@@ -100,10 +100,6 @@ async def registered_groups(admin: Admin, cluster: str) -> dict[str, dict[int, s
         out[name] = {int(k): v for k, v in ((data.broker_addrs if data else None) or {}).items()}
     return out
 
-
-async def _invoke(admin: Admin, addr: str, code: int, fields: dict[str, Any] | None = None) -> RemotingCommand:
-    resp = await admin.instance.invoke(addr, RemotingCommand.request(code, fields))
-    return check_response(resp, addr)
 
 
 # -- topics -------------------------------------------------------------------------------------
@@ -210,15 +206,14 @@ async def apply_group(admin: Admin, model: ConsumerGroupModel, cluster: str, exc
 
 
 async def group_configs(admin: Admin, addr: str) -> dict[str, SubscriptionGroupConfig]:
-    resp = await _invoke(admin, addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-    return dict(SubscriptionGroupWrapper.from_json(resp.body or b"{}").subscription_group_table)
+    return await admin.broker_subscription_groups(addr)
 
 
 async def delete_group(admin: Admin, group: str, cluster: str) -> None:
     """Delete the group's config from every master, then its retry and DLQ topics (as mqadmin does)."""
     masters = await master_addrs(admin, cluster)
     await asyncio.gather(
-        *(_invoke(admin, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group}) for addr in masters.values())
+        *(admin.delete_subscription_group(group, addr) for addr in masters.values())
     )
     for topic in (RETRY_GROUP_TOPIC_PREFIX + group, DLQ_GROUP_TOPIC_PREFIX + group):
         with contextlib.suppress(MQBrokerError):
@@ -267,16 +262,14 @@ async def drain_facts(admin: Admin, cluster: str, group: str, served_traffic: bo
         for name in sorted(await group_configs(admin, addr)):
             if not is_user_group(name):
                 continue
-            resp = await _invoke(admin, addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": name})
-            stats = ConsumeStats.from_json(resp.body or b"{}")
+            stats = await admin.broker_consume_stats(addr, name)
             read.update(mq.topic for mq in stats.offset_table)
             behind = sum(max(0, w.broker_offset - max(0, w.consumer_offset)) for w in stats.offset_table.values())
             if behind > 0:
                 lag.append((name, behind))
         unread: list[tuple[str, int]] = []
         for topic in sorted(set(topics) - read):
-            resp = await _invoke(admin, addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
-            table = TopicStatsTable.from_json(resp.body or b"{}").offset_table
+            table = (await admin.broker_topic_stats(addr, topic)).offset_table
             stored = sum(max(0, o.max_offset - o.min_offset) for o in table.values())
             if stored > 0:
                 unread.append((topic, stored))
@@ -288,8 +281,7 @@ async def drain_facts(admin: Admin, cluster: str, group: str, served_traffic: bo
 
 async def user_topics(admin: Admin, addr: str, cluster: str, broker_names: frozenset[str]) -> dict[str, int]:
     """The user topics on the broker at ``addr`` with their permissions."""
-    resp = await _invoke(admin, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
-    table = TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
+    table = await admin.broker_topic_configs(addr)
     return {name: cfg.perm for name, cfg in table.items() if is_user_topic(name, cluster, broker_names)}
 
 
@@ -299,8 +291,7 @@ async def stop_writes(admin: Admin, cluster: str, group: str) -> list[str]:
     addr = registered.get(group, {}).get(0)
     if addr is None:
         return []
-    resp = await _invoke(admin, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
-    table = TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
+    table = await admin.broker_topic_configs(addr)
     changed = []
     for name, cfg in sorted(table.items()):
         if not is_user_topic(name, cluster, frozenset(registered)) or not cfg.perm & PERM_WRITE:

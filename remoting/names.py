@@ -49,6 +49,9 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 MAX_TOPIC_LENGTH = 127
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
+ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
+"""The name servers' KV namespace of orderly topics' queue layouts (``broker-a:4;broker-b:4``)."""
+
 # -- groups -----------------------------------------------------------------------------------
 SYSTEM_GROUPS = (
     "TOOLS_CONSUMER",

@@ -20,7 +20,8 @@ fi
 # A test install also serves the run install.
 if [ ! -f "$stamp" ] && ! { [ "$kind" = run ] && [ -f ".venv/.installed-test-$hash" ]; }; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".$extras"
+  # -qq: errors only (setuptools' editable install prints an informational notice on every run)
+  .venv/bin/python -m pip install -qq -e ".$extras"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

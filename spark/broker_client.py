@@ -29,22 +29,24 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TypeVar
 
-from pyrocketmq.client.errors import (
+from pyrocketmq.client import (
+    ClientSettings,
+    Message,
     MQBrokerError,
     MQConnectionError,
     MQError,
     MQTimeoutError,
+    Producer,
+    ProducerSettings,
+    PullConsumer,
+    PullConsumerSettings,
+    PullStatus,
+    SendResult,
     TopicNotFoundError,
+    shared_loop,
 )
-from pyrocketmq.client.instance import ClientInstance, check_response
-from pyrocketmq.client.loop_thread import shared_loop
-from pyrocketmq.client.message import Message, SendResult
-from pyrocketmq.client.producer import Producer
-from pyrocketmq.client.pull_consumer import PullConsumer, PullStatus
-from pyrocketmq.client.settings import ClientSettings, ProducerSettings, PullConsumerSettings
-from pyrocketmq.remoting.body import MessageQueue, TopicStatsTable
-from pyrocketmq.remoting.code import RequestCode, ResponseCode
-from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.body import MessageQueue
+from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import MessageExt
 
 from .offsets import DataLossError, Loss, Offsets, data_loss_error
@@ -180,7 +182,7 @@ class QueueDirectory:
             mins: Offsets = {}
             maxs: Offsets = {}
             for topic in sorted({mq.topic for mq in qs}):
-                table = await _topic_stats(self.consumer.instance, topic)
+                table = await self.consumer.queue_offsets(topic)
                 for mq in qs:
                     if mq in table:
                         mins[mq], maxs[mq] = table[mq]
@@ -207,11 +209,11 @@ class QueueDirectory:
         (the queue's max offset when every message is older)."""
 
         async def one(mq: MessageQueue) -> int:
-            inst = self.consumer.instance
-            lo, hi = await inst.min_offset(mq), await inst.max_offset(mq)
+            consumer = self.consumer
+            lo, hi = await consumer.min_offset(mq), await consumer.max_offset(mq)
             if hi <= lo:
                 return hi
-            off = max(lo, min(await inst.search_offset(mq, timestamp_ms), hi))
+            off = max(lo, min(await consumer.search_offset(mq, timestamp_ms), hi))
             # The broker answers the offset stored *closest* to the time (RocketMQ 4.x), which may
             # be the one just before it: step forward to the first one stored at or after it.
             while off < hi:
@@ -226,24 +228,6 @@ class QueueDirectory:
     def commit(self, offsets: Offsets) -> None:
         """Store ``offsets`` as the group's consumer offsets and wait for the brokers."""
         self._call(self.consumer.commit_sync(dict(offsets)))
-
-
-async def _topic_stats(inst: ClientInstance, topic: str) -> dict[MessageQueue, tuple[int, int]]:
-    """``{queue: (min, max)}`` from GET_TOPIC_STATS_INFO to each master in ``topic``'s cached route."""
-    route = inst.routes.get(topic)
-    if route is None:
-        await inst.update_route(topic)
-        route = inst.routes.get(topic)
-    out: dict[MessageQueue, tuple[int, int]] = {}
-    for bd in route.broker_datas if route is not None else ():
-        addr = inst.master_addr(bd.broker_name)
-        if addr is None:
-            continue
-        cmd = RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
-        resp = check_response(await inst.invoke(addr, cmd), addr)
-        for mq, v in TopicStatsTable.from_json(resp.body or b"{}").offset_table.items():
-            out[mq] = (v.min_offset, v.max_offset)
-    return out
 
 
 def _retrying(fn: Callable[[], Awaitable[T]], what: str) -> T:

@@ -297,3 +297,18 @@ def test_cli_consume_of_a_missing_topic_says_how_to_create_it_and_fails(namesrv,
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "topic NoSuchTopic does not exist" in done.stderr
     assert "admin updateTopic" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_pull_consume_of_a_group_the_brokers_do_not_have_fails_with_how_to_create_it(namesrv, tmp_path):
+    from .procs import start_broker
+
+    (tmp_path / "strict").mkdir()
+    broker = start_broker(tmp_path / "strict", namesrv.addr, autoCreateSubscriptionGroup="false")
+    try:
+        asyncio.run(create_topic(namesrv.addr, broker.addr, "StrictTopic", 2))
+        done = subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", "StrictTopic",
+                               "-g", "cg_nobody_made", "--timeout", "60"], capture_output=True, text=True, timeout=60)
+    finally:
+        broker.stop()
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "SUBSCRIPTION_GROUP_NOT_EXIST" in done.stderr and "updateSubGroup" in done.stderr
