@@ -49,7 +49,7 @@ from .producer import Payload, build_send_header, send_result_from_response
 from .rebalance import BROADCASTING, retry_topic
 
 if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+    from .push_context import PushContext
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -140,7 +140,7 @@ class ListenerRunner:
 
 
 class ConsumeServiceBase:
-    def __init__(self, consumer: PushConsumer, listener: Listener) -> None:
+    def __init__(self, consumer: PushContext, listener: Listener) -> None:
         self.consumer = consumer
         self.runner = ListenerRunner(listener, consumer.settings.consume.workers)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -309,7 +309,7 @@ class OrderlyConsumeService(ConsumeServiceBase):
 
     orderly = True
 
-    def __init__(self, consumer: PushConsumer, listener: Listener) -> None:
+    def __init__(self, consumer: PushContext, listener: Listener) -> None:
         super().__init__(consumer, listener)
         self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
 

@@ -43,7 +43,7 @@ from .pull_consumer import PullStatus, PullSysFlag, pull_result_from_response
 from .route import MASTER_ID
 
 if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+    from .push_context import PushContext
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -70,7 +70,7 @@ class PullService:
         consumer.pulls.execute(PullRequest(mq, ProcessQueue(), start_offset))
     """
 
-    def __init__(self, consumer: PushConsumer) -> None:
+    def __init__(self, consumer: PushContext) -> None:
         self.consumer = consumer
         self.queue: asyncio.Queue[PullRequest] | None = None
         self.suggested: dict[MessageQueue, int] = {}

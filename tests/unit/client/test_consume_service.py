@@ -20,9 +20,9 @@ from pyrocketmq.client.consume_service import (
     ListenerRunner,
     OrderlyConsumeService,
 )
+from pyrocketmq.client.consumer_stats import ConsumerStats
 from pyrocketmq.client.offset_store import OffsetStore
 from pyrocketmq.client.process_queue import ProcessQueue
-from pyrocketmq.client.push_consumer import ConsumerStats
 from pyrocketmq.client.settings import ConsumeSettings, PushConsumerSettings
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt

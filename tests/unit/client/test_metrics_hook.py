@@ -6,8 +6,8 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from pyrocketmq.client import PrometheusClientMetrics
+from pyrocketmq.client.consumer_stats import ConsumerStats
 from pyrocketmq.client.metrics import notify
-from pyrocketmq.client.push_consumer import ConsumerStats
 
 
 def test_prometheus_client_metrics_count_what_they_are_told():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = ("broker", "namesrv")  # client: the push consumer's hub is still a circle
+PACKAGES = ("broker", "client", "namesrv")
 
 
 def module_name(path: Path, top: str) -> str:
