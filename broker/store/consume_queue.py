@@ -261,3 +261,21 @@ class ConsumeQueue:
             os.rmdir(os.path.dirname(self.directory))  # the topic dir, once its last queue is gone
         except OSError:
             pass
+
+
+def load_consume_queues(root: str, file_size: int) -> dict[tuple[str, int], ConsumeQueue]:
+    """Every consume queue under ``root`` (``<topic>/<queueId>/``), loaded."""
+    found: dict[tuple[str, int], ConsumeQueue] = {}
+    if not os.path.isdir(root):
+        return found
+    for topic in sorted(os.listdir(root)):
+        tdir = os.path.join(root, topic)
+        if not os.path.isdir(tdir):
+            continue
+        for qdir in sorted(os.listdir(tdir)):
+            if not qdir.isdigit():
+                continue
+            cq = ConsumeQueue(root, topic, int(qdir), file_size)
+            cq.load()
+            found[(topic, int(qdir))] = cq
+    return found

@@ -34,28 +34,20 @@ import shutil
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 from pyrocketmq.remoting.message import (
-    KEY_SEPARATOR,
-    MAX_PROPERTIES_BYTES,
-    MAX_TOPIC_BYTES,
-    MessageDecodeError,
     MessageExt,
     Prop,
     SysFlag,
     create_offset_msg_id,
     decode_message,
-    encode_properties,
-    encode_record,
     pack_host,
-    tags_code,
 )
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC
 
 from .checkpoint import Checkpoint
 from .commit_log import CommitLog
-from .consume_queue import FILLER_SIZE, UNIT, ConsumeQueue
+from .consume_queue import FILLER_SIZE, ConsumeQueue, load_consume_queues
 from .dispatch import (
     NO_DISPATCH,
     ConsumeQueueDispatcher,
@@ -65,9 +57,12 @@ from .dispatch import (
     HookDispatcher,
     IndexDispatcher,
 )
+from .encode import encode_inner, tags_code_of, to_schedule_topic
 from .flush import CleanService, FlushCallback, FlushService
+from .host import disk_usage_ratio, is_clean_hour, physical_memory
 from .index_file import IndexService
 from .mapped_file_queue import StoreError
+from .reads import offset_by_time, query_by_key, scan_units
 from .settings import StoreSettings
 from .values import (
     GetMessageStatus,
@@ -85,13 +80,6 @@ _II = struct.Struct(">iI")
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 8 * 1024**3
 
 
 class MessageStore:
@@ -118,7 +106,7 @@ class MessageStore:
         """Replication: commitlog offset up to which received records are dispatched."""
         self._running = False
         self._loaded = False
-        mem = settings.physical_memory_bytes or _physical_memory()
+        mem = settings.physical_memory_bytes or physical_memory()
         self.memory_window = mem * settings.access_message_in_memory_max_ratio // 100
         """Bytes behind the commitlog head still considered hot (in the page cache)."""
         self._units = ConsumeQueueDispatcher(self._cq)
@@ -148,7 +136,7 @@ class MessageStore:
         if abnormal:
             log.warning("abort file found: the store did not stop cleanly; running crash recovery")
         self.commit_log.load()
-        self._load_consume_queues()
+        self._cqs.update(load_consume_queues(self.settings.consume_queue_dir, self._cq_file_size))
         self.index.load()
         self.checkpoint.load()
         for cq in self._cqs.values():
@@ -217,21 +205,6 @@ class MessageStore:
         rec = self.commit_log.get_record(phys)
         return -1 if rec is None else self.commit_log.pickup_store_timestamp(phys, len(rec))
 
-    def _load_consume_queues(self) -> None:
-        root = self.settings.consume_queue_dir
-        if not os.path.isdir(root):
-            return
-        for topic in sorted(os.listdir(root)):
-            tdir = os.path.join(root, topic)
-            if not os.path.isdir(tdir):
-                continue
-            for qdir in sorted(os.listdir(tdir)):
-                if not qdir.isdigit():
-                    continue
-                cq = ConsumeQueue(root, topic, int(qdir), self._cq_file_size)
-                cq.load()
-                self._cqs[(topic, int(qdir))] = cq
-
     def start(self) -> None:
         """Start the flush thread and the retention timer."""
         if not self._loaded:
@@ -299,57 +272,7 @@ class MessageStore:
     def consume_queues(self) -> list[ConsumeQueue]:
         return list(self._cqs.values())
 
-    def _tags_code(self, topic: str, props: dict[str, str], store_ts: int, given: int | None) -> int:
-        if topic == SCHEDULE_TOPIC:
-            level_s = props.get(Prop.DELAY)
-            if level_s:
-                try:
-                    level = min(int(level_s), len(self._delay_levels))
-                except ValueError:
-                    level = 0
-                if level > 0:
-                    return store_ts + self._delay_levels[level - 1]
-                return store_ts + 1000
-        return tags_code(props.get(Prop.TAGS)) if given is None else given
-
     # -- put ------------------------------------------------------------------------------------
-    def _encode(self, msg: MessageInner, now: int) -> tuple[bytearray | None, PutMessageStatus]:
-        topic = msg.topic.encode()
-        if len(topic) > MAX_TOPIC_BYTES:
-            log.warning("put refused: topic of %d bytes", len(topic))
-            return None, PutMessageStatus.MESSAGE_ILLEGAL
-        props = (
-            msg.properties_bytes if msg.properties_bytes is not None else encode_properties(msg.properties)
-        )
-        if len(props) > MAX_PROPERTIES_BYTES:
-            log.warning("put refused: properties of %d bytes", len(props))
-            return None, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-        store_host = msg.store_host or self.store_host_bytes
-        sys_flag = msg.sys_flag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
-        if len(msg.born_host) == 20:
-            sys_flag |= SysFlag.BORNHOST_V6
-        if len(store_host) == 20:
-            sys_flag |= SysFlag.STOREHOST_V6
-        try:
-            rec = encode_record(
-                topic=topic,
-                body=msg.body,
-                flag=msg.flag,
-                properties=props,
-                queue_id=msg.queue_id,
-                sys_flag=sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_timestamp=now,
-                store_host=store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
-            )
-        except ValueError as e:
-            log.warning("put refused: %s", e)
-            return None, PutMessageStatus.MESSAGE_ILLEGAL
-        return rec, PutMessageStatus.PUT_OK
-
     def _next_timestamp(self) -> int:
         # Never go back in time within the log: offset-by-time searches rely on the order.
         return max(_now_ms(), self.commit_log.last_store_timestamp)
@@ -364,9 +287,9 @@ class MessageStore:
         if not self._running:
             return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         if Prop.DELAY in msg.properties and msg.topic != SCHEDULE_TOPIC:
-            msg = self._to_schedule_topic(msg)
+            msg = to_schedule_topic(msg, self._delay_levels)
         now = self._next_timestamp()
-        rec, status = self._encode(msg, now)
+        rec, status = encode_inner(msg, now, self.store_host_bytes)
         if rec is None:
             return PutResult(status)
         size = len(rec)
@@ -381,40 +304,12 @@ class MessageStore:
             log.error("cannot create a commitlog segment: %s", e)
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
         if dispatched:
-            tags = self._tags_code(msg.topic, msg.properties, now, msg.tags_code)
+            tags = tags_code_of(msg.topic, msg.properties, now, msg.tags_code, self._delay_levels)
             self.dispatch.dispatch_checked(
                 DispatchRequest(msg.topic, msg.queue_id, qoff, phys, size, tags, now, msg.properties, msg.sys_flag)
             )
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
         return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
-
-    def _to_schedule_topic(self, msg: MessageInner) -> MessageInner:
-        """``msg`` redirected to its delay level's schedule queue, or ``msg`` itself (no delay)."""
-        if (msg.sys_flag & SysFlag.TRANSACTION_MASK) in NO_DISPATCH:
-            return msg
-        try:
-            level = int(msg.properties[Prop.DELAY])
-        except ValueError:
-            return msg
-        if level <= 0 or not self._delay_levels:
-            return msg
-        level = min(level, len(self._delay_levels))
-        props = dict(msg.properties)
-        props.pop(Prop.REAL_TOPIC, None)
-        props.pop(Prop.REAL_QID, None)
-        props[Prop.DELAY] = str(level)
-        props[Prop.REAL_TOPIC] = msg.topic
-        props[Prop.REAL_QID] = str(msg.queue_id)
-        raw = msg.properties_bytes
-        if raw is None:
-            raw = encode_properties(props)
-        else:
-            # Keep what only the bytes hold (CLUSTER, appended by the send path), re-set the rest.
-            drop = {Prop.DELAY.encode(), Prop.REAL_TOPIC.encode(), Prop.REAL_QID.encode()}
-            kept = [p for p in bytes(raw).split(b"\x02") if p and p.split(b"\x01", 1)[0] not in drop]
-            extra = encode_properties({k: props[k] for k in (Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID)})
-            raw = b"\x02".join([*kept, extra])
-        return replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=props, properties_bytes=raw)
 
     def put_messages(self, msgs: list[MessageInner]) -> PutResult:
         """Append a decoded batch as consecutive records of ONE queue (that of ``msgs[0]``), in one segment."""
@@ -435,7 +330,7 @@ class MessageStore:
                     m.queue_id,
                 )
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            rec, status = self._encode(m, now)
+            rec, status = encode_inner(m, now, self.store_host_bytes)
             if rec is None:
                 return PutResult(status)
             recs.append(rec)
@@ -455,7 +350,7 @@ class MessageStore:
         dispatch = self.dispatch.dispatch_checked  # a batch is never transactional
         for i, (m, rec) in enumerate(zip(msgs, recs, strict=True)):
             ids.append(create_offset_msg_id(m.store_host or self.store_host_bytes, phys))
-            tags = self._tags_code(m.topic, m.properties, now, m.tags_code)
+            tags = tags_code_of(m.topic, m.properties, now, m.tags_code, self._delay_levels)
             dispatch(DispatchRequest(m.topic, m.queue_id, qoff0 + i, phys, len(rec), tags, now, m.properties, m.sys_flag))
             phys += len(rec)
         return PutResult(
@@ -512,66 +407,16 @@ class MessageStore:
             )
             return GetResult(S.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
 
-        st = self.settings
-        max_phys = self.commit_log.max_offset
-        window = self.memory_window
-        status = S.NO_MATCHED_MESSAGE
-        buffers: list[memoryview] = []
-        total = 0
-        count = 0
-        scanned = 0
-        max_phy_pulling = 0
-        next_phy_file_start = -1
-        max_scan = max(800, max_msgs)  # RocketMQ: max(16000 bytes, maxMsgNums units) of index
-        n = min(len(units) // 20, max_scan)
-        for phys, size, tags in UNIT.iter_unpack(units[: n * 20]):
-            if size == FILLER_SIZE:  # a hole in the queue: nothing to read there
-                scanned += 1
-                continue
-            max_phy_pulling = phys
-            if phys < next_phy_file_start:
-                scanned += 1
-                continue
-            if count:  # RocketMQ's isTheBatchFull; the first message always goes
-                if count >= max_msgs:
-                    break
-                if max_phys - phys > window:
-                    limit_bytes, limit_count = (
-                        st.max_transfer_bytes_on_message_in_disk,
-                        st.max_transfer_count_on_message_in_disk,
-                    )
-                else:
-                    limit_bytes, limit_count = (
-                        st.max_transfer_bytes_on_message_in_memory,
-                        st.max_transfer_count_on_message_in_memory,
-                    )
-                if max_bytes is not None:
-                    limit_bytes = max_bytes
-                if total + size > limit_bytes or count >= limit_count:
-                    break
-            scanned += 1
-            if tag_filter is not None and not tag_filter(tags):
-                continue
-            data = self.commit_log.get_data(phys, size)
-            if data is None:
-                if not total:
-                    status = S.MESSAGE_WAS_REMOVING
-                next_phy_file_start = self.commit_log.roll_next_file(phys)
-                continue
-            buffers.append(data)
-            total += size
-            count += 1
-            status = S.FOUND
-            next_phy_file_start = -1
+        scan = scan_units(units, self.commit_log, self.settings, self.memory_window, max_msgs, max_bytes, tag_filter)
         return GetResult(
-            status,
-            offset + scanned,
+            scan.status,
+            offset + scan.scanned,
             min_off,
             max_off,
-            buffers,
-            count,
-            total,
-            suggest_pull_from_slave=max_phys - max_phy_pulling > window,
+            scan.buffers,
+            scan.count,
+            scan.total,
+            suggest_pull_from_slave=self.commit_log.max_offset - scan.max_phy_pulling > self.memory_window,
         )
 
     # -- offsets and lookups --------------------------------------------------------------------
@@ -623,7 +468,7 @@ class MessageStore:
 
     def _dispatch_record(self, msg: MessageExt, phys: int, size: int, *, rebuild_unit: bool = True) -> None:
         """Dispatch a record read back from the commitlog (replication, recovery)."""
-        tags = self._tags_code(msg.topic, msg.properties, msg.store_timestamp, None)
+        tags = tags_code_of(msg.topic, msg.properties, msg.store_timestamp, None, self._delay_levels)
         self.dispatch.dispatch(DispatchRequest(
             msg.topic, msg.queue_id, msg.queue_offset, phys, size, tags, msg.store_timestamp, msg.properties,
             msg.sys_flag, rebuild_unit,
@@ -664,9 +509,7 @@ class MessageStore:
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
         cq = self._cqs.get((topic, queue_id))
-        if cq is None:
-            return -1
-        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
+        return -1 if cq is None else self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
 
     def get_offset_by_time(self, topic: str, queue_id: int, ts_ms: int) -> int:
         """Logical offset whose store time is ``ts_ms`` (the first such), else the closer neighbour
@@ -674,22 +517,7 @@ class MessageStore:
         cq = self._cqs.get((topic, queue_id))
         if cq is None or cq.max_offset <= cq.min_offset:
             return 0
-        lo, hi = cq.min_offset, cq.max_offset  # find the first offset whose time is >= ts_ms
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._unit_time(cq, mid) < ts_ms:  # unreadable units (-1) count as older
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo >= cq.max_offset:
-            return cq.max_offset - 1
-        right_ts = self._unit_time(cq, lo)
-        if right_ts == ts_ms or lo == cq.min_offset:
-            return lo
-        left_ts = self._unit_time(cq, lo - 1)
-        if left_ts < 0:
-            return lo
-        return lo - 1 if ts_ms - left_ts <= right_ts - ts_ms else lo
+        return offset_by_time(cq.min_offset, cq.max_offset, lambda off: self._unit_time(cq, off), ts_ms)
 
     def look_message_by_offset(self, phys_offset: int) -> bytes | None:
         """One whole stored record (a copy), or None when nothing valid is there."""
@@ -714,33 +542,7 @@ class MessageStore:
         >>> [decode_message(b)[0].keys for b in r.buffers]                # doctest: +SKIP
         [['order-1']]
         """
-        if not key:  # nothing is indexed under an empty key; "" would match any record without KEYS
-            return QueryMessageResult([], *self.index.last_update)
-        max_phys = self.commit_log.max_offset
-        found: dict[int, memoryview] = {}
-
-        def accept(phys: int) -> bool:
-            if phys >= max_phys:
-                return False
-            rec = self.commit_log.get_record(phys)
-            if rec is None:
-                return False
-            try:
-                msg, _ = decode_message(rec, read_body=False)
-            except MessageDecodeError:
-                return False
-            if msg.commitlog_offset != phys or msg.topic != topic:
-                return False
-            if not begin_ts <= msg.store_timestamp <= end_ts:
-                return False
-            props = msg.properties
-            if props.get(Prop.UNIQ_KEY) != key and key not in props.get(Prop.KEYS, "").split(KEY_SEPARATOR):
-                return False
-            found[phys] = rec
-            return True
-
-        offsets, last_ts, last_phy = self.index.query(topic, key, max_num, begin_ts, end_ts, accept)
-        return QueryMessageResult([found[p] for p in offsets], last_ts, last_phy)
+        return query_by_key(self.commit_log, self.index, topic, key, max_num, begin_ts, end_ts)
 
     # -- topics and retention -------------------------------------------------------------------
     def delete_topics(self, topics: set[str]) -> None:
@@ -753,15 +555,7 @@ class MessageStore:
             shutil.rmtree(os.path.join(self.settings.consume_queue_dir, t), ignore_errors=True)
 
     def _disk_usage_ratio(self) -> float:
-        try:
-            du = shutil.disk_usage(
-                self.settings.commit_log_dir
-                if os.path.isdir(self.settings.commit_log_dir)
-                else self.settings.store_path_root_dir
-            )
-        except OSError:
-            return 0.0
-        return du.used / du.total if du.total else 0.0
+        return disk_usage_ratio(self.settings.commit_log_dir, self.settings.store_path_root_dir)
 
     def clean_expired(self, now_ms: int | None = None, force: bool = False) -> int:
         """Delete whole commitlog segments older than ``fileReservedTime`` (oldest first, at most a
@@ -789,8 +583,6 @@ class MessageStore:
 
     def _clean_tick(self) -> None:
         r = self.settings.retention
-        hours = {h.strip() for h in r.delete_when.split(";") if h.strip()}
-        hour_now = time.localtime().tm_hour
-        due = any(h.isdigit() and int(h) == hour_now for h in hours)
-        if due or self.disk_usage_ratio() > r.disk_max_used_space_ratio / 100:
+        full = self.disk_usage_ratio() > r.disk_max_used_space_ratio / 100
+        if full or is_clean_hour(r.delete_when, time.localtime().tm_hour):
             self.clean_expired()
