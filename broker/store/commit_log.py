@@ -154,6 +154,15 @@ class CommitLog:
         self.last_store_timestamp = store_timestamp
         return phys0
 
+    def append_one(self, record: bytearray, queue_offset: int, store_timestamp: int) -> int:
+        """:meth:`append` of a single record (the put path's common case, without the loop)."""
+        mf = self.segment_for(len(record))
+        phys = mf.file_from_offset + mf.wrote_position
+        patch_record(record, 0, queue_offset, phys)
+        mf.append(record)
+        self.last_store_timestamp = store_timestamp
+        return phys
+
     def append_raw(self, phys: int, data: bytes | memoryview) -> None:
         """Append bytes copied from a master's commitlog at ``phys`` (the caller checked that it is
         this log's end, or a segment start of an empty log); records may span calls."""

@@ -42,10 +42,13 @@ class DispatchRequest:
     sys_flag: int = 0
     rebuild_unit: bool = True
     """False for records recovery scans only to re-index: their consume-queue units stay as they are."""
+    queue: ConsumeQueue | None = None
+    """The record's consume queue when the caller already holds it (the put path)."""
 
 
 class Dispatcher(Protocol):
     def dispatch(self, req: DispatchRequest) -> None: ...
+    def dispatch_many(self, reqs: list[DispatchRequest]) -> None: ...
 
 
 class ConsumeQueueDispatcher:
@@ -57,10 +60,15 @@ class ConsumeQueueDispatcher:
         """Units written by recovery (reported once it ends)."""
 
     def dispatch(self, req: DispatchRequest) -> None:
-        if req.rebuild_unit and self._queue_of(req.topic, req.queue_id).put(
-            req.queue_offset, req.phys, req.size, req.tags_code
-        ):
+        if not req.rebuild_unit:
+            return
+        cq = req.queue or self._queue_of(req.topic, req.queue_id)
+        if cq.put(req.queue_offset, req.phys, req.size, req.tags_code):
             self.rebuilt += 1
+
+    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
+        for req in reqs:
+            self.dispatch(req)
 
 
 class IndexDispatcher:
@@ -74,6 +82,12 @@ class IndexDispatcher:
         if self._settings.message_index_enable:
             self._index.build(req.topic, req.properties, req.phys, req.store_timestamp)
 
+    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
+        if self._settings.message_index_enable:
+            build = self._index.build
+            for req in reqs:
+                build(req.topic, req.properties, req.phys, req.store_timestamp)
+
 
 class HookDispatcher:
     """Tells a listener the queue grew (long-polling pulls waiting on it, slaves to feed)."""
@@ -83,6 +97,11 @@ class HookDispatcher:
 
     def dispatch(self, req: DispatchRequest) -> None:
         self.hook(req.topic, req.queue_id, req.queue_offset + 1, req.tags_code, req.properties)
+
+    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
+        hook = self.hook
+        for req in reqs:
+            hook(req.topic, req.queue_id, req.queue_offset + 1, req.tags_code, req.properties)
 
 
 class DispatchChain:
@@ -107,6 +126,13 @@ class DispatchChain:
         if (req.sys_flag & SysFlag.TRANSACTION_MASK) in NO_DISPATCH:
             return
         self.dispatch_checked(req)
+
+    def dispatch_batch(self, reqs: list[DispatchRequest]) -> None:
+        """Dispatch the records of one batch put (never transactional), each dispatcher over all of them."""
+        for d in self.dispatchers:
+            d.dispatch_many(reqs)
+        if reqs and reqs[-1].store_timestamp > self.last_timestamp:
+            self.last_timestamp = reqs[-1].store_timestamp
 
     def dispatch_checked(self, req: DispatchRequest) -> None:
         """:meth:`dispatch` for a caller that has already ruled out the undispatched types (the put path)."""

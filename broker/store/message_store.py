@@ -296,17 +296,18 @@ class MessageStore:
         if size > self.settings.max_message_size or not self.commit_log.fits_a_segment(size):
             log.warning("put refused: record of %d bytes exceeds maxMessageSize or a segment", size)
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        dispatched = (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in NO_DISPATCH
-        qoff = self._cq(msg.topic, msg.queue_id).max_offset if dispatched else 0
+        cq = self._cq(msg.topic, msg.queue_id) if (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in NO_DISPATCH else None
+        qoff = cq.max_offset if cq is not None else 0
         try:
-            phys = self.commit_log.append([rec], qoff, now)
+            phys = self.commit_log.append_one(rec, qoff, now)
         except OSError as e:
             log.error("cannot create a commitlog segment: %s", e)
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-        if dispatched:
+        if cq is not None:
             tags = tags_code_of(msg.topic, msg.properties, now, msg.tags_code, self._delay_levels)
             self.dispatch.dispatch_checked(
-                DispatchRequest(msg.topic, msg.queue_id, qoff, phys, size, tags, now, msg.properties, msg.sys_flag)
+                DispatchRequest(msg.topic, msg.queue_id, qoff, phys, size, tags, now, msg.properties, msg.sys_flag,
+                                True, cq)
             )
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
         return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
@@ -347,12 +348,14 @@ class MessageStore:
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
         phys = phys0
         ids = []
-        dispatch = self.dispatch.dispatch_checked  # a batch is never transactional
-        for i, (m, rec) in enumerate(zip(msgs, recs, strict=True)):
+        reqs: list[DispatchRequest] = []
+        for m, rec in zip(msgs, recs, strict=True):
             ids.append(create_offset_msg_id(m.store_host or self.store_host_bytes, phys))
             tags = tags_code_of(m.topic, m.properties, now, m.tags_code, self._delay_levels)
-            dispatch(DispatchRequest(m.topic, m.queue_id, qoff0 + i, phys, len(rec), tags, now, m.properties, m.sys_flag))
+            reqs.append(DispatchRequest(m.topic, m.queue_id, qoff0 + len(reqs), phys, len(rec), tags, now, m.properties,
+                                        m.sys_flag, True, cq))
             phys += len(rec)
+        self.dispatch.dispatch_batch(reqs)  # a batch is never transactional
         return PutResult(
             PutMessageStatus.PUT_OK,
             wrote_offset=phys0,

@@ -20,6 +20,10 @@ class Recorder:
     def dispatch(self, req: DispatchRequest) -> None:
         self.seen.append((req.topic, req.queue_id, req.queue_offset, req.phys, req.size, req.tags_code))
 
+    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
+        for req in reqs:
+            self.dispatch(req)
+
 
 def fill(store: MessageStore) -> None:
     for i in range(5):
