@@ -15,7 +15,8 @@ import tempfile
 
 import orjson
 
-from pyrocketmq.remoting.body import KVTable, loads
+from pyrocketmq.remoting.body import KVTable
+from pyrocketmq.remoting.lenient_json import loads
 from pyrocketmq.remoting.names import ORDER_TOPIC_CONFIG_NAMESPACE
 
 log = logging.getLogger("pyrocketmq.namesrv")

@@ -14,7 +14,8 @@ trap 'rm -rf "$lintdir"' EXIT
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation --target "$lintdir" . >/dev/null
 (cd "$lintdir" && PYTHONPATH="$lintdir" "$OLDPWD/.venv/bin/lint-imports" --no-cache --config "$OLDPWD/pyproject.toml")
 echo "== mypy (strict: remoting, broker, client, namesrv)"
-(cd "$lintdir" && "$OLDPWD/.venv/bin/mypy" --config-file "$OLDPWD/pyproject.toml" --cache-dir "$lintdir/.mypy_cache" \
-  -p pyrocketmq.remoting -p pyrocketmq.broker -p pyrocketmq.client -p pyrocketmq.namesrv)
+# pyrocketmq/<name> links to each top-level folder, so the checkout reads as the package it installs as.
+.venv/bin/mypy --config-file pyproject.toml --cache-dir "$lintdir/.mypy_cache" \
+  -p pyrocketmq.remoting -p pyrocketmq.broker -p pyrocketmq.client -p pyrocketmq.namesrv
 echo "== pytest"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

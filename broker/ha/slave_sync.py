@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper, loads
+from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.lenient_json import loads
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
 
 if TYPE_CHECKING:

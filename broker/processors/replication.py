@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyrocketmq.remoting.body import dumps
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.lenient_json import dumps
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 if TYPE_CHECKING:
