@@ -54,7 +54,8 @@ from .loop_thread import LoopThread, shared_loop
 from .message import Message, SendResult, SendStatus
 from .metrics import ClientMetrics, PrometheusClientMetrics
 from .producer import Producer, SyncProducer
-from .pull_consumer import PullConsumer, PullResult, PullStatus, SyncPullConsumer
+from .pull_consumer import PullConsumer, SyncPullConsumer
+from .pulling import PullResult, PullStatus
 from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer, SyncPushConsumer
 from .settings import (
     ClientSettings,

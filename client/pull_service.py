@@ -39,7 +39,7 @@ from pyrocketmq.remoting.header import PullMessageRequestHeader
 
 from .errors import MQClientError, MQError
 from .process_queue import ProcessQueue, flow_control, now_ms
-from .pull_consumer import PullStatus, PullSysFlag, pull_result_from_response
+from .pulling import PullStatus, PullSysFlag, pull_result_from_response
 from .route import MASTER_ID
 
 if TYPE_CHECKING:

@@ -62,8 +62,8 @@ from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue, now_ms
-from .pull_consumer import Subscription, parse_expression
 from .pull_service import PullRequest, PullService
+from .pulling import Subscription, parse_expression
 from .rebalance import (
     BROADCASTING,
     CLUSTERING,

@@ -18,7 +18,7 @@ from .consumer_stats import ConsumerStats
 from .instance import ClientInstance
 from .offset_store import OffsetStore
 from .process_queue import ProcessQueue
-from .pull_consumer import Subscription
+from .pulling import Subscription
 from .settings import PushConsumerSettings
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from pyrocketmq.client.errors import MQClientError
 from pyrocketmq.client.message import check_topic
-from pyrocketmq.client.pull_consumer import parse_expression
+from pyrocketmq.client.pulling import parse_expression
 from pyrocketmq.client.settings import split_namesrv_addr
 
 from .offsets import OffsetKind, OffsetSpec, parse_offset_spec

@@ -8,12 +8,10 @@ import zlib
 import pytest
 
 from pyrocketmq.client.errors import MQBrokerError, MQClientError, SubscriptionGroupNotFoundError
-from pyrocketmq.client.pull_consumer import (
-    PullConsumer,
+from pyrocketmq.client.pull_consumer import PullConsumer, _Batch, _QueueState
+from pyrocketmq.client.pulling import (
     PullStatus,
     PullSysFlag,
-    _Batch,
-    _QueueState,
     build_pull_header,
     parse_expression,
     process_messages,

@@ -15,8 +15,8 @@ from pyrocketmq.client import pull_service as ps
 from pyrocketmq.client.consumer_stats import ConsumerStats
 from pyrocketmq.client.offset_store import OffsetStore
 from pyrocketmq.client.process_queue import ProcessQueue
-from pyrocketmq.client.pull_consumer import parse_expression
 from pyrocketmq.client.pull_service import PullRequest, PullService
+from pyrocketmq.client.pulling import parse_expression
 from pyrocketmq.client.settings import PushConsumerSettings
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import ResponseCode

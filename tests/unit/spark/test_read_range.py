@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyrocketmq.client.pull_consumer import PullResult, PullStatus
+from pyrocketmq.client.pulling import PullResult, PullStatus
 from pyrocketmq.remoting.message import MessageExt, Prop
 from pyrocketmq.spark import broker_client
 from pyrocketmq.spark.offsets import DataLossError
