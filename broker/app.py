@@ -98,6 +98,7 @@ class Broker:
         return f"{self.settings.network.broker_ip}:{self.port}"
 
     async def start(self) -> None:
+        """Metrics first, bind, recover the store, wire the processors, serve, register, run the loops."""
         s = self.settings
         if self.metrics is not None:  # first: /healthz answers while the store recovers
             self.server.observer = self.metrics.requests
@@ -108,6 +109,28 @@ class Broker:
         self.port = await self.server.start(s.network.bind_address, s.network.listen_port, serve=False)
         self.store_host = pack_host(s.network.broker_ip, self.port)
         self.registrar.port = self.port
+        store = await self._open_store()
+        self._register_processors(store)
+        self.server.on_connection_closed(self.client_processor.connection_closed)
+        await self.server.serve()
+        await self._start_fast_channel()
+        self.serving = True
+        n = await self.registrar.register_all()
+        log.info(
+            "pyrocketmq broker %s (%s, cluster %s) listening on %s; registered with %d of %d name servers; store at %s",
+            s.identity.broker_name,
+            s.identity.role.value,
+            s.identity.cluster_name,
+            self.addr,
+            n,
+            len(s.network.namesrv_addrs),
+            s.store.store_path_root_dir,
+        )
+        self._start_services()
+
+    async def _open_store(self) -> MessageStore:
+        """Load the configs, recover the store (off the loop), open the HA side and the delay queues."""
+        s = self.settings
         self.topics.load()
         self.groups.load()
         self.offsets.load()
@@ -135,7 +158,11 @@ class Broker:
                 registrar=self.registrar, topics=self.topics, groups=self.groups, offsets=self.offsets,
                 schedule=self.schedule,
             )
-        settings, topics, groups, offsets = s, self.topics, self.groups, self.offsets
+        return store
+
+    def _register_processors(self, store: MessageStore) -> None:
+        """Every processor, each given only the services it uses."""
+        settings, topics, groups, offsets = self.settings, self.topics, self.groups, self.offsets
         consumers, producers, stats = self.consumers, self.producers, self.stats
         self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers, producers=producers)
         transactions = TransactionProcessor(
@@ -163,21 +190,9 @@ class Broker:
         )
         for processor in processors:
             processor.register(self.server)
-        self.server.on_connection_closed(self.client_processor.connection_closed)
-        await self.server.serve()
-        await self._start_fast_channel()
-        self.serving = True
-        n = await self.registrar.register_all()
-        log.info(
-            "pyrocketmq broker %s (%s, cluster %s) listening on %s; registered with %d of %d name servers; store at %s",
-            s.identity.broker_name,
-            s.identity.role.value,
-            s.identity.cluster_name,
-            self.addr,
-            n,
-            len(s.network.namesrv_addrs),
-            s.store.store_path_root_dir,
-        )
+
+    def _start_services(self) -> None:
+        s = self.settings
         add = self.services.add
         add(Service("name-server registration", self.registrar.register_all, s.network.register_interval_ms / 1000))
         if self.ha_client is not None and self.slave_sync is not None:
@@ -189,6 +204,7 @@ class Broker:
                     min(10.0, s.network.client_channel_expiry_ms / 2000)))
         self.services.start()
         if s.identity.role != BrokerRole.SLAVE:
+            assert self.schedule is not None and self.transaction_check is not None
             self.schedule.start()
             self.transaction_check.start()
 

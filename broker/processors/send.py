@@ -40,10 +40,12 @@ from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerRe
 
 from ..delay import DLQ_QUEUE_NUMS
 from ..settings import BrokerRole
-from ..store.values import MessageInner, PutMessageStatus
+from ..store.values import MessageInner, PutMessageStatus, PutResult
 from ..transaction import half_inner, is_prepared
 
 if TYPE_CHECKING:
+    from pyrocketmq.remoting.body import TopicConfig
+
     from ..ha.service import HAServer
     from ..settings import BrokerSettings
     from ..stats import BrokerStats
@@ -119,22 +121,62 @@ class SendProcessor:
             h = SendMessageRequestHeader.from_command(cmd)
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send request header: {e}")
+        body = cmd.payload
+        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or h.batch
+        target = self._target(cmd, h, len(body), batch)
+        if isinstance(target, RemotingCommand):
+            return target
+        topic, queue_id, config = target
+        raw_props = (h.properties or "").encode()
+        wait = b"WAIT\x01false" not in raw_props
+        # Like Java 4.9: WAIT only steers this answer, so it is not stored (9 bytes per message).
+        raw_props = strip_property(raw_props, b"WAIT")
+        if topic != h.topic:  # a retry turned dead letter: it waits for nothing
+            raw_props = strip_property(raw_props, b"DELAY")
+        if raw_props and not raw_props.endswith(b"\x02"):
+            raw_props += b"\x02"
+        props_bytes = raw_props + self.cluster_prop
+        if len(props_bytes) > MAX_PROPERTIES_BYTES:
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"the message properties are over {MAX_PROPERTIES_BYTES} bytes")
+        sys_flag = h.sys_flag
+        if config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= SysFlag.MULTI_TAGS
+        born_host = self._born_host(conn)
+        if batch:
+            if is_prepared(sys_flag):
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot be a transactional (prepared) message")
+            try:
+                inners = [
+                    self._inner_from_batch_item(h, config.topic_name, queue_id, sys_flag, born_host, item_body, flag, item_props, props_bytes)
+                    for item_body, flag, item_props in iter_batch_raw(body)
+                ]
+            except ValueError as e:
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
+            if not inners:
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+            result = self.store.put_messages(inners)
+        else:
+            result = self.store.put_message(
+                self._inner(h, topic, queue_id, sys_flag, born_host, body, raw_props, props_bytes)
+            )
+        return self._answer(cmd, result, topic, queue_id, wait)
+
+    def _target(
+        self, cmd: RemotingCommand, h: SendMessageRequestHeader, body_size: int, batch: bool
+    ) -> tuple[str, int, TopicConfig] | RemotingCommand:
+        """Where the send goes, ``(topic, queue id, config)``, after RocketMQ's checks in its order
+        (writable broker, topic name, body size, topic exists or is created, writable, queue id);
+        or the refusal."""
         if self.settings.identity.role == BrokerRole.SLAVE:
             return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, f"the broker[{self.settings.addr}] is a slave, sending is forbidden")
         problem = check_topic_name(h.topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
-        body = cmd.payload
-        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or h.batch
-        if not batch and len(body) > self.max_body:
+        if body_size > self.max_body:
             return cmd.response(
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"the message body size {len(body)} is over the max value {self.max_body} (maxMessageSize)",
-            )
-        if batch and len(body) > self.max_body:
-            return cmd.response(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"the batch body size {len(body)} is over the max value {self.max_body} (maxMessageSize)",
+                f"the {'batch' if batch else 'message'} body size {body_size} is over the max value "
+                f"{self.max_body} (maxMessageSize)",
             )
         topics = self.topics
         topic = h.topic
@@ -165,56 +207,36 @@ class SendProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal, topic {topic} has {config.write_queue_nums} write queues",
             )
-        raw_props = (h.properties or "").encode()
-        wait = b"WAIT\x01false" not in raw_props
-        # Like Java 4.9: WAIT only steers this answer, so it is not stored (9 bytes per message).
-        raw_props = strip_property(raw_props, b"WAIT")
-        if topic != h.topic:  # a retry turned dead letter: it waits for nothing
-            raw_props = strip_property(raw_props, b"DELAY")
-        if raw_props and not raw_props.endswith(b"\x02"):
-            raw_props += b"\x02"
-        props_bytes = raw_props + self.cluster_prop
-        if len(props_bytes) > MAX_PROPERTIES_BYTES:
-            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"the message properties are over {MAX_PROPERTIES_BYTES} bytes")
-        born_host = self._born_host(conn)
-        sys_flag = h.sys_flag
-        if config.topic_filter_type == "MULTI_TAG":
-            sys_flag |= SysFlag.MULTI_TAGS
-        now = int(time.time() * 1000)
-        if batch and is_prepared(sys_flag):
-            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot be a transactional (prepared) message")
-        if batch:
-            try:
-                inners = [
-                    self._inner_from_batch_item(h, config.topic_name, queue_id, sys_flag, born_host, item_body, flag, item_props, props_bytes)
-                    for item_body, flag, item_props in iter_batch_raw(body)
-                ]
-            except ValueError as e:
-                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
-            if not inners:
-                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-            result = self.store.put_messages(inners)
-        else:
-            props = decode_properties(raw_props) if raw_props else {}
-            inner = MessageInner(
-                topic=topic,
-                body=body,
-                flag=h.flag,
-                properties=props,
-                properties_bytes=props_bytes,
-                queue_id=queue_id,
-                sys_flag=sys_flag,
-                born_timestamp=h.born_timestamp or now,
-                born_host=born_host,
-                store_host=self.store_host,
-                reconsume_times=h.reconsume_times or 0,
-                prepared_transaction_offset=0,
-                tags_code=tags_code(props.get(Prop.TAGS)),
-                keys=props.get(Prop.KEYS),
-            )
-            if is_prepared(sys_flag):  # a half message: stored aside until END_TRANSACTION or a check
-                inner = half_inner(inner)
-            result = self.store.put_message(inner)
+        return topic, queue_id, config
+
+    def _inner(
+        self, h: SendMessageRequestHeader, topic: str, queue_id: int, sys_flag: int, born_host: bytes,
+        body: bytes | bytearray | memoryview, raw_props: bytes, props_bytes: bytes,
+    ) -> MessageInner:
+        """The one message of a single send (a half message when it is a prepared transaction)."""
+        props = decode_properties(raw_props) if raw_props else {}
+        inner = MessageInner(
+            topic=topic,
+            body=body,
+            flag=h.flag,
+            properties=props,
+            properties_bytes=props_bytes,
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=h.born_timestamp or int(time.time() * 1000),
+            born_host=born_host,
+            store_host=self.store_host,
+            reconsume_times=h.reconsume_times or 0,
+            prepared_transaction_offset=0,
+            tags_code=tags_code(props.get(Prop.TAGS)),
+            keys=props.get(Prop.KEYS),
+        )
+        if is_prepared(sys_flag):  # a half message: stored aside until END_TRANSACTION or a check
+            inner = half_inner(inner)
+        return inner
+
+    def _answer(self, cmd: RemotingCommand, result: PutResult, topic: str, queue_id: int, wait: bool) -> HandlerResult:
+        """The send's answer: at once, or once the flush / the slave covers the message."""
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code != ResponseCode.SUCCESS:
             return cmd.response(code, f"putting the message failed: {result.status.name}")
