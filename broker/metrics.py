@@ -224,22 +224,43 @@ class BrokerMetrics:
         yield from broker_families(self.broker, self)
 
 
+class _Families:
+    """Builds families named ``pyrocketmq_broker_<name>`` labelled with the broker's cluster and name."""
+
+    def __init__(self, broker: BrokerView) -> None:
+        ident = broker.settings.identity
+        self.base = ["cluster", "broker"]
+        self.ident = [ident.cluster_name, ident.broker_name]
+
+    def gauge(self, name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily:
+        return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=self.base + list(labels))
+
+    def counter(self, name: str, doc: str, labels: Iterable[str] = ()) -> CounterMetricFamily:
+        return CounterMetricFamily(f"{PREFIX}_{name}", doc, labels=self.base + list(labels))
+
+    def one(self, name: str, doc: str, value: float) -> GaugeMetricFamily:
+        g = self.gauge(name, doc)
+        g.add_metric(self.ident, value)
+        return g
+
+
 def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metric]:
     """Every broker metric family, read from ``broker`` now (called on the loop thread)."""
-    s = broker.settings
-    base = ["cluster", "broker"]
-    ident = [s.identity.cluster_name, s.identity.broker_name]
+    f = _Families(broker)
+    yield from _health_families(broker, metrics, f)
+    store = broker.store
+    if store is None:
+        return
+    yield from _queue_families(broker, store, f)
+    yield from _store_families(broker, store, f)
 
-    def gauge(name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily:
-        return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=base + list(labels))
 
-    def counter(name: str, doc: str, labels: Iterable[str] = ()) -> CounterMetricFamily:
-        return CounterMetricFamily(f"{PREFIX}_{name}", doc, labels=base + list(labels))
-
-    info = gauge("info", "Always 1; the broker's id, role and version as labels.", ["broker_id", "role", "version"])
+def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
+    """Identity, traffic per topic, readiness, connections, request and store latencies."""
+    s, ident = broker.settings, f.ident
+    info = f.gauge("info", "Always 1; the broker's id, role and version as labels.", ["broker_id", "role", "version"])
     info.add_metric(ident + [str(s.identity.broker_id), s.identity.role.value, pyrocketmq.__version__], 1)
     yield info
-
     stats = broker.stats
     for name, doc, table in (
         ("messages_in", "Messages stored by sends and send-backs, per topic.", stats.put_by_topic),
@@ -247,45 +268,39 @@ def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
         ("messages_out", "Messages handed to consumers by pulls, per topic.", stats.get_by_topic),
         ("bytes_out", "Bytes handed to consumers by pulls, per topic.", stats.get_bytes_by_topic),
     ):
-        family = counter(name, doc, ["topic"])
+        family = f.counter(name, doc, ["topic"])
         for topic, value in sorted(dict(table).items()):
             family.add_metric(ident + [topic], value)
         yield family
-
-    store = broker.store
-    ready = readiness(store is not None, len(s.network.namesrv_addrs), len(broker.registrar.registered))
-    g = gauge("ready", "1 when the broker is ready (store recovered, registered with a name server).")
-    g.add_metric(ident, 1 if ready is None else 0)
-    yield g
-    g = gauge("namesrv_registered", "Name servers that accepted the last registration.")
-    g.add_metric(ident, len(broker.registrar.registered))
-    yield g
-    g = gauge("held_pulls", "Pull requests held by long polling.")
-    g.add_metric(ident, broker.holds.held_count)
-    yield g
-    g = gauge("connections", "Open remoting connections (clients, other brokers, tools).")
-    g.add_metric(ident, len(broker.server.connections))
-    yield g
-    g = gauge("consumer_clients", "Consumers of a group connected to this broker.", ["group"])
+    registered = len(broker.registrar.registered)
+    ready = readiness(broker.store is not None, len(s.network.namesrv_addrs), registered)
+    yield f.one("ready", "1 when the broker is ready (store recovered, registered with a name server).",
+                1 if ready is None else 0)
+    yield f.one("namesrv_registered", "Name servers that accepted the last registration.", registered)
+    yield f.one("held_pulls", "Pull requests held by long polling.", broker.holds.held_count)
+    yield f.one("connections", "Open remoting connections (clients, other brokers, tools).", len(broker.server.connections))
+    g = f.gauge("consumer_clients", "Consumers of a group connected to this broker.", ["group"])
     for group, ginfo in sorted(broker.consumers.groups.items()):
         g.add_metric(ident + [group], len(ginfo.channels))
     yield g
     yield from metrics.requests.families()
     yield histogram_family(f"{PREFIX}_store_put_duration_seconds", "Time to append a message (or a batch) to the store.",
-                           base, [(ident, metrics.put_latency)])
+                           f.base, [(ident, metrics.put_latency)])
     yield histogram_family(f"{PREFIX}_store_flush_duration_seconds",
                            "Time of one flush of the commitlog or of the consume queues (fsync).",
-                           base + ["kind"], [((*ident, k), r) for k, r in sorted(metrics.flush_latency.items())])
-    if store is None:
-        return
+                           f.base + ["kind"], [((*ident, k), r) for k, r in sorted(metrics.flush_latency.items())])
 
-    # A slave's copies of the group's queues and offsets are the master's: left to the master.
-    copies = s.identity.role is BrokerRole.SLAVE
+
+def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> Iterator[Metric]:
+    """Queue offsets, consumer offsets and lag, retry/DLQ totals, delayed messages. A slave's copies
+    of the group's queues and offsets are the master's: left to the master."""
+    ident = f.ident
+    copies = broker.settings.identity.role is BrokerRole.SLAVE
     queues = [] if copies else sorted(
         (cq.topic, cq.queue_id, cq.max_offset, cq.min_offset) for cq in store.consume_queues())
     maxes = {(t, q): mx for t, q, mx, _ in queues}
-    g_max = gauge("queue_max_offset", "Next offset of a consume queue (messages ever stored in it).", ["topic", "queue"])
-    g_min = gauge("queue_min_offset", "First offset still stored in a consume queue.", ["topic", "queue"])
+    g_max = f.gauge("queue_max_offset", "Next offset of a consume queue (messages ever stored in it).", ["topic", "queue"])
+    g_min = f.gauge("queue_min_offset", "First offset still stored in a consume queue.", ["topic", "queue"])
     for topic, queue, mx, mn in queues:
         if topic == SCHEDULE_TOPIC:
             continue
@@ -294,9 +309,10 @@ def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
     yield g_max
     yield g_min
 
-    g_off = gauge("consumer_offset", "Committed offset of a group in a queue.", ["group", "topic", "queue"])
-    g_lag = gauge("consumer_lag_messages", "Messages of a queue a group has not consumed yet (max offset - committed offset).",
-                  ["group", "topic", "queue"])
+    g_off = f.gauge("consumer_offset", "Committed offset of a group in a queue.", ["group", "topic", "queue"])
+    g_lag = f.gauge("consumer_lag_messages",
+                    "Messages of a queue a group has not consumed yet (max offset - committed offset).",
+                    ["group", "topic", "queue"])
     offsets = {} if copies else broker.offsets.table
     for group, topic, queue, committed, lag in lag_rows(offsets, lambda t, q: maxes.get((t, q), 0)):
         g_off.add_metric(ident + [group, topic, str(queue)], committed)
@@ -310,13 +326,13 @@ def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
         ("retry_messages", "Messages ever put in a group's retry topic (%RETRY%<group>).", RETRY_PREFIX),
         ("dlq_messages", "Messages ever put in a group's dead-letter topic (%DLQ%<group>).", DLQ_PREFIX),
     ):
-        family = counter(name, doc, ["group"])
+        family = f.counter(name, doc, ["group"])
         for group, total in special_topic_totals(groups, triples, prefix).items():
             family.add_metric(ident + [group], total)
         yield family
 
     schedule = broker.schedule
-    g = gauge("scheduled_messages", "Delayed messages waiting for their delivery time, per delay level.", ["level"])
+    g = f.gauge("scheduled_messages", "Delayed messages waiting for their delivery time, per delay level.", ["level"])
     if schedule is not None and not copies:
         waiting = scheduled_waiting(len(schedule.levels_ms),
                                     lambda q: maxes.get((SCHEDULE_TOPIC, q), 0), dict(schedule.offsets))
@@ -324,18 +340,17 @@ def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
             g.add_metric(ident + [str(level)], n)
     yield g
 
-    g = gauge("commitlog_size_bytes", "Bytes of the commitlog still stored (max - min physical offset).")
-    g.add_metric(ident, max(0, store.get_max_phy_offset() - store.get_min_phy_offset()))
-    yield g
-    g = gauge("commitlog_max_offset_bytes", "Commitlog write position: bytes ever written to it.")
-    g.add_metric(ident, store.get_max_phy_offset())
-    yield g
-    g = gauge("disk_usage_ratio", "Used fraction of the disk holding the commitlog (0..1).")
-    g.add_metric(ident, store.disk_usage_ratio())
-    yield g
-    g = gauge("replication_lag_bytes", "Master: commitlog bytes the most advanced connected slave has not acknowledged.")
+
+def _store_families(broker: BrokerView, store: MessageStore, f: _Families) -> Iterator[Metric]:
+    """Commitlog size and position, disk use, replication lag."""
+    yield f.one("commitlog_size_bytes", "Bytes of the commitlog still stored (max - min physical offset).",
+                max(0, store.get_max_phy_offset() - store.get_min_phy_offset()))
+    yield f.one("commitlog_max_offset_bytes", "Commitlog write position: bytes ever written to it.",
+                store.get_max_phy_offset())
+    yield f.one("disk_usage_ratio", "Used fraction of the disk holding the commitlog (0..1).", store.disk_usage_ratio())
+    g = f.gauge("replication_lag_bytes", "Master: commitlog bytes the most advanced connected slave has not acknowledged.")
     ha = broker.ha_server
     lag_bytes = ha.lag_bytes if ha is not None else None
     if lag_bytes is not None:
-        g.add_metric(ident, lag_bytes)
+        g.add_metric(f.ident, lag_bytes)
     yield g
