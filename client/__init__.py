@@ -54,9 +54,9 @@ from .loop_thread import LoopThread, shared_loop
 from .message import Message, SendResult, SendStatus
 from .metrics import ClientMetrics, PrometheusClientMetrics
 from .producer import Producer, SyncProducer
-from .pull_consumer import PullConsumer, SyncPullConsumer
+from .pull_consumer import PullConsumer
 from .pulling import PullResult, PullStatus
-from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer, SyncPushConsumer
+from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer
 from .settings import (
     ClientSettings,
     ConsumeSettings,
@@ -67,6 +67,7 @@ from .settings import (
     PushConsumerSettings,
     RebalanceSettings,
 )
+from .sync_consumers import SyncPullConsumer, SyncPushConsumer
 from .transaction import SyncTransactionProducer, TransactionProducer, TransactionSendResult, TransactionState
 
 __all__ = [

@@ -31,9 +31,9 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pyrocketmq.remoting.body import ConsumerData, MessageQueue, SubscriptionData
 from pyrocketmq.remoting.code import RequestCode
@@ -46,7 +46,6 @@ from pyrocketmq.service import Service
 
 from .errors import MQBrokerError, MQClientError, MQError, NoPermissionError, SubscriptionGroupNotFoundError
 from .instance import ClientInstance
-from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
 from .pulling import PullResult, PullStatus, build_pull_header, parse_expression, pull_result_from_response
 from .route import MASTER_ID
@@ -538,87 +537,3 @@ class PullConsumer:
             if mq in self._states:
                 self.seek(mq, off)
                 self._states[mq].committed_offset = None
-
-
-class SyncPullConsumer(SyncFacade):
-    """A blocking :class:`PullConsumer` driven on the shared background loop thread.
-
-    Example::
-
-        with SyncPullConsumer("my-group", "127.0.0.1:9876") as consumer:
-            consumer.assign(consumer.fetch_queues("TopicTest"))
-            consumer.seek_to_begin()
-            for msg in consumer.poll(timeout=5):
-                print(msg.body)
-            consumer.commit_sync()
-    """
-
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: PullConsumerSettings | None = None,
-        client: ClientSettings | None = None,
-        *,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        self.consumer = PullConsumer(group, namesrv_addr, settings, client)
-        super().__init__(self.consumer, loop_thread)
-
-    def fetch_queues(self, topic: str) -> list[MessageQueue]:
-        return self._lt.run(self.consumer.fetch_queues(topic))
-
-    def assign(self, queues: Iterable[MessageQueue]) -> None:
-        self._lt.run(self.consumer.assign(list(queues)))
-
-    def assignment(self) -> list[MessageQueue]:
-        return self.consumer.assignment()
-
-    def seek(self, mq: MessageQueue, offset: int) -> None:
-        self._lt.run(_call(self.consumer.seek, mq, offset))
-
-    def seek_to_begin(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
-        self._lt.run(self.consumer.seek_to_begin(queues))
-
-    def seek_to_end(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
-        self._lt.run(self.consumer.seek_to_end(queues))
-
-    def seek_to_timestamp(self, timestamp_ms: int, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
-        self._lt.run(self.consumer.seek_to_timestamp(timestamp_ms, queues))
-
-    def pause(self, queues: Iterable[MessageQueue]) -> None:
-        self._lt.run(_call(self.consumer.pause, list(queues)))
-
-    def resume(self, queues: Iterable[MessageQueue]) -> None:
-        self._lt.run(_call(self.consumer.resume, list(queues)))
-
-    def position(self, mq: MessageQueue) -> int | None:
-        return self._lt.run(_call(self.consumer.position, mq))
-
-    def poll(self, timeout: float = 5.0, max_messages: int = 1024) -> list[MessageExt]:
-        return self._lt.run(self.consumer.poll(timeout, max_messages))
-
-    def pull(self, mq: MessageQueue, offset: int, max_nums: int = 32, expression: str = "*", suspend_ms: int = 0) -> PullResult:
-        return self._lt.run(self.consumer.pull(mq, offset, max_nums, expression, suspend_ms))
-
-    def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
-        self._lt.run(self.consumer.commit(offsets))
-
-    def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
-        self._lt.run(self.consumer.commit_sync(offsets))
-
-    def committed(self, mq: MessageQueue) -> int:
-        return self._lt.run(self.consumer.committed(mq))
-
-    def min_offset(self, mq: MessageQueue) -> int:
-        return self._lt.run(self.consumer.min_offset(mq))
-
-    def max_offset(self, mq: MessageQueue) -> int:
-        return self._lt.run(self.consumer.max_offset(mq))
-
-
-_T = TypeVar("_T")
-
-
-async def _call(fn: Callable[..., _T], *args: Any) -> _T:  # run a plain method on the loop thread (state lives there)
-    return fn(*args)

@@ -36,11 +36,8 @@ import orjson
 from pyrocketmq.remoting.body import (
     ConsumerData,
     ConsumerIdList,
-    LockBatchRequestBody,
-    LockBatchResponseBody,
     MessageQueue,
     SubscriptionData,
-    UnlockBatchRequestBody,
 )
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -58,12 +55,12 @@ from .consume_service import (
 from .consumer_stats import ConsumerStats
 from .errors import MQClientError, MQError
 from .instance import ClientInstance, check_response
-from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .process_queue import ProcessQueue, now_ms
 from .pull_service import PullRequest, PullService
 from .pulling import Subscription, parse_expression
+from .queue_locks import by_broker, lock_batch, unlock_batches
 from .rebalance import (
     BROADCASTING,
     CLUSTERING,
@@ -79,7 +76,7 @@ ROUTE_PATIENCE_MS = 10_000
 """A subscribed topic without a route this long after start is worth a warning."""
 log = logging.getLogger("pyrocketmq.client")
 
-__all__ = ["ConsumeContext", "ConsumeResult", "PushConsumer", "SyncPushConsumer"]
+__all__ = ["ConsumeContext", "ConsumeResult", "PushConsumer"]
 
 #: Seconds between dropping the queues of a reset topic and restarting them at the new offsets.
 RESET_DELAY = 1.0
@@ -482,17 +479,10 @@ class PushConsumer:
             self.spawn(self._process_pending_unlocks())
 
     # -- orderly locks --------------------------------------------------------------------------
-    async def _lock_batch(self, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
-        inst = self.instance
-        addr = await inst.master_addr_of(mqs[0].topic, broker_name)
-        body = LockBatchRequestBody(consumer_group=self.group, client_id=inst.client_id, mq_set=mqs).to_json()
-        resp = check_response(await inst.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body)), addr)
-        return set(LockBatchResponseBody.from_json(resp.payload or b"{}").lock_ok_mq_set)
-
     async def lock_queue(self, mq: MessageQueue) -> bool:
         """LOCK_BATCH_MQ for one queue; True when this client holds it now."""
         try:
-            ok = mq in await self._lock_batch(mq.broker_name, [mq])
+            ok = mq in await lock_batch(self.instance, self.group, mq.broker_name, [mq])
         except MQError as e:
             log.warning("group %s: locking %s failed: %s", self.group, mq, e)
             return False
@@ -503,12 +493,9 @@ class PushConsumer:
 
     async def lock_all(self) -> None:
         """Renew the broker locks of every owned queue (every ``rebalance.lock_interval``)."""
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in sorted(self.table):
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        for broker, mqs in by_broker.items():
+        for broker, mqs in by_broker(sorted(self.table)).items():
             try:
-                ok = await self._lock_batch(broker, mqs)
+                ok = await lock_batch(self.instance, self.group, broker, mqs)
             except MQError as e:
                 log.warning("group %s: renewing locks on %s failed: %s", self.group, broker, e)
                 continue
@@ -523,19 +510,8 @@ class PushConsumer:
                     pq.locked = False
 
     async def _unlock(self, mqs: list[MessageQueue]) -> None:
-        inst = self._instance
-        if inst is None or not mqs:
-            return
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in mqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        for broker, group in by_broker.items():
-            body = UnlockBatchRequestBody(consumer_group=self.group, client_id=inst.client_id, mq_set=group).to_json()
-            try:
-                addr = await inst.master_addr_of(group[0].topic, broker)
-                check_response(await inst.invoke(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=body)), addr)
-            except MQError as e:
-                log.warning("group %s: unlocking %s failed: %s", self.group, group, e)
+        if self._instance is not None and mqs:
+            await unlock_batches(self._instance, self.group, mqs)
 
     # -- offsets ----------------------------------------------------------------------------------
     async def persist_offset(self, mq: MessageQueue, offset: int, *, sync: bool) -> None:
@@ -645,54 +621,3 @@ class PushConsumer:
     def assignment(self) -> list[MessageQueue]:
         """The queues this consumer owns now (sorted)."""
         return sorted(self.table)
-
-
-class SyncPushConsumer(SyncFacade):
-    """A :class:`PushConsumer` for code that is not async: it runs on the shared loop thread, and
-    a plain-function listener is called on worker threads.
-
-    Example::
-
-        def on_messages(msgs):
-            for m in msgs:
-                print(m.body)
-            return ConsumeResult.SUCCESS
-
-        consumer = SyncPushConsumer("my-group", "127.0.0.1:9876")
-        consumer.subscribe("TopicTest", "*")
-        consumer.register_listener(on_messages)
-        consumer.start()
-        ...
-        consumer.shutdown()
-    """
-
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: PushConsumerSettings | None = None,
-        client: ClientSettings | None = None,
-        *,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        self.consumer = PushConsumer(group, namesrv_addr, settings, client)
-        super().__init__(self.consumer, loop_thread)
-
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._lt.run(_call(self.consumer.subscribe, topic, expression))
-
-    def unsubscribe(self, topic: str) -> None:
-        self._lt.run(_call(self.consumer.unsubscribe, topic))
-
-    def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
-        self.consumer.register_listener(listener, orderly=orderly)
-
-    def assignment(self) -> list[MessageQueue]:
-        return self._lt.run(_call(self.consumer.assignment))
-
-    def rebalance(self) -> bool:
-        return self._lt.run(self.consumer.rebalance())
-
-
-async def _call(fn: Any, *args: Any) -> Any:  # run a plain method on the loop thread (state lives there)
-    return fn(*args)

@@ -21,10 +21,10 @@ import uuid
 
 import pytest
 
+from pyrocketmq.client import SyncPullConsumer
 from pyrocketmq.client.admin import SyncAdmin
 from pyrocketmq.client.message import Message, SendStatus, user_properties
 from pyrocketmq.client.producer import SyncProducer
-from pyrocketmq.client.pull_consumer import SyncPullConsumer
 from pyrocketmq.client.settings import PullConsumerSettings
 
 pytestmark = pytest.mark.conformance

@@ -18,8 +18,7 @@ import uuid
 
 import pytest
 
-from pyrocketmq.client import Message, SyncTransactionProducer, TransactionState
-from pyrocketmq.client.pull_consumer import SyncPullConsumer
+from pyrocketmq.client import Message, SyncPullConsumer, SyncTransactionProducer, TransactionState
 from pyrocketmq.client.settings import PullConsumerSettings
 
 pytestmark = pytest.mark.conformance
