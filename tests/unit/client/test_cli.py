@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from pyrocketmq.client import cli
+from pyrocketmq.client import cli, cli_common
 from pyrocketmq.client.errors import MQBrokerError, MQConnectionError
 
 
@@ -99,7 +99,7 @@ def test_failures_are_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch, error
 
 def test_table_is_aligned_like_mqadmin() -> None:
     out = io.StringIO()
-    cli.table([["#Broker Name", "#QID", "#Last"], ["broker-a", 0, "x"], ["a-much-longer-broker-name-than-32-chars", 12, "y"]],
+    cli_common.table([["#Broker Name", "#QID", "#Last"], ["broker-a", 0, "x"], ["a-much-longer-broker-name-than-32-chars", 12, "y"]],
               [32, 4, 0], out)
     lines = out.getvalue().splitlines()
     starts = {ln.index("#QID") if "#QID" in ln else None for ln in lines[:1]}

@@ -1,0 +1,103 @@
+"""What the client commands share: usage errors, argument types, tables and value formatting."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import time
+from typing import Any, NoReturn, TextIO
+
+import orjson
+
+from .message import SendResult
+
+PROG = "pyrocketmq"
+
+
+class UsageError(Exception):
+    """Bad command-line arguments; ``parser`` prints the usage that goes with it."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so ``main`` decides the output and the status."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
+
+
+def table(rows: list[list[Any]], widths: list[int], out: TextIO) -> None:
+    """Left-aligned columns, at least mqadmin's widths, wider when a value needs it; two spaces apart."""
+    cols = [max(w, *(len(str(r[i])) for r in rows)) if rows else w for i, w in enumerate(widths)]
+    for r in rows:
+        cells = [str(v).ljust(cols[i]) if i < len(r) - 1 else str(v) for i, v in enumerate(r)]
+        out.write("  ".join(cells).rstrip() + "\n")
+
+
+def fmt_ms(ms: int) -> str:
+    if not ms or ms <= 0:
+        return "N/A"
+    return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+
+
+def send_result_line(r: SendResult) -> str:
+    mq = r.message_queue
+    return (
+        f"SendResult [sendStatus={r.status.value}, msgId={r.msg_id}, offsetMsgId={r.offset_msg_id}, "
+        f"messageQueue=MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}], "
+        f"queueOffset={r.queue_offset}]"
+    )
+
+
+def version_desc(version: int) -> str:
+    """A client's version number as Java names it (``407`` → ``V4_9_7``); 4.9.x only, else the number."""
+    if 393 <= version <= 409 and version % 2:
+        return f"V4_9_{(version - 393) // 2}"
+    return str(version) if version else "N/A"
+
+
+def body_text(body: bytes, limit: int | None = None) -> str:
+    text = body.decode("utf-8", "backslashreplace")
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + f"… ({len(body)} bytes)"
+    return text
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses from ``remoting.body`` back to their Java-named JSON (for topicRoute)."""
+    to_json = getattr(obj, "to_json", None)
+    if to_json is not None:
+        return orjson.loads(to_json())
+    return obj
+
+
+def _add_ns(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-n", "--namesrvAddr", dest="namesrv", required=True, metavar="ADDR",
+                   help="name server address list, e.g. 127.0.0.1:9876;192.168.0.1:9876")
+
+
+def _bool(text: str) -> bool:
+    v = text.strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _timestamp(text: str) -> int:
+    """mqadmin's ``-s``: ``now``, ms since the epoch (``-1``: the end), or ``yyyy-MM-dd#HH:mm:ss:SSS``."""
+    v = text.strip()
+    if v.lower() == "now":
+        return int(time.time() * 1000)
+    if v.lstrip("-").isdigit():
+        return int(v)
+    try:
+        return int(datetime.datetime.strptime(v, "%Y-%m-%d#%H:%M:%S:%f").timestamp() * 1000)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected now, milliseconds or yyyy-MM-dd#HH:mm:ss:SSS, got {text!r}"
+        ) from None
