@@ -17,7 +17,7 @@ from typing import Protocol
 from pyrocketmq.remoting.message import SysFlag
 
 from .consume_queue import ConsumeQueue
-from .index_file import IndexService
+from .index_service import IndexService
 from .settings import IndexSettings
 
 NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)

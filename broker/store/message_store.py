@@ -60,7 +60,7 @@ from .dispatch import (
 from .encode import encode_inner, tags_code_of, to_schedule_topic
 from .flush import CleanService, FlushCallback, FlushService
 from .host import disk_usage_ratio, is_clean_hour, physical_memory
-from .index_file import IndexService
+from .index_service import IndexService
 from .mapped_file_queue import StoreError
 from .reads import offset_by_time, query_by_key, scan_units
 from .settings import StoreSettings

@@ -11,7 +11,7 @@ from pyrocketmq.remoting.message import KEY_SEPARATOR, MessageDecodeError, Prop,
 
 from .commit_log import CommitLog
 from .consume_queue import FILLER_SIZE, UNIT
-from .index_file import IndexService
+from .index_service import IndexService
 from .settings import StoreSettings
 from .values import GetMessageStatus, QueryMessageResult
 

@@ -17,7 +17,6 @@ from pyrocketmq.broker.store.index_file import (
     ENTRY_SIZE,
     HEADER_SIZE,
     IndexFile,
-    IndexService,
     _combine,
     _hash_u32,
     _positive,
@@ -25,6 +24,7 @@ from pyrocketmq.broker.store.index_file import (
     index_file_size,
     key_hash,
 )
+from pyrocketmq.broker.store.index_service import IndexService
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import IndexSettings, StoreSettings
 from pyrocketmq.broker.store.values import MessageInner
