@@ -4,9 +4,18 @@ passed on to the application's metrics hook as they happen."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pyrocketmq.remoting.body import MessageQueue, SubscriptionData
 
 from .metrics import ClientMetrics, notify
+from .offset_store import OffsetStore
+from .process_queue import ProcessQueue
+from .settings import PushConsumerSettings
 
 
 @dataclass(slots=True)
@@ -62,3 +71,34 @@ class ConsumerStats:
             }
             for topic, t in sorted(self.topics.items())
         }
+
+
+def running_info_doc(
+    *, orderly: bool, settings: PushConsumerSettings, namesrv_addr: str, started_ms: int, from_where: str,
+    subscriptions: Iterable[SubscriptionData], table: Mapping[MessageQueue, ProcessQueue],
+    offset_store: OffsetStore, stats: ConsumerStats,
+) -> dict[str, Any]:
+    """The ConsumerRunningInfo document (GET_CONSUMER_RUNNING_INFO, 307) mqadmin's
+    consumerStatus / consumerProgress read from a push consumer."""
+    mq_table = {
+        orjson.dumps(mq.to_dict()).decode(): pq.info(offset_store.read_memory(mq))
+        for mq, pq in sorted(table.items())
+    }
+    return {
+        "properties": {
+            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+            "PROP_CONSUMEORDERLY": str(orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(settings.consume.workers),
+            "PROP_CONSUMER_START_TIMESTAMP": str(started_ms),
+            "PROP_NAMESERVER_ADDR": namesrv_addr,
+            "PROP_CLIENT_LANGUAGE": "PYTHON",
+            "messageModel": settings.message_model,
+            "consumeFromWhere": from_where,
+            "allocateMessageQueueStrategy": settings.rebalance.strategy,
+            "consumeMessageBatchMaxSize": str(settings.consume.batch_size),
+            "pullBatchSize": str(settings.pull.batch_size),
+        },
+        "subscriptionSet": [s.to_dict() for s in subscriptions],
+        "mqTable": mq_table,
+        "statusTable": stats.table(),
+    }

@@ -31,8 +31,6 @@ import random
 import time
 from typing import Any
 
-import orjson
-
 from pyrocketmq.remoting.body import (
     ConsumerData,
     ConsumerIdList,
@@ -52,7 +50,7 @@ from .consume_service import (
     Listener,
     OrderlyConsumeService,
 )
-from .consumer_stats import ConsumerStats
+from .consumer_stats import ConsumerStats, running_info_doc
 from .errors import MQClientError, MQError
 from .instance import ClientInstance, check_response
 from .message import check_topic
@@ -67,6 +65,7 @@ from .rebalance import (
     allocate_topic,
     not_subscribed,
     plan,
+    rebalance_wait,
     retry_topic,
     start_position,
 )
@@ -239,8 +238,8 @@ class PushConsumer:
         self._tasks.append(asyncio.create_task(self.pulls.run()))
         name = f"group {self.group}"
         add = self._services.add
-        self._rebalancer = add(Service(f"{name}: rebalance", self.rebalance, self._rebalance_wait,
-                                       first_wait=False, logger=log))
+        wait = lambda: rebalance_wait(self.subscriptions(), self._topic_queues, self.settings.rebalance.interval)  # noqa: E731
+        self._rebalancer = add(Service(f"{name}: rebalance", self.rebalance, wait, first_wait=False, logger=log))
         add(Service(f"{name}: offset persist", self.persist_offsets, s.persist_interval, logger=log))
         if self._orderly and self.clustering:
             add(Service(f"{name}: queue locks", self.lock_all, s.rebalance.lock_interval, logger=log))
@@ -331,13 +330,6 @@ class PushConsumer:
         self._route_warned.add(topic)
         log.warning("group %s: topic %s still has no route after %d s: %s", self.group, topic,
                     ROUTE_PATIENCE_MS // 1000, e)
-
-    def _rebalance_wait(self) -> float:
-        """Seconds to the next rebalance: the setting, or 1 s while a subscribed topic has no route
-        yet (a topic a producer has just created reaches the name servers within moments)."""
-        waiting = any(not self._topic_queues.get(t) for t in self.subscriptions()
-                      if not t.startswith(RETRY_GROUP_TOPIC_PREFIX))
-        return min(1.0, self.settings.rebalance.interval) if waiting else self.settings.rebalance.interval
 
     def rebalance_soon(self) -> None:
         if self._rebalancer is not None:
@@ -595,28 +587,12 @@ class PushConsumer:
 
     def running_info(self) -> dict[str, Any]:
         """ConsumerRunningInfo for GET_CONSUMER_RUNNING_INFO (307)."""
-        mq_table = {
-            orjson.dumps(mq.to_dict()).decode(): pq.info(self.offset_store.read_memory(mq))
-            for mq, pq in sorted(self.table.items())
-        }
-        return {
-            "properties": {
-                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
-                "PROP_CONSUMEORDERLY": str(self._orderly).lower(),
-                "PROP_THREADPOOL_CORE_SIZE": str(self.settings.consume.workers),
-                "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms),
-                "PROP_NAMESERVER_ADDR": self.client_settings.namesrv_addr,
-                "PROP_CLIENT_LANGUAGE": "PYTHON",
-                "messageModel": self.settings.message_model,
-                "consumeFromWhere": _FROM_WHERE[self.settings.consume_from],
-                "allocateMessageQueueStrategy": self.settings.rebalance.strategy,
-                "consumeMessageBatchMaxSize": str(self.settings.consume.batch_size),
-                "pullBatchSize": str(self.settings.pull.batch_size),
-            },
-            "subscriptionSet": [s.to_dict() for s in self.consumer_data().subscription_data_set],
-            "mqTable": mq_table,
-            "statusTable": self.stats.table(),
-        }
+        return running_info_doc(
+            orderly=self._orderly, settings=self.settings, namesrv_addr=self.client_settings.namesrv_addr,
+            started_ms=self._started_ms, from_where=_FROM_WHERE[self.settings.consume_from],
+            subscriptions=self.consumer_data().subscription_data_set, table=self.table,
+            offset_store=self.offset_store, stats=self.stats,
+        )
 
     def assignment(self) -> list[MessageQueue]:
         """The queues this consumer owns now (sorted)."""

@@ -124,3 +124,14 @@ def start_position(consume_from: str, stored: int, topic: str) -> int | str:
     if consume_from == "timestamp":
         return "max" if is_retry else "timestamp"
     return 0 if is_retry else "max"
+
+
+def rebalance_wait(subscribed: Iterable[str], routed: dict[str, list[MessageQueue]], interval: float) -> float:
+    """Seconds to the next rebalance: ``interval``, or 1 s while a subscribed topic has no route yet
+    (a topic a producer has just created reaches the name servers within moments).
+
+    >>> rebalance_wait(["T", "%RETRY%g"], {"T": []}, 20.0), rebalance_wait(["T"], {"T": ["q"]}, 20.0)
+    (1.0, 20.0)
+    """
+    waiting = any(not routed.get(t) for t in subscribed if not t.startswith(RETRY_PREFIX))
+    return min(1.0, interval) if waiting else interval
