@@ -57,9 +57,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 import pyrocketmq
 from pyrocketmq.metrics import LatencyRecorder, RequestRecorder, ScrapeCollector, histogram_family
-from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX
-from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
-from pyrocketmq.remoting.names import SCHEDULE_TOPIC, SYSTEM_GROUPS
+from pyrocketmq.remoting.names import (
+    DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX,
+    SCHEDULE_TOPIC,
+    SYSTEM_GROUPS,
+)
 
 from .settings import BrokerRole
 

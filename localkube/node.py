@@ -24,8 +24,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from localkube import config as cfg
-from localkube import host, images, pki, tools
+from localkube import config as cfg, host, images, pki, tools
 
 DEFAULT_STATE = Path("/var/lib/pyrocketmq-k8s")
 APT_PACKAGES = {

@@ -26,10 +26,10 @@ from enum import StrEnum
 from pyrocketmq.remoting.names import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
+    SYSTEM_GROUPS as SYSTEM_GROUP_NAMES,
     SYSTEM_TOPIC_PREFIXES,
     SYSTEM_TOPICS,
 )
-from pyrocketmq.remoting.names import SYSTEM_GROUPS as SYSTEM_GROUP_NAMES
 
 
 class Action(StrEnum):

@@ -50,20 +50,10 @@ from dataclasses import dataclass, field
 
 from .msg_id import (
     UniqIdGenerator as UniqIdGenerator,
-)
-from .msg_id import (
     create_offset_msg_id as create_offset_msg_id,
-)
-from .msg_id import (
     decode_offset_msg_id as decode_offset_msg_id,
-)
-from .msg_id import (
     decode_uniq_id as decode_uniq_id,
-)
-from .msg_id import (
     pack_host as pack_host,
-)
-from .msg_id import (
     unpack_host as unpack_host,
 )
 

@@ -32,9 +32,11 @@ REPO_ROOT = HERE.parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from localkube import images as lk_images  # noqa: E402
-from localkube import node as lk_node  # noqa: E402
-from localkube import tools as lk_tools  # noqa: E402
+from localkube import (  # noqa: E402
+    images as lk_images,
+    node as lk_node,
+    tools as lk_tools,
+)
 from tests.helpers import prereq  # noqa: E402
 from tests.k8s.cluster import KubeCluster  # noqa: E402
 

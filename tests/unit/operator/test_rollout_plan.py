@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyrocketmq.operator.plan import GroupRollFacts as G
-from pyrocketmq.operator.plan import rollout_partitions
+from pyrocketmq.operator.plan import GroupRollFacts as G, rollout_partitions
 
 CHANGED = {"template_changed": True}
 HELD = {"released": False, "rolled_out": False}

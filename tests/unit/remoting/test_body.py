@@ -8,8 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from pyrocketmq.remoting import body as b
 from pyrocketmq.remoting.body import (
@@ -26,7 +25,6 @@ from pyrocketmq.remoting.body import (
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
-    ObjectKey,
     OffsetWrapper,
     ProducerData,
     QueueData,
@@ -43,6 +41,7 @@ from pyrocketmq.remoting.body import (
     TopicStatsTable,
     UnlockBatchRequestBody,
 )
+from pyrocketmq.remoting.lenient_json import ObjectKey
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 VECTORS = {v["name"]: v for v in json.loads((GOLDEN / "vectors.json").read_text())["vectors"]}

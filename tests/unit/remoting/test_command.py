@@ -6,8 +6,7 @@ import struct
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pyrocketmq.remoting.code import LanguageCode, SerializeType
 from pyrocketmq.remoting.command import (

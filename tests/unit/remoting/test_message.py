@@ -10,8 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from pyrocketmq.remoting.message import (
     BLANK_MAGIC,

@@ -10,8 +10,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from pyrocketmq.broker.store.index_file import (
     ENTRY_SIZE,

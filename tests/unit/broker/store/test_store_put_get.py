@@ -9,8 +9,7 @@ import pytest
 
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings
-from pyrocketmq.broker.store.values import GetMessageStatus as S
-from pyrocketmq.broker.store.values import MessageInner, PutMessageStatus
+from pyrocketmq.broker.store.values import GetMessageStatus as S, MessageInner, PutMessageStatus
 from pyrocketmq.remoting.message import (
     BLANK_MAGIC,
     SysFlag,
