@@ -169,9 +169,8 @@ def _cluster_service(model: BrokerModel) -> dict[str, Any]:
     }
 
 
-def _statefulset(
-    model: BrokerModel, settings: RenderSettings, group: str, selector: dict[str, str], conf: str
-) -> dict[str, Any]:
+def _broker_container(model: BrokerModel, settings: RenderSettings) -> dict[str, Any]:
+    """The broker container: ports, environment, probes, mounts, resources."""
     ports = [
         {"name": "remoting", "containerPort": BROKER_PORT, "protocol": "TCP"},
         {"name": "fast", "containerPort": BROKER_FAST_PORT, "protocol": "TCP"},
@@ -210,6 +209,13 @@ def _statefulset(
     }
     if model.resources:
         container["resources"] = {k: dict(v) for k, v in model.resources.items()}
+    return container
+
+
+def _statefulset(
+    model: BrokerModel, settings: RenderSettings, group: str, selector: dict[str, str], conf: str
+) -> dict[str, Any]:
+    container = _broker_container(model, settings)
     volumes: list[dict[str, Any]] = [
         {"name": "config", "configMap": {"name": config_map_name(group)}},
         {"name": "run", "emptyDir": {}},
