@@ -249,19 +249,27 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 
 
 def _decode_json_header(raw: bytes) -> RemotingCommand:
+    """The header document, or FrameError for anything a hostile or broken peer can put there:
+    invalid or too deeply nested JSON, non-finite or huge numbers, fields of the wrong type."""
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
         try:  # fastjson may leave control characters unescaped inside strings
-            doc = json.loads(raw.decode("utf-8", "replace"), strict=False)
-        except ValueError as e:
-            raise FrameError(f"header is not valid JSON: {e}") from None
+            doc = json.loads(raw.decode("utf-8", "replace"), strict=False, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as e:  # RecursionError: nesting beyond the parser's stack
+            raise FrameError(f"header is not valid JSON: {type(e).__name__}: {str(e)[:200]}") from None
     if not isinstance(doc, dict):
         raise FrameError("header JSON is not an object")
     try:
-        code = int(doc["code"])
+        code = _int32(doc, "code", None)
         lang = doc.get("language", "JAVA")
-        language = _LANG_BY_NAME.get(lang, LanguageCode.OTHER) if isinstance(lang, str) else int(lang)
+        language: int
+        if isinstance(lang, str):
+            language = _LANG_BY_NAME.get(lang, LanguageCode.OTHER)
+        elif type(lang) is int and 0 <= lang <= 255:
+            language = lang
+        else:
+            raise FrameError(f"header field language {lang!r:.40} is neither a name nor a byte")
         ext = doc.get("extFields") or {}
         if not isinstance(ext, dict):
             raise FrameError("extFields is not an object")
@@ -269,15 +277,37 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
         remark = doc.get("remark")
         return RemotingCommand(
             code=code,
-            opaque=int(doc.get("opaque", 0)),
-            flag=int(doc.get("flag", 0)),
+            opaque=_int32(doc, "opaque", 0),
+            flag=_int32(doc, "flag", 0),
             remark=None if remark is None else str(remark),
             ext_fields=ext_fields,
             language=language,
-            version=int(doc.get("version", 0)),
+            version=_int32(doc, "version", 0),
         )
-    except (KeyError, TypeError, ValueError) as e:
-        raise FrameError(f"bad header field: {e!r}") from None
+    except FrameError:
+        raise
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as e:
+        raise FrameError(f"bad header field: {type(e).__name__}: {str(e)[:200]}") from None
+
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _int32(doc: dict[str, Any], key: str, default: int | None) -> int:
+    """``doc[key]`` as the Java ``int`` it must be (a JSON integer in int32 range; ``true`` or
+    ``1.5`` are not ints), ``default`` when absent; FrameError otherwise."""
+    v = doc.get(key)
+    if v is None:
+        if default is None:
+            raise FrameError(f"header field {key} is missing")
+        return default
+    if type(v) is not int or not _INT32_MIN <= v <= _INT32_MAX:
+        raise FrameError(f"header field {key} is not a 32-bit integer: {v!r:.40}")
+    return v
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _java_str(v: Any) -> str:

@@ -32,6 +32,7 @@ from typing import Protocol
 
 from .code import ResponseCode
 from .command import RPC_RESPONSE, FrameDecoder, FrameError, RemotingCommand, encode_prefix
+from .log_limit import RateLimitedLog
 
 log = logging.getLogger("pyrocketmq.remoting")
 
@@ -59,6 +60,9 @@ class RemotingTimeoutError(RemotingError, TimeoutError):
 class RemotingConnectError(RemotingError, ConnectionError):
     pass
 
+
+peer_log = RateLimitedLog(log)
+"""What peers can make us log (bad frames, cut frames): rate-limited."""
 
 EARLY_FLUSH_BYTES = 256 * 1024
 """A server connection hands its answers to the transport once this much has queued in one read."""
@@ -144,8 +148,11 @@ class Connection(asyncio.Protocol):
                         frames.close()  # the undispatched frames stay in the decoder
                         return
         except FrameError as e:
-            log.warning("%s: closing connection from %s: malformed frame: %s", self._name, self.remote_addr, e)
+            peer_log.warning("%s: closing connection from %s: malformed frame: %s", self._name, self.remote_addr, e)
             self.close(f"malformed frame: {e}")
+        except Exception as e:  # nothing a peer sends may reach the event loop's error handler
+            log.exception("%s: closing connection from %s: error handling its data", self._name, self.remote_addr)
+            self.close(f"internal error: {type(e).__name__}")
 
     def pause_writing(self) -> None:
         self.writing_paused = True
@@ -180,7 +187,7 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._decoder.pending and self.close_reason is None:
-            log.warning(
+            peer_log.warning(
                 "%s: connection from %s closed in the middle of a frame (%d bytes of it received)",
                 self._name, self.remote_addr, self._decoder.pending,
             )
