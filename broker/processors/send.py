@@ -30,6 +30,7 @@ from pyrocketmq.remoting.message import (
     tags_code,
 )
 from pyrocketmq.remoting.names import (
+    NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
     PERM_WRITE,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -172,6 +173,8 @@ class SendProcessor:
         problem = check_topic_name(h.topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+        if h.topic in NOT_ALLOWED_SEND_TOPICS:  # the broker's own queues: only it writes there
+            return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
         if body_size > self.max_body:
             return cmd.response(
                 ResponseCode.MESSAGE_ILLEGAL,

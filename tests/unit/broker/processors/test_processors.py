@@ -95,6 +95,8 @@ async def test_send_refusals_store_nothing(services, tmp_path):
         "not writable": (wire.send_v2("readonly", b"x"), ResponseCode.NO_PERMISSION),
         "too large": (wire.send_v2("small", b"x" * (services.settings.store.max_message_size + 1)), ResponseCode.MESSAGE_ILLEGAL),
     }
+    for system in ("SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC"):
+        cases[f"system topic {system}"] = (wire.send_v2(system, b"x"), ResponseCode.NO_PERMISSION)
     for name, (cmd, code) in cases.items():
         resp = await answer(send.handle_send(conn, cmd))
         assert resp.code == code, (name, resp.remark)
