@@ -52,6 +52,8 @@ class NetworkSettings:
     """``registerNameServerPeriod``: how often to re-register with every name server."""
     client_channel_expiry_ms: int = 120_000
     """How long a client connection may stay silent before it is dropped from its groups."""
+    server_channel_max_idle_s: int = 120
+    """``serverChannelMaxIdleTimeSeconds``: a connection silent both ways this long is closed (0 = never)."""
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
@@ -133,12 +135,8 @@ class BrokerSettings:
             raise ConfigError("brokerRole=SLAVE needs brokerId > 0")
         if role != BrokerRole.SLAVE:
             broker_id = 0
-        identity = IdentitySettings(
-            cluster_name=get("brokerClusterName", "DefaultCluster"),
-            broker_name=get("brokerName", "broker-a"),
-            broker_id=broker_id,
-            role=role,
-        )
+        identity = IdentitySettings(cluster_name=get("brokerClusterName", "DefaultCluster"),
+                                    broker_name=get("brokerName", "broker-a"), broker_id=broker_id, role=role)
         namesrv = get("namesrvAddr", os.environ.get("NAMESRV_ADDR", ""))
         addrs = tuple(a.strip() for a in re.split(r"[;,]", namesrv) if a.strip())
         for a in addrs:
@@ -158,6 +156,8 @@ class BrokerSettings:
             namesrv_addrs=addrs,
             register_interval_ms=max(10_000, min(60_000, get_int("registerNameServerPeriod", 30_000))),
             client_channel_expiry_ms=get_int("channelExpiredTimeout", 120_000),
+            server_channel_max_idle_s=_non_negative("serverChannelMaxIdleTimeSeconds",
+                                                    get_int("serverChannelMaxIdleTimeSeconds", 120)),
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
         )
@@ -198,3 +198,9 @@ def read_properties(path: str) -> dict[str, str]:
                 raise ConfigError(f"{path}:{lineno}: expected key=value, got {line!r}")
             conf[m.group(1)] = m.group(2).strip()
     return conf
+
+
+def _non_negative(key: str, value: int) -> int:
+    if value < 0:
+        raise ConfigError(f"{key}={value}: expected 0 or more")
+    return value

@@ -49,7 +49,9 @@ class NameServer:
         self.routes = RouteInfoManager()
         self.kv = KVConfigManager(self.settings.kv_config_path)
         self.processor = NamesrvProcessor(self.routes, self.kv)
-        self.server = RemotingServer("namesrv", self.processor.handlers())
+        self.server = RemotingServer(
+            "namesrv", self.processor.handlers(), idle_timeout=self.settings.server_channel_max_idle_s or None
+        )
         self.server.on_connection_closed(self._connection_closed)
         self.port = 0
         self._scan = Service("broker expiry scan", self.scan_expired, self.settings.scan_interval_ms / 1000, logger=log)

@@ -34,6 +34,9 @@ class NamesrvSettings:
     broker_expiry_ms: int = 120_000
     """``brokerChannelExpiredTime``: a broker silent this long is removed."""
 
+    server_channel_max_idle_s: int = 120
+    """``serverChannelMaxIdleTimeSeconds``: a connection silent both ways this long is closed (0 = never)."""
+
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
@@ -72,6 +75,7 @@ class NamesrvSettings:
             kv_config_path=kv_path,
             scan_interval_ms=get_int("scanNotActiveBrokerInterval", 10_000, 100, 3_600_000),
             broker_expiry_ms=get_int("brokerChannelExpiredTime", 120_000, 1_000, 86_400_000),
+            server_channel_max_idle_s=get_int("serverChannelMaxIdleTimeSeconds", 120, 0, 86_400),
             metrics_port=get_int("metricsPort", _env_port("PYROCKETMQ_METRICS_PORT"), 0, 65535),
             extra={k: v for k, v in conf.items() if k not in used},
         )

@@ -30,6 +30,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from pyrocketmq.service import Service
+
 from .code import ResponseCode
 from .command import RPC_RESPONSE, FrameDecoder, FrameError, RemotingCommand, encode_prefix
 from .log_limit import RateLimitedLog
@@ -102,6 +104,8 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.close_reason: str | None = None
         self._loop = asyncio.get_running_loop()
+        self.last_active = self._loop.time()
+        """Loop time of the last byte read or frame written (idle connections are closed by servers)."""
         self.connected: asyncio.Future[None] = self._loop.create_future()
         self._out: list[bytes | bytearray | memoryview] | None = None  # frames waiting for _flush_out
         self._out_bytes = 0
@@ -118,6 +122,7 @@ class Connection(asyncio.Protocol):
             self.connected.set_result(None)
 
     def data_received(self, data: bytes) -> None:
+        self.last_active = self._loop.time()
         if self._out is not None:  # a flush is already scheduled; it takes these replies too
             self._receive(data)
             return
@@ -289,6 +294,7 @@ class Connection(asyncio.Protocol):
         t = self._transport
         if t is None or self.closed:
             raise RemotingError(f"connection to {self.remote_addr} is closed")
+        self.last_active = self._loop.time()
         out = self._out
         if out is None:
             out = self._out = []
@@ -394,8 +400,14 @@ class HandlerRegistry(Protocol):
 class RemotingServer:
     """Accepts connections and dispatches their requests by request code."""
 
-    def __init__(self, name: str = "server", handlers: dict[int, Handler] | None = None) -> None:
+    def __init__(
+        self, name: str = "server", handlers: dict[int, Handler] | None = None, *, idle_timeout: float | None = 120.0
+    ) -> None:
         self.name = name
+        self.idle_timeout = idle_timeout
+        """Seconds without a byte either way after which a connection is closed (Apache's
+        ``serverChannelMaxIdleTimeSeconds``, 120); ``None`` keeps idle connections."""
+        self._idle: Service | None = None
         self.handlers: dict[int, Handler] = dict(handlers or {})
         self.connections: set[Connection] = set()
         self.observer: RequestObserver | None = None
@@ -429,13 +441,33 @@ class RemotingServer:
             self._make_connection, host, port, reuse_address=True, backlog=1024, start_serving=serve
         )
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.idle_timeout and self._idle is None:
+            idle = self.idle_timeout
+            self._idle = Service(f"{self.name}: idle connections", self.close_idle, max(0.05, min(10.0, idle / 4)),
+                                 logger=log)
+            self._idle.start()
         return self.port
+
+    def close_idle(self) -> int:
+        """Close the connections silent both ways for longer than ``idle_timeout``; how many."""
+        if not self.idle_timeout:
+            return 0
+        now = asyncio.get_running_loop().time()
+        idle = [c for c in list(self.connections) if now - c.last_active > self.idle_timeout]
+        for conn in idle:
+            log.info("%s: closing connection from %s: idle for more than %.0f s", self.name, conn.remote_addr,
+                     self.idle_timeout)
+            conn.close(f"idle for more than {self.idle_timeout:.0f} s")
+        return len(idle)
 
     async def serve(self) -> None:
         if self._server is not None:
             await self._server.start_serving()
 
     async def stop(self) -> None:
+        if self._idle is not None:
+            await self._idle.stop()
+            self._idle = None
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
