@@ -95,7 +95,7 @@ class Broker:
 
     @property
     def addr(self) -> str:
-        return f"{self.settings.network.broker_ip}:{self.port}"
+        return self.registrar.addr  # the address it registers: brokerIP1 and the bound port
 
     async def start(self) -> None:
         """Metrics first, bind, recover the store, wire the processors, serve, register, run the loops."""
