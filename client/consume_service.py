@@ -30,11 +30,11 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import RequestCode
@@ -46,10 +46,9 @@ from .errors import MQError
 from .instance import check_response
 from .process_queue import ProcessQueue
 from .producer import Payload, build_send_header, send_result_from_response
+from .push_parts import ConsumerParts
 from .rebalance import BROADCASTING, retry_topic
-
-if TYPE_CHECKING:
-    from .push_context import PushContext
+from .tasks import TaskSet
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -140,47 +139,29 @@ class ListenerRunner:
 
 
 class ConsumeServiceBase:
-    def __init__(self, consumer: PushContext, listener: Listener) -> None:
-        self.consumer = consumer
-        self.runner = ListenerRunner(listener, consumer.settings.consume.workers)
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
-        self.stopped = False
+    """What both consume services share: the listener runner, their tasks, sending messages back.
 
-    # -- scheduling ---------------------------------------------------------------------------
-    def spawn(self, coro: Any) -> None:
-        if self.stopped:
-            coro.close()
-            return
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    A consume service knows the consumer only through :class:`~.push_parts.ConsumerParts`; the
+    fetcher calls :meth:`submit` with what it pulled.
+    """
 
-    def later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
-        if self.stopped:
-            return
-        loop = asyncio.get_running_loop()
+    orderly: bool
 
-        def fire() -> None:
-            self._timers.discard(handle)
-            if not self.stopped:
-                fn(*args)
+    def __init__(self, parts: ConsumerParts, listener: Listener) -> None:
+        self.parts = parts
+        self.runner = ListenerRunner(listener, parts.settings.consume.workers)
+        self.tasks = TaskSet()
 
-        handle = loop.call_later(max(0.0, delay), fire)
-        self._timers.add(handle)
+    @property
+    def stopped(self) -> bool:
+        return not self.tasks.open
+
+    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True) -> None:
+        raise NotImplementedError
 
     async def stop(self, grace: float = 10.0) -> None:
         """No new listener call; wait up to ``grace`` seconds for running ones; stop the workers."""
-        self.stopped = True
-        for h in self._timers:
-            h.cancel()
-        self._timers.clear()
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
-            for t in pending:
-                t.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
+        await self.tasks.close(grace)
         # Every call we waited for is done; a call still running past ``grace`` finishes on its
         # thread (its outcome is dropped) and the thread then exits.
         self.runner.shutdown(wait=False)
@@ -188,7 +169,7 @@ class ConsumeServiceBase:
     # -- sending back ---------------------------------------------------------------------------
     async def send_back(self, msg: MessageExt, delay_level: int, broker_name: str, max_times: int) -> bool:
         """CONSUMER_SEND_MSG_BACK, else a direct send to the retry topic; False if both failed."""
-        c = self.consumer
+        c = self.parts
         inst = c.instance
         try:
             addr = await inst.master_addr_of(msg.topic, broker_name)
@@ -220,7 +201,7 @@ class ConsumeServiceBase:
 
     async def send_to_retry_topic(self, msg: MessageExt, reconsume_times: int, max_times: int, delay_level: int) -> None:
         """Send a copy of ``msg`` to ``%RETRY%<group>`` as Java's fallback does (through the delay levels)."""
-        c = self.consumer
+        c = self.parts
         inst = c.instance
         topic = retry_topic(c.group)
         props = dict(msg.properties)
@@ -250,16 +231,16 @@ class ConcurrentConsumeService(ConsumeServiceBase):
     orderly = False
 
     def max_reconsume_times(self) -> int:
-        m = self.consumer.settings.consume.max_reconsume_times
+        m = self.parts.settings.consume.max_reconsume_times
         return 16 if m < 0 else m
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True) -> None:
-        size = max(1, self.consumer.settings.consume.batch_size)
+        size = max(1, self.parts.settings.consume.batch_size)
         for i in range(0, len(msgs), size):
-            self.spawn(self._consume(msgs[i : i + size], pq, mq))
+            self.tasks.spawn(self._consume(msgs[i : i + size], pq, mq))
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        c = self.consumer
+        c = self.parts
         async with self.runner.slots:
             if pq.dropped or self.stopped:
                 return
@@ -284,14 +265,14 @@ class ConcurrentConsumeService(ConsumeServiceBase):
                         failed.append(m)
                 if failed:
                     done = [m for m in msgs if m not in failed]
-                    self.later(c.settings.consume.resubmit_delay, self.submit, failed, pq, mq)
+                    self.tasks.later(c.settings.consume.resubmit_delay, self.submit, failed, pq, mq)
         offset = pq.remove_messages(done)
         if offset >= 0 and not pq.dropped:
             c.offset_store.update(mq, offset, increase_only=True)
 
     async def clean_expired(self, pq: ProcessQueue, mq: MessageQueue) -> None:
         """Send back and remove messages whose listener call outlived the consume timeout."""
-        c = self.consumer
+        c = self.parts
         if c.settings.message_model == BROADCASTING:
             return
         timeout_ms = int(c.settings.consume.timeout_minutes * 60_000)
@@ -309,30 +290,33 @@ class OrderlyConsumeService(ConsumeServiceBase):
 
     orderly = True
 
-    def __init__(self, consumer: PushContext, listener: Listener) -> None:
-        super().__init__(consumer, listener)
+    def __init__(self, parts: ConsumerParts, listener: Listener, *, lock_queue: Callable[[MessageQueue], Awaitable[bool]],
+                 on_batch_done: Callable[[MessageQueue, ProcessQueue], None]) -> None:
+        super().__init__(parts, listener)
+        self.lock_queue = lock_queue
+        self.on_batch_done = on_batch_done
         self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
 
     def max_reconsume_times(self) -> int:
-        m = self.consumer.settings.consume.max_reconsume_times
+        m = self.parts.settings.consume.max_reconsume_times
         return 2**31 - 1 if m < 0 else m
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True) -> None:
         if dispatch:
-            self.spawn(self._consume(pq, mq))
+            self.tasks.spawn(self._consume(pq, mq))
 
     def submit_later(self, pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
-        self.later(delay, lambda: self.spawn(self._consume(pq, mq)))
+        self.tasks.later(delay, lambda: self.tasks.spawn(self._consume(pq, mq)))
 
     def _try_lock_later(self, pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
         async def attempt() -> None:
-            ok = await self.consumer.lock_queue(mq)
+            ok = await self.lock_queue(mq)
             self.submit_later(pq, mq, 0.01 if ok else 3.0)
 
-        self.later(delay, lambda: self.spawn(attempt()))
+        self.tasks.later(delay, lambda: self.tasks.spawn(attempt()))
 
     async def _consume(self, pq: ProcessQueue, mq: MessageQueue) -> None:
-        c = self.consumer
+        c = self.parts
         if pq.dropped or self.stopped:
             return
         clustering = c.settings.message_model != BROADCASTING
@@ -369,12 +353,12 @@ class OrderlyConsumeService(ConsumeServiceBase):
                     pq.make_messages_to_consume_again(msgs)
                     suspend = ctx.suspend_ms if ctx.suspend_ms >= 0 else c.settings.consume.suspend_ms
                     self.submit_later(pq, mq, suspend / 1000.0)
-                    c.after_orderly_batch(mq, pq)
+                    self.on_batch_done(mq, pq)
                     return
                 offset = pq.commit()
                 if offset >= 0:
                     c.offset_store.update(mq, offset)
-                c.after_orderly_batch(mq, pq)
+                self.on_batch_done(mq, pq)
 
     async def _must_suspend(self, msgs: list[MessageExt], mq: MessageQueue) -> bool:
         """Java ``checkReconsumeTimes``: messages at the max go to the DLQ; the rest count one more try."""

@@ -1,4 +1,4 @@
-"""The push consumer's pull service (Java ``PullMessageService`` + the pull half of
+"""The push consumer's fetcher (Java ``PullMessageService`` + the pull half of
 ``DefaultMQPushConsumerImpl``): one loop over reusable pull requests.
 
 A :class:`PullRequest` (queue, process queue, next offset) lives as long as its process queue.
@@ -12,7 +12,12 @@ answer decides when the same request goes back into the queue:
   memory offset follows ``nextBeginOffset`` so filtered-out entries are not read twice);
 - an error → again after ``pull.delay_on_error``;
 - PULL_OFFSET_MOVED → the process queue is dropped; after :data:`OFFSET_MOVED_DELAY` the broker's
-  ``nextBeginOffset`` is stored and the queue removed, so the next rebalance restarts it there.
+  ``nextBeginOffset`` is stored and the ``on_offset_moved`` callback (the rebalance service) removes
+  the queue, so the next rebalance restarts it there.
+
+The fetcher knows the consumer only through :class:`~.push_parts.ConsumerParts` (it reads the
+subscription state before each pull) and two callbacks: ``submit`` (the consume service takes
+what was pulled) and ``on_offset_moved``.
 
 Each request is long-polling (sysFlag SUSPEND, ``suspendTimeoutMillis`` = ``pull.suspend_ms``),
 carries the memory offset with COMMIT_OFFSET in clustering mode (never to a slave), and goes to the
@@ -29,21 +34,21 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import PullMessageRequestHeader
+from pyrocketmq.remoting.message import MessageExt
 
 from .errors import MQClientError, MQError
 from .process_queue import ProcessQueue, flow_control, now_ms
 from .pulling import PullStatus, PullSysFlag, pull_result_from_response
+from .push_parts import ConsumerParts
 from .route import MASTER_ID
-
-if TYPE_CHECKING:
-    from .push_context import PushContext
+from .tasks import TaskSet
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -51,6 +56,11 @@ log = logging.getLogger("pyrocketmq.client")
 OFFSET_MOVED_DELAY = 10.0
 #: Seconds before an orderly queue whose broker lock is not held is looked at again.
 NOT_LOCKED_DELAY = 3.0
+
+#: Where pulled messages go: ``submit(messages, process_queue, queue, dispatch)``.
+Submit = Callable[[list[MessageExt], ProcessQueue, MessageQueue, bool], None]
+#: Called after a PULL_OFFSET_MOVED once the new offset is stored: ``(queue, process_queue)``.
+OffsetMoved = Callable[[MessageQueue, ProcessQueue], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -65,37 +75,45 @@ class PullRequest:
 class PullService:
     """The pull loop of one push consumer (see the module docstring).
 
-    Example (what the consumer does for a newly owned queue)::
+    Example (what the rebalance service does for a newly owned queue)::
 
-        consumer.pulls.execute(PullRequest(mq, ProcessQueue(), start_offset))
+        fetcher = PullService(parts, tasks, submit=service.submit, on_offset_moved=rebalancer.offset_moved)
+        fetcher.execute(PullRequest(mq, ProcessQueue(), start_offset))
     """
 
-    def __init__(self, consumer: PushContext) -> None:
-        self.consumer = consumer
+    def __init__(self, parts: ConsumerParts, tasks: TaskSet, *, submit: Submit, on_offset_moved: OffsetMoved) -> None:
+        self.parts = parts
+        self.tasks = tasks
+        self.submit = submit
+        self.on_offset_moved = on_offset_moved
         self.queue: asyncio.Queue[PullRequest] | None = None
         self.suggested: dict[MessageQueue, int] = {}
         self.flow_controlled = 0
 
     def execute(self, req: PullRequest, delay: float = 0.0) -> None:
         """Pull ``req`` again, at once or after ``delay`` seconds."""
-        q, c = self.queue, self.consumer
-        if q is None or not c.running:
+        q = self.queue
+        if q is None or not self.tasks.open:
             return
         if delay <= 0:
             q.put_nowait(req)
         else:
-            c.later(delay, q.put_nowait, req)
+            self.tasks.later(delay, q.put_nowait, req)
 
-    async def run(self) -> None:
-        """Take requests and pull them until the consumer stops."""
-        self.queue = q = asyncio.Queue[PullRequest]()
-        while self.consumer.running:
+    def start(self) -> None:
+        """Create the request queue and start the loop (before the first :meth:`execute`)."""
+        self.queue = asyncio.Queue()
+        self.tasks.spawn(self.run(self.queue))
+
+    async def run(self, q: asyncio.Queue[PullRequest]) -> None:
+        """Take requests and pull them until the task set closes."""
+        while self.tasks.open:
             req = await q.get()
             if not req.pq.dropped:
-                self.consumer.spawn(self.pull(req))
+                self.tasks.spawn(self.pull(req))
 
     async def pull(self, req: PullRequest) -> None:
-        c = self.consumer
+        c = self.parts
         mq, pq, s = req.mq, req.pq, c.settings
         if pq.dropped:
             return
@@ -113,7 +131,7 @@ class PullService:
         if c.orderly and c.clustering and not pq.locked:
             self.execute(req, NOT_LOCKED_DELAY)
             return
-        sub = c.subscriptions().get(mq.topic)
+        sub = c.state.subscription(mq.topic)
         if sub is None:
             self.execute(req, NOT_LOCKED_DELAY)
             return
@@ -135,7 +153,7 @@ class PullService:
             fields = PullMessageRequestHeader(
                 consumer_group=c.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=req.next_offset,
                 max_msg_nums=s.pull.batch_size, sys_flag=sys_flag, commit_offset=max(0, commit_offset),
-                suspend_timeout_millis=s.pull.suspend_ms, sub_version=c.sub_version, expression_type="TAG",
+                suspend_timeout_millis=s.pull.suspend_ms, sub_version=c.state.sub_version, expression_type="TAG",
             ).to_ext()
             resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), s.pull.timeout)
             result = pull_result_from_response(resp, sub, c.group, addr)
@@ -155,8 +173,7 @@ class PullService:
             req.next_offset = result.next_begin_offset
             if result.messages:
                 dispatch = pq.put_messages(result.messages)
-                assert c.consume_service is not None
-                c.consume_service.submit(result.messages, pq, mq, dispatch)
+                self.submit(result.messages, pq, mq, dispatch)
                 self.execute(req, s.pull.interval)
             else:
                 self.execute(req)
@@ -171,13 +188,11 @@ class PullService:
                         result.next_begin_offset, OFFSET_MOVED_DELAY)
             pq.dropped = True
             offset = result.next_begin_offset
-            c.later(OFFSET_MOVED_DELAY, lambda: c.spawn(self._offset_moved(mq, pq, offset)))
+            self.tasks.later(OFFSET_MOVED_DELAY, lambda: self.tasks.spawn(self._offset_moved(mq, pq, offset)))
 
     async def _offset_moved(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
-        c = self.consumer
+        c = self.parts
         c.offset_store.update(mq, offset)
         with contextlib.suppress(MQError):
             await c.persist_offset(mq, offset, sync=True)
-        if c.table.get(mq) is pq:
-            await c.remove_queue(mq, persist=False)
-        c.rebalance_soon()
+        await self.on_offset_moved(mq, pq)

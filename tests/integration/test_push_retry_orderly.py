@@ -234,7 +234,7 @@ def test_delayed_message_arrives_after_its_level_and_flow_control_caps_the_cache
             async def watch():
                 nonlocal peak
                 while True:
-                    peak = max([peak, *(pq.msg_count for pq in c.table.values())])
+                    peak = max([peak, *(pq.msg_count for pq in c.state.table.values())])
                     await asyncio.sleep(0.005)
 
             watcher = asyncio.create_task(watch())

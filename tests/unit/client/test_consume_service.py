@@ -24,6 +24,7 @@ from pyrocketmq.client.consumer_stats import ConsumerStats
 from pyrocketmq.client.offset_store import OffsetStore
 from pyrocketmq.client.process_queue import ProcessQueue
 from pyrocketmq.client.settings import ConsumeSettings, PushConsumerSettings
+from pyrocketmq.client.subscription_state import SubscriptionState
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt
 
@@ -31,15 +32,24 @@ MQ = MessageQueue("T", "broker-a", 0)
 
 
 class FakeConsumer:
+    """The consumer's parts as a consume service sees them (ConsumerParts' fields), plus the two
+    callbacks an orderly service is given."""
+
     def __init__(self, model: str = "CLUSTERING", **consume) -> None:
         self.group = "cg"
         self.settings = PushConsumerSettings(message_model=model, consume=ConsumeSettings(**consume))
         self.offset_store = OffsetStore("cg")
         self.stats = ConsumerStats()
+        self.state = SubscriptionState("cg", model)
+        self.clustering = self.state.clustering
+        self.instance = None
         self.batches: list[tuple[MessageQueue, ProcessQueue]] = []
 
     def after_orderly_batch(self, mq, pq) -> None:
         self.batches.append((mq, pq))
+
+    async def lock_queue(self, mq) -> bool:
+        return True
 
 
 def msgs(*offsets: int) -> list[MessageExt]:
@@ -115,7 +125,7 @@ def test_concurrent_success_commits_and_failure_goes_back_to_the_broker():
         batch = msgs(10, 11, 12)
         pq.put_messages(batch)
         svc.submit(batch, pq, MQ)
-        await asyncio.gather(*list(svc._tasks))
+        await asyncio.gather(*list(svc.tasks._tasks))
         await svc.stop()
         return c, svc, pq
 
@@ -140,7 +150,7 @@ def test_concurrent_failed_send_back_keeps_the_message_and_resubmits_it_locally(
         batch = msgs(20, 21)
         pq.put_messages(batch)
         svc.submit(batch, pq, MQ)
-        await asyncio.gather(*list(svc._tasks))
+        await asyncio.gather(*list(svc.tasks._tasks))
         held = c.offset_store.read_memory(MQ)
         for _ in range(100):
             if pq.msg_count == 0:
@@ -163,7 +173,7 @@ def test_broadcasting_failures_are_dropped_not_sent_back():
         batch = msgs(5)
         pq.put_messages(batch)
         svc.submit(batch, pq, MQ)
-        await asyncio.gather(*list(svc._tasks))
+        await asyncio.gather(*list(svc.tasks._tasks))
         await svc.stop()
         return c, svc
 
@@ -184,7 +194,7 @@ def test_dropped_queue_outcome_does_not_move_the_offset():
         batch = msgs(7)
         pq.put_messages(batch)
         svc.submit(batch, pq, MQ)
-        await asyncio.gather(*list(svc._tasks))
+        await asyncio.gather(*list(svc.tasks._tasks))
         await svc.stop()
         return c
 
@@ -210,7 +220,7 @@ def test_consume_timeout_sends_back_and_removes():
 
 class ScriptedOrderly(OrderlyConsumeService):
     def __init__(self, consumer, listener, back_ok: bool = True) -> None:
-        super().__init__(consumer, listener)
+        super().__init__(consumer, listener, lock_queue=consumer.lock_queue, on_batch_done=consumer.after_orderly_batch)
         self.back_ok = back_ok
         self.sent_back: list[tuple[int, int]] = []
 

@@ -18,6 +18,8 @@ from pyrocketmq.client.process_queue import ProcessQueue
 from pyrocketmq.client.pull_service import PullRequest, PullService
 from pyrocketmq.client.pulling import parse_expression
 from pyrocketmq.client.settings import PushConsumerSettings
+from pyrocketmq.client.subscription_state import SubscriptionState
+from pyrocketmq.client.tasks import TaskSet
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -51,24 +53,12 @@ class FakeService:
         self.submitted.append((msgs, dispatch))
 
 
-class FakeConsumer:
-    def __init__(self, answer: RemotingCommand, *, broker_id: int = 0, model: str = "CLUSTERING", orderly=False):
-        self.group = "cg"
-        self.settings = PushConsumerSettings(message_model=model)
-        self.orderly = orderly
-        self.clustering = model == "CLUSTERING"
-        self.instance = FakeInstance(answer, broker_id)
-        self.offset_store = OffsetStore("cg")
-        self.sub_version = 7
-        self.stats = ConsumerStats()
-        self.consume_service = FakeService()
-        self.running = True
-        self.table: dict = {}
-        self.later_calls: list[float] = []
-        self.removed: list[MessageQueue] = []
+class FakeTasks(TaskSet):
+    """Records delayed calls instead of running them; spawned coroutines are closed unrun."""
 
-    def subscriptions(self):
-        return {"T": parse_expression("TagA")}
+    def __init__(self) -> None:
+        super().__init__()
+        self.later_calls: list[float] = []
 
     def later(self, delay, fn, *args):
         self.later_calls.append(delay)
@@ -76,14 +66,37 @@ class FakeConsumer:
     def spawn(self, coro):
         coro.close()
 
-    async def remove_queue(self, mq, persist=True):
-        self.removed.append(mq)
+
+class FakeConsumer:
+    """ConsumerParts' fields with a scripted instance, and what the fetcher's callbacks received."""
+
+    def __init__(self, answer: RemotingCommand, *, broker_id: int = 0, model: str = "CLUSTERING", orderly=False):
+        self.group = "cg"
+        self.settings = PushConsumerSettings(message_model=model)
+        self.orderly = orderly
+        self.state = SubscriptionState("cg", model)
+        self.state.sub_version = 7
+        self.state.subscribe("T", parse_expression("TagA"))
+        self.clustering = self.state.clustering
+        self.instance = FakeInstance(answer, broker_id)
+        self.offset_store = OffsetStore("cg")
+        self.stats = ConsumerStats()
+        self.consume_service = FakeService()
+        self.tasks = FakeTasks()
+        self.moved: list[MessageQueue] = []
+
+    @property
+    def later_calls(self) -> list[float]:
+        return self.tasks.later_calls
 
     async def persist_offset(self, mq, offset, *, sync):
         pass
 
-    def rebalance_soon(self):
-        pass
+    async def offset_moved(self, mq, pq):
+        self.moved.append(mq)
+
+    def fetcher(self) -> PullService:
+        return PullService(self, self.tasks, submit=self.consume_service.submit, on_offset_moved=self.offset_moved)
 
 
 def answer(code: int, next_begin: int = 0, body: bytes | None = None, suggest: int = 0) -> RemotingCommand:
@@ -93,7 +106,7 @@ def answer(code: int, next_begin: int = 0, body: bytes | None = None, suggest: i
 
 def pull_once(consumer: FakeConsumer, req: PullRequest) -> PullService:
     async def go():
-        svc = PullService(consumer)
+        svc = consumer.fetcher()
         svc.queue = asyncio.Queue()
         await svc.pull(req)
         return svc
