@@ -179,7 +179,7 @@ class Broker:
             SendBackProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats),
             PullProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
                           store=store, stats=stats, holds=self.holds),
-            OffsetProcessor(offsets=offsets, store=store),
+            OffsetProcessor(offsets=offsets, store=store, topics=topics),
             self.client_processor,
             ConsumerProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, store=store),
             AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,

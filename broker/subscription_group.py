@@ -8,7 +8,8 @@ import time
 import orjson
 
 from pyrocketmq.remoting.body import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
-from pyrocketmq.remoting.names import SYSTEM_GROUPS
+from pyrocketmq.remoting.config_checks import ConfigRefused, group_config_problem
+from pyrocketmq.remoting.names import SYSTEM_GROUPS, check_group_name
 
 from .store.config_file import load_json_file, write_json_file
 
@@ -39,16 +40,24 @@ class SubscriptionGroupManager:
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config; created with defaults when auto-creation is on."""
         config = self.table.get(group)
-        if config is None and self.auto_create:
+        if config is None and self.auto_create and check_group_name(group) is None:
             config = SubscriptionGroupConfig(group_name=group)
             self.update(config)
         return config
 
     def update(self, config: SubscriptionGroupConfig) -> None:
+        """Create or replace a group; :class:`ConfigRefused` (nothing stored) when the config is invalid."""
+        problem = group_config_problem(config)
+        if problem is not None:
+            raise ConfigRefused(f"subscription group {config.group_name[:64]!r} refused: {problem}")
         self.table[config.group_name] = config
         self._next_version()
         log.info("subscription group %s saved", config.group_name)
         self.persist()
+
+    def is_system(self, group: str) -> bool:
+        """A group every broker has from the start; clients may not delete it."""
+        return group in SYSTEM_GROUPS
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import orjson
 
 from pyrocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from pyrocketmq.remoting.config_checks import ConfigRefused, topic_config_problem
 from pyrocketmq.remoting.names import (
     AUTO_CREATE_TOPIC,
     BENCHMARK_TOPIC,
@@ -25,6 +26,7 @@ from pyrocketmq.remoting.names import (
     SELF_TEST_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
+    is_system_topic,
 )
 
 from .store.config_file import load_json_file, write_json_file
@@ -48,6 +50,8 @@ class TopicConfigManager:
         self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=0)
         #: Called after any change (the broker re-registers with the name servers).
         self.on_change: Callable[[], None] | None = None
+        #: The broker's own topics besides the fixed system set (Java ``TopicValidator.addSystemTopic``).
+        self.own_topics = frozenset({cluster_name, broker_name})
         self._system_defaults(cluster_name, broker_name, auto_create_topic, default_queue_nums)
 
     def _system_defaults(self, cluster: str, broker: str, auto_create: bool, queues: int) -> None:
@@ -92,7 +96,16 @@ class TopicConfigManager:
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
 
+    def is_system(self, topic: str) -> bool:
+        """A topic clients may not create, update or delete: the system set and this broker's own
+        cluster-name and broker-name topics."""
+        return is_system_topic(topic) or topic in self.own_topics
+
     def update(self, config: TopicConfig) -> None:
+        """Create or replace a topic; :class:`ConfigRefused` (nothing stored) when the config is invalid."""
+        problem = topic_config_problem(config)
+        if problem is not None:
+            raise ConfigRefused(f"topic {config.topic_name[:64]!r} refused: {problem}")
         old = self.table.get(config.topic_name)
         self.table[config.topic_name] = config
         log.info("topic %s %s: %s", config.topic_name, "updated" if old else "created", config)

@@ -25,6 +25,7 @@ from typing import TypeVar
 from pyrocketmq.remoting.body import DataVersion, RegisterBrokerBody, TopicList
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.config_checks import MAX_ROUTED_QUEUE_NUMS, topic_config_problem
 from pyrocketmq.remoting.header import (
     DeleteKVConfigRequestHeader,
     DeleteTopicRequestHeader,
@@ -44,6 +45,7 @@ from pyrocketmq.remoting.header import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
+from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.transport import Connection, Handler, HandlerRegistry
 
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
@@ -78,6 +80,7 @@ class NamesrvProcessor:
         self.routes = routes
         self.kv = kv
         self.clock = clock
+        self._refusals = RateLimitedLog(log)
 
     def handlers(self) -> dict[int, Handler]:
         table: dict[int, Callable[[Connection, RemotingCommand], RemotingCommand]] = {
@@ -117,6 +120,8 @@ class NamesrvProcessor:
     # -- brokers ------------------------------------------------------------------------------------
     def handle_register_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: RegisterBrokerRequestHeader = _header(RegisterBrokerRequestHeader, cmd)
+        if h.broker_id < 0:
+            raise _BadRequest(f"brokerId {h.broker_id} is negative: 0 is the master, 1.. the slaves")
         body = bytes(cmd.payload) if cmd.body else b""
         if h.body_crc32 != 0:
             crc = zlib.crc32(body) & 0x7FFFFFFF
@@ -131,6 +136,13 @@ class NamesrvProcessor:
         else:
             reg = RegisterBrokerBody()
             reg.topic_config_serialize_wrapper.data_version = DataVersion(0, 0)
+        table = reg.topic_config_serialize_wrapper.topic_config_table
+        for name, config in list(table.items()):
+            problem = topic_config_problem(config, MAX_ROUTED_QUEUE_NUMS) or (None if name == config.topic_name else "its key is not its name")
+            if problem is not None:  # not routed; the rest of the registration stands
+                del table[name]
+                self._refusals.warning("register from %s (%s): topic %r not routed: %s", h.broker_addr, h.broker_name,
+                                       name[:64], problem)
         result = self.routes.register_broker(
             h.cluster_name,
             h.broker_addr,

@@ -4,9 +4,11 @@ Pure codec, no I/O. Each header is declared once as a dataclass; its fields *are
 
 - the wire key is the Java field name, derived from the attribute (``consumer_group`` →
   ``consumerGroup``) unless a field says otherwise (``jf("clientID")``);
-- the type comes from the annotation: ``int``, ``str`` or ``bool`` (``X | None`` is optional);
+- the type comes from the annotation: ``int`` (Java ``Integer``, 32 bits), ``Long`` (Java ``Long``,
+  64 bits), ``str`` or ``bool`` (``X | None`` is optional); a number outside its Java type's range
+  is malformed, as Java's ``Integer.parseInt``/``Long.parseLong`` find it;
 - a field without a default is required (Java's ``@CFNotNull``): ``from_command`` raises
-  :class:`HeaderError` naming it when it is missing or not a number.
+  :class:`HeaderError` naming it when it is missing, not a number or out of range.
 
 Values go on the wire as Java writes them (``stringify``): decimal numbers, ``true``/``false``; a
 ``None`` is left out. From 4.9.5 many requests carry an optional ``bname``; it is ignored.
@@ -25,11 +27,18 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from .command import RemotingCommand, stringify
 
 H = TypeVar("H", bound="Header")
+
+Long: TypeAlias = int
+"""A header field Java declares ``Long`` (64 bits); a plain ``int`` field is Java's ``Integer``."""
+
+INT_RANGE = (-(2**31), 2**31 - 1)
+LONG_RANGE = (-(2**63), 2**63 - 1)
+_RANGES = {"int": INT_RANGE, "Long": LONG_RANGE}
 
 
 class HeaderError(ValueError):
@@ -50,7 +59,7 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-_KIND = re.compile(r"^(int|str|bool)\b")
+_KIND = re.compile(r"^(int|Long|str|bool)\b")
 
 # per field: (attr, wire key, kind, required, label used in errors)
 _Spec = tuple[tuple[str, str, str, bool, str], ...]
@@ -61,11 +70,16 @@ def _spec_of(cls: type) -> _Spec:
     for f in fields(cls):
         m = _KIND.match(str(f.type))
         if m is None:
-            raise TypeError(f"{cls.__name__}.{f.name}: header fields are int, str or bool")
+            raise TypeError(f"{cls.__name__}.{f.name}: header fields are int, Long, str or bool")
         java = f.metadata.get("java") or _camel(f.name)
         required = f.default is MISSING and f.default_factory is MISSING
         out.append((f.name, java, m.group(1), required, repr(java)))
     return tuple(out)
+
+
+def _cut(raw: str, limit: int = 40) -> str:
+    """A value quoted in an error, cut short (a remark is not an echo of whatever was sent)."""
+    return raw if len(raw) <= limit else raw[:limit] + "…"
 
 
 def _read(cls: type[H], ext: dict[str, str], spec: _Spec) -> H:
@@ -76,11 +90,16 @@ def _read(cls: type[H], ext: dict[str, str], spec: _Spec) -> H:
             if required:
                 raise HeaderError(f"the request header field {label} is missing", key)
             continue
-        if kind == "int":
+        if kind == "int" or kind == "Long":
             try:
-                kw[attr] = int(raw)
+                value = int(raw)
             except ValueError:
-                raise HeaderError(f"the request header field {label} is not an integer: {raw!r}", key) from None
+                raise HeaderError(f"the request header field {label} is not an integer: {_cut(raw)!r}", key) from None
+            low, high = _RANGES[kind]
+            if not low <= value <= high:
+                java = "an Integer" if kind == "int" else "a Long"
+                raise HeaderError(f"the request header field {label} is out of range for {java}: {_cut(raw)}", key)
+            kw[attr] = value
         elif kind == "bool":
             kw[attr] = raw.strip().lower() == "true"  # Java Boolean.parseBoolean: anything else is false
         else:
@@ -134,7 +153,7 @@ class SendMessageRequestHeader(Header):
     default_topic_queue_nums: int
     queue_id: int
     sys_flag: int
-    born_timestamp: int
+    born_timestamp: Long
     flag: int
     properties: str | None = None
     reconsume_times: int | None = None
@@ -167,13 +186,20 @@ def _send_v2_fast(ext: dict[str, str]) -> SendMessageRequestHeader:
     otherwise, and the caller falls back to ``_read`` for the error)."""
     get = ext.get
     k, m = get("k"), get("m")
-    return SendMessageRequestHeader(
+    h = SendMessageRequestHeader(
         ext["a"], ext["b"], ext["c"], int(ext["d"]), int(ext["e"]), int(ext["f"]), int(ext["g"]), int(ext["h"]),
         get("i"), _opt_int(get("j")),
         k is not None and k.strip().lower() == "true",
         m is not None and m.strip().lower() == "true",
         _opt_int(get("l")),
     )
+    low, high = INT_RANGE
+    if not (low <= h.default_topic_queue_nums <= high and low <= h.queue_id <= high and low <= h.sys_flag <= high
+            and low <= h.flag <= high and LONG_RANGE[0] <= h.born_timestamp <= LONG_RANGE[1]
+            and (h.reconsume_times is None or low <= h.reconsume_times <= high)
+            and (h.max_reconsume_times is None or low <= h.max_reconsume_times <= high)):
+        raise ValueError("a field out of its Java type's range")
+    return h
 
 
 @functools.cache
@@ -190,7 +216,7 @@ def _send_v2_spec() -> _Spec:
 class SendMessageResponseHeader(Header):
     msg_id: str
     queue_id: int
-    queue_offset: int
+    queue_offset: Long
     transaction_id: str | None = None
 
     def to_ext(self) -> dict[str, str]:
@@ -209,12 +235,12 @@ class PullMessageRequestHeader(Header):
     consumer_group: str
     topic: str
     queue_id: int
-    queue_offset: int
+    queue_offset: Long
     max_msg_nums: int
     sys_flag: int
-    commit_offset: int
-    suspend_timeout_millis: int
-    sub_version: int
+    commit_offset: Long
+    suspend_timeout_millis: Long
+    sub_version: Long
     subscription: str | None = None
     expression_type: str | None = None
 
@@ -223,10 +249,10 @@ class PullMessageRequestHeader(Header):
 class PullMessageResponseHeader(Header):
     """Always all four fields, even on errors: a Java client unboxes them unconditionally."""
 
-    suggest_which_broker_id: int
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
+    suggest_which_broker_id: Long
+    next_begin_offset: Long
+    min_offset: Long
+    max_offset: Long
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +264,7 @@ class QueryConsumerOffsetRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True)
 class QueryConsumerOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +272,7 @@ class UpdateConsumerOffsetRequestHeader(Header):
     consumer_group: str
     topic: str
     queue_id: int
-    commit_offset: int
+    commit_offset: Long
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,19 +297,19 @@ class GetEarliestMsgStoretimeRequestHeader(Header):
 class SearchOffsetRequestHeader(Header):
     topic: str
     queue_id: int
-    timestamp: int
+    timestamp: Long
 
 
 @dataclass(frozen=True, slots=True)
 class OffsetResponseHeader(Header):
     """GET_MAX_OFFSET, GET_MIN_OFFSET and SEARCH_OFFSET_BY_TIMESTAMP answer ``offset``."""
 
-    offset: int
+    offset: Long
 
 
 @dataclass(frozen=True, slots=True)
 class GetEarliestMsgStoretimeResponseHeader(Header):
-    timestamp: int
+    timestamp: Long
 
 
 # -- clients ------------------------------------------------------------------------------------
@@ -308,7 +334,7 @@ class NotifyConsumerIdsChangedRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True)
 class ConsumerSendMsgBackRequestHeader(Header):
-    offset: int
+    offset: Long
     group: str
     delay_level: int
     origin_msg_id: str | None = None
@@ -320,8 +346,8 @@ class ConsumerSendMsgBackRequestHeader(Header):
 @dataclass(frozen=True, slots=True)
 class EndTransactionRequestHeader(Header):
     producer_group: str
-    tran_state_table_offset: int
-    commit_log_offset: int
+    tran_state_table_offset: Long
+    commit_log_offset: Long
     commit_or_rollback: int  # 0 unknown, 8 commit, 12 rollback
     msg_id: str
     from_transaction_check: bool = False
@@ -330,8 +356,8 @@ class EndTransactionRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True)
 class CheckTransactionStateRequestHeader(Header):
-    tran_state_table_offset: int
-    commit_log_offset: int
+    tran_state_table_offset: Long
+    commit_log_offset: Long
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
@@ -343,7 +369,7 @@ class ResetOffsetRequestHeader(Header):
 
     topic: str
     group: str
-    timestamp: int  # -1: the max offset
+    timestamp: Long  # -1: the max offset
     is_force: bool = False
 
 
@@ -401,7 +427,7 @@ class DeleteSubscriptionGroupRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True)
 class ViewMessageRequestHeader(Header):
-    offset: int
+    offset: Long
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,14 +435,14 @@ class QueryMessageRequestHeader(Header):
     topic: str
     key: str
     max_num: int
-    begin_timestamp: int
-    end_timestamp: int
+    begin_timestamp: Long
+    end_timestamp: Long
 
 
 @dataclass(frozen=True, slots=True)
 class QueryMessageResponseHeader(Header):
-    index_last_update_timestamp: int
-    index_last_update_phyoffset: int
+    index_last_update_timestamp: Long
+    index_last_update_phyoffset: Long
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,7 +473,7 @@ class RegisterBrokerRequestHeader(Header):
     broker_addr: str
     cluster_name: str
     ha_server_addr: str
-    broker_id: int
+    broker_id: Long
     compressed: bool = False
     body_crc32: int = 0  # crc32(body) & 0x7FFFFFFF; 0 = not checked
 
@@ -463,7 +489,7 @@ class UnRegisterBrokerRequestHeader(Header):
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: Long
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,7 +497,7 @@ class QueryDataVersionRequestHeader(Header):
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: Long
 
 
 @dataclass(frozen=True, slots=True)

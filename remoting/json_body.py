@@ -28,9 +28,15 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
 def _convert(kind: str, v: Any) -> Any:
     if kind == "int":
-        return int(v)
+        n = int(v)
+        if not _LONG_MIN <= n <= _LONG_MAX:  # no Java number field holds it; never let it reach a config file
+            raise ValueError(f"{str(v)[:40]} is beyond a Java long")
+        return n
     if kind == "bool":
         return v.lower() == "true" if isinstance(v, str) else bool(v)
     if kind == "float":

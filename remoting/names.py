@@ -45,6 +45,7 @@ NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_
 """Topics a producer may not send to (Java ``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET``)."""
 
 MAX_TOPIC_LENGTH = 127
+MAX_GROUP_LENGTH = 255
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
@@ -93,5 +94,21 @@ def check_topic_name(topic: str | None) -> str | None:
     if len(topic.encode()) > MAX_TOPIC_LENGTH:
         return f"the topic name is longer than {MAX_TOPIC_LENGTH} bytes"
     if not TOPIC_PATTERN.match(topic):
-        return f"the topic name {topic!r} contains characters other than ^[%|a-zA-Z0-9_-]+$"
+        return f"the topic name {topic[:64]!r} contains characters other than ^[%|a-zA-Z0-9_-]+$"
+    return None
+
+
+def check_group_name(group: str | None) -> str | None:
+    """Why ``group`` is not a valid consumer or producer group name, or ``None`` when it is (the
+    topic rule's characters, at most 255 bytes: Java's client ``Validators.checkGroup``).
+
+    >>> check_group_name("GID_orders"), check_group_name("../x") is not None
+    (None, True)
+    """
+    if not group:
+        return "the group name is empty"
+    if len(group.encode()) > MAX_GROUP_LENGTH:
+        return f"the group name is longer than {MAX_GROUP_LENGTH} bytes"
+    if not TOPIC_PATTERN.match(group):
+        return f"the group name {group[:64]!r} contains characters other than ^[%|a-zA-Z0-9_-]+$"
     return None

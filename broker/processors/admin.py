@@ -20,8 +20,13 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.names import SCHEDULE_TOPIC, check_topic_name
+from pyrocketmq.remoting.config_checks import ConfigRefused
+from pyrocketmq.remoting.header import CreateTopicRequestHeader, HeaderError, ViewMessageRequestHeader
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, SCHEDULE_TOPIC, check_group_name, check_topic_name
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
+
+_CREATE_TOPIC_DEFAULTS = {"defaultTopic": AUTO_CREATE_TOPIC, "readQueueNums": "16", "writeQueueNums": "16",
+                          "perm": "6", "topicFilterType": "SINGLE_TAG"}
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager
@@ -73,35 +78,38 @@ class AdminProcessor:
         server.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.handle_runtime_info)
 
     def handle_create_topic(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        topic = cmd.get_str("topic") or ""
+        try:  # Java's header requires every field; older tools leave some out: Java's defaults then
+            h = CreateTopicRequestHeader.from_ext({**_CREATE_TOPIC_DEFAULTS, **cmd.ext_fields})
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad topic header: {e}")
+        topic = h.topic
         problem = check_topic_name(topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
-        if topic == self.settings.identity.cluster_name:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] conflicts with the cluster name")
-        try:
-            read = cmd.get_int("readQueueNums", 16)
-            write = cmd.get_int("writeQueueNums", 16)
-            perm = cmd.get_int("perm", 6)
-            sys_flag = cmd.get_int("topicSysFlag", 0)
-        except ValueError as e:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad topic header: {e}")
-        if read is None or write is None or read < 0 or write < 0 or read > 1024 or write > 1024:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be within 0..1024")
+        if self.topics.is_system(topic):
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] is a system topic: it cannot be created or updated")
         config = TopicConfig(
             topic_name=topic,
-            read_queue_nums=read,
-            write_queue_nums=write,
-            perm=perm if perm is not None else 6,
-            topic_filter_type=cmd.get_str("topicFilterType") or "SINGLE_TAG",
-            topic_sys_flag=sys_flag or 0,
-            order=cmd.get_bool("order"),
+            read_queue_nums=h.read_queue_nums,
+            write_queue_nums=h.write_queue_nums,
+            perm=h.perm,
+            topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
+            topic_sys_flag=h.topic_sys_flag or 0,
+            order=h.order,
         )
-        self.topics.update(config)
+        try:
+            self.topics.update(config)
+        except ConfigRefused as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_delete_topic(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         topic = cmd.get_str("topic") or ""
+        problem = check_topic_name(topic)
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+        if self.topics.is_system(topic):
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] is a system topic: it cannot be deleted")
         self.topics.delete(topic)
         self.store.delete_topics({topic})
         self.offsets.remove_topic(topic)
@@ -115,9 +123,10 @@ class AdminProcessor:
             config = SubscriptionGroupConfig.from_json(cmd.payload)
         except (ValueError, TypeError, KeyError) as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group body: {e}")
-        if not config.group_name:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "the subscription group has no groupName")
-        self.groups.update(config)
+        try:
+            self.groups.update(config)
+        except ConfigRefused as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_all_groups(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
@@ -126,16 +135,22 @@ class AdminProcessor:
         return cmd.response(ResponseCode.SUCCESS, body=wrapper.to_json())
 
     def handle_delete_group(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        self.groups.delete(cmd.get_str("groupName") or "")
+        group = cmd.get_str("groupName") or ""
+        problem = check_group_name(group)
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+        if self.groups.is_system(group):
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the subscription group[{group}] is a system group: it cannot be deleted")
+        self.groups.delete(group)
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_view_message(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:
-            offset = cmd.get_int("offset")
-        except ValueError:
-            offset = None
-        if offset is None or offset < 0:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "the request header field 'offset' is missing or invalid")
+            offset = ViewMessageRequestHeader.from_command(cmd).offset
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
+        if offset < 0:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the request header field 'offset' is negative: {offset}")
         record = self.store.look_message_by_offset(offset)
         if record is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")

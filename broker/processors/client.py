@@ -14,6 +14,7 @@ import orjson
 from pyrocketmq.remoting.body import HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.config_checks import heartbeat_problem
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
 
@@ -49,6 +50,9 @@ class ClientProcessor:
             data = HeartbeatData.from_json(cmd.payload or b"{}")
         except (ValueError, TypeError, KeyError) as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {e}")
+        problem = heartbeat_problem(data)
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"heartbeat refused: {problem}")
         for consumer in data.consumer_data_set:
             group_config = self.groups.find(consumer.group_name)
             if group_config is not None and consumer.message_model == "CLUSTERING":

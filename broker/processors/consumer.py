@@ -28,6 +28,7 @@ from pyrocketmq.remoting.code import LanguageCode, RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, ResetOffsetRequestHeader
 from pyrocketmq.remoting.message import decode_offset_msg_id
+from pyrocketmq.remoting.names import check_group_name
 from pyrocketmq.remoting.transport import (
     Connection,
     HandlerRegistry,
@@ -175,6 +176,9 @@ class ConsumerProcessor:
             h = ResetOffsetRequestHeader.from_command(cmd)
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad reset offset request header: {e}")
+        problem = check_group_name(h.group)
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         table = self.reset_table(h.topic, h.group, h.timestamp, h.is_force)
         if table is None:
             return cmd.response(

@@ -7,32 +7,41 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import (
+    GetEarliestMsgStoretimeRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    Header,
+    HeaderError,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from pyrocketmq.remoting.names import check_group_name
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 if TYPE_CHECKING:
     from ..consumer_offset import ConsumerOffsetManager
     from ..store.message_store import MessageStore
+    from ..topic_config import TopicConfigManager
 
 
 class _BadRequest(ValueError):
     pass
 
 
-def _need_str(cmd: RemotingCommand, key: str) -> str:
-    v = cmd.ext_fields.get(key)
-    if v is None or v == "":
-        raise _BadRequest(f"the request header field {key!r} is missing")
-    return v
-
-
-def _need_int(cmd: RemotingCommand, key: str) -> int:
-    v = _need_str(cmd, key)
+def _header(cls: type[_H], cmd: RemotingCommand) -> _H:
     try:
-        return int(v)
-    except ValueError:
-        raise _BadRequest(f"the request header field {key!r} is not an integer: {v!r}") from None
+        h = cls.from_command(cmd)
+    except HeaderError as e:
+        raise _BadRequest(str(e)) from None
+    queue_id = getattr(h, "queue_id", 0)
+    if queue_id < 0:
+        raise _BadRequest(f"the request header field 'queueId' is negative: {queue_id}")
+    return h
 
 
+_H = TypeVar("_H", bound=Header)
 _Self = TypeVar("_Self")
 _Method = Callable[[_Self, Connection, RemotingCommand], HandlerResult]
 
@@ -49,9 +58,10 @@ def _guarded(fn: _Method[_Self]) -> _Method[_Self]:
 
 
 class OffsetProcessor:
-    def __init__(self, *, offsets: ConsumerOffsetManager, store: MessageStore) -> None:
+    def __init__(self, *, offsets: ConsumerOffsetManager, store: MessageStore, topics: TopicConfigManager) -> None:
         self.offsets = offsets
         self.store = store
+        self.topics = topics
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.QUERY_CONSUMER_OFFSET, self.handle_query_consumer_offset)
@@ -63,7 +73,8 @@ class OffsetProcessor:
 
     @_guarded
     def handle_query_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        group, topic, qid = _need_str(cmd, "consumerGroup"), _need_str(cmd, "topic"), _need_int(cmd, "queueId")
+        q = _header(QueryConsumerOffsetRequestHeader, cmd)
+        group, topic, qid = q.consumer_group, q.topic, q.queue_id
         offset = self.offsets.query(group, topic, qid)
         if offset >= 0:
             return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
@@ -75,29 +86,41 @@ class OffsetProcessor:
 
     @_guarded
     def handle_update_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        group, topic, qid = _need_str(cmd, "consumerGroup"), _need_str(cmd, "topic"), _need_int(cmd, "queueId")
-        offset = _need_int(cmd, "commitOffset")
-        self.offsets.commit(group, topic, qid, offset)
+        h = _header(UpdateConsumerOffsetRequestHeader, cmd)
+        problem = check_group_name(h.consumer_group)
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+        config = self.topics.get(h.topic)
+        if config is None:
+            return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
+        queues = max(config.read_queue_nums, config.write_queue_nums)
+        if h.queue_id >= queues:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] has {queues} queues")
+        if h.commit_offset < 0:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"commitOffset[{h.commit_offset}] is negative")
+        self.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         return cmd.response(ResponseCode.SUCCESS)
 
     @_guarded
     def handle_max_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        offset = self.store.get_max_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
+        h = _header(GetMaxOffsetRequestHeader, cmd)
+        offset = self.store.get_max_offset_in_queue(h.topic, h.queue_id)
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
 
     @_guarded
     def handle_min_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        offset = self.store.get_min_offset_in_queue(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
+        h = _header(GetMinOffsetRequestHeader, cmd)
+        offset = self.store.get_min_offset_in_queue(h.topic, h.queue_id)
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})
 
     @_guarded
     def handle_earliest_time(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        ts = self.store.get_earliest_message_time(_need_str(cmd, "topic"), _need_int(cmd, "queueId"))
+        h = _header(GetEarliestMsgStoretimeRequestHeader, cmd)
+        ts = self.store.get_earliest_message_time(h.topic, h.queue_id)
         return cmd.response(ResponseCode.SUCCESS, None, {"timestamp": ts})
 
     @_guarded
     def handle_search_by_time(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        offset = self.store.get_offset_by_time(
-            _need_str(cmd, "topic"), _need_int(cmd, "queueId"), _need_int(cmd, "timestamp")
-        )
+        h = _header(SearchOffsetRequestHeader, cmd)
+        offset = self.store.get_offset_by_time(h.topic, h.queue_id, h.timestamp)
         return cmd.response(ResponseCode.SUCCESS, None, {"offset": offset})

@@ -194,7 +194,9 @@ class SendProcessor:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 config = topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
             else:
-                config = topics.create_in_send(h.topic, h.default_topic or "", h.default_topic_queue_nums or 4, h.sys_flag)
+                # Java: topicSysFlag is FLAG_UNIT (1) for a unit-mode producer, else 0 (not the message's sysFlag)
+                config = topics.create_in_send(h.topic, h.default_topic or "", h.default_topic_queue_nums or 4,
+                                               1 if h.unit_mode else 0)
             if config is None:
                 return cmd.response(
                     ResponseCode.TOPIC_NOT_EXIST,

@@ -64,6 +64,8 @@ class SendBackProcessor:
             h = ConsumerSendMsgBackRequestHeader.from_command(cmd)
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send-back request header: {e}")
+        if h.offset < 0:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the request header field 'offset' is negative: {h.offset}")
         if self.settings.identity.role == BrokerRole.SLAVE:
             return cmd.response(ResponseCode.NO_PERMISSION, f"the broker[{self.settings.addr}] sending message is forbidden")
         group = self.groups.find(h.group)

@@ -85,7 +85,9 @@ class TransactionProcessor:
         if self.settings.identity.role == BrokerRole.SLAVE:
             return cmd.response(ResponseCode.SLAVE_NOT_AVAILABLE, "the broker is a slave: it ends no transaction")
         if h.commit_or_rollback not in (COMMIT, ROLLBACK):
-            return None  # UNKNOWN: the check service asks again
+            return None  # UNKNOWN (or any other value, as Java): the check service asks again
+        if h.commit_log_offset < 0 or h.tran_state_table_offset < 0:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "commitLogOffset and tranStateTableOffset must not be negative")
         store = self.store
         msg = store.look_message(h.commit_log_offset)
         if msg is None:

@@ -178,3 +178,22 @@ def test_every_handler_answers_a_bad_header_with_system_error(ns):
         resp = handler(FakeConn(), RemotingCommand.request(code, {}))
         assert resp is not None, code
         assert resp.code in (ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR), code
+
+
+def test_register_routes_valid_topics_and_skips_invalid_ones(ns, caplog):
+    good = TopicConfig("T", 4, 4, 6)
+    bad = [TopicConfig("../x", 4, 4, 6), TopicConfig("P", 4, 4, 2**40), TopicConfig("Q", 2**31, 4, 6)]
+    resp = register(ns, good, *bad)
+    assert resp.code == ResponseCode.SUCCESS  # the broker stays registered: its valid topics are routed
+    assert call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code == ResponseCode.SUCCESS
+    for topic in ("../x", "P", "Q"):
+        assert call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code == ResponseCode.TOPIC_NOT_EXIST
+    assert sum("not routed" in r.getMessage() for r in caplog.records) == 3
+
+
+def test_register_refuses_brokerid_out_of_range(ns):
+    for bid, words in ((-1, "negative"), (2**63, "out of range for a Long")):
+        body = reg_body(TopicConfig("T", 4, 4, 6))
+        resp = call(ns, RequestCode.REGISTER_BROKER, reg_ext(bid=bid, body=body), body)
+        assert resp.code == ResponseCode.SYSTEM_ERROR and words in resp.remark
+    assert call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code == ResponseCode.TOPIC_NOT_EXIST

@@ -212,3 +212,23 @@ def test_docstring_examples():
     for module in (hdr, body):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_numbers_must_fit_their_java_type():
+    """``int`` fields are Java Integers, ``Long`` fields Java Longs: beyond either is malformed."""
+    from pyrocketmq.remoting.command import RemotingCommand as Cmd
+
+    ok = {"consumerGroup": "g", "topic": "T", "queueId": str(2**31 - 1), "commitOffset": str(2**63 - 1)}
+    h = hdr.UpdateConsumerOffsetRequestHeader.from_command(Cmd.request(15, ok))
+    assert (h.queue_id, h.commit_offset) == (2**31 - 1, 2**63 - 1)
+    for key, value, words in (("queueId", str(2**31), "an Integer"), ("queueId", str(-(2**31) - 1), "an Integer"),
+                              ("commitOffset", str(2**63), "a Long"), ("commitOffset", "9" * 100, "a Long"), ("commitOffset", "9" * 5000, "not an integer")):
+        with pytest.raises(hdr.HeaderError, match=words) as e:
+            hdr.UpdateConsumerOffsetRequestHeader.from_command(Cmd.request(15, {**ok, key: value}))
+        assert e.value.field_name == key and len(str(e.value)) < 150
+    v2 = {"a": "p", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": str(2**40), "h": "0"}
+    assert hdr.SendMessageRequestHeader.from_command(Cmd.request(310, v2)).born_timestamp == 2**40
+    for key in "defhjl":
+        with pytest.raises(hdr.HeaderError, match="an Integer") as e:
+            hdr.SendMessageRequestHeader.from_command(Cmd.request(310, {**v2, key: str(2**31)}))
+        assert e.value.field_name == key
