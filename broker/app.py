@@ -17,7 +17,7 @@ import time
 
 from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.message import pack_host
-from pyrocketmq.remoting.transport import RemotingServer
+from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.service import Service, Services
 
 from .client_manager import ConsumerManager, ProducerManager
@@ -70,7 +70,8 @@ class Broker:
         self.producers = ProducerManager(settings.network.client_channel_expiry_ms)
         self.holds = PullHoldService()
         self.stats = BrokerStats()
-        self.server = RemotingServer("broker", idle_timeout=settings.network.server_channel_max_idle_s or None)
+        self.server = RemotingServer("broker", idle_timeout=settings.network.server_channel_max_idle_s or None,
+                                     limits=settings.network.limits)
         self.registrar = Registrar(settings, self.topics)
         self.store: MessageStore | None = None
         self.schedule: ScheduleService | None = None
@@ -213,7 +214,8 @@ class Broker:
         slaves sync configs from their master there, whatever the client-side VIP setting says."""
         if self.port < 3:
             return
-        fast = RemotingServer("broker-fast", self.server.handlers, idle_timeout=self.server.idle_timeout)
+        fast = RemotingServer("broker-fast", self.server.handlers, idle_timeout=self.server.idle_timeout,
+                              limits=self.server.limits)
         fast.on_connection_closed(self.client_processor.connection_closed)
         try:
             await fast.start(self.settings.network.bind_address, self.port - 2)

@@ -67,7 +67,7 @@ from pyrocketmq.remoting.names import (
 from .settings import BrokerRole
 
 if TYPE_CHECKING:
-    from pyrocketmq.remoting.transport import RemotingServer
+    from pyrocketmq.remoting.server import RemotingServer
 
     from .client_manager import ConsumerManager
     from .consumer_offset import ConsumerOffsetManager

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from pyrocketmq.remoting.limits import ConnectionLimits
 
 from .store.settings import StoreSettings
 
@@ -54,6 +57,9 @@ class NetworkSettings:
     """How long a client connection may stay silent before it is dropped from its groups."""
     server_channel_max_idle_s: int = 120
     """``serverChannelMaxIdleTimeSeconds``: a connection silent both ways this long is closed (0 = never)."""
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """``serverMaxConnections`` (10000), ``serverMaxRequestsInFlight`` (65536 per connection),
+    ``serverMaxQueuedBytes`` (64 MiB of unread answers per connection); 0 = no limit."""
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
@@ -158,6 +164,7 @@ class BrokerSettings:
             client_channel_expiry_ms=get_int("channelExpiredTimeout", 120_000),
             server_channel_max_idle_s=_non_negative("serverChannelMaxIdleTimeSeconds",
                                                     get_int("serverChannelMaxIdleTimeSeconds", 120)),
+            limits=_limits(get_int),
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
         )
@@ -198,6 +205,17 @@ def read_properties(path: str) -> dict[str, str]:
                 raise ConfigError(f"{path}:{lineno}: expected key=value, got {line!r}")
             conf[m.group(1)] = m.group(2).strip()
     return conf
+
+
+def _limits(get_int: Callable[[str, int], int]) -> ConnectionLimits:
+    def read(key: str, default: int) -> int:
+        return _non_negative(key, get_int(key, default))
+
+    return ConnectionLimits(
+        max_connections=read("serverMaxConnections", 10_000),
+        max_in_flight=read("serverMaxRequestsInFlight", 65_536),
+        max_queued_bytes=read("serverMaxQueuedBytes", 64 << 20),
+    )
 
 
 def _non_negative(key: str, value: int) -> int:

@@ -20,7 +20,8 @@ import sys
 import time
 
 from pyrocketmq.metrics_server import MetricsServer
-from pyrocketmq.remoting.transport import Connection, RemotingServer
+from pyrocketmq.remoting.server import RemotingServer
+from pyrocketmq.remoting.transport import Connection
 from pyrocketmq.service import Service
 
 from .kv_config import KVConfigError, KVConfigManager
@@ -50,7 +51,8 @@ class NameServer:
         self.kv = KVConfigManager(self.settings.kv_config_path)
         self.processor = NamesrvProcessor(self.routes, self.kv)
         self.server = RemotingServer(
-            "namesrv", self.processor.handlers(), idle_timeout=self.settings.server_channel_max_idle_s or None
+            "namesrv", self.processor.handlers(), idle_timeout=self.settings.server_channel_max_idle_s or None,
+            limits=self.settings.limits,
         )
         self.server.on_connection_closed(self._connection_closed)
         self.port = 0

@@ -27,7 +27,7 @@ from pyrocketmq.metrics import RequestRecorder, ScrapeCollector, response_code_n
 from pyrocketmq.remoting.code import RequestCode
 
 if TYPE_CHECKING:
-    from pyrocketmq.remoting.transport import RemotingServer
+    from pyrocketmq.remoting.server import RemotingServer
 
     from .route_info import RouteInfoManager
 

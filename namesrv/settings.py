@@ -11,6 +11,8 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
+from pyrocketmq.remoting.limits import ConnectionLimits
+
 
 class ConfigError(ValueError):
     """A setting has a value this name server cannot use; the message names the key."""
@@ -36,6 +38,9 @@ class NamesrvSettings:
 
     server_channel_max_idle_s: int = 120
     """``serverChannelMaxIdleTimeSeconds``: a connection silent both ways this long is closed (0 = never)."""
+
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """``serverMaxConnections``, ``serverMaxRequestsInFlight``, ``serverMaxQueuedBytes`` (0 = no limit)."""
 
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
@@ -76,6 +81,11 @@ class NamesrvSettings:
             scan_interval_ms=get_int("scanNotActiveBrokerInterval", 10_000, 100, 3_600_000),
             broker_expiry_ms=get_int("brokerChannelExpiredTime", 120_000, 1_000, 86_400_000),
             server_channel_max_idle_s=get_int("serverChannelMaxIdleTimeSeconds", 120, 0, 86_400),
+            limits=ConnectionLimits(
+                max_connections=get_int("serverMaxConnections", 10_000, 0, 1_000_000),
+                max_in_flight=get_int("serverMaxRequestsInFlight", 65_536, 0, 10_000_000),
+                max_queued_bytes=get_int("serverMaxQueuedBytes", 64 << 20, 0, 1 << 40),
+            ),
             metrics_port=get_int("metricsPort", _env_port("PYROCKETMQ_METRICS_PORT"), 0, 65535),
             extra={k: v for k, v in conf.items() if k not in used},
         )

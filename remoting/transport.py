@@ -30,10 +30,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from pyrocketmq.service import Service
-
 from .code import ResponseCode
 from .command import RPC_RESPONSE, FrameDecoder, FrameError, RemotingCommand, encode_prefix
+from .limits import NO_LIMITS, ConnectionLimits
 from .log_limit import RateLimitedLog
 
 log = logging.getLogger("pyrocketmq.remoting")
@@ -70,6 +69,8 @@ EARLY_FLUSH_BYTES = 256 * 1024
 """A server connection hands its answers to the transport once this much has queued in one read."""
 
 
+
+
 class Connection(asyncio.Protocol):
     """One TCP connection speaking remoting frames, usable by servers and clients alike.
 
@@ -88,9 +89,16 @@ class Connection(asyncio.Protocol):
         name: str = "remoting",
         observer: RequestObserver | None = None,
         serving: bool = False,
+        limits: ConnectionLimits = NO_LIMITS,
+        refuse: str | None = None,
     ) -> None:
         self._handlers = handlers
         self._serving = serving
+        self._max_in_flight = limits.max_in_flight
+        self._max_queued = limits.max_queued_bytes
+        self._refuse = refuse
+        self.in_flight = 0
+        """Requests dispatched and not yet answered."""
         self.writing_paused = False
         """True while the peer is not reading what this side writes (above the high-water mark)."""
         self._drained: asyncio.Future[None] | None = None
@@ -118,6 +126,11 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.remote_addr = f"{peer[0]}:{peer[1]}"
+        if self._refuse is not None:
+            peer_log.warning("%s: refusing connection from %s: %s", self._name, self.remote_addr, self._refuse)
+            self.close_reason = self._refuse
+            self.abort()
+            return
         if not self.connected.done():
             self.connected.set_result(None)
 
@@ -143,6 +156,9 @@ class Connection(asyncio.Protocol):
                     elif fut is None:
                         log.debug("%s: response for unknown opaque %d from %s", self._name, cmd.opaque, self.remote_addr)
                     continue
+                if self._transport is not None and self._transport.is_closing():
+                    frames.close()  # closed while reading (a limit, a close by a handler): the rest is dropped
+                    return
                 self._dispatch(cmd)
                 if self._serving and self._out_bytes > EARLY_FLUSH_BYTES:
                     # Hand the answers so far to the transport now: if the peer is not reading them,
@@ -218,8 +234,10 @@ class Connection(asyncio.Protocol):
         if type(result) is RemotingCommand:  # the hot path: answered at once
             self._reply(cmd, result)
         elif isinstance(result, asyncio.Future):  # answered from a callback: no task per request
+            self._hold(cmd)
             result.add_done_callback(functools.partial(self._future_done, cmd, 0.0))
         elif inspect.isawaitable(result):
+            self._hold(cmd)
             asyncio.ensure_future(self._finish(cmd, result))
         else:
             self._reply(cmd, result)
@@ -240,14 +258,24 @@ class Connection(asyncio.Protocol):
                 log.exception("%s: handler for code %d failed", self._name, cmd.code)
                 result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
         if isinstance(result, asyncio.Future):
+            self._hold(cmd)
             result.add_done_callback(functools.partial(self._future_done, cmd, started))
             return
         if inspect.isawaitable(result):
+            self._hold(cmd)
             asyncio.ensure_future(self._finish(cmd, result, started))
             return
         if result is not None:
             self._reply(cmd, result)
         self._observe(observer, cmd.code, result, started)
+
+    def _hold(self, cmd: RemotingCommand) -> None:
+        """One more request answered later; past ``max_in_flight`` the connection is closed."""
+        self.in_flight += 1
+        if self._max_in_flight and self.in_flight > self._max_in_flight and self.is_open:
+            peer_log.warning("%s: closing connection from %s: more than %d requests in flight (last code %d)",
+                             self._name, self.remote_addr, self._max_in_flight, cmd.code)
+            self.drop(f"more than {self._max_in_flight} requests in flight")
 
     def _observe(self, observer: RequestObserver, code: int, result: RemotingCommand | None, started: float) -> None:
         try:
@@ -261,13 +289,16 @@ class Connection(asyncio.Protocol):
         except Exception as e:
             log.exception("%s: handler for code %d failed", self._name, cmd.code)
             result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
-        if result is not None:
+        finally:
+            self.in_flight -= 1
+        if result is not None and self.is_open:
             self._reply(cmd, result)
         if self._observer is not None:
             self._observe(self._observer, cmd.code, result, started)
 
     def _future_done(self, cmd: RemotingCommand, started: float, fut: asyncio.Future[RemotingCommand | None]) -> None:
         """A handler's future completed: answer (like :meth:`_finish`, without a task)."""
+        self.in_flight -= 1
         result: RemotingCommand | None
         if fut.cancelled():
             result = None
@@ -276,7 +307,7 @@ class Connection(asyncio.Protocol):
             result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
         else:
             result = fut.result()
-        if result is not None and not self.closed:
+        if result is not None and self.is_open:
             self._reply(cmd, result)
         if self._observer is not None:
             self._observe(self._observer, cmd.code, result, started)
@@ -294,6 +325,8 @@ class Connection(asyncio.Protocol):
         t = self._transport
         if t is None or self.closed:
             raise RemotingError(f"connection to {self.remote_addr} is closed")
+        if t.is_closing():  # going away (closed or dropped): nothing more reaches the peer
+            return
         self.last_active = self._loop.time()
         out = self._out
         if out is None:
@@ -311,6 +344,10 @@ class Connection(asyncio.Protocol):
                 out.append(body)
                 size += len(body)
         self._out_bytes += size
+        if self.writing_paused and self._max_queued and self._out_bytes + t.get_write_buffer_size() > self._max_queued:
+            peer_log.warning("%s: closing connection from %s: it is not reading its answers (over %d bytes queued)",
+                             self._name, self.remote_addr, self._max_queued)
+            self.drop(f"over {self._max_queued} bytes of answers queued")
 
     def _flush_out(self) -> None:
         out, self._out = self._out, None
@@ -367,6 +404,21 @@ class Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
+    def drop(self, reason: str) -> None:
+        """Close at once, discarding what is queued for the peer (it broke a limit; it is not reading)."""
+        if self.close_reason is None:
+            self.close_reason = reason
+        self._out, self._out_bytes = None, 0
+        self.abort()
+        if self._transport is None:
+            self._closed(reason)
+
+    @property
+    def is_open(self) -> bool:
+        """Neither closed nor closing: an answer written now can still reach the peer."""
+        t = self._transport
+        return not self.closed and t is not None and not t.is_closing()
+
     def _closed(self, reason: str) -> None:
         if self.closed:
             return
@@ -395,86 +447,6 @@ class HandlerRegistry(Protocol):
     """Where processors register their handlers (a server, or a test's dictionary)."""
 
     def register(self, code: int, handler: Handler) -> None: ...
-
-
-class RemotingServer:
-    """Accepts connections and dispatches their requests by request code."""
-
-    def __init__(
-        self, name: str = "server", handlers: dict[int, Handler] | None = None, *, idle_timeout: float | None = 120.0
-    ) -> None:
-        self.name = name
-        self.idle_timeout = idle_timeout
-        """Seconds without a byte either way after which a connection is closed (Apache's
-        ``serverChannelMaxIdleTimeSeconds``, 120); ``None`` keeps idle connections."""
-        self._idle: Service | None = None
-        self.handlers: dict[int, Handler] = dict(handlers or {})
-        self.connections: set[Connection] = set()
-        self.observer: RequestObserver | None = None
-        """Told about every request answered (metrics); set before :meth:`serve`: connections
-        accepted earlier keep the observer they were made with."""
-        self._server: asyncio.AbstractServer | None = None
-        self._close_listeners: list[Callable[[Connection], None]] = []
-        self.port = 0
-
-    def register(self, code: int, handler: Handler) -> None:
-        self.handlers[int(code)] = handler
-
-    def on_connection_closed(self, fn: Callable[[Connection], None]) -> None:
-        self._close_listeners.append(fn)
-
-    def _make_connection(self) -> Connection:
-        conn = Connection(self.handlers, on_close=self._forget, name=self.name, observer=self.observer, serving=True)
-        self.connections.add(conn)
-        return conn
-
-    def _forget(self, conn: Connection) -> None:
-        self.connections.discard(conn)
-        for fn in self._close_listeners:
-            fn(conn)
-
-    async def start(self, host: str = "0.0.0.0", port: int = 0, *, serve: bool = True) -> int:
-        """Bind (and, with ``serve``, accept). ``serve=False`` learns the port before accepting:
-        connections are refused until :meth:`serve` is called."""
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_connection, host, port, reuse_address=True, backlog=1024, start_serving=serve
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        if self.idle_timeout and self._idle is None:
-            idle = self.idle_timeout
-            self._idle = Service(f"{self.name}: idle connections", self.close_idle, max(0.05, min(10.0, idle / 4)),
-                                 logger=log)
-            self._idle.start()
-        return self.port
-
-    def close_idle(self) -> int:
-        """Close the connections silent both ways for longer than ``idle_timeout``; how many."""
-        if not self.idle_timeout:
-            return 0
-        now = asyncio.get_running_loop().time()
-        idle = [c for c in list(self.connections) if now - c.last_active > self.idle_timeout]
-        for conn in idle:
-            log.info("%s: closing connection from %s: idle for more than %.0f s", self.name, conn.remote_addr,
-                     self.idle_timeout)
-            conn.close(f"idle for more than {self.idle_timeout:.0f} s")
-        return len(idle)
-
-    async def serve(self) -> None:
-        if self._server is not None:
-            await self._server.start_serving()
-
-    async def stop(self) -> None:
-        if self._idle is not None:
-            await self._idle.stop()
-            self._idle = None
-        if self._server is not None:
-            self._server.close()
-        for conn in list(self.connections):
-            conn.close("server stopping")
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
 
 
 class RemotingClient:

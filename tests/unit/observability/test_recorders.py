@@ -86,6 +86,12 @@ class FakeTransport:
     def close(self) -> None:
         pass
 
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
 
 def test_the_transport_tells_the_observer_each_answer_sync_async_and_failing():
     seen: list[tuple[int, int | None]] = []

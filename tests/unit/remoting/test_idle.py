@@ -10,7 +10,7 @@ from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.namesrv.settings import NamesrvSettings
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand, encode
-from pyrocketmq.remoting.transport import RemotingServer
+from pyrocketmq.remoting.server import RemotingServer
 
 
 def test_an_idle_connection_is_closed_and_a_talking_one_is_kept():
