@@ -108,7 +108,9 @@ class _LenientReader:
         return text
 
     def key(self) -> Any:
-        c = self.s[self.pos] if self.pos < len(self.s) else ""
+        if self.pos >= len(self.s):
+            raise self.fail("unexpected end")
+        c = self.s[self.pos]
         if c in "\"'":
             return self.string()
         if c in "{[":  # fastjson's Map<MessageQueue, X>: the key is a whole object
@@ -167,7 +169,10 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     except orjson.JSONDecodeError:
         pass
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
-    return _LenientReader(text).document()
+    try:
+        return _LenientReader(text).document()
+    except RecursionError:
+        raise ValueError("invalid JSON body: nested too deeply") from None
 
 
 def dumps(doc: Any) -> bytes:

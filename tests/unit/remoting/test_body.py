@@ -351,3 +351,13 @@ def test_reset_offset_round_trip_any_queue_names(table):
 def test_broker_data_round_trip(addrs, cluster, name):
     bd = BrokerData(cluster, name, addrs)
     assert BrokerData.from_dict(orjson.loads(bd.to_json())) == bd
+
+
+@pytest.mark.parametrize("text", ["{", '{"a":1,', "{'a':1,", "[" * 5000, '{"a":' * 3000, "{" * 3000])
+def test_cut_or_deeply_nested_bodies_are_value_errors(text):
+    """Found by fuzzing: a body cut after '{' or ',' (or nested past the parser's stack) must be a
+    ValueError, which every handler answers as a bad body, not an IndexError/RecursionError."""
+    from pyrocketmq.remoting.lenient_json import loads
+
+    with pytest.raises(ValueError, match="invalid JSON body"):
+        loads(text)

@@ -1,0 +1,108 @@
+"""Seed corpus for the fuzz targets: one well-formed request per kind the servers serve, written
+in the targets' input format (``python -m tests.fuzz.seeds`` rewrites ``tests/fuzz/corpus``)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import orjson
+
+from pyrocketmq.remoting.body import (
+    ConsumerData,
+    HeartbeatData,
+    LockBatchRequestBody,
+    MessageQueue,
+    ProducerData,
+    RegisterBrokerBody,
+    SubscriptionData,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand, encode
+from pyrocketmq.remoting.message import encode_batch, encode_properties
+
+from .targets import FIELD_NAMES
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def as_input(code: int, ext: dict[str, object], body: bytes | None, codes: list[int]) -> bytes:
+    """The fuzz input :func:`~.targets.request_from` reads back as this request."""
+    out = bytearray([codes.index(code), len(ext)])
+    for name, value in ext.items():
+        raw = str(value).encode()[:127]
+        out += bytes([FIELD_NAMES.index(name), 128 + len(raw)]) + raw
+    return bytes(out) + (body or b"")
+
+
+def broker_requests() -> list[tuple[int, dict[str, object], bytes | None]]:
+    mq = MessageQueue("T", "broker-a", 0)
+    heartbeat = HeartbeatData(
+        client_id="10.0.0.1@1", producer_data_set=[ProducerData(group_name="p")],
+        consumer_data_set=[ConsumerData(group_name="g", subscription_data_set=(SubscriptionData.build("T", "a || b", 1),))],
+    ).to_json()
+    props = encode_properties({"TAGS": "a", "KEYS": "k1 k2", "UNIQ_KEY": "0A0000010001"}).decode()
+    send = {"a": "p", "b": "T", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 1700000000000, "h": 0, "i": props}
+    pull = {"consumerGroup": "g", "topic": "T", "queueId": 0, "queueOffset": 0, "maxMsgNums": 32, "sysFlag": 6,
+            "commitOffset": 0, "suspendTimeoutMillis": 0, "subVersion": 0, "subscription": "*", "expressionType": "TAG"}
+    return [
+        (RequestCode.SEND_MESSAGE_V2, send, b"hello"),
+        (RequestCode.SEND_BATCH_MESSAGE, {**send, "m": "true"}, encode_batch([(b"a", 0, {"TAGS": "x"}), (b"b", 0, {})])),
+        (RequestCode.PULL_MESSAGE, pull, None),
+        (RequestCode.HEART_BEAT, {}, heartbeat),
+        (RequestCode.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "g", "topic": "T", "queueId": 0, "commitOffset": 1}, None),
+        (RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "g", "topic": "T", "queueId": 0}, None),
+        (RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": "T", "queueId": 0, "timestamp": 1}, None),
+        (RequestCode.LOCK_BATCH_MQ, {}, LockBatchRequestBody(consumer_group="g", client_id="c", mq_set=[mq]).to_json()),
+        (RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "U", "defaultTopic": "TBW102", "readQueueNums": 4,
+                                               "writeQueueNums": 4, "perm": 6, "topicFilterType": "SINGLE_TAG"}, None),
+        (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, orjson.dumps({"groupName": "g2", "retryMaxTimes": 3})),
+        (RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": 0, "group": "g", "delayLevel": 0, "originMsgId": "X"}, None),
+        (RequestCode.END_TRANSACTION, {"producerGroup": "p", "tranStateTableOffset": 0, "commitLogOffset": 0,
+                                       "commitOrRollback": 8, "msgId": "X"}, None),
+        (RequestCode.QUERY_MESSAGE, {"topic": "T", "key": "k1", "maxNum": 32, "beginTimestamp": 0,
+                                     "endTimestamp": 2**62}, None),
+        (RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "T", "group": "g", "timestamp": -1}, None),
+        (RequestCode.GET_CONSUME_STATS, {"consumerGroup": "g", "topic": "T"}, None),
+    ]
+
+
+def namesrv_requests() -> list[tuple[int, dict[str, object], bytes | None]]:
+    wrapper = TopicConfigSerializeWrapper(topic_config_table={"T": TopicConfig("T", 4, 4, 6)})
+    reg = RegisterBrokerBody(wrapper, []).to_json()
+    return [
+        (RequestCode.REGISTER_BROKER, {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
+                                       "haServerAddr": "10.0.0.1:10912", "brokerId": 0, "compressed": "false"}, reg),
+        (RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, None),
+        (RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "broker-a:4"}, None),
+        (RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"}, None),
+        (RequestCode.QUERY_DATA_VERSION, {"brokerName": "broker-a", "brokerAddr": "a", "clusterName": "C",
+                                          "brokerId": 0}, orjson.dumps({"timestamp": 1, "counter": 2})),
+    ]
+
+
+def write(target: str, inputs: list[bytes]) -> None:
+    folder = CORPUS / target
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    for data in inputs:
+        (folder / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
+
+
+def main() -> None:
+    from .targets import _broker_handlers, _namesrv_handlers
+
+    for target, handlers, requests in (("broker", _broker_handlers, broker_requests),
+                                       ("namesrv", _namesrv_handlers, namesrv_requests)):
+        codes = sorted(handlers())
+        write(target, [as_input(int(code), ext, body, codes) for code, ext, body in requests()])
+    frames = [encode(RemotingCommand.request(int(code), {k: str(v) for k, v in ext.items()}, body))
+              for code, ext, body in broker_requests()[:6]]
+    write("frames", [bytes([len(f) // 3 or 1]) + f for f in frames])
+
+
+if __name__ == "__main__":
+    main()
