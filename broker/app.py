@@ -71,7 +71,7 @@ class Broker:
         self.holds = PullHoldService()
         self.stats = BrokerStats()
         self.server = RemotingServer("broker", idle_timeout=settings.network.server_channel_max_idle_s or None,
-                                     limits=settings.network.limits)
+                                     limits=settings.network.limits, tls=settings.network.tls)
         self.registrar = Registrar(settings, self.topics)
         self.store: MessageStore | None = None
         self.schedule: ScheduleService | None = None
@@ -215,7 +215,7 @@ class Broker:
         if self.port < 3:
             return
         fast = RemotingServer("broker-fast", self.server.handlers, idle_timeout=self.server.idle_timeout,
-                              limits=self.server.limits)
+                              limits=self.server.limits, tls=self.server.tls)
         fast.on_connection_closed(self.client_processor.connection_closed)
         try:
             await fast.start(self.settings.network.bind_address, self.port - 2)

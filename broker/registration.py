@@ -29,7 +29,7 @@ class Registrar:
         self.topics = topics
         self.port = 0
         """The broker's listen port, set once it is bound."""
-        self.client = RemotingClient()
+        self.client = RemotingClient(ssl=settings.network.client_tls.context())
         self.registered: set[str] = set()
         self._soon: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None

@@ -13,10 +13,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypeVar
 
 from pyrocketmq.remoting.limits import ConnectionLimits
+from pyrocketmq.remoting.tls import ClientTls, ServerTls, TlsConfigError
 
 from .store.settings import StoreSettings
+
+_T = TypeVar("_T")
 
 
 class BrokerRole(StrEnum):
@@ -57,6 +61,10 @@ class NetworkSettings:
     """How long a client connection may stay silent before it is dropped from its groups."""
     server_channel_max_idle_s: int = 120
     """``serverChannelMaxIdleTimeSeconds``: a connection silent both ways this long is closed (0 = never)."""
+    tls: ServerTls = field(default_factory=ServerTls)
+    """``tls.server.*``: TLS on the client-facing ports (see :mod:`pyrocketmq.remoting.tls`)."""
+    client_tls: ClientTls = field(default_factory=ClientTls)
+    """``tls.enable`` and ``tls.client.*``: TLS to the name servers."""
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     """``serverMaxConnections`` (10000), ``serverMaxRequestsInFlight`` (65536 per connection),
     ``serverMaxQueuedBytes`` (64 MiB of unread answers per connection); 0 = no limit."""
@@ -165,6 +173,7 @@ class BrokerSettings:
             server_channel_max_idle_s=_non_negative("serverChannelMaxIdleTimeSeconds",
                                                     get_int("serverChannelMaxIdleTimeSeconds", 120)),
             limits=_limits(get_int),
+            tls=_tls(conf, used, ServerTls.from_conf), client_tls=_tls(conf, used, ClientTls.from_conf),
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
         )
@@ -205,6 +214,14 @@ def read_properties(path: str) -> dict[str, str]:
                 raise ConfigError(f"{path}:{lineno}: expected key=value, got {line!r}")
             conf[m.group(1)] = m.group(2).strip()
     return conf
+
+
+def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], _T]) -> _T:
+    used.update(k for k in conf if k.startswith("tls."))
+    try:
+        return read(conf)
+    except TlsConfigError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _limits(get_int: Callable[[str, int], int]) -> ConnectionLimits:

@@ -41,6 +41,7 @@ Modules: :mod:`.producer`, :mod:`.pull_consumer`, :mod:`.push_consumer` (composi
 
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt
+from pyrocketmq.remoting.tls import ClientTls
 
 from .admin import Admin, SyncAdmin
 from .errors import (
@@ -75,6 +76,7 @@ __all__ = [
     "Admin",
     "ClientMetrics",
     "ClientSettings",
+    "ClientTls",
     "ConsumeContext",
     "ConsumeResult",
     "ConsumeSettings",

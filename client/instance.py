@@ -145,7 +145,7 @@ class ClientInstance:
         self.client_ip = settings.client_ip or local_ip()
         self.instance_name = settings.instance_name or default_instance_name()
         self.client_id = f"{self.client_ip}@{self.instance_name}"
-        self.remoting = RemotingClient(connect_timeout=settings.connect_timeout)
+        self.remoting = RemotingClient(connect_timeout=settings.connect_timeout, ssl=settings.tls.context())
         self.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._handle_running_info)
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._handle_ids_changed)
         self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._handle_reset_offset)
@@ -170,7 +170,7 @@ class ClientInstance:
     def acquire(cls, settings: ClientSettings) -> ClientInstance:
         """The instance for these name servers and instance name on the running loop (made if needed)."""
         loop = asyncio.get_running_loop()
-        key = (tuple(split_namesrv_addr(settings.namesrv_addr)), settings.instance_name, settings.client_ip)
+        key = (tuple(split_namesrv_addr(settings.namesrv_addr)), settings.instance_name, settings.client_ip, settings.tls)
         table = _instances.setdefault(loop, {})
         inst = table.get(key)
         if inst is None or inst._closed:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
+from pyrocketmq.remoting.tls import ClientTls
 
 if TYPE_CHECKING:
     from .metrics import ClientMetrics
@@ -47,6 +48,9 @@ class ClientSettings:
     """Seconds between heartbeats to every broker (brokers drop clients silent for 120 s)."""
     connect_timeout: float = 3.0
     """Seconds to wait for a TCP connection to open."""
+    tls: ClientTls = field(default_factory=ClientTls)
+    """TLS to name servers and brokers, e.g. ``ClientTls(enabled=True, trust_cert_path="ca.pem")``
+    (``verify=False`` trusts any server, as Apache's clients do in their default test mode)."""
 
 
 @dataclass(slots=True)

@@ -52,7 +52,7 @@ class NameServer:
         self.processor = NamesrvProcessor(self.routes, self.kv)
         self.server = RemotingServer(
             "namesrv", self.processor.handlers(), idle_timeout=self.settings.server_channel_max_idle_s or None,
-            limits=self.settings.limits,
+            limits=self.settings.limits, tls=self.settings.tls,
         )
         self.server.on_connection_closed(self._connection_closed)
         self.port = 0

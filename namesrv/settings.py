@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from pyrocketmq.remoting.limits import ConnectionLimits
+from pyrocketmq.remoting.tls import ServerTls, TlsConfigError
 
 
 class ConfigError(ValueError):
@@ -41,6 +42,9 @@ class NamesrvSettings:
 
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     """``serverMaxConnections``, ``serverMaxRequestsInFlight``, ``serverMaxQueuedBytes`` (0 = no limit)."""
+
+    tls: ServerTls = field(default_factory=ServerTls)
+    """``tls.server.*``: TLS for clients and brokers (see :mod:`pyrocketmq.remoting.tls`)."""
 
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
@@ -81,6 +85,7 @@ class NamesrvSettings:
             scan_interval_ms=get_int("scanNotActiveBrokerInterval", 10_000, 100, 3_600_000),
             broker_expiry_ms=get_int("brokerChannelExpiredTime", 120_000, 1_000, 86_400_000),
             server_channel_max_idle_s=get_int("serverChannelMaxIdleTimeSeconds", 120, 0, 86_400),
+            tls=_server_tls(conf, used),
             limits=ConnectionLimits(
                 max_connections=get_int("serverMaxConnections", 10_000, 0, 1_000_000),
                 max_in_flight=get_int("serverMaxRequestsInFlight", 65_536, 0, 10_000_000),
@@ -141,3 +146,11 @@ def read_properties(path: str) -> dict[str, str]:
             rest = rest[1:].lstrip()
         conf[key.replace("\\", "")] = rest.strip()
     return conf
+
+
+def _server_tls(conf: dict[str, str], used: set[str]) -> ServerTls:
+    used.update(k for k in conf if k.startswith("tls."))
+    try:
+        return ServerTls.from_conf(conf)
+    except TlsConfigError as e:
+        raise ConfigError(str(e)) from None

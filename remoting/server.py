@@ -4,12 +4,20 @@ peer, the limits one peer may reach (:mod:`.limits`) and the closing of idle con
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import ssl
 from collections.abc import Callable
 
 from pyrocketmq.service import Service
 
 from .limits import ConnectionLimits
-from .transport import Connection, Handler, RequestObserver, log
+from .tls import TLS_HANDSHAKE, ServerTls, TlsMode
+from .transport import Connection, Handler, RequestObserver, log, peer_log
+
+SNIFF_TIMEOUT = 30.0
+"""Seconds a new connection of a TLS-capable server may take to send its first byte."""
+HANDSHAKE_TIMEOUT = 10.0
 
 
 class RemotingServer:
@@ -17,9 +25,11 @@ class RemotingServer:
 
     def __init__(
         self, name: str = "server", handlers: dict[int, Handler] | None = None, *, idle_timeout: float | None = 120.0,
-        limits: ConnectionLimits | None = None,
+        limits: ConnectionLimits | None = None, tls: ServerTls | None = None,
     ) -> None:
         self.name = name
+        self.tls = tls or ServerTls()
+        self._ssl = self.tls.context() if self.tls.enabled else None
         self.limits = limits or ConnectionLimits()
         self.idle_timeout = idle_timeout
         """Seconds without a byte either way after which a connection is closed (Apache's
@@ -31,6 +41,9 @@ class RemotingServer:
         """Told about every request answered (metrics); set before :meth:`serve`: connections
         accepted earlier keep the observer they were made with."""
         self._server: asyncio.AbstractServer | None = None
+        self._listener: socket.socket | None = None  # TLS-capable servers accept themselves
+        self._accepting: asyncio.Task[None] | None = None
+        self._opening: set[asyncio.Task[None]] = set()
         self._close_listeners: list[Callable[[Connection], None]] = []
         self.port = 0
 
@@ -58,10 +71,18 @@ class RemotingServer:
         """Bind (and, with ``serve``, accept). ``serve=False`` learns the port before accepting:
         connections are refused until :meth:`serve` is called."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_connection, host, port, reuse_address=True, backlog=1024, start_serving=serve
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        if self._ssl is None:
+            self._server = await loop.create_server(
+                self._make_connection, host, port, reuse_address=True, backlog=1024, start_serving=serve
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+        else:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            self._listener = socket.create_server((host, port), family=family, backlog=1024, reuse_port=False)
+            self._listener.setblocking(False)
+            self.port = self._listener.getsockname()[1]
+            if serve:
+                await self.serve()
         if self.idle_timeout and self._idle is None:
             idle = self.idle_timeout
             self._idle = Service(f"{self.name}: idle connections", self.close_idle, max(0.05, min(10.0, idle / 4)),
@@ -84,6 +105,39 @@ class RemotingServer:
     async def serve(self) -> None:
         if self._server is not None:
             await self._server.start_serving()
+        elif self._listener is not None and self._accepting is None:
+            self._accepting = asyncio.get_running_loop().create_task(self._accept(self._listener))
+
+    # -- TLS-capable accepting -------------------------------------------------------------------
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listener)
+            except OSError as e:  # out of descriptors, say: the listener stays, the peer is gone
+                log.warning("%s: accept failed: %s", self.name, e)
+                await asyncio.sleep(0.1)
+                continue
+            task = loop.create_task(self._open(sock))
+            self._opening.add(task)
+            task.add_done_callback(self._opening.discard)
+
+    async def _open(self, sock: socket.socket) -> None:
+        """Serve one accepted socket: over TLS when it starts with a handshake (or always, when
+        enforcing), in the clear otherwise (permissive)."""
+        loop = asyncio.get_running_loop()
+        peer = "?"
+        with contextlib.suppress(OSError):
+            host, port = sock.getpeername()[:2]
+            peer = f"{host}:{port}"
+        try:
+            use_tls = self.tls.mode is TlsMode.ENFORCING or await asyncio.wait_for(_starts_with_tls(sock), SNIFF_TIMEOUT)
+            await loop.connect_accepted_socket(self._make_connection, sock, ssl=self._ssl if use_tls else None,
+                                               ssl_handshake_timeout=HANDSHAKE_TIMEOUT if use_tls else None)
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
+            peer_log.warning("%s: closing connection from %s before serving it: %s", self.name, peer,
+                             str(e) or type(e).__name__)
+            sock.close()
 
     async def stop(self) -> None:
         if self._idle is not None:
@@ -91,8 +145,38 @@ class RemotingServer:
             self._idle = None
         if self._server is not None:
             self._server.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+            await asyncio.gather(self._accepting, return_exceptions=True)
+            self._accepting = None
+        for task in list(self._opening):
+            task.cancel()
+        await asyncio.gather(*self._opening, return_exceptions=True)
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         for conn in list(self.connections):
             conn.close("server stopping")
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+
+
+async def _starts_with_tls(sock: socket.socket) -> bool:
+    """Whether the first byte the peer sends opens a TLS handshake (peeked: it stays unread)."""
+    loop = asyncio.get_running_loop()
+    readable: asyncio.Future[None] = loop.create_future()
+    fd = sock.fileno()
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(fd, ready)
+    try:
+        await readable
+    finally:
+        loop.remove_reader(fd)
+    first = sock.recv(1, socket.MSG_PEEK)
+    if not first:
+        raise ConnectionError("closed before sending anything")
+    return first[0] == TLS_HANDSHAKE

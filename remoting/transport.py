@@ -26,6 +26,7 @@ import functools
 import inspect
 import itertools
 import logging
+import ssl as ssl_module
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -452,9 +453,14 @@ class HandlerRegistry(Protocol):
 class RemotingClient:
     """Connections to many servers by ``host:port``, one each, opened on first use."""
 
-    def __init__(self, handlers: dict[int, Handler] | None = None, *, connect_timeout: float = 3.0) -> None:
+    def __init__(
+        self, handlers: dict[int, Handler] | None = None, *, connect_timeout: float = 3.0,
+        ssl: ssl_module.SSLContext | None = None,
+    ) -> None:
         self.handlers: dict[int, Handler] = dict(handlers or {})
         self.connect_timeout = connect_timeout
+        self.ssl = ssl
+        """When set, every connection is TLS with this context (the server's name checked as the context says)."""
         self._conns: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
 
@@ -500,9 +506,13 @@ class RemotingClient:
 
         try:
             _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: Connection(self.handlers, on_close=drop, name="client"), host, int(port)),
+                loop.create_connection(lambda: Connection(self.handlers, on_close=drop, name="client"), host, int(port),
+                                       ssl=self.ssl, server_hostname=host if self.ssl is not None else None),
                 timeout,
             )
+        except ssl_module.SSLError as e:
+            why = getattr(e, "verify_message", None) or e.reason or str(e)
+            raise RemotingConnectError(f"TLS handshake with {addr} failed: {why}") from None
         except (TimeoutError, OSError, OverflowError) as e:
             raise RemotingConnectError(f"cannot connect to {addr}: {str(e) or type(e).__name__}") from None
         conn.remote_addr = addr

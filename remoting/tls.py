@@ -1,0 +1,153 @@
+"""TLS for the remoting protocol, configured with Apache RocketMQ's keys.
+
+Servers (name server, broker) read ``tls.server.*`` from their config file:
+
+- ``tls.server.mode``: ``disabled`` (plain only), ``permissive`` (both: a connection whose first
+  byte is a TLS handshake record, 0x16, is served over TLS, any other in the clear — the remoting
+  protocol's first byte is a length, never 0x16 for a sane frame) or ``enforcing`` (TLS only).
+  Apache's default is ``permissive``; here a server without a certificate serves plain only.
+- ``tls.server.certPath`` / ``tls.server.keyPath`` / ``tls.server.keyPassword``: the PEM
+  certificate chain and key.
+- ``tls.server.need.client.auth``: ``none``, ``optional`` or ``require`` a client certificate
+  signed by ``tls.server.trustCertPath``.
+
+Clients (the Python client's ``ClientSettings.tls``, a broker talking to name servers with
+``tls.enable=true``) use :class:`ClientTls`: the server's certificate is checked against
+``tls.client.trustCertPath`` (or the system's CAs) unless ``tls.client.authServer=false`` (Apache's
+test mode, which trusts any server); ``tls.client.certPath``/``keyPath`` give a client certificate.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+TLS_HANDSHAKE = 0x16
+"""The first byte of a TLS ClientHello record."""
+
+
+class TlsMode(StrEnum):
+    DISABLED = "disabled"
+    PERMISSIVE = "permissive"
+    ENFORCING = "enforcing"
+
+
+class TlsConfigError(ValueError):
+    """A TLS setting that cannot work; the message names the key."""
+
+
+_CLIENT_AUTH = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "require": ssl.CERT_REQUIRED}
+
+
+def _bool(raw: str | None, default: bool) -> bool:
+    return default if raw is None or not raw.strip() else raw.strip().lower() == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerTls:
+    """How a server accepts TLS (see the module docstring)."""
+
+    mode: TlsMode = TlsMode.DISABLED
+    cert_path: str = ""
+    key_path: str = ""
+    key_password: str = ""
+    need_client_auth: str = "none"
+    trust_cert_path: str = ""
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, str]) -> ServerTls:
+        """From ``tls.server.*`` keys; without a certificate the mode is ``disabled`` (a mode other
+        than disabled named without one is an error)."""
+        raw_mode = (conf.get("tls.server.mode") or "").strip().lower()
+        cert, key = (conf.get("tls.server.certPath") or "").strip(), (conf.get("tls.server.keyPath") or "").strip()
+        if raw_mode and raw_mode not in TlsMode.__members__.values():
+            raise TlsConfigError(f"tls.server.mode={raw_mode}: use disabled, permissive or enforcing")
+        auth = (conf.get("tls.server.need.client.auth") or "none").strip().lower()
+        if auth not in _CLIENT_AUTH:
+            raise TlsConfigError(f"tls.server.need.client.auth={auth}: use none, optional or require")
+        if not cert and not key:
+            if raw_mode in ("permissive", "enforcing"):
+                raise TlsConfigError(f"tls.server.mode={raw_mode} needs tls.server.certPath and tls.server.keyPath")
+            return cls()
+        if not cert or not key:
+            raise TlsConfigError("give both tls.server.certPath and tls.server.keyPath (PEM files)")
+        tls = cls(
+            mode=TlsMode(raw_mode or "permissive"), cert_path=cert, key_path=key,
+            key_password=(conf.get("tls.server.keyPassword") or "").strip(), need_client_auth=auth,
+            trust_cert_path=(conf.get("tls.server.trustCertPath") or "").strip(),
+        )
+        tls.context()  # fail at start, naming the file, rather than at the first connection
+        return tls
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode is not TlsMode.DISABLED
+
+    def context(self) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            ctx.load_cert_chain(self.cert_path, self.key_path, self.key_password or None)
+        except (OSError, ssl.SSLError) as e:
+            raise TlsConfigError(f"cannot load tls.server.certPath={self.cert_path} / tls.server.keyPath="
+                                 f"{self.key_path}: {e}") from None
+        ctx.verify_mode = _CLIENT_AUTH[self.need_client_auth]
+        if ctx.verify_mode != ssl.CERT_NONE:
+            if not self.trust_cert_path:
+                raise TlsConfigError("tls.server.need.client.auth needs tls.server.trustCertPath (the clients' CA)")
+            try:
+                ctx.load_verify_locations(self.trust_cert_path)
+            except (OSError, ssl.SSLError) as e:
+                raise TlsConfigError(f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}") from None
+        return ctx
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTls:
+    """How a client connects over TLS (see the module docstring)."""
+
+    enabled: bool = False
+    trust_cert_path: str = ""
+    """PEM CA file the server's certificate must chain to; empty: the system's CAs."""
+    verify: bool = True
+    """Check the server's certificate (chain and host name); False trusts any server (Apache's test mode)."""
+    cert_path: str = ""
+    key_path: str = ""
+    key_password: str = ""
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, str]) -> ClientTls:
+        """From ``tls.enable`` and ``tls.client.*`` keys."""
+        return cls(
+            enabled=_bool(conf.get("tls.enable"), False),
+            trust_cert_path=(conf.get("tls.client.trustCertPath") or "").strip(),
+            verify=_bool(conf.get("tls.client.authServer"), True),
+            cert_path=(conf.get("tls.client.certPath") or "").strip(),
+            key_path=(conf.get("tls.client.keyPath") or "").strip(),
+            key_password=(conf.get("tls.client.keyPassword") or "").strip(),
+        )
+
+    def context(self) -> ssl.SSLContext | None:
+        if not self.enabled:
+            return None
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        if self.verify:
+            try:
+                if self.trust_cert_path:
+                    ctx.load_verify_locations(self.trust_cert_path)
+                else:
+                    ctx.load_default_certs()
+            except (OSError, ssl.SSLError) as e:
+                raise TlsConfigError(f"cannot load the trusted CA file {self.trust_cert_path}: {e}") from None
+        else:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        if self.cert_path:
+            try:
+                ctx.load_cert_chain(self.cert_path, self.key_path or None, self.key_password or None)
+            except (OSError, ssl.SSLError) as e:
+                raise TlsConfigError(f"cannot load the client certificate {self.cert_path}: {e}") from None
+        return ctx

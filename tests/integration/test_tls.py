@@ -1,0 +1,74 @@
+"""TLS end to end with real processes: a name server and a broker that accept TLS only, the broker
+registering with the name server over TLS, and the Python client producing and consuming over TLS;
+a plain client and a client that does not trust the servers' CA are turned away."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from pyrocketmq.client import Admin, ClientSettings, ClientTls, Message, Producer, PullConsumer
+from pyrocketmq.client.errors import MQError
+from tests.helpers.certs import make_certs
+
+from .procs import Proc, free_port, start_broker
+
+
+@pytest.fixture
+def tls_cluster(tmp_path):
+    certs = make_certs(tmp_path / "certs")
+    server = {"tls.server.mode": "enforcing", "tls.server.certPath": certs.server_cert,
+              "tls.server.keyPath": certs.server_key}
+    port = free_port()
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in {"listenPort": port, **server}.items()))
+    ns = Proc("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "-c", str(conf)],
+              tmp_path / "logs" / "namesrv.log", port).start()
+    broker = start_broker(tmp_path, ns.addr, **server, **{"tls.enable": "true", "tls.client.trustCertPath": certs.ca})
+    try:
+        yield ns, broker, certs
+    finally:
+        broker.stop()
+        ns.stop()
+
+
+def test_produce_and_consume_over_tls_only(tls_cluster):
+    ns, broker, certs = tls_cluster
+    tls = ClientSettings(tls=ClientTls(enabled=True, trust_cert_path=str(certs.ca)), request_timeout=5)
+
+    async def go():
+        async with Admin(ns.addr, client=tls) as admin:
+            for _ in range(100):  # the broker's first registration (over TLS) makes the cluster known
+                if (await admin.cluster_info()).broker_addr_table:
+                    break
+                await asyncio.sleep(0.1)
+            await admin.create_topic("Secure", cluster="DefaultCluster", read_queues=1, write_queues=1)
+            for _ in range(100):  # routed once the broker re-registers (over TLS) with its new topic
+                try:
+                    await admin.topic_route("Secure")
+                    break
+                except MQError:
+                    await asyncio.sleep(0.1)
+        async with Producer("tls-p", ns.addr, client=tls) as producer:
+            sent = await producer.send(Message("Secure", b"over tls"))
+        async with PullConsumer("tls-c", ns.addr, client=tls) as consumer:
+            [mq] = await consumer.fetch_queues("Secure")
+            got = (await consumer.pull(mq, 0, 32)).messages
+        plain = ClientSettings(request_timeout=2, connect_timeout=2)
+        untrusted = ClientSettings(tls=ClientTls(enabled=True, trust_cert_path=str(certs.other_ca)), request_timeout=2)
+        refusals = []
+        for settings in (plain, untrusted):
+            try:
+                async with Producer("tls-x", ns.addr, client=settings) as p:
+                    await p.send(Message("Secure", b"no"))
+                refusals.append("sent")
+            except MQError as e:
+                refusals.append(str(e))
+        return sent, got, refusals
+
+    sent, got, refusals = asyncio.run(go())
+    assert sent.queue_offset == 0 and [m.body for m in got] == [b"over tls"]
+    assert all(r != "sent" for r in refusals), refusals
+    assert "unable to get local issuer certificate" in refusals[1]
