@@ -20,6 +20,8 @@ from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.service import Service, Services
 
+from .acl import AclConfigError
+from .acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
 from .ha.service import RECONNECT_DELAY, HAClient, HAServer
@@ -73,6 +75,13 @@ class Broker:
         self.server = RemotingServer("broker", idle_timeout=settings.network.server_channel_max_idle_s or None,
                                      limits=settings.network.limits, tls=settings.network.tls)
         self.registrar = Registrar(settings, self.topics)
+        self.acl: AccessControl | None = None
+        """Access control (``aclEnable=true``): the ACL file is read here, so a bad one stops the start."""
+        if settings.network.acl_file:
+            try:
+                self.acl = AccessControl(settings.network.acl_file)
+            except AclConfigError as e:
+                raise ConfigError(str(e)) from None
         self.store: MessageStore | None = None
         self.schedule: ScheduleService | None = None
         self.transaction_settings = TransactionSettings.from_conf(settings.extra)
@@ -112,6 +121,8 @@ class Broker:
         self.registrar.port = self.port
         store = await self._open_store()
         self._register_processors(store)
+        if self.acl is not None:
+            self.server.before = self.acl.check
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
         await self._start_fast_channel()
@@ -196,6 +207,8 @@ class Broker:
         s = self.settings
         add = self.services.add
         add(Service("name-server registration", self.registrar.register_all, s.network.register_interval_ms / 1000))
+        if self.acl is not None:
+            add(Service("ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL))
         if self.ha_client is not None and self.slave_sync is not None:
             add(Service("HA link to the master", self.ha_client.connect_round, RECONNECT_DELAY, first_wait=False))
             add(Service("config sync from the master", self.slave_sync.sync_round, 1.0, first_wait=False, chooses_wait=True))
@@ -215,7 +228,7 @@ class Broker:
         if self.port < 3:
             return
         fast = RemotingServer("broker-fast", self.server.handlers, idle_timeout=self.server.idle_timeout,
-                              limits=self.server.limits, tls=self.server.tls)
+                              limits=self.server.limits, tls=self.server.tls, before=self.server.before)
         fast.on_connection_closed(self.client_processor.connection_closed)
         try:
             await fast.start(self.settings.network.bind_address, self.port - 2)

@@ -61,6 +61,9 @@ class NetworkSettings:
     """How long a client connection may stay silent before it is dropped from its groups."""
     server_channel_max_idle_s: int = 120
     """``serverChannelMaxIdleTimeSeconds``: a connection silent both ways this long is closed (0 = never)."""
+    acl_file: str = ""
+    """The ACL file (``plain_acl.yml``) when ``aclEnable=true``: ``aclConfigFile``, else
+    ``$ROCKETMQ_HOME/conf/plain_acl.yml``; empty = no access control."""
     tls: ServerTls = field(default_factory=ServerTls)
     """``tls.server.*``: TLS on the client-facing ports (see :mod:`pyrocketmq.remoting.tls`)."""
     client_tls: ClientTls = field(default_factory=ClientTls)
@@ -172,7 +175,7 @@ class BrokerSettings:
             client_channel_expiry_ms=get_int("channelExpiredTimeout", 120_000),
             server_channel_max_idle_s=_non_negative("serverChannelMaxIdleTimeSeconds",
                                                     get_int("serverChannelMaxIdleTimeSeconds", 120)),
-            limits=_limits(get_int),
+            limits=_limits(get_int), acl_file=_acl_file(get_bool("aclEnable", False), get("aclConfigFile", "")),
             tls=_tls(conf, used, ServerTls.from_conf), client_tls=_tls(conf, used, ClientTls.from_conf),
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
@@ -222,6 +225,17 @@ def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], 
         return read(conf)
     except TlsConfigError as e:
         raise ConfigError(str(e)) from None
+
+
+def _acl_file(enabled: bool, path: str) -> str:
+    if not enabled:
+        return ""
+    if not path:
+        home = os.environ.get("ROCKETMQ_HOME", "")
+        if not home:
+            raise ConfigError("aclEnable=true: give aclConfigFile (the plain_acl.yml) or set ROCKETMQ_HOME")
+        path = os.path.join(home, "conf", "plain_acl.yml")
+    return path
 
 
 def _limits(get_int: Callable[[str, int], int]) -> ConnectionLimits:

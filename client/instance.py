@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -39,6 +40,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.body import (
     ConsumerData,
     HeartbeatData,
@@ -145,7 +147,11 @@ class ClientInstance:
         self.client_ip = settings.client_ip or local_ip()
         self.instance_name = settings.instance_name or default_instance_name()
         self.client_id = f"{self.client_ip}@{self.instance_name}"
-        self.remoting = RemotingClient(connect_timeout=settings.connect_timeout, ssl=settings.tls.context())
+        sign = None
+        if settings.access_key:
+            sign = functools.partial(acl_sign, access_key=settings.access_key, secret_key=settings.secret_key,
+                                     security_token=settings.security_token)
+        self.remoting = RemotingClient(connect_timeout=settings.connect_timeout, ssl=settings.tls.context(), sign=sign)
         self.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._handle_running_info)
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._handle_ids_changed)
         self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._handle_reset_offset)
@@ -170,7 +176,8 @@ class ClientInstance:
     def acquire(cls, settings: ClientSettings) -> ClientInstance:
         """The instance for these name servers and instance name on the running loop (made if needed)."""
         loop = asyncio.get_running_loop()
-        key = (tuple(split_namesrv_addr(settings.namesrv_addr)), settings.instance_name, settings.client_ip, settings.tls)
+        key = (tuple(split_namesrv_addr(settings.namesrv_addr)), settings.instance_name, settings.client_ip, settings.tls,
+               settings.access_key, settings.secret_key)
         table = _instances.setdefault(loop, {})
         inst = table.get(key)
         if inst is None or inst._closed:

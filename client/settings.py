@@ -48,6 +48,11 @@ class ClientSettings:
     """Seconds between heartbeats to every broker (brokers drop clients silent for 120 s)."""
     connect_timeout: float = 3.0
     """Seconds to wait for a TCP connection to open."""
+    access_key: str = ""
+    """ACL: the account's access key; with ``secret_key``, every request is signed (Apache's
+    ``AclClientRPCHook``). Empty: requests go unsigned."""
+    secret_key: str = field(default="", repr=False)
+    security_token: str = field(default="", repr=False)
     tls: ClientTls = field(default_factory=ClientTls)
     """TLS to name servers and brokers, e.g. ``ClientTls(enabled=True, trust_cert_path="ca.pem")``
     (``verify=False`` trusts any server, as Apache's clients do in their default test mode)."""

@@ -13,7 +13,7 @@ from pyrocketmq.service import Service
 
 from .limits import ConnectionLimits
 from .tls import TLS_HANDSHAKE, ServerTls, TlsMode
-from .transport import Connection, Handler, RequestObserver, log, peer_log
+from .transport import BeforeRequest, Connection, Handler, RequestObserver, log, peer_log
 
 SNIFF_TIMEOUT = 30.0
 """Seconds a new connection of a TLS-capable server may take to send its first byte."""
@@ -26,8 +26,11 @@ class RemotingServer:
     def __init__(
         self, name: str = "server", handlers: dict[int, Handler] | None = None, *, idle_timeout: float | None = 120.0,
         limits: ConnectionLimits | None = None, tls: ServerTls | None = None,
+        before: BeforeRequest | None = None,
     ) -> None:
         self.name = name
+        self.before = before
+        """Checks each request before its handler (the broker's ACL); set before :meth:`serve`."""
         self.tls = tls or ServerTls()
         self._ssl = self.tls.context() if self.tls.enabled else None
         self.limits = limits or ConnectionLimits()
@@ -58,7 +61,7 @@ class RemotingServer:
         if limit and len(self.connections) >= limit:  # accepted and closed at once, with a logged reason
             return Connection({}, name=self.name, serving=True, refuse=f"{limit} connections are open already")
         conn = Connection(self.handlers, on_close=self._forget, name=self.name, observer=self.observer, serving=True,
-                          limits=self.limits)
+                          limits=self.limits, before=self.before)
         self.connections.add(conn)
         return conn
 

@@ -72,6 +72,10 @@ EARLY_FLUSH_BYTES = 256 * 1024
 
 
 
+BeforeRequest = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
+"""Looks at each request before its handler; an answer returned is sent instead (access control)."""
+
+
 class Connection(asyncio.Protocol):
     """One TCP connection speaking remoting frames, usable by servers and clients alike.
 
@@ -92,8 +96,10 @@ class Connection(asyncio.Protocol):
         serving: bool = False,
         limits: ConnectionLimits = NO_LIMITS,
         refuse: str | None = None,
+        before: BeforeRequest | None = None,
     ) -> None:
         self._handlers = handlers
+        self._before = before
         self._serving = serving
         self._max_in_flight = limits.max_in_flight
         self._max_queued = limits.max_queued_bytes
@@ -217,6 +223,8 @@ class Connection(asyncio.Protocol):
 
     # -- requests arriving --------------------------------------------------------------------
     def _dispatch(self, cmd: RemotingCommand) -> None:
+        if self._before is not None and self._refused(cmd):
+            return
         if self._observer is not None:
             self._dispatch_observed(cmd)
             return
@@ -242,6 +250,21 @@ class Connection(asyncio.Protocol):
             asyncio.ensure_future(self._finish(cmd, result))
         else:
             self._reply(cmd, result)
+
+    def _refused(self, cmd: RemotingCommand) -> bool:
+        """The ``before`` check (access control) answered instead of the handler."""
+        assert self._before is not None
+        try:
+            answer = self._before(self, cmd)
+        except Exception as e:
+            log.exception("%s: the check before request code %d failed", self._name, cmd.code)
+            answer = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        if answer is None:
+            return False
+        self._reply(cmd, answer)
+        if self._observer is not None:
+            self._observe(self._observer, cmd.code, answer, time.perf_counter())
+        return True
 
     def _dispatch_observed(self, cmd: RemotingCommand) -> None:
         """:meth:`_dispatch` that also tells the observer each request's answer and time (kept
@@ -455,9 +478,11 @@ class RemotingClient:
 
     def __init__(
         self, handlers: dict[int, Handler] | None = None, *, connect_timeout: float = 3.0,
-        ssl: ssl_module.SSLContext | None = None,
+        ssl: ssl_module.SSLContext | None = None, sign: Callable[[RemotingCommand], None] | None = None,
     ) -> None:
         self.handlers: dict[int, Handler] = dict(handlers or {})
+        self.sign = sign
+        """Called on every request before it is sent (ACL signatures)."""
         self.connect_timeout = connect_timeout
         self.ssl = ssl
         """When set, every connection is TLS with this context (the server's name checked as the context says)."""
@@ -523,10 +548,14 @@ class RemotingClient:
         self, addr: str, cmd: RemotingCommand, timeout: float = 3.0, connect_timeout: float | None = None
     ) -> RemotingCommand:
         conn = await self.connection(addr, connect_timeout)
+        if self.sign is not None:
+            self.sign(cmd)
         return await conn.invoke(cmd, timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         conn = await self.connection(addr)
+        if self.sign is not None:
+            self.sign(cmd)
         conn.invoke_oneway(cmd)
 
     def close_connection(self, addr: str) -> None:

@@ -20,6 +20,16 @@ import org.apache.rocketmq.common.message.MessageExt;
  * as the LAST line of stdout (UTF-8); everything else (client logs, progress) goes to stderr.
  */
 final class Common {
+    /** An ACL signing hook when -Dacl.accessKey and -Dacl.secretKey are given, else null (no ACL). */
+    static org.apache.rocketmq.remoting.RPCHook aclHook() {
+        String ak = System.getProperty("acl.accessKey");
+        String sk = System.getProperty("acl.secretKey");
+        if (ak == null || sk == null) {
+            return null;
+        }
+        return new org.apache.rocketmq.acl.common.AclClientRPCHook(new org.apache.rocketmq.acl.common.SessionCredentials(ak, sk));
+    }
+
     private Common() {
     }
 

@@ -71,7 +71,7 @@ public class PullScenario {
 
     private static void lite(String namesrv, String topic, String group, int expected, long deadline,
         Map<String, MessageExt> seen, int[] duplicates, List<Map<String, Object>> queues) throws Exception {
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group, Common.aclHook());
         consumer.setNamesrvAddr(namesrv);
         consumer.setVipChannelEnabled(false);
         consumer.setAutoCommit(false);

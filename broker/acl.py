@@ -1,0 +1,272 @@
+"""Plain ACL (Apache RocketMQ 4.x ``plain_acl.yml``): who may do what on this broker. Pure rules; the
+file is read by :func:`load_plain_acl`, the check runs before every request (:class:`AclValidator`).
+
+The file::
+
+    globalWhiteRemoteAddresses: [10.10.103.*]      # these addresses skip every check
+    accounts:
+      - accessKey: RocketMQ                          # more than 6 characters, as the secret key
+        secretKey: 12345678
+        whiteRemoteAddress: 192.168.0.*              # from here: no signature or permission check
+        admin: false                                 # admin requests (create/delete topics and groups…)
+        defaultTopicPerm: DENY                       # DENY, PUB, SUB or PUB|SUB
+        defaultGroupPerm: SUB
+        topicPerms: [topicA=DENY, topicB=PUB|SUB]
+        groupPerms: [groupA=DENY, groupB=SUB]
+
+A request is refused, as Apache answers (SYSTEM_ERROR, remark ``…AclException: <why>``), when it
+carries no access key, names an unknown one, is not signed with its secret key, is an admin
+request of a non-admin account, or needs a permission the account lacks on a topic (sending: PUB,
+pulling: SUB) or a group (a group is checked as its ``%RETRY%`` topic, for SUB).
+
+Addresses: ``*`` (any), ``1.2.3.4``, ``1.2.3.*``, ``1.2.3.1-9`` (a range in any part) or
+``1.2.3.{1,2,3}`` (a list in the last part); empty matches nothing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyrocketmq.remoting.acl_sign import ACCESS_KEY, SERVER_SKIPS, SIGNATURE, signature
+from pyrocketmq.remoting.body import HeartbeatData
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
+
+DENY, ANY, PUB, SUB = 1, 2, 4, 8
+_PERMS = {"DENY": DENY, "PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB}
+ADMIN_CODES = frozenset({RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG,
+                         RequestCode.DELETE_TOPIC_IN_BROKER, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                         RequestCode.DELETE_SUBSCRIPTIONGROUP})
+MIN_KEY_LENGTH = 7
+
+
+class AclConfigError(ValueError):
+    """``plain_acl.yml`` cannot be used; the message says where."""
+
+
+def parse_perm(text: str) -> int:
+    perm = _PERMS.get(text.strip().upper())
+    if perm is None:
+        raise AclConfigError(f"permission {text!r}: use DENY, PUB, SUB or PUB|SUB")
+    return perm
+
+
+def check_permission(needed: int, owned: int) -> bool:
+    """Apache ``Permission.checkPermission``."""
+    if owned & DENY:
+        return False
+    if needed & ANY:
+        return bool(owned & (PUB | SUB))
+    return bool(needed & owned)
+
+
+# -- addresses --------------------------------------------------------------------------------------
+_PART = re.compile(r"^(\*|\d{1,3}|\d{1,3}-\d{1,3}|\{\d{1,3}(?:,\d{1,3})*\})$")
+
+
+def address_matcher(spec: str | None) -> Callable[[str], bool]:
+    """A predicate on ``a.b.c.d`` addresses (see the module docstring); AclConfigError if malformed."""
+    spec = (spec or "").strip()
+    if not spec:
+        return lambda ip: False
+    if spec in ("*", "*.*.*.*"):
+        return lambda ip: True
+    parts = spec.split(".")
+    if len(parts) != 4 or not all(_PART.match(p) for p in parts) or any("{" in p for p in parts[:3]):
+        with_ip = _ip(spec)
+        if with_ip is None:
+            raise AclConfigError(f"remote address {spec!r}: use *, a.b.c.d, a.b.c.*, a.b.c.1-9 or a.b.c.{{1,2}}")
+        return lambda ip: _ip(ip) == with_ip
+    sets = [_part_test(p) for p in parts]
+
+    def match(ip: str) -> bool:
+        octets = ip.split(".")
+        if len(octets) != 4 or not all(o.isdigit() for o in octets):
+            return False
+        return all(test(int(o)) for test, o in zip(sets, octets, strict=True))
+
+    return match
+
+
+def _part_test(part: str) -> Callable[[int], bool]:
+    if part == "*":
+        return lambda n: True
+    if "-" in part:
+        lo, hi = (int(x) for x in part.split("-"))
+        return lambda n: lo <= n <= hi
+    if part.startswith("{"):
+        allowed = frozenset(int(x) for x in part[1:-1].split(","))
+        return lambda n: n in allowed
+    v = int(part)
+    return lambda n: n == v
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+# -- configuration ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Account:
+    access_key: str
+    secret_key: str
+    admin: bool = False
+    default_topic_perm: int = DENY
+    default_group_perm: int = DENY
+    perms: Mapping[str, int] = field(default_factory=dict)
+    """Topic → permission, and ``%RETRY%<group>`` → permission for groups."""
+    white: Callable[[str], bool] = field(default=lambda ip: False, compare=False)
+
+
+@dataclass(frozen=True)
+class AclConfig:
+    accounts: Mapping[str, Account]
+    global_white: tuple[Callable[[str], bool], ...] = ()
+
+
+def _perm_list(items: Any, where: str, key_prefix: str = "") -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items or ():
+        name, sep, perm = str(item).partition("=")
+        if not sep or not name.strip():
+            raise AclConfigError(f"{where}: {item!r} is not name=PERM")
+        out[key_prefix + name.strip()] = parse_perm(perm)
+    return out
+
+
+def parse_plain_acl(doc: Any) -> AclConfig:
+    """The parsed YAML document as an :class:`AclConfig`; AclConfigError names what is wrong."""
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise AclConfigError("the ACL file is not a mapping with globalWhiteRemoteAddresses and accounts")
+    white = tuple(address_matcher(str(a)) for a in (doc.get("globalWhiteRemoteAddresses") or ()))
+    accounts: dict[str, Account] = {}
+    for i, a in enumerate(doc.get("accounts") or ()):
+        if not isinstance(a, dict):
+            raise AclConfigError(f"accounts[{i}] is not a mapping")
+        ak, sk = str(a.get("accessKey") or ""), str(a.get("secretKey") or "")
+        if len(ak) < MIN_KEY_LENGTH or len(sk) < MIN_KEY_LENGTH:
+            raise AclConfigError(f"accounts[{i}]: accessKey and secretKey must be longer than 6 characters")
+        if ak in accounts:
+            raise AclConfigError(f"accounts[{i}]: accessKey {ak} appears twice")
+        where = f"accounts[{i}] ({ak})"
+        perms = _perm_list(a.get("topicPerms"), f"{where} topicPerms")
+        perms.update(_perm_list(a.get("groupPerms"), f"{where} groupPerms", RETRY_GROUP_TOPIC_PREFIX))
+        accounts[ak] = Account(
+            access_key=ak, secret_key=sk, admin=str(a.get("admin", False)).lower() == "true",
+            default_topic_perm=parse_perm(str(a.get("defaultTopicPerm") or "DENY")),
+            default_group_perm=parse_perm(str(a.get("defaultGroupPerm") or "DENY")),
+            perms=perms, white=address_matcher(a.get("whiteRemoteAddress")),
+        )
+    return AclConfig(accounts, white)
+
+
+def load_plain_acl(path: str) -> AclConfig:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except OSError as e:
+        raise AclConfigError(f"cannot read the ACL file {path}: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise AclConfigError(f"the ACL file {path} is not YAML: {e}") from None
+    return parse_plain_acl(doc)
+
+
+# -- what a request needs -----------------------------------------------------------------------
+def _retry(group: str | None) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + (group or "")
+
+
+def _send_needs(topic: str | None, group: str | None) -> dict[str, int]:
+    if topic and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return {_retry(group): SUB}
+    return {topic or "": PUB}
+
+
+def needs(cmd: RemotingCommand) -> dict[str, int]:
+    """Resource → permission the request needs (Apache ``PlainAccessValidator.parse``); raises
+    ValueError for a heartbeat body that cannot be read."""
+    ext, code = cmd.ext_fields, cmd.code
+    if code == RequestCode.SEND_MESSAGE:
+        return _send_needs(ext.get("topic"), ext.get("group"))  # Apache reads "group" here (V1 has none)
+    if code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):  # Apache 4.9 forgets batches
+        return _send_needs(ext.get("b"), ext.get("a"))
+    if code == RequestCode.CONSUMER_SEND_MSG_BACK:
+        return {_retry(ext.get("group")): SUB}
+    if code == RequestCode.PULL_MESSAGE:
+        return {ext.get("topic") or "": SUB, _retry(ext.get("consumerGroup")): SUB}
+    if code == RequestCode.QUERY_MESSAGE:
+        return {ext.get("topic") or "": SUB}
+    if code == RequestCode.HEART_BEAT:
+        data = HeartbeatData.from_json(cmd.payload or b"{}")
+        out: dict[str, int] = {}
+        for c in data.consumer_data_set:
+            out[_retry(c.group_name)] = SUB
+            for sub in c.subscription_data_set:
+                out[sub.topic] = SUB
+        return out
+    if code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
+        group = ext.get("consumerGroup")
+        return {_retry(group): SUB} if group else {}
+    if code == RequestCode.UPDATE_CONSUMER_OFFSET:
+        return {_retry(ext.get("consumerGroup")): SUB, ext.get("topic") or "": SUB}
+    return {}
+
+
+def _describe(resource: str) -> str:
+    if resource.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return "group:" + resource[len(RETRY_GROUP_TOPIC_PREFIX):]
+    return "topic:" + resource
+
+
+class AclValidator:
+    """Checks requests against an :class:`AclConfig` (swap :attr:`config` to reload)."""
+
+    def __init__(self, config: AclConfig) -> None:
+        self.config = config
+
+    def refusal(self, cmd: RemotingCommand, remote_ip: str) -> str | None:
+        """Why ``cmd`` from ``remote_ip`` is refused (Apache's words), or None when it may go on."""
+        config = self.config
+        if any(white(remote_ip) for white in config.global_white):
+            return None
+        ak = cmd.ext_fields.get(ACCESS_KEY)
+        if not ak:
+            return "No accessKey is configured"
+        account = config.accounts.get(ak)
+        if account is None:
+            return f"No acl config for {ak[:64]}"
+        if account.white(remote_ip):
+            return None
+        body = cmd.body if isinstance(cmd.body, (bytes, bytearray, memoryview)) else None
+        if signature(cmd.ext_fields, body, account.secret_key, SERVER_SKIPS) != cmd.ext_fields.get(SIGNATURE):
+            return f"Check signature failed for accessKey={ak}"
+        if cmd.code in ADMIN_CODES and not account.admin:
+            return f"Need admin permission for request code={cmd.code}, but accessKey={ak} is not"
+        try:
+            needed = needs(cmd)
+        except (ValueError, TypeError, KeyError) as e:
+            return f"cannot read the request to check its permissions: {e}"
+        if not needed or (account.admin and not account.perms):
+            return None
+        for resource, perm in needed.items():
+            owned = account.perms.get(resource)
+            if owned is None:
+                is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
+                owned = account.default_group_perm if is_group else account.default_topic_perm
+            if not check_permission(perm, owned):
+                return f"No default permission for {_describe(resource)}"
+        return None
+
+

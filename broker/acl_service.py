@@ -1,0 +1,65 @@
+"""The broker's access control at run time: the ACL file loaded, checked before every request,
+reloaded when it changes (a broken edit is logged and the previous rules stay)."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.log_limit import RateLimitedLog
+from pyrocketmq.remoting.transport import Connection
+
+from .acl import AclConfigError, AclValidator, load_plain_acl
+
+log = logging.getLogger("pyrocketmq.broker")
+RELOAD_INTERVAL = 5.0
+"""Seconds between looks at the ACL file's modification time."""
+
+
+class AccessControl:
+    """``check`` is the server's before-request hook; ``reload_if_changed`` runs every few seconds.
+
+    Example::
+
+        acl = AccessControl("/etc/rocketmq/plain_acl.yml")   # AclConfigError if unusable
+        server.before = acl.check
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._mtime = self._stat()
+        self.validator = AclValidator(load_plain_acl(path))
+        self.refused = 0
+        self._log = RateLimitedLog(log)
+        log.info("ACL on: %d accounts from %s", len(self.validator.config.accounts), path)
+
+    def _stat(self) -> float:
+        try:
+            return os.stat(self.path).st_mtime
+        except OSError:
+            return 0.0
+
+    def check(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
+        ip = conn.remote_addr.rpartition(":")[0].strip("[]")
+        why = self.validator.refusal(cmd, ip)
+        if why is None:
+            return None
+        self.refused += 1
+        self._log.warning("ACL: refused request code %d from %s: %s", cmd.code, conn.remote_addr, why)
+        return cmd.response(ResponseCode.SYSTEM_ERROR, f"AclException: {why}")
+
+    def reload_if_changed(self) -> bool:
+        mtime = self._stat()
+        if mtime == self._mtime:
+            return False
+        self._mtime = mtime
+        try:
+            config = load_plain_acl(self.path)
+        except AclConfigError as e:
+            log.error("ACL file %s changed but cannot be used (the previous rules stay): %s", self.path, e)
+            return False
+        self.validator.config = config
+        log.info("ACL reloaded: %d accounts from %s", len(config.accounts), self.path)
+        return True
