@@ -7,10 +7,12 @@ topic table with its data version; ``bodyCrc32`` lets the name server reject a d
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import zlib
 from typing import TYPE_CHECKING
 
+from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.body import RegisterBrokerBody
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -23,13 +25,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("pyrocketmq.broker")
 
 
+def outgoing_client(settings: BrokerSettings) -> RemotingClient:
+    """A client for this broker's own requests: TLS and ACL signatures as configured."""
+    n = settings.network
+    sign = functools.partial(acl_sign, access_key=n.access_key, secret_key=n.secret_key) if n.access_key else None
+    return RemotingClient(ssl=n.client_tls.context(), sign=sign)
+
+
 class Registrar:
     def __init__(self, settings: BrokerSettings, topics: TopicConfigManager) -> None:
         self.settings = settings
         self.topics = topics
         self.port = 0
         """The broker's listen port, set once it is bound."""
-        self.client = RemotingClient(ssl=settings.network.client_tls.context())
+        self.client = outgoing_client(settings)
         self.registered: set[str] = set()
         self._soon: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None

@@ -64,6 +64,10 @@ class NetworkSettings:
     acl_file: str = ""
     """The ACL file (``plain_acl.yml``) when ``aclEnable=true``: ``aclConfigFile``, else
     ``$ROCKETMQ_HOME/conf/plain_acl.yml``; empty = no access control."""
+    access_key: str = ""
+    """``accessKey``/``secretKey``: the account this broker signs its own requests with (to the name
+    servers, and a slave's to its master when the master checks ACLs)."""
+    secret_key: str = field(default="", repr=False)
     tls: ServerTls = field(default_factory=ServerTls)
     """``tls.server.*``: TLS on the client-facing ports (see :mod:`pyrocketmq.remoting.tls`)."""
     client_tls: ClientTls = field(default_factory=ClientTls)
@@ -142,18 +146,7 @@ class BrokerSettings:
                 raise ConfigError(f"{key}={raw!r}: expected true or false")
             return raw == "true"
 
-        role_raw = get("brokerRole", "ASYNC_MASTER").upper()
-        try:
-            role = BrokerRole(role_raw)
-        except ValueError:
-            raise ConfigError(f"brokerRole={role_raw!r}: expected ASYNC_MASTER, SYNC_MASTER or SLAVE") from None
-        broker_id = get_int("brokerId", 0)
-        if role == BrokerRole.SLAVE and broker_id == 0:
-            raise ConfigError("brokerRole=SLAVE needs brokerId > 0")
-        if role != BrokerRole.SLAVE:
-            broker_id = 0
-        identity = IdentitySettings(cluster_name=get("brokerClusterName", "DefaultCluster"),
-                                    broker_name=get("brokerName", "broker-a"), broker_id=broker_id, role=role)
+        identity = _identity(get, get_int)
         namesrv = get("namesrvAddr", os.environ.get("NAMESRV_ADDR", ""))
         addrs = tuple(a.strip() for a in re.split(r"[;,]", namesrv) if a.strip())
         for a in addrs:
@@ -176,6 +169,7 @@ class BrokerSettings:
             server_channel_max_idle_s=_non_negative("serverChannelMaxIdleTimeSeconds",
                                                     get_int("serverChannelMaxIdleTimeSeconds", 120)),
             limits=_limits(get_int), acl_file=_acl_file(get_bool("aclEnable", False), get("aclConfigFile", "")),
+            access_key=get("accessKey", ""), secret_key=get("secretKey", ""),
             tls=_tls(conf, used, ServerTls.from_conf), client_tls=_tls(conf, used, ClientTls.from_conf),
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
@@ -225,6 +219,21 @@ def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], 
         return read(conf)
     except TlsConfigError as e:
         raise ConfigError(str(e)) from None
+
+
+def _identity(get: Callable[[str, str], str], get_int: Callable[[str, int], int]) -> IdentitySettings:
+    role_raw = get("brokerRole", "ASYNC_MASTER").upper()
+    try:
+        role = BrokerRole(role_raw)
+    except ValueError:
+        raise ConfigError(f"brokerRole={role_raw!r}: expected ASYNC_MASTER, SYNC_MASTER or SLAVE") from None
+    broker_id = get_int("brokerId", 0)
+    if role == BrokerRole.SLAVE and broker_id == 0:
+        raise ConfigError("brokerRole=SLAVE needs brokerId > 0")
+    if role != BrokerRole.SLAVE:
+        broker_id = 0
+    return IdentitySettings(cluster_name=get("brokerClusterName", "DefaultCluster"),
+                            broker_name=get("brokerName", "broker-a"), broker_id=broker_id, role=role)
 
 
 def _acl_file(enabled: bool, path: str) -> str:

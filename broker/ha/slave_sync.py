@@ -16,7 +16,9 @@ from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerial
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.lenient_json import loads
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.transport import RemotingError
+
+from ..registration import outgoing_client
 
 if TYPE_CHECKING:
     from ..consumer_offset import ConsumerOffsetManager
@@ -45,7 +47,7 @@ class SlaveSync:
         self.groups = groups
         self.offsets = offsets
         self.schedule = schedule
-        self.client = RemotingClient()
+        self.client = outgoing_client(registrar.settings)
 
     async def sync_round(self) -> float:
         """One sync from the master, once its address is known; the seconds until the next."""

@@ -123,3 +123,15 @@ def test_the_file_is_reloaded_and_a_broken_edit_keeps_the_rules(tmp_path):
     assert acl.check(conn, signed(wire.send_v2("Other", b"x"))) is None  # the previous rules stay
     refused = acl.check(conn, wire.send_v2("Other", b"x"))
     assert refused is not None and refused.code == 1 and refused.remark == "AclException: No accessKey is configured"
+
+
+def test_a_broker_signs_its_own_requests_when_given_an_account(validator):
+    from pyrocketmq.broker.registration import outgoing_client
+    from pyrocketmq.broker.settings import BrokerSettings
+
+    client = outgoing_client(BrokerSettings.from_conf({"accessKey": "rootadmin", "secretKey": "root-secret-key"}))
+    cmd = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {})
+    assert client.sign is not None
+    client.sign(cmd)
+    assert validator.refusal(cmd, "127.0.0.1") is None
+    assert outgoing_client(BrokerSettings.from_conf({})).sign is None
