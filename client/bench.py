@@ -29,6 +29,7 @@ import orjson
 
 from pyrocketmq.remoting.names import BENCHMARK_TOPIC
 
+from .cli_common import client_settings
 from .errors import MQError
 from .message import Message
 
@@ -199,7 +200,7 @@ async def produce(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
 
     body = b"x" * args.size
     batch = args.batch
-    async with Producer(f"PYROCKETMQ_BENCH_{uuid.uuid4().hex[:8]}", args.namesrv) as producer:
+    async with Producer(f"PYROCKETMQ_BENCH_{uuid.uuid4().hex[:8]}", args.namesrv, client=client_settings(args)) as producer:
         await producer.send(Message(args.topic, body))  # route + connection warm-up
         rec = Recorder(warmup=args.warmup)
         end = rec.started + args.duration if args.duration else float("inf")
@@ -254,7 +255,7 @@ async def consume(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
         return ConsumeResult.SUCCESS
 
     settings = PushConsumerSettings(consume_from="last" if args.from_last else "first")
-    consumer = PushConsumer(group, args.namesrv, settings)
+    consumer = PushConsumer(group, args.namesrv, settings, client=client_settings(args))
     consumer.subscribe(args.topic, "*")
     consumer.register_listener(listener)
     await consumer.start()

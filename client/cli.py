@@ -32,10 +32,12 @@ from .cli_common import (
     UsageError,
     _add_ns,
     body_text,
+    client_settings,
     send_result_line,
 )
 from .errors import MQClientError, MQConnectionError, MQError
 from .message import Message, user_properties
+from .settings import ClientSettings
 
 # -- output helpers -------------------------------------------------------------------------------
 
@@ -109,7 +111,7 @@ async def run_produce(args: argparse.Namespace, parser: argparse.ArgumentParser,
 
     sent = 0
     started = time.monotonic()
-    async with Producer(args.group, args.namesrv) as producer:
+    async with Producer(args.group, args.namesrv, client=client_settings(args)) as producer:
         for body in messages():
             msg = Message(args.topic, body, tags=args.tags, keys=args.keys, properties=props or None, delay_level=args.delay)
             result = await producer.send(msg, args.timeout)
@@ -121,12 +123,12 @@ async def run_produce(args: argparse.Namespace, parser: argparse.ArgumentParser,
     return 0
 
 
-async def require_topic(namesrv: str, topic: str) -> None:
+async def require_topic(namesrv: str, topic: str, client: ClientSettings | None = None) -> None:
     """A consumer never creates its topic: say so at once rather than wait for messages that can't come."""
     from .admin import Admin
     from .errors import TopicNotFoundError
 
-    async with Admin(namesrv) as admin:
+    async with Admin(namesrv, client=client) as admin:
         try:
             await admin.topic_route(topic)
         except TopicNotFoundError:
@@ -147,13 +149,13 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
         raise UsageError(parser, "--orderly and --broadcast need --push")
     if args.push and args.no_commit:
         raise UsageError(parser, "--no-commit cannot be combined with --push (a push consumer persists its offsets)")
-    await require_topic(args.namesrv, args.topic)
+    await require_topic(args.namesrv, args.topic, client_settings(args))
     if args.push:
         return await run_push_consume(args, parser, out)
     settings = PullConsumerSettings(expression=args.expression, auto_commit=not args.no_commit,
                                     long_poll_ms=5000)
     received = 0
-    async with PullConsumer(args.group, args.namesrv, settings) as consumer:
+    async with PullConsumer(args.group, args.namesrv, settings, client=client_settings(args)) as consumer:
         queues = await consumer.fetch_queues(args.topic)
         await consumer.assign(queues)
         if args.from_beginning:
@@ -221,7 +223,7 @@ async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentPa
             done.set()
         return ConsumeResult.SUCCESS
 
-    consumer = PushConsumer(args.group, args.namesrv, settings)
+    consumer = PushConsumer(args.group, args.namesrv, settings, client=client_settings(args))
     consumer.subscribe(args.topic, args.expression)
     consumer.register_listener(listener, orderly=args.orderly)
     await consumer.start()

@@ -14,6 +14,7 @@ from .cli_common import (
     _bool,
     _timestamp,
     body_text,
+    client_settings,
     fmt_ms,
     table,
     to_jsonable,
@@ -97,10 +98,10 @@ def _admin_parsers(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("-t", "--topic", help="topic (needed for a unique id)")
 
 
-async def _with_admin(ns: str, fn: Callable[[Any], Awaitable[int]]) -> int:
+async def _with_admin(args: argparse.Namespace, fn: Callable[[Any], Awaitable[int]]) -> int:
     from .admin import Admin
 
-    async with Admin(ns) as admin:
+    async with Admin(args.namesrv, client=client_settings(args)) as admin:
         return await fn(admin)
 
 
@@ -180,7 +181,7 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
             raise MQClientError(f"unknown admin command {cmd!r}")
         return 0
 
-    return await _with_admin(args.namesrv, go)
+    return await _with_admin(args, go)
 
 
 def _perm(perm: int) -> str:

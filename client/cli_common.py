@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import time
 from typing import Any, NoReturn, TextIO
 
 import orjson
 
+from pyrocketmq.remoting.tls import ClientTls
+
+from .errors import MQClientError
 from .message import SendResult
+from .settings import ClientSettings
 
 PROG = "pyrocketmq"
 
@@ -77,6 +82,29 @@ def to_jsonable(obj: Any) -> Any:
 def _add_ns(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--namesrvAddr", dest="namesrv", required=True, metavar="ADDR",
                    help="name server address list, e.g. 127.0.0.1:9876;192.168.0.1:9876")
+    sec = p.add_argument_group("TLS and ACL")
+    sec.add_argument("--tls", action="store_true", help="connect over TLS")
+    sec.add_argument("--tlsTrustCert", dest="tls_ca", metavar="PEM", help="CA the servers' certificates chain to")
+    sec.add_argument("--tlsInsecure", dest="tls_insecure", action="store_true",
+                     help="trust any server certificate (Apache's test mode)")
+    sec.add_argument("--accessKey", dest="access_key", metavar="AK", help="ACL account; the secret key comes from "
+                     "--secretKey or PYROCKETMQ_SECRET_KEY")
+    sec.add_argument("--secretKey", dest="secret_key", metavar="SK", help=argparse.SUPPRESS)
+
+
+def client_settings(args: argparse.Namespace) -> ClientSettings:
+    """The client settings the security options ask for (name servers are passed separately)."""
+    tls = getattr(args, "tls", False) or bool(getattr(args, "tls_ca", None)) or getattr(args, "tls_insecure", False)
+    access_key = getattr(args, "access_key", None) or ""
+    secret_key = getattr(args, "secret_key", None) or os.environ.get("PYROCKETMQ_SECRET_KEY", "")
+    if access_key and not secret_key:
+        raise MQClientError("--accessKey needs a secret key: give --secretKey or set PYROCKETMQ_SECRET_KEY")
+    return ClientSettings(
+        namesrv_addr=args.namesrv,
+        tls=ClientTls(enabled=tls, trust_cert_path=getattr(args, "tls_ca", None) or "",
+                      verify=not getattr(args, "tls_insecure", False)),
+        access_key=access_key, secret_key=secret_key,
+    )
 
 
 def _bool(text: str) -> bool:

@@ -72,3 +72,25 @@ def test_produce_and_consume_over_tls_only(tls_cluster):
     assert sent.queue_offset == 0 and [m.body for m in got] == [b"over tls"]
     assert all(r != "sent" for r in refusals), refusals
     assert "unable to get local issuer certificate" in refusals[1]
+
+
+def test_the_cli_over_tls(tls_cluster):
+    import subprocess
+
+    ns, _, certs = tls_cluster
+    tls = ["--tlsTrustCert", str(certs.ca)]
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pyrocketmq", *args], capture_output=True, text=True, timeout=60)
+
+    made = cli("admin", "updateTopic", "-n", ns.addr, *tls, "-c", "DefaultCluster", "-t", "CliSecure", "-r", "1", "-w", "1")
+    assert made.returncode == 0, made.stderr
+    for _ in range(50):
+        sent = cli("produce", "-n", ns.addr, *tls, "-t", "CliSecure", "--body", "hello", "-q")
+        if sent.returncode == 0:
+            break
+    assert sent.returncode == 0, sent.stderr
+    read = cli("consume", "-n", ns.addr, *tls, "-t", "CliSecure", "-g", "cli-tls", "--from-beginning", "-c", "1")
+    assert read.returncode == 0 and "hello" in read.stdout, read.stderr
+    plain = cli("produce", "-n", ns.addr, "-t", "CliSecure", "--body", "x", "-q")
+    assert plain.returncode != 0 and "Traceback" not in plain.stderr
