@@ -112,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", metavar="H", help="address to bind (overrides bindAddress; default 0.0.0.0)")
     p.add_argument("--metrics-port", type=int, metavar="N",
                    help="HTTP port of /metrics, /healthz and /readyz (overrides metricsPort; 0 = off)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a namesrv.conf key, over the file's (repeatable), e.g. --set tls.server.mode=enforcing")
     p.add_argument("-p", "--print-config", action="store_true", help="print the effective settings and exit")
     p.add_argument("--log-level", default=os.environ.get("PYROCKETMQ_LOG_LEVEL", "INFO"))
     return p
@@ -133,7 +135,13 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--listen-port {args.listen_port}: expected 0..65535")
         if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
             raise ConfigError(f"--metrics-port {args.metrics_port}: expected 0..65535")
-        settings = NamesrvSettings.load(args.config, listen_port=args.listen_port, host=args.host,
+        sets = {}
+        for item in args.set:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+            sets[key.strip()] = value.strip()
+        settings = NamesrvSettings.load(args.config, sets, listen_port=args.listen_port, host=args.host,
                                         metrics_port=args.metrics_port)
     except FileNotFoundError:
         parser.print_usage(sys.stderr)

@@ -96,9 +96,11 @@ class NamesrvSettings:
         )
 
     @classmethod
-    def load(cls, path: str | None, **overrides: object) -> NamesrvSettings:
-        """Settings from ``path`` (if any) with command-line ``overrides`` (snake_case names) applied."""
+    def load(cls, path: str | None, conf_overrides: dict[str, str] | None = None, **overrides: object) -> NamesrvSettings:
+        """Settings from ``path`` (if any) with ``conf_overrides`` (RocketMQ keys, ``--set``) over its keys and
+        command-line ``overrides`` (snake_case names) applied last."""
         conf = read_properties(path) if path else {}
+        conf.update(conf_overrides or {})
         settings = cls.from_conf(conf)
         changes = {k: v for k, v in overrides.items() if v is not None}
         if not changes:

@@ -52,6 +52,7 @@ class ResourceKind:
 _KINDS = [
     ResourceKind("v1", "ServiceAccount", "serviceaccounts"),
     ResourceKind("v1", "ConfigMap", "configmaps"),
+    ResourceKind("v1", "Secret", "secrets"),
     ResourceKind("v1", "Service", "services"),
     ResourceKind("v1", "Pod", "pods"),
     ResourceKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),

@@ -53,8 +53,24 @@ RESERVED_CONFIG_KEYS = frozenset(
         "storePathRootDir",
         "flushDiskType",
         "metricsPort",
+        "aclEnable",
+        "aclConfigFile",
+        "accessKey",
+        "secretKey",
+        "tls.enable",
+        "tls.server.mode",
+        "tls.server.certPath",
+        "tls.server.keyPath",
+        "tls.server.keyPassword",
+        "tls.server.need.client.auth",
+        "tls.server.trustCertPath",
+        "tls.client.authServer",
+        "tls.client.trustCertPath",
     }
 )
+"""broker.conf keys the operator sets (from the spec's own fields: spec.tls, spec.acl, …)."""
+
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 _ROCKETMQ_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
@@ -98,6 +114,57 @@ class Metrics:
     def from_spec(cls, spec: Mapping[str, Any] | None) -> Metrics:
         spec = spec or {}
         return cls(enabled=bool(spec.get("enabled", True)), port=int(spec.get("port", 5557)))
+
+
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """``spec.tls``: serve TLS with the certificate in a Secret (``tls.crt``, ``tls.key``; ``ca.crt``
+    to check client certificates and, on brokers, the name servers' certificates)."""
+
+    secret_name: str = ""
+    mode: str = "enforcing"
+    """``enforcing`` (TLS only) or ``permissive`` (TLS and plain clients)."""
+    client_auth: str = "none"
+    """``none``, ``optional`` or ``require`` a client certificate signed by ``ca.crt``."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.secret_name)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Tls:
+        if not spec:
+            return cls()
+        name = str(spec.get("secretName") or "")
+        if not _DNS_NAME.match(name):
+            raise SpecError("spec.tls.secretName: name the Secret holding tls.crt and tls.key (a DNS name)")
+        mode, auth = str(spec.get("mode", "enforcing")), str(spec.get("clientAuth", "none"))
+        if mode not in ("enforcing", "permissive"):
+            raise SpecError(f"spec.tls.mode {mode!r}: use enforcing or permissive")
+        if auth not in ("none", "optional", "require"):
+            raise SpecError(f"spec.tls.clientAuth {auth!r}: use none, optional or require")
+        return cls(secret_name=name, mode=mode, client_auth=auth)
+
+
+@dataclass(frozen=True, slots=True)
+class Acl:
+    """``spec.acl``: check every request against the ``plain_acl.yml`` in a Secret, which may also
+    hold the ``accessKey``/``secretKey`` the brokers (and the operator) sign their own requests with."""
+
+    secret_name: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.secret_name)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Acl:
+        if not spec:
+            return cls()
+        name = str(spec.get("secretName") or "")
+        if not _DNS_NAME.match(name):
+            raise SpecError("spec.acl.secretName: name the Secret holding plain_acl.yml (a DNS name)")
+        return cls(secret_name=name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +233,7 @@ class NameServerModel:
     resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     scheduling: Scheduling = field(default_factory=Scheduling)
     metrics: Metrics = field(default_factory=Metrics)
+    tls: Tls = field(default_factory=Tls)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> NameServerModel:
@@ -181,6 +249,7 @@ class NameServerModel:
             resources=_resources(spec.get("resources")),
             scheduling=Scheduling.from_spec(spec.get("scheduling")),
             metrics=Metrics.from_spec(spec.get("metrics")),
+            tls=Tls.from_spec(spec.get("tls")),
         )
 
 
@@ -203,6 +272,10 @@ class BrokerModel:
     scheduling: Scheduling = field(default_factory=Scheduling)
     metrics: Metrics = field(default_factory=Metrics)
     force_scale_down: bool = False
+    tls: Tls = field(default_factory=Tls)
+    acl: Acl = field(default_factory=Acl)
+    namesrv_tls: bool = False
+    """``spec.nameServer.tls``: the name servers serve TLS (brokers register over it)."""
 
     @property
     def master_role(self) -> str:
@@ -241,7 +314,8 @@ class BrokerModel:
         config = {str(k): _conf_value(v) for k, v in (spec.get("config") or {}).items()}
         reserved = sorted(RESERVED_CONFIG_KEYS & set(config))
         if reserved:
-            raise SpecError(f"spec.config: {', '.join(reserved)} are set by the operator")
+            raise SpecError(f"spec.config: {', '.join(reserved)} are set by the operator (TLS and ACL come from "
+                            "spec.tls and spec.acl)")
         return cls(
             ref=ref,
             cluster_name=str(spec.get("clusterName") or ref.name),
@@ -259,6 +333,9 @@ class BrokerModel:
             scheduling=Scheduling.from_spec(spec.get("scheduling")),
             metrics=Metrics.from_spec(spec.get("metrics")),
             force_scale_down=str(annotations.get(ANNOTATION_FORCE_SCALE_DOWN, "")).lower() == "true",
+            tls=Tls.from_spec(spec.get("tls")),
+            acl=Acl.from_spec(spec.get("acl")),
+            namesrv_tls=bool(ns.get("tls", False)),
         )
 
 

@@ -64,7 +64,8 @@ def _key(line: str) -> str | None:
 
 
 def pod_conf(template: str, env: Mapping[str, str]) -> str:
-    """The pod's broker.conf: ``template`` with ``brokerId``, ``brokerRole`` and ``brokerIP1`` set.
+    """The pod's broker.conf: ``template`` with ``brokerId``, ``brokerRole`` and ``brokerIP1`` set (and
+    ``accessKey``/``secretKey`` from ``PYROCKETMQ_ACCESS_KEY``/``PYROCKETMQ_SECRET_KEY`` when given).
 
     Every other line (comments included) is kept as it is.
     """
@@ -81,6 +82,9 @@ def pod_conf(template: str, env: Mapping[str, str]) -> str:
             master_role = line.split("=", 1)[1].strip() if "=" in line else master_role
     broker_id, role = role_for_ordinal(pod_ordinal(pod_name), master_role)
     wanted = {"brokerId": str(broker_id), "brokerRole": role, "brokerIP1": pod_ip}
+    for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
+        if env.get(var, "").strip():  # spec.acl's Secret: the broker's own account (kept out of the ConfigMap)
+            wanted[key] = env[var].strip()
     out = [line for line in lines if _key(line) not in wanted]
     out.append(f"# set by the entrypoint for pod {pod_name}")
     out += [f"{k}={v}" for k, v in wanted.items()]

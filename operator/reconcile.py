@@ -61,6 +61,7 @@ from .rocketmq import (
     stop_writes,
     topic_brokers,
 )
+from .security import ClientSecurity, SecretError, client_security
 from .settings import OperatorSettings
 from .status import (
     Condition,
@@ -267,6 +268,7 @@ class BrokerReconcile:
     async def resolve_name_servers(self) -> None:
         self.namesrv_addrs = await broker_name_servers(self.ctx, self.model)
         self.admin_addr = ";".join(self.namesrv_addrs)
+        self.security = await broker_client_security(self.ctx, self.model)
 
     async def observe(self) -> None:
         ref, kube = self.model.ref, self.ctx.kube
@@ -286,13 +288,13 @@ class BrokerReconcile:
             facts = DrainFacts(name, served_traffic=served)
             if served and not model.force_scale_down:
                 try:
-                    async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+                    async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
                         facts = await drain_facts(admin, model.cluster_name, name, served)
                 except (RocketMQUnavailable, RocketMQRefused) as e:
                     facts = DrainFacts(name, served_traffic=True, error=str(e))
             decision = scale_down_decision(facts, model.force_scale_down)
             if decision.action is Action.STOP_WRITES:
-                async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+                async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
                     changed = await stop_writes(admin, model.cluster_name, name)
                 self.ctx.event("Normal", "StoppingWrites", f"{name}: topics made read-only for the scale-down: "
                                + ", ".join(changed))
@@ -395,6 +397,7 @@ class ClusterTarget:
     cluster_name: str
     admin_addr: str
     draining: frozenset[str]
+    security: ClientSecurity = ClientSecurity()
 
 
 async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for_delete: bool = False) -> ClusterTarget | None:
@@ -416,7 +419,23 @@ async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for
     draining = frozenset(
         str(g.get("name")) for g in (body.get("status") or {}).get("groups") or () if g.get("phase") == "Draining"
     )
-    return ClusterTarget(model.cluster_name, ";".join(addrs), draining)
+    return ClusterTarget(model.cluster_name, ";".join(addrs), draining, await broker_client_security(ctx, model))
+
+
+async def broker_client_security(ctx: Context, model: BrokerModel) -> ClientSecurity:
+    """TLS and the ACL account for reaching ``model``'s brokers (from its Secrets)."""
+    if not (model.tls.enabled or model.namesrv_tls or model.acl.enabled):
+        return ClientSecurity()
+    ns = model.ref.namespace
+    tls = await ctx.kube.get("v1", "Secret", ns, model.tls.secret_name) if model.tls.enabled else None
+    acl = await ctx.kube.get("v1", "Secret", ns, model.acl.secret_name) if model.acl.enabled else None
+    for wanted, got in ((model.tls.secret_name, tls), (model.acl.secret_name, acl)):
+        if wanted and got is None:
+            raise ReconcileError("SecretNotFound", f"Secret {wanted!r} (named by the Broker) not found in namespace {ns}")
+    try:
+        return client_security(model, tls, acl)
+    except SecretError as e:
+        raise ReconcileError("SecretIncomplete", str(e)) from None
 
 
 class _OnBrokersReconcile:
@@ -451,7 +470,7 @@ class TopicReconcile(_OnBrokersReconcile):
     model_type = TopicModel
 
     async def apply_on_brokers(self) -> None:
-        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.target.security) as admin:
             names = await apply_topic(admin, self.model, self.target.cluster_name, self.target.draining)
             try:
                 self.brokers = await topic_brokers(admin, self.model.topic_name)
@@ -489,7 +508,7 @@ class ConsumerGroupReconcile(_OnBrokersReconcile):
     model_type = ConsumerGroupModel
 
     async def apply_on_brokers(self) -> None:
-        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout) as admin:
+        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.target.security) as admin:
             self.brokers = await apply_group(admin, self.model, self.target.cluster_name, self.target.draining)
             self.stats = await group_stats(admin, self.model.group_name)
         ref = self.model.ref
@@ -529,7 +548,7 @@ async def delete_topic_from_brokers(body: Mapping[str, Any], ctx: Context) -> No
                      model.topic_name)
         return
     try:
-        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout) as admin:
+        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security) as admin:
             await delete_topic(admin, model.topic_name, target.cluster_name)
     except RocketMQUnavailable as e:
         if e.reason == "ClusterNotReady":
@@ -550,7 +569,7 @@ async def delete_group_from_brokers(body: Mapping[str, Any], ctx: Context) -> No
     if target is None:
         return
     try:
-        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout) as admin:
+        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security) as admin:
             await delete_group(admin, model.group_name, target.cluster_name)
     except RocketMQUnavailable as e:
         if e.reason == "ClusterNotReady":

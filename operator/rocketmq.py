@@ -36,6 +36,7 @@ from pyrocketmq.remoting.names import (
 
 from .model import ConsumerGroupModel, TopicModel
 from .plan import DrainFacts, is_user_group, is_user_topic
+from .security import ClientSecurity
 
 
 class RocketMQUnavailable(Exception):
@@ -51,10 +52,14 @@ class RocketMQRefused(Exception):
 
 
 @contextlib.asynccontextmanager
-async def admin_session(namesrv_addr: str, timeout: float) -> AsyncIterator[Admin]:
-    """An :class:`Admin` on ``namesrv_addr`` whose errors become the two exceptions above."""
+async def admin_session(namesrv_addr: str, timeout: float,
+                        security: ClientSecurity | None = None) -> AsyncIterator[Admin]:
+    """An :class:`Admin` on ``namesrv_addr`` whose errors become the two exceptions above; ``security``:
+    TLS and the ACL account of a Broker with spec.tls / spec.acl."""
+    sec = security or ClientSecurity()
     settings = ClientSettings(namesrv_addr=namesrv_addr, request_timeout=timeout, connect_timeout=min(timeout, 3.0),
-                              instance_name="pyrocketmq-operator")
+                              instance_name="pyrocketmq-operator", tls=sec.tls, access_key=sec.access_key,
+                              secret_key=sec.secret_key)
     admin = Admin(namesrv_addr, settings)
     try:
         await admin.start()

@@ -134,7 +134,11 @@ class RemotingServer:
             host, port = sock.getpeername()[:2]
             peer = f"{host}:{port}"
         try:
-            use_tls = self.tls.mode is TlsMode.ENFORCING or await asyncio.wait_for(_starts_with_tls(sock), SNIFF_TIMEOUT)
+            first = await asyncio.wait_for(_first_byte(sock), SNIFF_TIMEOUT)
+            if first is None:  # connected and left without a byte: a TCP probe
+                sock.close()
+                return
+            use_tls = self.tls.mode is TlsMode.ENFORCING or first == TLS_HANDSHAKE
             await loop.connect_accepted_socket(self._make_connection, sock, ssl=self._ssl if use_tls else None,
                                                ssl_handshake_timeout=HANDSHAKE_TIMEOUT if use_tls else None)
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
@@ -165,11 +169,12 @@ class RemotingServer:
             self._server = None
 
 
-async def _starts_with_tls(sock: socket.socket) -> bool:
-    """Whether the first byte the peer sends opens a TLS handshake (peeked: it stays unread)."""
+async def _first_byte(sock: socket.socket) -> int | None:
+    """The first byte the peer sends, peeked (it stays unread); None if it closes first."""
     loop = asyncio.get_running_loop()
     readable: asyncio.Future[None] = loop.create_future()
     fd = sock.fileno()
+
     def ready() -> None:
         if not readable.done():
             readable.set_result(None)
@@ -179,7 +184,8 @@ async def _starts_with_tls(sock: socket.socket) -> bool:
         await readable
     finally:
         loop.remove_reader(fd)
-    first = sock.recv(1, socket.MSG_PEEK)
-    if not first:
-        raise ConnectionError("closed before sending anything")
-    return first[0] == TLS_HANDSHAKE
+    try:
+        first = sock.recv(1, socket.MSG_PEEK)
+    except ConnectionResetError:
+        return None
+    return first[0] if first else None

@@ -113,6 +113,9 @@ class ClientTls:
     """PEM CA file the server's certificate must chain to; empty: the system's CAs."""
     verify: bool = True
     """Check the server's certificate (chain and host name); False trusts any server (Apache's test mode)."""
+    check_hostname: bool = True
+    """With ``verify``, also match the host name (off for servers reached by pod IP, whose certificate
+    cannot name every IP: the chain to the trusted CA is still checked)."""
     cert_path: str = ""
     key_path: str = ""
     key_password: str = ""
@@ -135,6 +138,7 @@ class ClientTls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         if self.verify:
+            ctx.check_hostname = self.check_hostname
             try:
                 if self.trust_cert_path:
                     ctx.load_verify_locations(self.trust_cert_path)

@@ -21,11 +21,13 @@ from typing import Any
 from ..model import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, BrokerModel, headless_service_name
 from ..settings import RenderSettings
 from .common import (
+    ACL_MOUNT,
     ANNOTATION_CONFIG_HASH,
     ANNOTATION_TEMPLATE_HASH,
     CONFIG_MOUNT,
     RUN_MOUNT,
     STORE_MOUNT,
+    TLS_MOUNT,
     apply_scheduling,
     config_hash,
     container_security_context,
@@ -36,9 +38,11 @@ from .common import (
     pod_env,
     pod_security_context,
     preferred_anti_affinity,
+    secret_volume,
     selector_labels,
     service_account,
     template_hash,
+    tls_conf,
 )
 
 COMPONENT = "broker"
@@ -70,6 +74,7 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         "flushDiskType": model.flush_disk_type,
         # /metrics, /healthz and /readyz (0: not served; the probes then fall back to TCP).
         "metricsPort": str(model.metrics.port if model.metrics.enabled else 0),
+        **security_conf(model),
     }
     lines = [
         f"# broker.conf of group {group} of Broker {model.ref.namespace}/{model.ref.name}, "
@@ -82,6 +87,21 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         lines.append("# spec.config")
         lines += [f"{k}={_escape(v)}" for k, v in sorted(model.config.items())]
     return "\n".join(lines) + "\n"
+
+
+def security_conf(model: BrokerModel) -> dict[str, str]:
+    """broker.conf keys of spec.tls, spec.nameServer.tls and spec.acl."""
+    conf = tls_conf(model.tls)
+    if model.namesrv_tls:
+        conf["tls.enable"] = "true"
+        if model.tls.enabled:  # the name servers' certificates are checked against the same ca.crt
+            conf["tls.client.trustCertPath"] = f"{TLS_MOUNT}/ca.crt"
+        else:
+            conf["tls.client.authServer"] = "false"
+    if model.acl.enabled:
+        conf["aclEnable"] = "true"
+        conf["aclConfigFile"] = f"{ACL_MOUNT}/plain_acl.yml"
+    return conf
 
 
 def _escape(value: str) -> str:
@@ -184,6 +204,10 @@ def _broker_container(model: BrokerModel, settings: RenderSettings) -> dict[str,
     if model.metrics.enabled:
         ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
         env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
+    if model.acl.enabled:  # the broker's own account, written into the pod's runtime conf, never a ConfigMap
+        for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
+            env.append({"name": var, "valueFrom": {"secretKeyRef": {"name": model.acl.secret_name, "key": key,
+                                                                  "optional": True}}})
     tcp = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3}
     ready, alive = health_probes(model.metrics.enabled)
     container: dict[str, Any] = {
@@ -205,6 +229,8 @@ def _broker_container(model: BrokerModel, settings: RenderSettings) -> dict[str,
             {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
             {"name": "run", "mountPath": RUN_MOUNT},
             {"name": "tmp", "mountPath": "/tmp"},
+            *([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}] if model.tls.enabled else []),
+            *([{"name": "acl", "mountPath": ACL_MOUNT, "readOnly": True}] if model.acl.enabled else []),
         ],
     }
     if model.resources:
@@ -221,6 +247,10 @@ def _statefulset(
         {"name": "run", "emptyDir": {}},
         {"name": "tmp", "emptyDir": {}},
     ]
+    if model.tls.enabled:
+        volumes.append(secret_volume("tls", model.tls.secret_name))
+    if model.acl.enabled:
+        volumes.append(secret_volume("acl", model.acl.secret_name))
     storage = model.storage
     claims: list[dict[str, Any]] = []
     if storage.persistent:

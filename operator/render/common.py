@@ -36,6 +36,10 @@ without comparing against the API server's defaulted copy)."""
 STORE_MOUNT = "/var/lib/pyrocketmq"
 RUN_MOUNT = "/var/run/pyrocketmq"
 CONFIG_MOUNT = "/etc/pyrocketmq"
+TLS_MOUNT = "/etc/pyrocketmq-tls"
+"""Where spec.tls's Secret is mounted (tls.crt, tls.key, ca.crt)."""
+ACL_MOUNT = "/etc/pyrocketmq-acl"
+"""Where spec.acl's Secret is mounted (plain_acl.yml; the file is re-read when the Secret changes)."""
 RUN_AS = 10001
 
 
@@ -201,3 +205,18 @@ def health_probes(metrics_enabled: bool, tcp_port: str = "remoting") -> tuple[di
         {"httpGet": {"path": "/readyz", "port": "metrics"}, **timing},
         {"httpGet": {"path": "/healthz", "port": "metrics"}, **timing},
     )
+
+
+def tls_conf(tls: Any) -> dict[str, str]:
+    """The ``tls.server.*`` keys serving the certificate of ``spec.tls`` (a model ``Tls``)."""
+    if not tls.enabled:
+        return {}
+    conf = {"tls.server.mode": tls.mode, "tls.server.certPath": f"{TLS_MOUNT}/tls.crt",
+            "tls.server.keyPath": f"{TLS_MOUNT}/tls.key", "tls.server.need.client.auth": tls.client_auth}
+    if tls.client_auth != "none":
+        conf["tls.server.trustCertPath"] = f"{TLS_MOUNT}/ca.crt"
+    return conf
+
+
+def secret_volume(name: str, secret_name: str) -> dict[str, Any]:
+    return {"name": name, "secret": {"secretName": secret_name, "defaultMode": 0o440}}

@@ -13,6 +13,7 @@ from ..model import NAMESRV_PORT, NameServerModel, headless_service_name
 from ..settings import RenderSettings
 from .common import (
     RUN_MOUNT,
+    TLS_MOUNT,
     apply_scheduling,
     container_security_context,
     health_probes,
@@ -22,8 +23,10 @@ from .common import (
     pod_env,
     pod_security_context,
     preferred_anti_affinity,
+    secret_volume,
     selector_labels,
     service_account,
+    tls_conf,
 )
 
 COMPONENT = "namesrv"
@@ -88,13 +91,15 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
         "name": "namesrv",
         "image": model.image or settings.default_image,
         "imagePullPolicy": model.image_pull_policy or settings.image_pull_policy,
-        "args": ["namesrv", "--listen-port", str(NAMESRV_PORT)],
+        "args": ["namesrv", "--listen-port", str(NAMESRV_PORT),
+                 *(f"--set={k}={v}" for k, v in tls_conf(model.tls).items())],
         "ports": ports,
         "env": env,
         "readinessProbe": {**ready, "failureThreshold": 3},
         "livenessProbe": {**alive, "failureThreshold": 6, "initialDelaySeconds": 10},
         "securityContext": container_security_context(),
-        "volumeMounts": [{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": [{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"},
+                         *([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}] if model.tls.enabled else [])],
     }
     if model.resources:
         container["resources"] = {k: dict(v) for k, v in model.resources.items()}
@@ -104,7 +109,8 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
         "terminationGracePeriodSeconds": 30,
         "securityContext": pod_security_context(),
         "containers": [container],
-        "volumes": [{"name": "run", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+        "volumes": [{"name": "run", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}},
+                    *([secret_volume("tls", model.tls.secret_name)] if model.tls.enabled else [])],
     }
     apply_scheduling(pod_spec, model.scheduling, preferred_anti_affinity(selector))
     return {

@@ -69,6 +69,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list"]
+# spec.tls / spec.acl: the CA and the admin account the operator reaches TLS/ACL brokers with.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
 # Events about the resources.
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]

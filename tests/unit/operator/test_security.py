@@ -1,0 +1,114 @@
+"""spec.tls and spec.acl: what the operator renders from them (Secret volumes, broker.conf keys,
+name-server flags, the broker's own account from the Secret), what it refuses, and how it reaches
+such brokers itself. The rendered broker.conf is read back by the broker's own settings parser."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from pyrocketmq.broker.settings import BrokerSettings
+from pyrocketmq.namesrv.settings import NamesrvSettings
+from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError, namesrv_addresses
+from pyrocketmq.operator.podconf import pod_conf
+from pyrocketmq.operator.render import broker_conf, render_broker, render_nameserver
+from pyrocketmq.operator.security import SecretError, client_security
+from pyrocketmq.operator.settings import RenderSettings
+from pyrocketmq.remoting.tls import TlsMode
+
+from .conftest import body, by_kind
+
+NS = namesrv_addresses("names", "prod", 2)
+SETTINGS = RenderSettings(default_image="registry.example/pyrocketmq:default")
+
+
+def broker(**spec):
+    spec.setdefault("nameServer", {"name": "names"})
+    return BrokerModel.from_body(body("Broker", **spec))
+
+
+def conf_dict(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def secret(**data: str) -> dict:
+    return {"data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+
+
+def test_broker_with_tls_and_acl_mounts_the_secrets_and_sets_the_keys():
+    model = broker(tls={"secretName": "broker-tls", "clientAuth": "require"}, acl={"secretName": "broker-acl"},
+                   nameServer={"name": "names", "tls": True})
+    conf = conf_dict(broker_conf(model, 0, NS))
+    assert conf["tls.server.mode"] == "enforcing" and conf["tls.server.need.client.auth"] == "require"
+    assert conf["tls.server.certPath"].endswith("/tls.crt") and conf["tls.server.trustCertPath"].endswith("/ca.crt")
+    assert conf["tls.enable"] == "true" and conf["tls.client.trustCertPath"].endswith("/ca.crt")
+    assert conf["aclEnable"] == "true" and conf["aclConfigFile"].endswith("/plain_acl.yml")
+    assert "secretKey" not in conf  # never in a ConfigMap
+    [sts] = by_kind(render_broker(model, NS, SETTINGS), "StatefulSet")
+    pod = sts["spec"]["template"]["spec"]
+    secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    assert secrets == {"tls": "broker-tls", "acl": "broker-acl"}
+    [container] = pod["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert conf["tls.server.certPath"].startswith(mounts["tls"]) and conf["aclConfigFile"].startswith(mounts["acl"])
+    env = {e["name"]: e.get("valueFrom") for e in container["env"]}
+    assert env["PYROCKETMQ_SECRET_KEY"] == {"secretKeyRef": {"name": "broker-acl", "key": "secretKey", "optional": True}}
+    pod_text = pod_conf(broker_conf(model, 0, NS), {"POD_NAME": "orders-0-0", "POD_IP": "10.0.0.5",
+                                                    "PYROCKETMQ_ACCESS_KEY": "operator", "PYROCKETMQ_SECRET_KEY": "s3cret"})
+    pod_conf_keys = conf_dict(pod_text)
+    assert (pod_conf_keys["accessKey"], pod_conf_keys["secretKey"]) == ("operator", "s3cret")
+
+
+def test_the_broker_reads_what_the_operator_renders(tmp_path):
+    """Certificates are checked when the broker starts: the paths are real ones here."""
+    from tests.helpers.certs import make_certs
+
+    certs = make_certs(tmp_path)
+    model = broker(tls={"secretName": "broker-tls", "mode": "permissive"})
+    conf = conf_dict(broker_conf(model, 0, NS))
+    conf.update({"tls.server.certPath": str(certs.server_cert), "tls.server.keyPath": str(certs.server_key)})
+    settings = BrokerSettings.from_conf(conf)
+    assert settings.network.tls.mode is TlsMode.PERMISSIVE and not set(settings.extra) - {"haListenPort"}
+
+
+def test_name_server_tls_is_passed_as_settings_flags(tmp_path):
+    from tests.helpers.certs import make_certs
+
+    model = NameServerModel.from_body(body("NameServer", name="names", tls={"secretName": "ns-tls"}))
+    [sts] = by_kind(render_nameserver(model, SETTINGS), "StatefulSet")
+    pod = sts["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    sets = dict(a.removeprefix("--set=").split("=", 1) for a in args if a.startswith("--set="))
+    assert sets["tls.server.mode"] == "enforcing"
+    assert {"name": "tls", "secret": {"secretName": "ns-tls", "defaultMode": 0o440}} in pod["volumes"]
+    certs = make_certs(tmp_path)
+    sets.update({"tls.server.certPath": str(certs.server_cert), "tls.server.keyPath": str(certs.server_key)})
+    assert NamesrvSettings.load(None, sets).tls.mode is TlsMode.ENFORCING
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ({"tls": {"secretName": "Bad_Name"}}, "spec.tls.secretName"),
+    ({"tls": {"secretName": "ok", "mode": "sometimes"}}, "spec.tls.mode"),
+    ({"tls": {"secretName": "ok", "clientAuth": "maybe"}}, "spec.tls.clientAuth"),
+    ({"acl": {"secretName": ""}}, "spec.acl.secretName"),
+    ({"config": {"aclEnable": "true"}}, "set by the operator"),
+    ({"config": {"tls.server.mode": "disabled"}}, "set by the operator"),
+])
+def test_bad_security_specs_are_refused_with_what_to_fix(spec, words):
+    with pytest.raises(SpecError, match=words):
+        broker(**spec)
+
+
+def test_how_the_operator_reaches_such_brokers():
+    model = broker(tls={"secretName": "t"}, acl={"secretName": "a"})
+    sec = client_security(model, secret(**{"ca.crt": "-----BEGIN CERTIFICATE-----\n"}),
+                          secret(accessKey="operator1", secretKey="operator-secret"))
+    assert sec.tls.enabled and sec.tls.verify and not sec.tls.check_hostname and sec.tls.trust_cert_path
+    assert (sec.access_key, sec.secret_key) == ("operator1", "operator-secret")
+    no_ca = client_security(broker(tls={"secretName": "t"}), secret(), None)
+    assert no_ca.tls.enabled and not no_ca.tls.verify
+    plain = client_security(broker(), None, None)
+    assert not plain.tls.enabled and not plain.access_key
+    with pytest.raises(SecretError, match="accessKey/secretKey"):
+        client_security(broker(acl={"secretName": "a"}), None, secret(**{"plain_acl.yml": "accounts: []"}))
