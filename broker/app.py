@@ -187,8 +187,10 @@ class Broker:
         )
         processors = (
             SendProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
-                          store_host=self.store_host, ha_server=self.ha_server),
-            SendBackProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats),
+                          store_host=self.store_host, ha_server=self.ha_server,
+                          publish_routes=self.registrar.register_all),
+            SendBackProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
+                              publish_routes=self.registrar.register_all),
             PullProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
                           store=store, stats=stats, holds=self.holds),
             OffsetProcessor(offsets=offsets, store=store, topics=topics),

@@ -87,9 +87,9 @@ def _add_ns(p: argparse.ArgumentParser) -> None:
     sec.add_argument("--tlsTrustCert", dest="tls_ca", metavar="PEM", help="CA the servers' certificates chain to")
     sec.add_argument("--tlsInsecure", dest="tls_insecure", action="store_true",
                      help="trust any server certificate (Apache's test mode)")
-    sec.add_argument("--accessKey", dest="access_key", metavar="AK", help="ACL account; the secret key comes from "
+    sec.add_argument("--accessKey", "--access-key", dest="access_key", metavar="AK", help="ACL account; the secret key comes from "
                      "--secretKey or PYROCKETMQ_SECRET_KEY")
-    sec.add_argument("--secretKey", dest="secret_key", metavar="SK", help=argparse.SUPPRESS)
+    sec.add_argument("--secretKey", "--secret-key", dest="secret_key", metavar="SK", help=argparse.SUPPRESS)
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -70,6 +72,10 @@ _PUT_STATUS_CODE = {
 }
 
 
+PUBLISH_TIMEOUT = 3.0
+"""Seconds a send that created its topic waits for the name servers to route it."""
+
+
 class SendProcessor:
     def __init__(
         self,
@@ -81,7 +87,10 @@ class SendProcessor:
         stats: BrokerStats,
         store_host: bytes,
         ha_server: HAServer | None,
+        publish_routes: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        self.publish_routes = publish_routes
+        """Registers this broker's topics with the name servers now (after an auto-created topic)."""
         self.settings = settings
         self.topics = topics
         self.groups = groups
@@ -124,7 +133,15 @@ class SendProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send request header: {e}")
         body = cmd.payload
         batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or h.batch
+        version = self.topics.data_version.counter
         target = self._target(cmd, h, len(body), batch)
+        if self.publish_routes is not None and self.topics.data_version.counter != version:
+            # the send created its topic: the name servers route it before the producer hears back
+            return published_first(self.publish_routes, self._send(conn, cmd, h, body, batch, target))
+        return self._send(conn, cmd, h, body, batch, target)
+
+    def _send(self, conn: Connection, cmd: RemotingCommand, h: SendMessageRequestHeader, body: bytes | bytearray | memoryview,
+              batch: bool, target: tuple[str, int, TopicConfig] | RemotingCommand) -> HandlerResult:
         if isinstance(target, RemotingCommand):
             return target
         topic, queue_id, config = target
@@ -389,3 +406,15 @@ def _flush_timed_out(fut: asyncio.Future[RemotingCommand], response: RemotingCom
         log.warning("flush to disk timed out for offset %d", offset)
         _mark_flush_timeout(response)
         fut.set_result(response)
+
+
+async def published_first(publish: Callable[[], Awaitable[object]], result: HandlerResult) -> RemotingCommand | None:
+    """``result`` once the name servers have this broker's new topic (or a registration has failed:
+    then the periodic one catches up, and the answer is not held longer than PUBLISH_TIMEOUT)."""
+    try:
+        await asyncio.wait_for(publish(), PUBLISH_TIMEOUT)
+    except Exception as e:  # the message is stored: answer anyway
+        log.warning("registering a new topic with the name servers before answering failed: %s", e)
+    if inspect.isawaitable(result):
+        return await result
+    return result

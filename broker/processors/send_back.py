@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, HeaderError
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, dlq_topic, retry_topic
-from pyrocketmq.remoting.transport import Connection, HandlerRegistry
+from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 from ..delay import DLQ_QUEUE_NUMS, decide_send_back, send_back_inner
 from ..settings import BrokerRole
 from ..store.values import PutMessageStatus
+from .send import published_first
 
 if TYPE_CHECKING:
     from ..settings import BrokerSettings
@@ -42,7 +44,9 @@ class SendBackProcessor:
         groups: SubscriptionGroupManager,
         store: MessageStore,
         stats: BrokerStats,
+        publish_routes: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        self.publish_routes = publish_routes
         self.settings = settings
         self.topics = topics
         self.groups = groups
@@ -52,12 +56,16 @@ class SendBackProcessor:
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.handle_send_back)
 
-    def handle_send_back(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    def handle_send_back(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
+        version = self.topics.data_version.counter
         try:
-            return self._send_back(cmd)
+            answer = self._send_back(cmd)
         except Exception as e:
             log.exception("send-back failed: %s", cmd)
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"send back failed: {type(e).__name__}: {e}")
+        if self.publish_routes is not None and self.topics.data_version.counter != version:
+            return published_first(self.publish_routes, answer)  # a new %RETRY%/%DLQ% topic: routed first
+        return answer
 
     def _send_back(self, cmd: RemotingCommand) -> RemotingCommand:
         try:

@@ -100,11 +100,29 @@ def test_the_same_requests_get_the_same_answers_as_from_apache(acl_file, ours):
     apache = start_apache_cluster(home, broker_overrides={"aclEnable": "true"})
     try:
         theirs = asyncio.run(_answers(apache.broker_addr))
+        python_on_apache = asyncio.run(_python_send(apache.namesrv_addr))
     finally:
         apache.stop()
+    assert python_on_apache == (True, "Check signature failed")  # our client's signature, judged by Apache
     mine = asyncio.run(_answers(ours[1].addr))
     assert theirs["send allowed"][0] and theirs["unsigned send"] == (False, "No accessKey is configured")
     assert mine == theirs
+
+
+async def _python_send(namesrv: str) -> tuple[bool, str]:
+    """Our client with the right key (sends) and with a wrong one (refused, and why)."""
+    from pyrocketmq.client import ClientSettings, Message, Producer
+    from pyrocketmq.client.errors import MQError
+
+    async with Producer("pp_acl", namesrv, client=ClientSettings(access_key=ALICE[0], secret_key=ALICE[1])) as p:
+        sent = await p.send(Message("Allowed", b"from python"))
+    try:
+        async with Producer("pp_acl", namesrv, client=ClientSettings(access_key=ALICE[0], secret_key="wrong-key")) as p:
+            await p.send(Message("Allowed", b"no"))
+        why = "sent"
+    except MQError as e:
+        why = "Check signature failed" if "Check signature failed" in str(e) else str(e)
+    return sent.queue_offset >= 0, why
 
 
 def test_java_client_with_acl(ours, java):

@@ -102,6 +102,12 @@ def main() -> None:
     frames = [encode(RemotingCommand.request(int(code), {k: str(v) for k, v in ext.items()}, body))
               for code, ext, body in broker_requests()[:6]]
     write("frames", [bytes([len(f) // 3 or 1]) + f for f in frames])
+    from pyrocketmq.remoting.message import MessageExt, encode_message
+
+    records = [encode_message(MessageExt(topic="T", body=b"hello", queue_offset=3,
+                                         properties={"TAGS": "a", "KEYS": "k1 k2", "UNIQ_KEY": "0A01"})),
+               encode_batch([(b"a", 0, {"TAGS": "x"}), (b"bb", 1, {})]), encode_properties({"a": "1", "b": "2"})]
+    write("messages", records)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 - :func:`frames`: raw bytes, cut at chosen points, into the frame decoder. A malformed frame is a
   :class:`FrameError`; anything else escaping is a bug.
+- :func:`messages`: the stored-message decoder (records, batch bodies, properties).
 - :func:`broker` / :func:`namesrv`: the bytes become one request (a code the server serves, header
   fields from the names its headers use with values from the bytes or from the edges of Java's
   number types, and a body) fed to a server-side :class:`Connection` wired to every processor on a
@@ -57,6 +58,18 @@ def frames(data: bytes) -> None:
                 encode(cmd)  # a decoded command must encode again
     except FrameError:
         pass
+
+
+def messages(data: bytes) -> None:
+    """Stored records (a pull or query body), batch bodies and property strings from arbitrary
+    bytes: a malformed one is a ``ValueError`` (MessageDecodeError), nothing else."""
+    from pyrocketmq.remoting.message import decode_batch, decode_properties, iter_messages
+
+    for decode in (lambda b: list(iter_messages(b)), decode_batch, decode_properties):
+        try:
+            decode(data)
+        except ValueError:
+            pass
 
 
 def request_from(data: bytes, codes: list[int]) -> RemotingCommand:
@@ -215,4 +228,5 @@ def namesrv(data: bytes) -> None:
     _servers["namesrv"].feed(data)
 
 
-TARGETS: dict[str, Callable[[bytes], None]] = {"frames": frames, "broker": broker, "namesrv": namesrv}
+TARGETS: dict[str, Callable[[bytes], None]] = {"frames": frames, "messages": messages, "broker": broker,
+                                               "namesrv": namesrv}
