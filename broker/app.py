@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import logging
 import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.message import pack_host
@@ -252,29 +254,53 @@ class Broker:
         return self.settings.network.ha_master_address or self.registrar.ha_server_addr
 
     async def stop(self) -> None:
+        """Stop serving and every loop, then persist and close: each step runs whatever failed before
+        it (a failure is logged), so offsets, configs and the store are always written and closed."""
         self.serving = False
-        await self.services.stop()
-        self.holds.wake_all()
-        await asyncio.sleep(0)
-        await self.registrar.unregister_all()
-        await self.registrar.close()
-        if self.slave_sync is not None:
-            await self.slave_sync.close()
-        await self.server.stop()
-        if self.fast_server is not None:
-            await self.fast_server.stop()
-        if self.ha_server is not None:
-            await self.ha_server.stop()
-        if self.schedule is not None:
-            await self.schedule.stop()
-        if self.transaction_check is not None:
-            await self.transaction_check.stop()
-        self.offsets.persist(force=True)
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("background services", self.services.stop),
+            ("held pulls", self.holds.wake_all),
+            ("unregistering from the name servers", self.registrar.unregister_all),
+            ("the registration client", self.registrar.close),
+            ("the slave's sync client", self.slave_sync.close if self.slave_sync is not None else _nothing),
+            ("the remoting server", self.server.stop),
+            ("the fast channel", self.fast_server.stop if self.fast_server is not None else _nothing),
+            ("the HA server", self.ha_server.stop if self.ha_server is not None else _nothing),
+            ("the delay service", self.schedule.stop if self.schedule is not None else _nothing),
+            ("the transaction check", self.transaction_check.stop if self.transaction_check is not None else _nothing),
+            # only once loaded (the store opens after the configs): never write empty tables over real files
+            ("persisting consumer offsets", self._loaded(lambda: self.offsets.persist(force=True))),
+            ("persisting topic configs", self._loaded(self.topics.persist)),
+            ("persisting subscription groups", self._loaded(self.groups.persist)),
+            ("closing the store", self._close_store),
+            ("the metrics server", self.metrics_server.stop if self.metrics_server is not None else _nothing),
+        ]
+        failed = []
+        for what, fn in steps:
+            try:
+                result = fn()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                failed.append(what)
+                log.exception("stopping broker: %s failed; going on with the rest", what)
+        log.info("broker %s stopped%s", self.settings.identity.broker_name,
+                 f" ({len(failed)} step(s) failed: {', '.join(failed)})" if failed else "")
+
+    def _loaded(self, persist: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            if self.store is not None:
+                persist()
+
+        return run
+
+    async def _close_store(self) -> None:
         if self.store is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
-        if self.metrics_server is not None:
-            await self.metrics_server.stop()
-        log.info("broker %s stopped", self.settings.identity.broker_name)
+
+
+def _nothing() -> None:
+    return None
 
 
 def _parser() -> argparse.ArgumentParser:

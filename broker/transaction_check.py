@@ -48,6 +48,9 @@ log = logging.getLogger("pyrocketmq.broker")
 
 MAX_SCAN = 10_000
 """Half messages looked at per turn at most (the rest wait for the next turn)."""
+MAX_CHECKS_PER_GROUP = 500
+"""Check-backs one producer group gets per turn at most: a store full of old half messages (after a
+long outage, say) is asked about turn by turn, never in one storm; the walk resumes there."""
 
 CheckSender = Callable[[str, MessageExt], bool]
 """``(producer group, re-stored half message)`` → whether a producer of the group was asked."""
@@ -108,6 +111,7 @@ class TransactionCheckService:
         self.interval_ms = interval_ms
         self.timeout_ms = timeout_ms
         self.check_max = check_max
+        self.max_checks_per_group = MAX_CHECKS_PER_GROUP
         self.reserved_ms = reserved_ms
         self.clock = clock
         self.ensure_topic = ensure_topic
@@ -147,6 +151,7 @@ class TransactionCheckService:
         done, ops = self._resolved(op_from)
         end = cq.max_offset  # entries re-stored during this turn wait for the next one
         sent = 0
+        per_group: dict[str, int] = {}
         now = self.clock()
         while half < end and half - self._saved(HALF_TOPIC) < MAX_SCAN:
             unit = cq.get(half)
@@ -179,13 +184,16 @@ class TransactionCheckService:
                 log.info("transaction check: half message %s checked %d times; moved to TRANS_CHECK_MAX_TIME_TOPIC",
                          msg.msg_id, check_times(msg))
             else:
+                group = msg.properties.get("PGROUP", "")
+                if per_group.get(group, 0) >= self.max_checks_per_group:
+                    break  # this group has had its share of this turn: the rest next turn
+                per_group[group] = per_group.get(group, 0) + 1
                 times = check_times(msg) + 1
                 result = self.store.put_message(rechecked_inner(msg, times))
                 if result.status != PutMessageStatus.PUT_OK:
                     log.warning("transaction check: re-storing half message %d failed (%s)", half, result.status.name)
                     break
                 again = self.store.look_message(result.wrote_offset)
-                group = msg.properties.get("PGROUP", "")
                 if again is not None and self.send_check(group, again):
                     sent += 1
             half += 1

@@ -176,3 +176,19 @@ def test_check_turns(store, tmp_path):
     moved = store.find_consume_queue(CHECK_MAX_TOPIC, 0)
     assert moved is not None and moved.max_offset == 1
     assert svc.check_once() == 0 and moved.max_offset == 1
+
+
+def test_a_backlog_of_old_half_messages_is_asked_about_turn_by_turn(store, tmp_path):
+    """After an outage, many unresolved half messages: each producer group gets at most its share of
+    check-backs per turn, and the next turn goes on from there (no storm, nothing skipped)."""
+    offsets = ConsumerOffsetManager(str(tmp_path / "consumerOffset.json"))
+    asked: list[MessageExt] = []
+    svc = TransactionCheckService(store, offsets, lambda g, m: asked.append(m) or True,
+                                  timeout_ms=6_000, check_max=5, clock=lambda: 10_000_000)
+    svc.max_checks_per_group = 4
+    for _ in range(10):
+        _put_half(store, born_ms=1)
+    turns = [svc.check_once() for _ in range(3)]
+    assert turns == [4, 4, 4]  # the third turn: the last two first asks, then two second asks of the first ones
+    times = [m.properties["TRANSACTION_CHECK_TIMES"] for m in asked]
+    assert times == ["1"] * 10 + ["2"] * 2
