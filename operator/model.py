@@ -234,6 +234,8 @@ class NameServerModel:
     scheduling: Scheduling = field(default_factory=Scheduling)
     metrics: Metrics = field(default_factory=Metrics)
     tls: Tls = field(default_factory=Tls)
+    secrets_hash: str = ""
+    """Of the Secrets spec.tls names (set by the reconciler): pods roll when it changes."""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> NameServerModel:
@@ -276,6 +278,9 @@ class BrokerModel:
     acl: Acl = field(default_factory=Acl)
     namesrv_tls: bool = False
     """``spec.nameServer.tls``: the name servers serve TLS (brokers register over it)."""
+    secrets_hash: str = ""
+    """Of the Secrets spec.tls and spec.acl name (set by the reconciler): pods roll when it changes
+    (a new certificate or account needs a restart; the ACL file itself is re-read live)."""
 
     @property
     def master_role(self) -> str:

@@ -20,6 +20,7 @@ ConsumerGroup  load → resolve_cluster → apply_on_brokers → observe_members
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from .plan import (
     scale_down_decision,
 )
 from .render import render_broker, render_nameserver
-from .render.common import ANNOTATION_TEMPLATE_HASH, LABEL_GROUP, owner_labels, selector_labels
+from .render.common import ANNOTATION_TEMPLATE_HASH, LABEL_GROUP, owner_labels, secrets_hash, selector_labels
 from .rocketmq import (
     RocketMQRefused,
     RocketMQUnavailable,
@@ -171,7 +172,11 @@ class NameServerReconcile:
         await run_steps([self.load, self.render, self.apply, self.update_status])
 
     async def load(self) -> None:
-        self.model = NameServerModel.from_body(self.body)
+        model = NameServerModel.from_body(self.body)
+        if model.tls.enabled:
+            found = await read_secrets(self.ctx, model.ref.namespace, [model.tls.secret_name])
+            model = dataclasses.replace(model, secrets_hash=secrets_hash(found))
+        self.model = model
 
     async def render(self) -> None:
         self.desired = render_nameserver(self.model, self.ctx.settings.render)
@@ -268,7 +273,7 @@ class BrokerReconcile:
     async def resolve_name_servers(self) -> None:
         self.namesrv_addrs = await broker_name_servers(self.ctx, self.model)
         self.admin_addr = ";".join(self.namesrv_addrs)
-        self.security = await broker_client_security(self.ctx, self.model)
+        self.model, self.security = await broker_secrets(self.ctx, self.model)
 
     async def observe(self) -> None:
         ref, kube = self.model.ref, self.ctx.kube
@@ -422,20 +427,33 @@ async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for
     return ClusterTarget(model.cluster_name, ";".join(addrs), draining, await broker_client_security(ctx, model))
 
 
-async def broker_client_security(ctx: Context, model: BrokerModel) -> ClientSecurity:
-    """TLS and the ACL account for reaching ``model``'s brokers (from its Secrets)."""
-    if not (model.tls.enabled or model.namesrv_tls or model.acl.enabled):
-        return ClientSecurity()
-    ns = model.ref.namespace
-    tls = await ctx.kube.get("v1", "Secret", ns, model.tls.secret_name) if model.tls.enabled else None
-    acl = await ctx.kube.get("v1", "Secret", ns, model.acl.secret_name) if model.acl.enabled else None
-    for wanted, got in ((model.tls.secret_name, tls), (model.acl.secret_name, acl)):
-        if wanted and got is None:
-            raise ReconcileError("SecretNotFound", f"Secret {wanted!r} (named by the Broker) not found in namespace {ns}")
+async def read_secrets(ctx: Context, namespace: str, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The named Secrets; ReconcileError naming the first one missing."""
+    found = {}
+    for name in names:
+        body = await ctx.kube.get("v1", "Secret", namespace, name)
+        if body is None:
+            raise ReconcileError("SecretNotFound", f"Secret {name!r} (named in the spec) not found in namespace {namespace}")
+        found[name] = body
+    return found
+
+
+async def broker_secrets(ctx: Context, model: BrokerModel) -> tuple[BrokerModel, ClientSecurity]:
+    """``model`` with the hash of its Secrets, and how to reach its brokers (TLS, ACL account)."""
+    names = [n for n in (model.tls.secret_name, model.acl.secret_name) if n]
+    if not names and not model.namesrv_tls:
+        return model, ClientSecurity()
+    found = await read_secrets(ctx, model.ref.namespace, names)
     try:
-        return client_security(model, tls, acl)
+        security = client_security(model, found.get(model.tls.secret_name), found.get(model.acl.secret_name))
     except SecretError as e:
         raise ReconcileError("SecretIncomplete", str(e)) from None
+    return dataclasses.replace(model, secrets_hash=secrets_hash(found) if found else ""), security
+
+
+async def broker_client_security(ctx: Context, model: BrokerModel) -> ClientSecurity:
+    """TLS and the ACL account for reaching ``model``'s brokers (from its Secrets)."""
+    return (await broker_secrets(ctx, model))[1]
 
 
 class _OnBrokersReconcile:

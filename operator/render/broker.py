@@ -23,6 +23,7 @@ from ..settings import RenderSettings
 from .common import (
     ACL_MOUNT,
     ANNOTATION_CONFIG_HASH,
+    ANNOTATION_SECRETS_HASH,
     ANNOTATION_TEMPLATE_HASH,
     CONFIG_MOUNT,
     RUN_MOUNT,
@@ -282,6 +283,8 @@ def _statefulset(
     apply_scheduling(pod_spec, model.scheduling, preferred_anti_affinity(selector))
     annotations = {ANNOTATION_CONFIG_HASH: config_hash(conf)}
     annotations.update(metrics_annotations(model.metrics.enabled, model.metrics.port))
+    if model.secrets_hash:
+        annotations[ANNOTATION_SECRETS_HASH] = model.secrets_hash
     retention = "Delete" if storage.delete_claim else "Retain"
     spec: dict[str, Any] = {
         "serviceName": headless_service_name(group),

@@ -30,6 +30,7 @@ LABEL_GROUP = "pyrocketmq.io/group"
 LABEL_POD_INDEX = "apps.kubernetes.io/pod-index"  # set on StatefulSet pods by Kubernetes (>= 1.28)
 ANNOTATION_CONFIG_HASH = "pyrocketmq.io/config-hash"
 ANNOTATION_TEMPLATE_HASH = "pyrocketmq.io/template-hash"
+ANNOTATION_SECRETS_HASH = "pyrocketmq.io/secrets-hash"
 """On a StatefulSet: digest of the pod template it was rendered with (tells a template change apart
 without comparing against the API server's defaulted copy)."""
 
@@ -220,3 +221,9 @@ def tls_conf(tls: Any) -> dict[str, str]:
 
 def secret_volume(name: str, secret_name: str) -> dict[str, Any]:
     return {"name": name, "secret": {"secretName": secret_name, "defaultMode": 0o440}}
+
+
+def secrets_hash(secrets: Mapping[str, Mapping[str, Any] | None]) -> str:
+    """A short hash of Secrets' data by name (what a pod template carries to roll on a change)."""
+    doc = {name: dict((body or {}).get("data") or {}) for name, body in sorted(secrets.items())}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]

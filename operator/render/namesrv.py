@@ -12,6 +12,7 @@ from typing import Any
 from ..model import NAMESRV_PORT, NameServerModel, headless_service_name
 from ..settings import RenderSettings
 from .common import (
+    ANNOTATION_SECRETS_HASH,
     RUN_MOUNT,
     TLS_MOUNT,
     apply_scheduling,
@@ -126,7 +127,8 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
             "template": {
                 "metadata": {
                     "labels": dict(selector),
-                    "annotations": metrics_annotations(model.metrics.enabled, model.metrics.port),
+                    "annotations": {**metrics_annotations(model.metrics.enabled, model.metrics.port),
+                                    **({ANNOTATION_SECRETS_HASH: model.secrets_hash} if model.secrets_hash else {})},
                 },
                 "spec": pod_spec,
             },

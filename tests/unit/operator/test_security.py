@@ -112,3 +112,25 @@ def test_how_the_operator_reaches_such_brokers():
     assert not plain.tls.enabled and not plain.access_key
     with pytest.raises(SecretError, match="accessKey/secretKey"):
         client_security(broker(acl={"secretName": "a"}), None, secret(**{"plain_acl.yml": "accounts: []"}))
+
+
+def test_a_changed_secret_rolls_the_pods():
+    import dataclasses
+
+    from pyrocketmq.operator.render.common import ANNOTATION_SECRETS_HASH, ANNOTATION_TEMPLATE_HASH, secrets_hash
+
+    model = broker(tls={"secretName": "t"})
+    old = secrets_hash({"t": secret(**{"tls.crt": "A", "tls.key": "K"})})
+    new = secrets_hash({"t": secret(**{"tls.crt": "B", "tls.key": "K"})})
+    assert old != new and old == secrets_hash({"t": secret(**{"tls.key": "K", "tls.crt": "A"})})
+
+    def template(h: str) -> tuple[str, str]:
+        [sts] = by_kind(render_broker(dataclasses.replace(model, secrets_hash=h), NS, SETTINGS), "StatefulSet")
+        return (sts["spec"]["template"]["metadata"]["annotations"][ANNOTATION_SECRETS_HASH],
+                sts["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH])
+
+    (a_hash, a_template), (b_hash, b_template) = template(old), template(new)
+    assert (a_hash, b_hash) == (old, new) and a_template != b_template  # the rollout gate sees a new template
+    ns_model = NameServerModel.from_body(body("NameServer", name="names", tls={"secretName": "t"}))
+    [sts] = by_kind(render_nameserver(dataclasses.replace(ns_model, secrets_hash=old), SETTINGS), "StatefulSet")
+    assert sts["spec"]["template"]["metadata"]["annotations"][ANNOTATION_SECRETS_HASH] == old
