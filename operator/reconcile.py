@@ -62,7 +62,7 @@ from .rocketmq import (
     stop_writes,
     topic_brokers,
 )
-from .security import ClientSecurity, SecretError, client_security
+from .security import ClientSecurity, SecretError, read_broker_secrets, read_secrets
 from .settings import OperatorSettings
 from .status import (
     Condition,
@@ -174,7 +174,10 @@ class NameServerReconcile:
     async def load(self) -> None:
         model = NameServerModel.from_body(self.body)
         if model.tls.enabled:
-            found = await read_secrets(self.ctx, model.ref.namespace, [model.tls.secret_name])
+            try:
+                found = await read_secrets(self.ctx.kube.get, model.ref.namespace, [model.tls.secret_name])
+            except SecretError as e:
+                raise ReconcileError(e.reason, str(e)) from None
             model = dataclasses.replace(model, secrets_hash=secrets_hash(found))
         self.model = model
 
@@ -424,36 +427,15 @@ async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for
     draining = frozenset(
         str(g.get("name")) for g in (body.get("status") or {}).get("groups") or () if g.get("phase") == "Draining"
     )
-    return ClusterTarget(model.cluster_name, ";".join(addrs), draining, await broker_client_security(ctx, model))
-
-
-async def read_secrets(ctx: Context, namespace: str, names: list[str]) -> dict[str, dict[str, Any]]:
-    """The named Secrets; ReconcileError naming the first one missing."""
-    found = {}
-    for name in names:
-        body = await ctx.kube.get("v1", "Secret", namespace, name)
-        if body is None:
-            raise ReconcileError("SecretNotFound", f"Secret {name!r} (named in the spec) not found in namespace {namespace}")
-        found[name] = body
-    return found
+    return ClusterTarget(model.cluster_name, ";".join(addrs), draining, (await broker_secrets(ctx, model))[1])
 
 
 async def broker_secrets(ctx: Context, model: BrokerModel) -> tuple[BrokerModel, ClientSecurity]:
-    """``model`` with the hash of its Secrets, and how to reach its brokers (TLS, ACL account)."""
-    names = [n for n in (model.tls.secret_name, model.acl.secret_name) if n]
-    if not names and not model.namesrv_tls:
-        return model, ClientSecurity()
-    found = await read_secrets(ctx, model.ref.namespace, names)
+    """``model`` with the hash of its Secrets, and how to reach its brokers (see :mod:`.security`)."""
     try:
-        security = client_security(model, found.get(model.tls.secret_name), found.get(model.acl.secret_name))
+        return await read_broker_secrets(ctx.kube.get, model)
     except SecretError as e:
-        raise ReconcileError("SecretIncomplete", str(e)) from None
-    return dataclasses.replace(model, secrets_hash=secrets_hash(found) if found else ""), security
-
-
-async def broker_client_security(ctx: Context, model: BrokerModel) -> ClientSecurity:
-    """TLS and the ACL account for reaching ``model``'s brokers (from its Secrets)."""
-    return (await broker_secrets(ctx, model))[1]
+        raise ReconcileError(e.reason, str(e)) from None
 
 
 class _OnBrokersReconcile:

@@ -9,20 +9,30 @@ request (the account should be an admin: topics and groups are created with it).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pyrocketmq.client import ClientTls
 
 from .model import BrokerModel
+from .render.common import secrets_hash
 
 
 class SecretError(ValueError):
-    """A Secret the spec names is missing or lacks a key."""
+    """A Secret the spec names is missing or lacks a key; ``reason`` is the status condition's."""
+
+    def __init__(self, message: str, reason: str = "SecretIncomplete") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+SecretGetter = Callable[[str, str, str, str], Awaitable[dict[str, Any] | None]]
+"""``kube.get(api_version, kind, namespace, name)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +77,24 @@ def client_security(model: BrokerModel, tls_secret: Mapping[str, Any] | None,
             raise SecretError(f"Secret {model.acl.secret_name} has no accessKey/secretKey: the operator needs an "
                               "admin account to manage topics and groups on brokers that check ACLs")
     return ClientSecurity(tls, ak, sk)
+
+
+async def read_secrets(get: SecretGetter, namespace: str, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The named Secrets; SecretError naming the first one missing."""
+    found = {}
+    for name in names:
+        body = await get("v1", "Secret", namespace, name)
+        if body is None:
+            raise SecretError(f"Secret {name!r} (named in the spec) not found in namespace {namespace}", "SecretNotFound")
+        found[name] = body
+    return found
+
+
+async def read_broker_secrets(get: SecretGetter, model: BrokerModel) -> tuple[BrokerModel, ClientSecurity]:
+    """``model`` with the hash of its Secrets (pods roll when it changes), and how to reach its brokers."""
+    names = [n for n in (model.tls.secret_name, model.acl.secret_name) if n]
+    if not names and not model.namesrv_tls:
+        return model, ClientSecurity()
+    found = await read_secrets(get, model.ref.namespace, names)
+    security = client_security(model, found.get(model.tls.secret_name), found.get(model.acl.secret_name))
+    return dataclasses.replace(model, secrets_hash=secrets_hash(found) if found else ""), security
