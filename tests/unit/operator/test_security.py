@@ -117,7 +117,11 @@ def test_how_the_operator_reaches_such_brokers():
 def test_a_changed_secret_rolls_the_pods():
     import dataclasses
 
-    from pyrocketmq.operator.render.common import ANNOTATION_SECRETS_HASH, ANNOTATION_TEMPLATE_HASH, secrets_hash
+    from pyrocketmq.operator.render.common import (
+        ANNOTATION_SECRETS_HASH,
+        ANNOTATION_TEMPLATE_HASH,
+        secrets_hash,
+    )
 
     model = broker(tls={"secretName": "t"})
     old = secrets_hash({"t": secret(**{"tls.crt": "A", "tls.key": "K"})})
