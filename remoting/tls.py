@@ -14,7 +14,8 @@ Servers (name server, broker) read ``tls.server.*`` from their config file:
 Clients (the Python client's ``ClientSettings.tls``, a broker talking to name servers with
 ``tls.enable=true``) use :class:`ClientTls`: the server's certificate is checked against
 ``tls.client.trustCertPath`` (or the system's CAs) unless ``tls.client.authServer=false`` (Apache's
-test mode, which trusts any server); ``tls.client.certPath``/``keyPath`` give a client certificate.
+test mode, which trusts any server) — the chain, and the host name too with
+``tls.client.verifyHostname=true``; ``tls.client.certPath``/``keyPath`` give a client certificate.
 """
 
 from __future__ import annotations
@@ -127,6 +128,9 @@ class ClientTls:
             enabled=_bool(conf.get("tls.enable"), False),
             trust_cert_path=(conf.get("tls.client.trustCertPath") or "").strip(),
             verify=_bool(conf.get("tls.client.authServer"), True),
+            # Apache's servers check the chain only; host names on request (a pod's name-server address
+            # is rarely in its certificate)
+            check_hostname=_bool(conf.get("tls.client.verifyHostname"), False),
             cert_path=(conf.get("tls.client.certPath") or "").strip(),
             key_path=(conf.get("tls.client.keyPath") or "").strip(),
             key_password=(conf.get("tls.client.keyPassword") or "").strip(),

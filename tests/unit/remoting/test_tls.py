@@ -120,3 +120,14 @@ def test_bad_server_settings_name_the_key(conf, words):
 def test_no_tls_keys_means_plain_only():
     assert ServerTls.from_conf({}).mode is TlsMode.DISABLED and ClientTls.from_conf({}).context() is None
     assert ClientTls.from_conf({"tls.enable": "true", "tls.client.authServer": "false"}).verify is False
+
+
+def test_a_broker_checks_the_name_servers_chain_and_the_host_name_only_on_request(certs):
+    """As Apache's servers do: the chain to the trusted CA, not the host name (pods are reached by
+    names and addresses their certificates rarely list)."""
+    chain_only = ClientTls.from_conf({"tls.enable": "true", "tls.client.trustCertPath": str(certs.ca)})
+    strict = ClientTls.from_conf({"tls.enable": "true", "tls.client.trustCertPath": str(certs.ca),
+                                  "tls.client.verifyHostname": "true"})
+    assert chain_only.context().check_hostname is False and chain_only.context().verify_mode == 2
+    assert strict.context().check_hostname is True
+    assert ClientTls(enabled=True, trust_cert_path=str(certs.ca)).context().check_hostname is True  # the client API: strict
