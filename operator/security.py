@@ -19,6 +19,7 @@ from typing import Any
 
 from pyrocketmq.client import ClientTls
 
+from .kube import KubeError
 from .model import BrokerModel
 from .render.common import secrets_hash
 
@@ -83,7 +84,13 @@ async def read_secrets(get: SecretGetter, namespace: str, names: list[str]) -> d
     """The named Secrets; SecretError naming the first one missing."""
     found = {}
     for name in names:
-        body = await get("v1", "Secret", namespace, name)
+        try:
+            body = await get("v1", "Secret", namespace, name)
+        except KubeError as e:
+            if e.status != 403:
+                raise
+            raise SecretError(f"the operator may not read Secret {name!r} in {namespace}: install the chart with "
+                              "rbac.readSecrets=true (spec.tls and spec.acl need it)", "SecretForbidden") from None
         if body is None:
             raise SecretError(f"Secret {name!r} (named in the spec) not found in namespace {namespace}", "SecretNotFound")
         found[name] = body

@@ -53,6 +53,12 @@ def test_lint_and_template(kube: KubeCluster, values: list[str]) -> None:
         assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "secrets" not in rule["resources"]
 
 
+def test_reading_secrets_is_opt_in_and_get_only(kube: KubeCluster) -> None:
+    rendered = docs(kube.helm("template", "rel", str(CHART), "-n", "ops", "--set", "rbac.readSecrets=true").stdout)
+    rules = next(d for d in rendered if d["kind"] == "ClusterRole")["rules"]
+    assert [r["verbs"] for r in rules if "secrets" in r["resources"]] == [["get"]]
+
+
 def run_dev_cluster(kube: KubeCluster, op: OperatorProcess, namespace: str) -> None:
     """What the operator must be able to do with the chart's RBAC: every kind, status, events."""
     kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "dev-cluster.yaml"))

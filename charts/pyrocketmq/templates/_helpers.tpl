@@ -69,10 +69,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list"]
+{{- if .Values.rbac.readSecrets }}
 # spec.tls / spec.acl: the CA and the admin account the operator reaches TLS/ACL brokers with.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get"]
+{{- end }}
 # Events about the resources.
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]

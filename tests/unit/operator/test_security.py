@@ -138,3 +138,22 @@ def test_a_changed_secret_rolls_the_pods():
     ns_model = NameServerModel.from_body(body("NameServer", name="names", tls={"secretName": "t"}))
     [sts] = by_kind(render_nameserver(dataclasses.replace(ns_model, secrets_hash=old), SETTINGS), "StatefulSet")
     assert sts["spec"]["template"]["metadata"]["annotations"][ANNOTATION_SECRETS_HASH] == old
+
+
+def test_a_missing_or_forbidden_secret_says_what_to_do():
+    import asyncio
+
+    from pyrocketmq.operator.kube import KubeError
+    from pyrocketmq.operator.security import read_secrets
+
+    async def forbidden(api_version, kind, namespace, name):
+        raise KubeError(403, "Forbidden", "secrets is forbidden")
+
+    async def missing(api_version, kind, namespace, name):
+        return None
+
+    for getter, reason, words in ((forbidden, "SecretForbidden", "rbac.readSecrets=true"),
+                                  (missing, "SecretNotFound", "not found in namespace prod")):
+        with pytest.raises(SecretError, match=words) as e:
+            asyncio.run(read_secrets(getter, "prod", ["broker-tls"]))
+        assert e.value.reason == reason
