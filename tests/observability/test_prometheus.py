@@ -122,7 +122,11 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
         prom.wait("PyRocketMQDeadLetters true", lambda: prom.query(alerts["PyRocketMQDeadLetters"]))
         disk = strip_threshold(alerts["PyRocketMQBrokerDiskFull"], "0.85")
         assert prom.query(disk), "the disk usage ratio is exported"
-        assert not prom.query(alerts["PyRocketMQConsumerLagGrowing"])  # the consumer keeps up
+        # the consumer keeps up: a moment's lag behind the producer can make one evaluation true on a
+        # loaded machine, so the alert must be false within a while (a consumer that does not keep up
+        # makes it true throughout, and this times out)
+        prom.wait("the lag alert false while the consumer keeps up",
+                  lambda: not prom.query(alerts["PyRocketMQConsumerLagGrowing"]), timeout=30)
 
         # -- the consumer stops: its lag grows while the producer goes on -------------------------------
         t.stop_consumer()
