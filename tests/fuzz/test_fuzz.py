@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.prereq import missing_prerequisite
+
 from .seeds import CORPUS, broker_requests, namesrv_requests
 from .targets import TARGETS, _servers, request_from
 
@@ -48,9 +50,7 @@ def _atheris() -> bool:
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_a_short_coverage_guided_run_finds_nothing(target, tmp_path):
     if not _atheris():
-        if os.environ.get("CI") == "true":
-            pytest.fail("atheris is not installed (scripts/setup.sh --test installs it)")
-        pytest.skip("atheris is not installed")
+        missing_prerequisite("fuzz", "atheris is not installed (scripts/setup.sh --test installs it)")
     corpus = tmp_path / "corpus"
     shutil.copytree(CORPUS / target, corpus)
     proc = subprocess.run(
