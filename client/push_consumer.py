@@ -114,6 +114,7 @@ class PushConsumer:
         self.consume_service: ConcurrentConsumeService | OrderlyConsumeService | None = None
         self.fetcher: PullService | None = None
         self.rebalancer: RebalanceService | None = None
+        self.parts: ConsumerParts | None = None
         self._services = Services()
         self._running = False
         self._started_ms = 0
@@ -194,7 +195,7 @@ class PushConsumer:
             self.offset_store = LocalOffsetStore(self.group, folder)
         await self.offset_store.load()
         self.stats = ConsumerStats(group=self.group, metrics=self.settings.metrics)
-        parts = ConsumerParts(self.group, s, inst, self.offset_store, self.stats, self.state, self._orderly)
+        self.parts = parts = ConsumerParts(self.group, s, inst, self.offset_store, self.stats, self.state, self._orderly)
         self.tasks = tasks = TaskSet()
         self.rebalancer = rebalancer = RebalanceService(parts, self._strategy, tasks, fetch=lambda r: fetcher.execute(r))
         assert self._listener is not None  # start() refuses to run without one
@@ -266,11 +267,11 @@ class PushConsumer:
         """Write every owned queue's offset out (oneway to the brokers unless ``sync``)."""
         owned = self.state.owned()
         if sync and self.clustering:
-            inst = self.instance
+            assert self.parts is not None  # clustering offsets are persisted only once started
+            parts = self.parts
             todo = {mq: off for mq in owned if (off := self.offset_store.read_memory(mq)) >= 0}
-            results = await asyncio.gather(
-                *(inst.update_consumer_offset(self.group, mq, off, oneway=False) for mq, off in todo.items()),
-                return_exceptions=True)
+            results = await asyncio.gather(*(parts.persist_offset(mq, off, sync=True) for mq, off in todo.items()),
+                                           return_exceptions=True)
             for (mq, _), r in zip(todo.items(), results, strict=True):
                 if isinstance(r, BaseException):
                     log.warning("group %s: persisting the offset of %s failed: %s", self.group, mq, r)
