@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable
 
 from pyrocketmq.metrics_server import MetricsServer
+from pyrocketmq.remoting.acl import AclConfigError
+from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.service import Service, Services
 
-from .acl import AclConfigError
-from .acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
 from .ha.service import RECONNECT_DELAY, HAClient, HAServer

@@ -20,6 +20,8 @@ import sys
 import time
 
 from pyrocketmq.metrics_server import MetricsServer
+from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, AclConfigError, no_needs
+from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.remoting.transport import Connection
 from pyrocketmq.service import Service
@@ -61,6 +63,15 @@ class NameServer:
         self.metrics_server: MetricsServer | None = None
         if self.metrics is not None:
             self.server.observer = self.metrics.requests
+        self.acl: AccessControl | None = None
+        self._acl_reload: Service | None = None
+        if self.settings.acl_file is not None:
+            try:
+                self.acl = AccessControl(self.settings.acl_file, NAMESRV_ADMIN_CODES, no_needs)
+            except AclConfigError as e:
+                raise ConfigError(str(e)) from None
+            self.server.before = self.acl.check
+            self._acl_reload = Service("ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL, logger=log)
 
     @property
     def addr(self) -> str:
@@ -76,11 +87,15 @@ class NameServer:
             log.info("metrics, /healthz and /readyz on http://%s:%d", self.settings.host, mport)
         self.port = await self.server.start(self.settings.host, self.settings.listen_port)
         self._scan.start()
+        if self._acl_reload is not None:
+            self._acl_reload.start()
         log.info("pyrocketmq namesrv listening on %s:%d", self.settings.host, self.port)
         return self.port
 
     async def stop(self) -> None:
         await self._scan.stop()
+        if self._acl_reload is not None:
+            await self._acl_reload.stop()
         self.port = 0
         await self.server.stop()
         if self.metrics_server is not None:
@@ -157,10 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     if settings.extra:
         log.info("ignoring namesrv.conf keys this name server does not use: %s", ", ".join(sorted(settings.extra)))
     try:
+        ns = NameServer(settings)
+    except ConfigError as e:
+        print(f"pyrocketmq namesrv: error: {e}", file=sys.stderr)
+        return 2
+    try:
         import uvloop
     except ImportError:
-        return asyncio.run(_serve(NameServer(settings)))
-    return uvloop.run(_serve(NameServer(settings)))
+        return asyncio.run(_serve(ns))
+    return uvloop.run(_serve(ns))
 
 
 async def _serve(ns: NameServer) -> int:

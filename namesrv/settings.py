@@ -46,6 +46,11 @@ class NamesrvSettings:
     tls: ServerTls = field(default_factory=ServerTls)
     """``tls.server.*``: TLS for clients and brokers (see :mod:`pyrocketmq.remoting.tls`)."""
 
+    acl_file: str | None = None
+    """``aclConfigFile`` when ``aclEnable=true``: every request must be signed by an account of this
+    ``plain_acl.yml``; registering brokers, deleting topics and writing KV config need an admin one
+    (see :mod:`pyrocketmq.remoting.acl`). None: no check, as Apache's name server."""
+
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
@@ -91,6 +96,7 @@ class NamesrvSettings:
                 max_in_flight=get_int("serverMaxRequestsInFlight", 65_536, 0, 10_000_000),
                 max_queued_bytes=get_int("serverMaxQueuedBytes", 64 << 20, 0, 1 << 40),
             ),
+            acl_file=_acl_file(get("aclEnable"), get("aclConfigFile"), home),
             metrics_port=get_int("metricsPort", _env_port("PYROCKETMQ_METRICS_PORT"), 0, 65535),
             extra={k: v for k, v in conf.items() if k not in used},
         )
@@ -106,6 +112,20 @@ class NamesrvSettings:
         if not changes:
             return settings
         return replace(settings, **changes)  # type: ignore[arg-type]  # names and types checked by the CLI's parser
+
+
+def _acl_file(enable: str | None, path: str | None, home: str | None) -> str | None:
+    flag = (enable or "false").lower()
+    if flag not in ("true", "false"):
+        raise ConfigError(f"aclEnable={enable!r}: expected true or false")
+    if flag == "false":
+        return None
+    if path:
+        return path
+    home = home or os.environ.get("ROCKETMQ_HOME", "").strip()
+    if home:
+        return os.path.join(home, "conf", "plain_acl.yml")
+    raise ConfigError("aclEnable=true: give aclConfigFile (the plain_acl.yml), rocketmqHome or ROCKETMQ_HOME")
 
 
 def _env_port(name: str) -> int:

@@ -234,8 +234,12 @@ class NameServerModel:
     scheduling: Scheduling = field(default_factory=Scheduling)
     metrics: Metrics = field(default_factory=Metrics)
     tls: Tls = field(default_factory=Tls)
+    acl: Acl = field(default_factory=Acl)
+    """``spec.acl``: the name servers check every request against the Secret's ``plain_acl.yml``
+    (reading routes needs an account; registering brokers, deleting topics, KV writes an admin one)."""
     secrets_hash: str = ""
-    """Of the Secrets spec.tls names (set by the reconciler): pods roll when it changes."""
+    """Of the Secrets spec.tls and spec.acl name, less ``plain_acl.yml`` (set by the reconciler):
+    pods roll when it changes."""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> NameServerModel:
@@ -252,6 +256,7 @@ class NameServerModel:
             scheduling=Scheduling.from_spec(spec.get("scheduling")),
             metrics=Metrics.from_spec(spec.get("metrics")),
             tls=Tls.from_spec(spec.get("tls")),
+            acl=Acl.from_spec(spec.get("acl")),
         )
 
 

@@ -20,7 +20,6 @@ ConsumerGroup  load → resolve_cluster → apply_on_brokers → observe_members
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from .plan import (
     scale_down_decision,
 )
 from .render import render_broker, render_nameserver
-from .render.common import ANNOTATION_TEMPLATE_HASH, LABEL_GROUP, owner_labels, secrets_hash, selector_labels
+from .render.common import ANNOTATION_TEMPLATE_HASH, LABEL_GROUP, owner_labels, selector_labels
 from .rocketmq import (
     RocketMQRefused,
     RocketMQUnavailable,
@@ -62,7 +61,7 @@ from .rocketmq import (
     stop_writes,
     topic_brokers,
 )
-from .security import ClientSecurity, SecretError, read_broker_secrets, read_secrets
+from .security import ClientSecurity, SecretError, read_broker_secrets, read_nameserver_secrets
 from .settings import OperatorSettings
 from .status import (
     Condition,
@@ -173,13 +172,10 @@ class NameServerReconcile:
 
     async def load(self) -> None:
         model = NameServerModel.from_body(self.body)
-        if model.tls.enabled:
-            try:
-                found = await read_secrets(self.ctx.kube.get, model.ref.namespace, [model.tls.secret_name])
-            except SecretError as e:
-                raise ReconcileError(e.reason, str(e)) from None
-            model = dataclasses.replace(model, secrets_hash=secrets_hash(found))
-        self.model = model
+        try:
+            self.model = await read_nameserver_secrets(self.ctx.kube.get, model)
+        except SecretError as e:
+            raise ReconcileError(e.reason, str(e)) from None
 
     async def render(self) -> None:
         self.desired = render_nameserver(self.model, self.ctx.settings.render)

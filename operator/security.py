@@ -20,8 +20,8 @@ from typing import Any
 from pyrocketmq.client import ClientTls
 
 from .kube import KubeError
-from .model import BrokerModel
-from .render.common import secrets_hash
+from .model import BrokerModel, NameServerModel
+from .render.common import ACL_FILE_KEY, secrets_hash
 
 
 class SecretError(ValueError):
@@ -103,5 +103,25 @@ async def read_broker_secrets(get: SecretGetter, model: BrokerModel) -> tuple[Br
     if not names and not model.namesrv_tls:
         return model, ClientSecurity()
     found = await read_secrets(get, model.ref.namespace, names)
+    if model.acl.enabled:
+        require_acl_file(found[model.acl.secret_name], model.acl.secret_name)
     security = client_security(model, found.get(model.tls.secret_name), found.get(model.acl.secret_name))
-    return dataclasses.replace(model, secrets_hash=secrets_hash(found) if found else ""), security
+    digest = secrets_hash(found, frozenset({ACL_FILE_KEY})) if found else ""
+    return dataclasses.replace(model, secrets_hash=digest), security
+
+
+async def read_nameserver_secrets(get: SecretGetter, model: NameServerModel) -> NameServerModel:
+    """``model`` with the hash of its Secrets (pods roll when a certificate changes; an edited
+    ``plain_acl.yml`` is re-read by the running name servers)."""
+    names = [n for n in (model.tls.secret_name, model.acl.secret_name) if n]
+    if not names:
+        return model
+    found = await read_secrets(get, model.ref.namespace, names)
+    if model.acl.enabled:
+        require_acl_file(found[model.acl.secret_name], model.acl.secret_name)
+    return dataclasses.replace(model, secrets_hash=secrets_hash(found, frozenset({ACL_FILE_KEY})))
+
+
+def require_acl_file(secret: Mapping[str, Any], name: str) -> None:
+    if ACL_FILE_KEY not in (secret.get("data") or {}):
+        raise SecretError(f"Secret {name!r} (spec.acl) has no {ACL_FILE_KEY}: put the accounts file under that key")

@@ -29,6 +29,7 @@ from .common import (
     RUN_MOUNT,
     STORE_MOUNT,
     TLS_MOUNT,
+    acl_conf,
     apply_scheduling,
     config_hash,
     container_security_context,
@@ -99,9 +100,7 @@ def security_conf(model: BrokerModel) -> dict[str, str]:
             conf["tls.client.trustCertPath"] = f"{TLS_MOUNT}/ca.crt"
         else:
             conf["tls.client.authServer"] = "false"
-    if model.acl.enabled:
-        conf["aclEnable"] = "true"
-        conf["aclConfigFile"] = f"{ACL_MOUNT}/plain_acl.yml"
+    conf.update(acl_conf(model.acl))
     return conf
 
 

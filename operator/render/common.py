@@ -208,6 +208,11 @@ def health_probes(metrics_enabled: bool, tcp_port: str = "remoting") -> tuple[di
     )
 
 
+def acl_conf(acl: Any) -> dict[str, str]:
+    """The keys turning on the ACL of ``spec.acl`` (a model ``Acl``) with its mounted file."""
+    return {"aclEnable": "true", "aclConfigFile": f"{ACL_MOUNT}/{ACL_FILE_KEY}"} if acl.enabled else {}
+
+
 def tls_conf(tls: Any) -> dict[str, str]:
     """The ``tls.server.*`` keys serving the certificate of ``spec.tls`` (a model ``Tls``)."""
     if not tls.enabled:
@@ -223,7 +228,13 @@ def secret_volume(name: str, secret_name: str) -> dict[str, Any]:
     return {"name": name, "secret": {"secretName": secret_name, "defaultMode": 0o440}}
 
 
-def secrets_hash(secrets: Mapping[str, Mapping[str, Any] | None]) -> str:
-    """A short hash of Secrets' data by name (what a pod template carries to roll on a change)."""
-    doc = {name: dict((body or {}).get("data") or {}) for name, body in sorted(secrets.items())}
+ACL_FILE_KEY = "plain_acl.yml"
+"""The key of spec.acl's Secret the servers read (and re-read when it changes: no restart)."""
+
+
+def secrets_hash(secrets: Mapping[str, Mapping[str, Any] | None], hot: frozenset[str] = frozenset()) -> str:
+    """A short hash of Secrets' data by name (what a pod template carries to roll on a change);
+    keys in ``hot`` are left out: the servers pick their changes up without a restart."""
+    doc = {name: {k: v for k, v in ((body or {}).get("data") or {}).items() if k not in hot}
+           for name, body in sorted(secrets.items())}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]

@@ -12,9 +12,11 @@ from typing import Any
 from ..model import NAMESRV_PORT, NameServerModel, headless_service_name
 from ..settings import RenderSettings
 from .common import (
+    ACL_MOUNT,
     ANNOTATION_SECRETS_HASH,
     RUN_MOUNT,
     TLS_MOUNT,
+    acl_conf,
     apply_scheduling,
     container_security_context,
     health_probes,
@@ -93,14 +95,15 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
         "image": model.image or settings.default_image,
         "imagePullPolicy": model.image_pull_policy or settings.image_pull_policy,
         "args": ["namesrv", "--listen-port", str(NAMESRV_PORT),
-                 *(f"--set={k}={v}" for k, v in tls_conf(model.tls).items())],
+                 *(f"--set={k}={v}" for k, v in {**tls_conf(model.tls), **acl_conf(model.acl)}.items())],
         "ports": ports,
         "env": env,
         "readinessProbe": {**ready, "failureThreshold": 3},
         "livenessProbe": {**alive, "failureThreshold": 6, "initialDelaySeconds": 10},
         "securityContext": container_security_context(),
         "volumeMounts": [{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"},
-                         *([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}] if model.tls.enabled else [])],
+                         *([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}] if model.tls.enabled else []),
+                         *([{"name": "acl", "mountPath": ACL_MOUNT, "readOnly": True}] if model.acl.enabled else [])],
     }
     if model.resources:
         container["resources"] = {k: dict(v) for k, v in model.resources.items()}
@@ -111,7 +114,8 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
         "securityContext": pod_security_context(),
         "containers": [container],
         "volumes": [{"name": "run", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}},
-                    *([secret_volume("tls", model.tls.secret_name)] if model.tls.enabled else [])],
+                    *([secret_volume("tls", model.tls.secret_name)] if model.tls.enabled else []),
+                    *([secret_volume("acl", model.acl.secret_name)] if model.acl.enabled else [])],
     }
     apply_scheduling(pod_spec, model.scheduling, preferred_anti_affinity(selector))
     return {

@@ -12,7 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pyrocketmq.client import Message, SyncProducer, SyncPullConsumer
+from pyrocketmq.client import Message, SyncAdmin, SyncProducer, SyncPullConsumer
+from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand
 from tests.k8s.cluster import KubeCluster
 
 GROUP = "pyrocketmq.io/v1alpha1"
@@ -69,6 +72,24 @@ def group_cr(name: str, group: str, cluster: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"clusterRef": {"name": cluster}, "groupName": group},
     }
+
+
+def _invoke(admin: SyncAdmin, addr: str, code: int) -> bytes:
+    async def call():
+        resp = await admin.admin.instance.invoke(addr, RemotingCommand.request(code))
+        return resp.body or b"{}"
+
+    return admin._lt.run(call())
+
+
+def topics_on(admin: SyncAdmin, addr: str) -> set[str]:
+    body = _invoke(admin, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+    return set(TopicConfigSerializeWrapper.from_json(body).topic_config_table)
+
+
+def groups_on(admin: SyncAdmin, addr: str) -> set[str]:
+    body = _invoke(admin, addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    return set(SubscriptionGroupWrapper.from_json(body).subscription_group_table)
 
 
 def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:

@@ -12,9 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from pyrocketmq.client import Message, SyncAdmin, SyncProducer, SyncPullConsumer
-from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
-from pyrocketmq.remoting.code import RequestCode, ResponseCode
-from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.transport import RemotingClient
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
@@ -23,12 +21,14 @@ from tests.e2e.helpers import (
     deployed_mq,
     get,
     group_cr,
+    groups_on,
     pod_ip,
     pod_ready,
     pods,
     read_all,
     run_pod,
     topic_cr,
+    topics_on,
     wait_ready,
 )
 from tests.integration import wire
@@ -39,24 +39,6 @@ from tests.k8s.cluster import KubeCluster
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
     with deployed_mq(node_cluster, images, "e2e") as cluster:
         yield cluster
-
-
-def _invoke(admin: SyncAdmin, addr: str, code: int) -> bytes:
-    async def call():
-        resp = await admin.admin.instance.invoke(addr, RemotingCommand.request(code))
-        return resp.body or b"{}"
-
-    return admin._lt.run(call())
-
-
-def topics_on(admin: SyncAdmin, addr: str) -> set[str]:
-    body = _invoke(admin, addr, RequestCode.GET_ALL_TOPIC_CONFIG)
-    return set(TopicConfigSerializeWrapper.from_json(body).topic_config_table)
-
-
-def groups_on(admin: SyncAdmin, addr: str) -> set[str]:
-    body = _invoke(admin, addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-    return set(SubscriptionGroupWrapper.from_json(body).subscription_group_table)
 
 
 def test_a_nameservers_and_replicated_broker_groups_become_ready(mq: MQ):

@@ -157,3 +157,48 @@ def test_a_missing_or_forbidden_secret_says_what_to_do():
         with pytest.raises(SecretError, match=words) as e:
             asyncio.run(read_secrets(getter, "prod", ["broker-tls"]))
         assert e.value.reason == reason
+
+
+def test_name_server_acl_mounts_the_file_and_the_name_server_reads_it(tmp_path):
+    import yaml
+
+    model = NameServerModel.from_body(body("NameServer", name="names", acl={"secretName": "mq-acl"}))
+    [sts] = by_kind(render_nameserver(model, SETTINGS), "StatefulSet")
+    pod = sts["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    sets = dict(a.removeprefix("--set=").split("=", 1) for a in container["args"] if a.startswith("--set="))
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert sets["aclEnable"] == "true" and sets["aclConfigFile"] == f"{mounts['acl']}/plain_acl.yml"
+    assert {"name": "acl", "secret": {"secretName": "mq-acl", "defaultMode": 0o440}} in pod["volumes"]
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text(yaml.safe_dump({"accounts": [{"accessKey": "operator1", "secretKey": "operator-secret", "admin": True}]}))
+    assert NamesrvSettings.load(None, {**sets, "aclConfigFile": str(acl)}).acl_file == str(acl)
+    with pytest.raises(SpecError, match="spec.acl.secretName"):
+        NameServerModel.from_body(body("NameServer", name="names", acl={"secretName": "Not_A_Name"}))
+
+
+def test_an_edited_acl_file_does_not_roll_pods_but_new_keys_or_certificates_do():
+    import asyncio
+
+    from pyrocketmq.operator.security import read_broker_secrets, read_nameserver_secrets
+
+    def getter(data):
+        async def get(api_version, kind, namespace, name):
+            return data[name]
+        return get
+
+    def hashes(acl_file: str, secret_key: str, cert: str) -> tuple[str, str]:
+        data = {"acl": secret(**{"plain_acl.yml": acl_file, "accessKey": "operator1", "secretKey": secret_key}),
+                "tls": secret(**{"tls.crt": cert, "tls.key": "K"})}
+        b, _ = asyncio.run(read_broker_secrets(getter(data), broker(acl={"secretName": "acl"}, tls={"secretName": "tls"})))
+        n = asyncio.run(read_nameserver_secrets(getter(data), NameServerModel.from_body(
+            body("NameServer", name="names", acl={"secretName": "acl"}, tls={"secretName": "tls"}))))
+        return b.secrets_hash, n.secrets_hash
+
+    base = hashes("accounts: [a]", "operator-secret", "A")
+    assert hashes("accounts: [a, b]", "operator-secret", "A") == base  # re-read in place
+    assert hashes("accounts: [a]", "rotated-secret", "A")[0] != base[0]  # the brokers' own account: env, restart
+    assert all(x != y for x, y in zip(hashes("accounts: [a]", "operator-secret", "B"), base, strict=True))
+    with pytest.raises(SecretError, match="has no plain_acl.yml"):
+        asyncio.run(read_nameserver_secrets(getter({"acl": secret(accessKey="x")}), NameServerModel.from_body(
+            body("NameServer", name="names", acl={"secretName": "acl"}))))

@@ -42,6 +42,14 @@ _PERMS = {"DENY": DENY, "PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB":
 ADMIN_CODES = frozenset({RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG,
                          RequestCode.DELETE_TOPIC_IN_BROKER, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
                          RequestCode.DELETE_SUBSCRIPTIONGROUP})
+"""The broker's admin requests (Apache ``PlainAccessValidator``)."""
+NAMESRV_ADMIN_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
+                                 RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                                 RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG,
+                                 RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                                 RequestCode.ADD_WRITE_PERM_OF_BROKER})
+"""The name server's requests that change what it serves: only admin accounts (brokers register with
+one) may send them. Apache 4.9's name server checks nothing; with ``aclEnable`` ours does."""
 MIN_KEY_LENGTH = 7
 
 
@@ -224,6 +232,11 @@ def needs(cmd: RemotingCommand) -> dict[str, int]:
     return {}
 
 
+def no_needs(cmd: RemotingCommand) -> dict[str, int]:
+    """The name server's: no request needs a topic or group permission."""
+    return {}
+
+
 def _describe(resource: str) -> str:
     if resource.startswith(RETRY_GROUP_TOPIC_PREFIX):
         return "group:" + resource[len(RETRY_GROUP_TOPIC_PREFIX):]
@@ -231,10 +244,15 @@ def _describe(resource: str) -> str:
 
 
 class AclValidator:
-    """Checks requests against an :class:`AclConfig` (swap :attr:`config` to reload)."""
+    """Checks requests against an :class:`AclConfig` (swap :attr:`config` to reload): the broker's
+    rules by default; the name server's with ``admin_codes=NAMESRV_ADMIN_CODES`` and ``no_needs``
+    (any account may read routes; only admins change them)."""
 
-    def __init__(self, config: AclConfig) -> None:
+    def __init__(self, config: AclConfig, admin_codes: frozenset[int] = ADMIN_CODES,
+                 needs: Callable[[RemotingCommand], dict[str, int]] = needs) -> None:
         self.config = config
+        self.admin_codes = admin_codes
+        self.needs = needs
 
     def refusal(self, cmd: RemotingCommand, remote_ip: str) -> str | None:
         """Why ``cmd`` from ``remote_ip`` is refused (Apache's words), or None when it may go on."""
@@ -252,10 +270,10 @@ class AclValidator:
         body = cmd.body if isinstance(cmd.body, (bytes, bytearray, memoryview)) else None
         if signature(cmd.ext_fields, body, account.secret_key, SERVER_SKIPS) != cmd.ext_fields.get(SIGNATURE):
             return f"Check signature failed for accessKey={ak}"
-        if cmd.code in ADMIN_CODES and not account.admin:
+        if cmd.code in self.admin_codes and not account.admin:
             return f"Need admin permission for request code={cmd.code}, but accessKey={ak} is not"
         try:
-            needed = needs(cmd)
+            needed = self.needs(cmd)
         except (ValueError, TypeError, KeyError) as e:
             return f"cannot read the request to check its permissions: {e}"
         if not needed or (account.admin and not account.perms):

@@ -8,7 +8,7 @@ import time
 import pytest
 import yaml
 
-from pyrocketmq.broker.acl import (
+from pyrocketmq.remoting.acl import (
     PUB,
     SUB,
     AclConfigError,
@@ -18,7 +18,7 @@ from pyrocketmq.broker.acl import (
     parse_perm,
     parse_plain_acl,
 )
-from pyrocketmq.broker.acl_service import AccessControl
+from pyrocketmq.remoting.acl_service import AccessControl
 from pyrocketmq.remoting.acl_sign import sign
 from pyrocketmq.remoting.body import ConsumerData, HeartbeatData, SubscriptionData
 from pyrocketmq.remoting.code import RequestCode
@@ -135,3 +135,19 @@ def test_a_broker_signs_its_own_requests_when_given_an_account(validator):
     client.sign(cmd)
     assert validator.refusal(cmd, "127.0.0.1") is None
     assert outgoing_client(BrokerSettings.from_conf({})).sign is None
+
+
+def test_the_name_servers_rules_admin_for_changes_any_account_for_reads():
+    from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, no_needs
+
+    ns = AclValidator(parse_plain_acl(ACL), NAMESRV_ADMIN_CODES, no_needs)
+    route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Other"})  # alice: topics DENY
+    assert ns.refusal(signed(route), "127.0.0.1") is None
+    unsigned = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"})
+    assert ns.refusal(unsigned, "127.0.0.1") == "No accessKey is configured"
+    for code in (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                 RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER):
+        by_alice = signed(RemotingCommand.request(code, {"topic": "T"}))
+        assert ns.refusal(by_alice, "127.0.0.1") == f"Need admin permission for request code={int(code)}, but accessKey=alice01 is not"
+        by_admin = signed(RemotingCommand.request(code, {"topic": "T"}), "rootadmin", "root-secret-key")
+        assert ns.refusal(by_admin, "127.0.0.1") is None

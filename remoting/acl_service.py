@@ -1,19 +1,19 @@
-"""The broker's access control at run time: the ACL file loaded, checked before every request,
+"""A server's access control at run time: the ACL file loaded, checked before every request,
 reloaded when it changes (a broken edit is logged and the previous rules stay)."""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
-from pyrocketmq.remoting.code import ResponseCode
-from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.log_limit import RateLimitedLog
-from pyrocketmq.remoting.transport import Connection
+from .acl import ADMIN_CODES, AclConfigError, AclValidator, load_plain_acl, needs
+from .code import ResponseCode
+from .command import RemotingCommand
+from .log_limit import RateLimitedLog
+from .transport import Connection
 
-from .acl import AclConfigError, AclValidator, load_plain_acl
-
-log = logging.getLogger("pyrocketmq.broker")
+log = logging.getLogger("pyrocketmq.acl")
 RELOAD_INTERVAL = 5.0
 """Seconds between looks at the ACL file's modification time."""
 
@@ -27,10 +27,11 @@ class AccessControl:
         server.before = acl.check
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, admin_codes: frozenset[int] = ADMIN_CODES,
+                 needs: Callable[[RemotingCommand], dict[str, int]] = needs) -> None:
         self.path = path
         self._mtime = self._stat()
-        self.validator = AclValidator(load_plain_acl(path))
+        self.validator = AclValidator(load_plain_acl(path), admin_codes, needs)
         self.refused = 0
         self._log = RateLimitedLog(log)
         log.info("ACL on: %d accounts from %s", len(self.validator.config.accounts), path)

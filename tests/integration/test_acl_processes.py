@@ -1,0 +1,177 @@
+"""ACL on both servers with real processes: a name server and a broker with ``aclEnable=true`` and
+one ``plain_acl.yml``. The broker registers with its admin account; a broker whose account is not
+an admin is refused by the name server (and so never routed); clients read routes and send only
+with a signed account, and only admins change what the name server serves."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+import pytest
+import yaml
+
+from pyrocketmq.client import Admin, ClientSettings, Message, Producer, PullConsumer
+from pyrocketmq.client.errors import MQError
+from pyrocketmq.remoting.acl_sign import sign
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import RemotingClient
+
+from .procs import Proc, free_port, start_broker
+
+ACCOUNTS = {
+    "accounts": [
+        {"accessKey": "brokeradmin", "secretKey": "broker-admin-secret", "admin": True},
+        {
+            "accessKey": "alice01",
+            "secretKey": "alice-secret-key",
+            "defaultTopicPerm": "PUB|SUB",
+            "defaultGroupPerm": "SUB",
+        },
+    ],
+}
+ALICE = ClientSettings(access_key="alice01", secret_key="alice-secret-key", request_timeout=5)
+ADMIN = ClientSettings(access_key="brokeradmin", secret_key="broker-admin-secret", request_timeout=5)
+
+
+@pytest.fixture
+def acl_cluster(tmp_path):
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text(yaml.safe_dump(ACCOUNTS))
+    port = free_port()
+    ns = Proc("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(port),
+                          "--set", "aclEnable=true", "--set", f"aclConfigFile={acl}"],
+              tmp_path / "logs" / "namesrv.log", port).start()  # fmt: skip
+    procs = [ns]
+    try:
+        procs.append(
+            start_broker(
+                tmp_path,
+                ns.addr,
+                "broker-a",
+                aclEnable="true",
+                aclConfigFile=acl,
+                accessKey="brokeradmin",
+                secretKey="broker-admin-secret",
+            )
+        )
+        procs.append(
+            start_broker(
+                tmp_path,
+                ns.addr,
+                "broker-b",
+                aclEnable="true",
+                aclConfigFile=acl,
+                accessKey="alice01",
+                secretKey="alice-secret-key",
+            )
+        )  # not an admin
+        yield ns, procs[1], procs[2]
+    finally:
+        for p in reversed(procs):
+            p.stop()
+
+
+def _signed(cmd: RemotingCommand, ak: str, sk: str) -> RemotingCommand:
+    sign(cmd, ak, sk)
+    return cmd
+
+
+async def _raw(addr: str, cmd: RemotingCommand) -> RemotingCommand:
+    client = RemotingClient()
+    try:
+        return await client.invoke(addr, cmd, 5)
+    finally:
+        await client.close()
+
+
+def test_only_admin_brokers_register_and_only_signed_clients_are_served(acl_cluster):
+    ns, broker_a, broker_b = acl_cluster
+
+    async def go():
+        async with Admin(ns.addr, client=ALICE) as admin:
+            for _ in range(100):
+                if (await admin.cluster_info()).broker_addr_table:
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1.0)  # broker-b's registration, sent at the same time, had its answer
+            registered = set((await admin.cluster_info()).broker_addr_table)
+        async with Admin(ns.addr, client=ADMIN) as admin:
+            await admin.create_topic("Guarded", cluster="DefaultCluster", read_queues=2, write_queues=2)
+            for _ in range(100):
+                try:
+                    route = await admin.topic_route("Guarded")
+                    break
+                except MQError:
+                    await asyncio.sleep(0.1)
+        async with Producer("acl-p", ns.addr, client=ALICE) as producer:
+            sent = await producer.send(Message("Guarded", b"signed"))
+        async with PullConsumer("acl-c", ns.addr, client=ALICE) as consumer:
+            got = []
+            for mq in await consumer.fetch_queues("Guarded"):
+                got += (await consumer.pull(mq, 0, 32)).messages
+        unsigned = await _raw(
+            ns.addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Guarded"})
+        )
+        kv = {"namespace": "ORDER_TOPIC_CONFIG", "key": "Guarded", "value": "broker-a:2"}
+        by_alice = await _raw(
+            ns.addr,
+            _signed(
+                RemotingCommand.request(RequestCode.PUT_KV_CONFIG, dict(kv)), "alice01", "alice-secret-key"
+            ),
+        )
+        by_admin = await _raw(
+            ns.addr,
+            _signed(
+                RemotingCommand.request(RequestCode.PUT_KV_CONFIG, dict(kv)),
+                "brokeradmin",
+                "broker-admin-secret",
+            ),
+        )
+        try:
+            async with Producer("anon-p", ns.addr, client=ClientSettings(request_timeout=2)) as anon:
+                await anon.send(Message("Guarded", b"no"))
+            anon_result = "sent"
+        except MQError as e:
+            anon_result = str(e)
+        return registered, route, sent, got, unsigned, by_alice, by_admin, anon_result
+
+    registered, route, sent, got, unsigned, by_alice, by_admin, anon_result = asyncio.run(go())
+    assert registered == {"broker-a"}
+    assert {q.broker_name for q in route.queue_datas} == {"broker-a"}
+    assert sent.message_queue.broker_name == "broker-a" and [m.body for m in got] == [b"signed"]
+    assert (unsigned.code, unsigned.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "AclException: No accessKey is configured",
+    )
+    assert by_alice.code == ResponseCode.SYSTEM_ERROR
+    assert (
+        by_alice.remark
+        == "AclException: Need admin permission for request code=100, but accessKey=alice01 is not"
+    )
+    assert by_admin.code == ResponseCode.SUCCESS
+    assert anon_result != "sent" and "No accessKey is configured" in anon_result, anon_result
+    deadline = time.monotonic() + 10
+    while "refused request code 103" not in ns.log_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (
+        "ACL: refused request code 103" in ns.log_text()
+    )  # broker-b's registration, logged by the name server
+    assert "Need admin permission for request code=103" in broker_b.log_text()  # and told to the broker
+
+
+def test_a_bad_acl_file_stops_the_name_server_with_a_clear_error(tmp_path):
+    import subprocess
+
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text("accounts: [{accessKey: short, secretKey: x}]")
+    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(free_port()),
+                          "--set", "aclEnable=true", "--set", f"aclConfigFile={acl}"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "pyrocketmq namesrv: error:" in out.stderr and "longer than 6" in out.stderr, out.stderr
+    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "namesrv", "--set", "aclEnable=maybe"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and "aclEnable='maybe'" in out.stderr, out.stderr
