@@ -178,7 +178,8 @@ class Broker:
         """Every processor, each given only the services it uses."""
         settings, topics, groups, offsets = self.settings, self.topics, self.groups, self.offsets
         consumers, producers, stats = self.consumers, self.producers, self.stats
-        self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers, producers=producers)
+        self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers, producers=producers,
+                                                property_filter=settings.pull.property_filter)
         transactions = TransactionProcessor(
             settings=settings, topics=topics, producers=producers, store=store, stats=stats, store_host=self.store_host
         )

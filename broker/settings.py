@@ -109,6 +109,9 @@ class PullSettings:
     """``maxTransferCountOnMessageInDisk``."""
     slave_read_enable: bool = False
     """``slaveReadEnable``: suggest a slave to consumers that are far behind."""
+    property_filter: bool = False
+    """``enablePropertyFilter``: serve SQL92 selectors (``MessageSelector.bySql``); off, as Apache's
+    default, such consumers are told the broker does not support them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +190,7 @@ class BrokerSettings:
             max_transfer_bytes_cold=get_int("maxTransferBytesOnMessageInDisk", 64 * 1024),
             max_transfer_count_cold=get_int("maxTransferCountOnMessageInDisk", 8),
             slave_read_enable=get_bool("slaveReadEnable", False),
+            property_filter=get_bool("enablePropertyFilter", False),
         )
         try:
             store = StoreSettings.from_conf(conf)

@@ -57,7 +57,7 @@ from .message import Message, SendResult, SendStatus
 from .metrics import ClientMetrics, PrometheusClientMetrics
 from .producer import Producer, SyncProducer
 from .pull_consumer import PullConsumer
-from .pulling import PullResult, PullStatus
+from .pulling import MessageSelector, PullResult, PullStatus
 from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer
 from .settings import (
     ClientSettings,
@@ -99,6 +99,7 @@ __all__ = [
     "PrometheusClientMetrics",
     "PullConsumer",
     "PullConsumerSettings",
+    "MessageSelector",
     "PullResult",
     "PullSettings",
     "PullStatus",

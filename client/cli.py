@@ -37,6 +37,7 @@ from .cli_common import (
 )
 from .errors import MQClientError, MQConnectionError, MQError
 from .message import Message, user_properties
+from .pulling import MessageSelector
 from .settings import ClientSettings
 
 # -- output helpers -------------------------------------------------------------------------------
@@ -69,6 +70,8 @@ def _consume_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("-t", "--topic", required=True, help="topic to read")
     p.add_argument("-g", "--group", required=True, help="consumer group (offsets are committed for it)")
     p.add_argument("-s", "--subExpression", dest="expression", default="*", help="tags to accept: * or 'A || B'")
+    p.add_argument("--sql", metavar="SELECTOR", help="a SQL92 selector over message properties instead of tags, "
+                   "e.g. \"price > 10 AND region = 'eu'\" (the broker needs enablePropertyFilter=true)")
     p.add_argument("--from-beginning", action="store_true", help="start at the oldest stored message")
     p.add_argument("-c", "--count", type=int, default=0, help="stop after this many messages (default: no limit)")
     p.add_argument("--timeout", type=float, default=0.0,
@@ -80,6 +83,10 @@ def _consume_parser(sub: argparse._SubParsersAction[Parser]) -> None:
                         "offsets are persisted as messages are printed")
     p.add_argument("--orderly", action="store_true", help="with --push: one queue at a time, in offset order")
     p.add_argument("--broadcast", action="store_true", help="with --push: every member gets every message")
+
+
+def _selector(args: argparse.Namespace) -> str | MessageSelector:
+    return MessageSelector.by_sql(args.sql) if args.sql else args.expression
 
 
 def _properties(pairs: list[str], parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -152,7 +159,7 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
     await require_topic(args.namesrv, args.topic, client_settings(args))
     if args.push:
         return await run_push_consume(args, parser, out)
-    settings = PullConsumerSettings(expression=args.expression, auto_commit=not args.no_commit,
+    settings = PullConsumerSettings(expression=_selector(args), auto_commit=not args.no_commit,
                                     long_poll_ms=5000)
     received = 0
     async with PullConsumer(args.group, args.namesrv, settings, client=client_settings(args)) as consumer:
@@ -224,7 +231,7 @@ async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentPa
         return ConsumeResult.SUCCESS
 
     consumer = PushConsumer(args.group, args.namesrv, settings, client=client_settings(args))
-    consumer.subscribe(args.topic, args.expression)
+    consumer.subscribe(args.topic, _selector(args))
     consumer.register_listener(listener, orderly=args.orderly)
     await consumer.start()
     try:

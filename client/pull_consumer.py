@@ -47,7 +47,15 @@ from pyrocketmq.service import Service
 from .errors import MQBrokerError, MQClientError, MQError, NoPermissionError, SubscriptionGroupNotFoundError
 from .instance import ClientInstance
 from .message import check_topic
-from .pulling import PullResult, PullStatus, build_pull_header, parse_expression, pull_result_from_response
+from .pulling import (
+    PullResult,
+    PullStatus,
+    Selector,
+    Subscription,
+    build_pull_header,
+    parse_expression,
+    pull_result_from_response,
+)
 from .route import MASTER_ID
 from .settings import ClientSettings, PullConsumerSettings
 
@@ -79,6 +87,10 @@ class _Batch:
     generation: int
     messages: list[MessageExt]
     next_offset: int
+
+
+def _subscription_data(topic: str, sub: Subscription, version: int) -> SubscriptionData:
+    return SubscriptionData.build(topic, sub.expression, version, sub.expression_type)
 
 
 class PullConsumer:
@@ -328,7 +340,7 @@ class PullConsumer:
             return await inst.search_offset(mq, self.settings.consume_timestamp_ms)
         return await inst.max_offset(mq)
 
-    def expression_for(self, topic: str) -> str:
+    def expression_for(self, topic: str) -> Selector:
         return self.settings.topic_expressions.get(topic, self.settings.expression)
 
     async def _pull_loop(self, state: _QueueState) -> None:
@@ -388,7 +400,7 @@ class PullConsumer:
         mq: MessageQueue,
         offset: int,
         max_nums: int = 32,
-        expression: str = "*",
+        expression: Selector = "*",
         suspend_ms: int = 0,
         timeout: float | None = None,
     ) -> PullResult:
@@ -500,7 +512,7 @@ class PullConsumer:
 
     def consumer_data(self) -> ConsumerData:
         subs = tuple(
-            SubscriptionData.build(t, parse_expression(self.expression_for(t)).expression, self._sub_version)
+            _subscription_data(t, parse_expression(self.expression_for(t)), self._sub_version)
             for t in sorted(self.topics())
         )
         from_where = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET",
@@ -524,7 +536,7 @@ class PullConsumer:
                 "PROP_CLIENT_LANGUAGE": "PYTHON",
             },
             "subscriptionSet": [
-                SubscriptionData.build(t, parse_expression(self.expression_for(t)).expression, self._sub_version).to_dict()
+                _subscription_data(t, parse_expression(self.expression_for(t)), self._sub_version).to_dict()
                 for t in sorted(self.topics())
             ],
             "mqTable": {},

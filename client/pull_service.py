@@ -153,7 +153,8 @@ class PullService:
             fields = PullMessageRequestHeader(
                 consumer_group=c.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=req.next_offset,
                 max_msg_nums=s.pull.batch_size, sys_flag=sys_flag, commit_offset=max(0, commit_offset),
-                suspend_timeout_millis=s.pull.suspend_ms, sub_version=c.state.sub_version, expression_type="TAG",
+                suspend_timeout_millis=s.pull.suspend_ms, sub_version=c.state.sub_version,
+                expression_type=sub.expression_type,
             ).to_ext()
             resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), s.pull.timeout)
             result = pull_result_from_response(resp, sub, c.group, addr)

@@ -67,11 +67,40 @@ class PullResult:
 
 
 @dataclass(slots=True, frozen=True)
+class MessageSelector:
+    """What a subscription selects, as Java's ``MessageSelector``: tags (``*`` or ``TagA || TagB``)
+    or a SQL92 selector over message properties, evaluated by the broker (``enablePropertyFilter=true``).
+
+    >>> MessageSelector.by_sql("price > 10 AND region = 'eu'").expression_type
+    'SQL92'
+    """
+
+    expression: str
+    expression_type: str = "TAG"
+
+    @classmethod
+    def by_tag(cls, expression: str = "*") -> MessageSelector:
+        return cls(expression, "TAG")
+
+    @classmethod
+    def by_sql(cls, expression: str) -> MessageSelector:
+        if not expression or not expression.strip():
+            raise ValueError("a SQL92 selector cannot be empty")
+        return cls(expression.strip(), "SQL92")
+
+
+Selector = str | MessageSelector
+"""A tag expression, or a :class:`MessageSelector`."""
+
+
+@dataclass(slots=True, frozen=True)
 class Subscription:
-    """A parsed tag expression: ``*`` (everything) or tags joined by ``||``."""
+    """A parsed subscription: tags (``*`` for everything, or tags joined by ``||``), matched here
+    too, or a SQL92 selector (``expression_type`` ``SQL92``), which only the broker evaluates."""
 
     expression: str
     tags: frozenset[str]
+    expression_type: str = "TAG"
 
     @property
     def all(self) -> bool:
@@ -84,12 +113,19 @@ class Subscription:
         return not self.tags or (tags is not None and tags in self.tags)
 
 
-def parse_expression(expression: str | None) -> Subscription:
-    """``"TagA || TagB"`` → tags {TagA, TagB}; ``"*"``, ``""`` or None → everything.
+def parse_expression(expression: Selector | None) -> Subscription:
+    """``"TagA || TagB"`` → tags {TagA, TagB}; ``"*"``, ``""`` or None → everything; a SQL92
+    :class:`MessageSelector` → a subscription the broker filters.
 
     >>> sorted(parse_expression(" TagA||TagB ").tags), parse_expression("*").all
     (['TagA', 'TagB'], True)
     """
+    if isinstance(expression, MessageSelector):
+        if expression.expression_type == "SQL92":
+            return Subscription(expression.expression, frozenset(), "SQL92")
+        if expression.expression_type != "TAG":
+            raise ValueError(f"selector type {expression.expression_type!r}: use TAG or SQL92")
+        expression = expression.expression
     expr = (expression or "").strip()
     if not expr or expr == "*":
         return Subscription("*", frozenset())
@@ -132,7 +168,7 @@ def build_pull_header(
         suspend_timeout_millis=max(0, suspend_ms),
         sub_version=sub_version,
         subscription=subscription.expression,
-        expression_type="TAG",
+        expression_type=subscription.expression_type,
     ).to_ext()
 
 

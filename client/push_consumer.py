@@ -27,7 +27,9 @@ import logging
 import os
 from typing import Any
 
-from pyrocketmq.remoting.body import ConsumerData, MessageQueue, SubscriptionData
+from pyrocketmq.remoting.body import CheckClientRequestBody, ConsumerData, MessageQueue, SubscriptionData
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.service import Service, Services
 
 from .allocate import STRATEGY_NAMES, strategy_for
@@ -39,12 +41,12 @@ from .consume_service import (
     OrderlyConsumeService,
 )
 from .consumer_stats import ConsumerStats, running_info_doc
-from .errors import MQClientError
+from .errors import MQBrokerError, MQClientError
 from .instance import ClientInstance
 from .message import check_topic
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .pull_service import PullService
-from .pulling import Subscription, parse_expression
+from .pulling import Selector, Subscription, parse_expression
 from .push_parts import ConsumerParts
 from .rebalance import BROADCASTING, CLUSTERING
 from .rebalance_service import RebalanceService
@@ -120,8 +122,9 @@ class PushConsumer:
         self._started_ms = 0
 
     # -- configuration --------------------------------------------------------------------------
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume ``topic``'s messages whose tag matches ``expression`` (``*`` or ``TagA || TagB``)."""
+    def subscribe(self, topic: str, expression: Selector = "*") -> None:
+        """Consume ``topic``'s messages whose tag matches ``expression`` (``*`` or ``TagA || TagB``),
+        or that a ``MessageSelector.by_sql(...)`` selects (the broker needs ``enablePropertyFilter``)."""
         check_topic(topic)
         self.state.subscribe(topic, parse_expression(expression))
         if self._running:
@@ -210,6 +213,9 @@ class PushConsumer:
         self._running = True
         self._started_ms = rebalancer.started_ms
         await rebalancer.refresh_routes()
+        for sub in self.consumer_data().subscription_data_set:
+            if sub.expression_type != "TAG":  # a selector the brokers cannot serve fails start(), as in Java
+                await check_client_config(inst, self.group, sub)
         await inst.send_heartbeat_to_all()
         fetcher.start()
         name = f"group {self.group}"
@@ -290,7 +296,7 @@ class PushConsumer:
 
     def consumer_data(self) -> ConsumerData:
         subs = tuple(
-            SubscriptionData.build(t, sub.expression, self.state.sub_version) for t, sub in sorted(self.subscriptions().items())
+            SubscriptionData.build(t, sub.expression, self.state.sub_version, sub.expression_type) for t, sub in sorted(self.subscriptions().items())
         )
         return ConsumerData(
             group_name=self.group,
@@ -328,3 +334,19 @@ class PushConsumer:
     def assignment(self) -> list[MessageQueue]:
         """The queues this consumer owns now (sorted)."""
         return self.state.assignment()
+
+
+async def check_client_config(inst: ClientInstance, group: str, sub: SubscriptionData) -> None:
+    """Ask a broker of ``sub.topic`` whether it can serve this subscription (CHECK_CLIENT_CONFIG,
+    as Java consumers do at start for SQL92 ones); MQBrokerError with its answer if not."""
+    if sub.topic not in inst.routes:
+        await inst.update_route(sub.topic)
+    route = inst.routes.get(sub.topic)
+    names = sorted({q.broker_name for q in route.queue_datas}) if route else []
+    addr = next((a for a in map(inst.master_addr, names) if a), None)
+    if addr is None:
+        return  # nothing to ask yet: the pulls will say it
+    body = CheckClientRequestBody(client_id=inst.client_id, group=group, subscription_data=sub).to_json()
+    resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, body))
+    if resp.code != ResponseCode.SUCCESS:
+        raise MQBrokerError.for_code(resp.code, resp.remark or "", addr)

@@ -18,6 +18,7 @@ from pyrocketmq.remoting.tls import ClientTls
 
 if TYPE_CHECKING:
     from .metrics import ClientMetrics
+    from .pulling import Selector
 
 
 def split_namesrv_addr(addr: str) -> list[str]:
@@ -106,9 +107,9 @@ class PullConsumerSettings:
     """Where a queue without a committed offset starts: ``last`` (new messages only), ``first`` or ``timestamp``."""
     consume_timestamp_ms: int = 0
     """Start time for ``consume_from="timestamp"`` (ms since the epoch)."""
-    expression: str = "*"
-    """Tag expression of assigned topics: ``*`` or ``TagA || TagB``."""
-    topic_expressions: dict[str, str] = field(default_factory=dict)
+    expression: Selector = "*"
+    """Tag expression of assigned topics: ``*`` or ``TagA || TagB``, or ``MessageSelector.by_sql(...)``."""
+    topic_expressions: dict[str, Selector] = field(default_factory=dict)
     """Per-topic expressions overriding ``expression`` (``{"TopicA": "TagA"}``)."""
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from .client_bodies import (
+    CheckClientRequestBody as CheckClientRequestBody,
     ClientConnection as ClientConnection,
     ConsumerConnection as ConsumerConnection,
     ConsumerData as ConsumerData,

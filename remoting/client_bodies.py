@@ -112,6 +112,26 @@ class HeartbeatData(JsonBody):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckClientRequestBody(JsonBody):
+    """CHECK_CLIENT_CONFIG's body: a consumer asks whether the broker can serve one subscription
+    (Java consumers send it at start for every SQL92 subscription)."""
+
+    client_id: str = ""
+    group: str = ""
+    subscription_data: SubscriptionData | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        sub = self.subscription_data
+        return {**JsonBody.to_dict(self), "subscriptionData": None if sub is None else sub.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckClientRequestBody:
+        raw = d.get("subscriptionData")
+        sub = SubscriptionData.from_dict(raw) if isinstance(raw, dict) else None
+        return cls(subscription_data=sub, **cls._scalar_kwargs(d))
+
+
+@dataclass(frozen=True, slots=True)
 class ClientConnection(JsonBody):
     """Java ``Connection``: one client connected to a broker (admin connection lists)."""
 

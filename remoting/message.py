@@ -480,6 +480,25 @@ def decode_message(
     return msg, end
 
 
+def record_properties(rec: bytes | bytearray | memoryview) -> dict[str, str]:
+    """The properties of one whole stored record, reading nothing else (the broker's SQL92 filter);
+    MessageDecodeError on a record too short for the fields it announces."""
+    try:
+        (sys_flag,) = _I.unpack_from(rec, 36)
+        p = HEAD_SIZE + (20 if sys_flag & SysFlag.BORNHOST_V6 else 8) + 8
+        p += (20 if sys_flag & SysFlag.STOREHOST_V6 else 8) + 12
+        (blen,) = _I.unpack_from(rec, p)
+        p += 4 + blen
+        p += 1 + rec[p]
+        (plen,) = _H.unpack_from(rec, p)
+        p += 2
+    except (struct.error, IndexError) as e:
+        raise MessageDecodeError(f"record is torn: {e}") from None
+    if blen < 0 or plen < 0 or p + plen > len(rec):
+        raise MessageDecodeError("record's properties run past its end")
+    return decode_properties(rec[p : p + plen]) if plen else {}
+
+
 def iter_messages(buf: bytes | bytearray | memoryview, *, read_body: bool = True) -> Iterator[MessageExt]:
     """Every record of a concatenation (a pull or query body); raises on a malformed one."""
     pos = 0

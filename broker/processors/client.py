@@ -1,4 +1,5 @@
-"""Client management: HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38).
+"""Client management: HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
+CHECK_CLIENT_CONFIG (46: can this broker filter by a subscription's SQL92 selector?).
 
 When a group's members or subscriptions change, every member gets a oneway
 NOTIFY_CONSUMER_IDS_CHANGED (40) so it rebalances at once instead of within 20 s.
@@ -11,12 +12,14 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from pyrocketmq.remoting.body import HeartbeatData
+from pyrocketmq.remoting.body import CheckClientRequestBody, HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.config_checks import heartbeat_problem
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
+
+from ..message_filter import SQL92, TAG, SqlParseError, not_supported, sql_record_filter
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager, ProducerManager
@@ -34,7 +37,10 @@ class ClientProcessor:
         groups: SubscriptionGroupManager,
         consumers: ConsumerManager,
         producers: ProducerManager,
+        property_filter: bool = False,
     ) -> None:
+        self.property_filter = property_filter
+        """``enablePropertyFilter``: SQL92 subscriptions are served."""
         self.topics = topics
         self.groups = groups
         self.consumers = consumers
@@ -44,6 +50,26 @@ class ClientProcessor:
         server.register(RequestCode.HEART_BEAT, self.handle_heartbeat)
         server.register(RequestCode.UNREGISTER_CLIENT, self.handle_unregister)
         server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.handle_consumer_list)
+        server.register(RequestCode.CHECK_CLIENT_CONFIG, self.handle_check_client_config)
+
+    def handle_check_client_config(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
+        """Apache's answers: TAG always fits; SQL92 only with ``enablePropertyFilter`` and a selector
+        that parses (SUBSCRIPTION_PARSE_FAILED says why not)."""
+        try:
+            body = CheckClientRequestBody.from_json(cmd.payload or b"{}")
+        except (ValueError, TypeError, KeyError) as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad check-client body: {e}")
+        sub = body.subscription_data
+        if sub is None or sub.expression_type in ("", TAG):
+            return cmd.response(ResponseCode.SUCCESS)
+        if sub.expression_type != SQL92 or not self.property_filter:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, not_supported(sub.expression_type))
+        try:
+            sql_record_filter(sub.sub_string)
+        except SqlParseError as e:
+            log.info("client %s of group %s: SQL92 selector refused: %s", body.client_id[:128], body.group[:128], e)
+            return cmd.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the selector [{sub.sub_string}] failed: {e}")
+        return cmd.response(ResponseCode.SUCCESS)
 
     def handle_heartbeat(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:

@@ -21,6 +21,7 @@ from pyrocketmq.remoting.message import tags_code
 from pyrocketmq.remoting.names import PERM_READ
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
+from ..message_filter import SQL92, TAG, SqlParseError, not_supported, sql_record_filter
 from ..settings import BrokerRole
 from ..store.values import GetMessageStatus
 
@@ -118,25 +119,15 @@ class PullProcessor:
                 f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[{conn.remote_addr}]",
             )
         sys_flag = h.sys_flag
-        if sys_flag & FLAG_SUBSCRIPTION:
-            if h.expression_type not in (None, "", "TAG"):
-                return self._answer(cmd, ResponseCode.SYSTEM_ERROR, f"expression type {h.expression_type} is not supported: use TAG")
-            codes = parse_tag_expression(h.subscription)
-        else:
-            info = self.consumers.find(h.consumer_group)
-            if info is None:
-                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info does not exist: {h.consumer_group}")
-            sub = info.subscriptions.get(h.topic)
-            if sub is None:
-                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription does not exist: {h.topic}")
-            if h.sub_version is not None and sub.sub_version < h.sub_version:
-                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription is not the latest")
-            codes = None if sub.sub_string in ("", "*") else frozenset(sub.code_set)
+        chosen = self._filters(cmd, h)
+        if isinstance(chosen, RemotingCommand):
+            return chosen
+        codes, records = chosen
         matches = tag_filter(codes)
         pull = self.settings.pull
         max_nums = max(1, min(h.max_msg_nums, pull.max_transfer_count_hot))
         result = self.store.get_message(
-            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, None, matches
+            h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums, None, matches, records
         )
         status = result.status
         if status in (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE):
@@ -174,6 +165,38 @@ class PullProcessor:
             response.body = list(result.buffers)
             self.stats.on_get(h.topic, result.message_count, result.buffer_total_size)
         return response
+
+    def _filters(
+        self, cmd: RemotingCommand, h: PullMessageRequestHeader
+    ) -> tuple[frozenset[int] | None, Callable[[memoryview], bool] | None] | RemotingCommand:
+        """(tag codes, record filter) of the pull's subscription — its own (FLAG_SUBSCRIPTION) or the
+        one its group's heartbeat registered — or the refusal to answer with."""
+        if h.sys_flag & FLAG_SUBSCRIPTION:
+            expression_type, expression = h.expression_type or TAG, h.subscription or ""
+            if expression_type == TAG:
+                return parse_tag_expression(h.subscription), None
+            parse_failed = ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription[{expression}] failed"
+        else:
+            info = self.consumers.find(h.consumer_group)
+            if info is None:
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info does not exist: {h.consumer_group}")
+            sub = info.subscriptions.get(h.topic)
+            if sub is None:
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription does not exist: {h.topic}")
+            if h.sub_version is not None and sub.sub_version < h.sub_version:
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription is not the latest")
+            expression_type, expression = sub.expression_type or TAG, sub.sub_string
+            if expression_type == TAG:
+                return (None if expression in ("", "*") else frozenset(sub.code_set)), None
+            parse_failed = (ResponseCode.FILTER_DATA_NOT_EXIST,
+                            "The broker's consumer filter data is not exist!Your expression may be wrong!")
+        if expression_type != SQL92 or not self.settings.pull.property_filter:
+            return self._answer(cmd, ResponseCode.SYSTEM_ERROR, not_supported(expression_type))
+        try:
+            return None, sql_record_filter(expression)
+        except SqlParseError as e:
+            code, remark = parse_failed
+            return self._answer(cmd, code, f"{remark}: {e}" if code == ResponseCode.SUBSCRIPTION_PARSE_FAILED else remark)
 
     async def _hold(
         self, conn: Connection, cmd: RemotingCommand, topic: str, queue_id: int, offset: int,

@@ -376,13 +376,15 @@ class MessageStore:
         max_msgs: int,
         max_bytes: int | None = None,
         tag_filter: Callable[[int], bool] | None = None,
+        record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
         """Up to ``max_msgs`` messages from logical ``offset`` on (RocketMQ's ``getMessage`` rules).
 
         ``max_bytes`` None applies RocketMQ's own limits per message: 256 KiB / 32 messages while
         the data is within ``accessMessageInMemoryMaxRatio`` of RAM from the head, 64 KiB / 8 beyond;
         an int replaces the byte limit. The first message is returned whatever its size.
-        ``tag_filter(tagsCode)`` False skips a message (it still counts as scanned).
+        ``tag_filter(tagsCode)`` False skips a message (it still counts as scanned); so does
+        ``record_filter(record)`` False, asked of each whole record that passed ``tag_filter``.
         """
         cq = self._cqs.get((topic, queue_id))
         if cq is None:
@@ -410,7 +412,8 @@ class MessageStore:
             )
             return GetResult(S.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
 
-        scan = scan_units(units, self.commit_log, self.settings, self.memory_window, max_msgs, max_bytes, tag_filter)
+        scan = scan_units(units, self.commit_log, self.settings, self.memory_window, max_msgs, max_bytes, tag_filter,
+                          record_filter)
         return GetResult(
             scan.status,
             offset + scan.scanned,

@@ -36,11 +36,13 @@ def scan_units(
     max_msgs: int,
     max_bytes: int | None,
     tag_filter: Callable[[int], bool] | None,
+    record_filter: Callable[[memoryview], bool] | None = None,
 ) -> _Scan:
     """Collect the records ``units`` (consume-queue units from the pull's offset on) point at, by
     RocketMQ's ``getMessage`` rules: 256 KiB / 32 messages while the data is within ``window``
     bytes of the commitlog head, 64 KiB / 8 beyond (``max_bytes`` replaces the byte limit); the
-    first message always goes; ``tag_filter(tagsCode)`` False skips a message (still scanned)."""
+    first message always goes; ``tag_filter(tagsCode)`` False skips a message (still scanned), and so
+    does ``record_filter(record)`` False (RocketMQ's ``isMatchedByCommitLog``: SQL92 selectors)."""
     S = GetMessageStatus
     st = settings
     max_phys = commit_log.max_offset
@@ -86,6 +88,8 @@ def scan_units(
             if not total:
                 status = S.MESSAGE_WAS_REMOVING
             next_phy_file_start = commit_log.roll_next_file(phys)
+            continue
+        if record_filter is not None and not record_filter(data):
             continue
         buffers.append(data)
         total += size

@@ -161,3 +161,39 @@ def test_python_client_with_acl(ours):
 
     ok, refused = asyncio.run(go())
     assert ok.queue_offset >= 0 and refused is not None and "Check signature failed" in refused
+
+
+@pytest.fixture(scope="module")
+def ours_checking_namesrv(acl_file, tmp_path_factory):
+    """Our name server with the ACL on too; the broker registers with the admin account."""
+    import sys
+
+    from tests.integration.procs import Proc, free_port
+
+    _, path = acl_file
+    tmp = tmp_path_factory.mktemp("acl-ns")
+    port = free_port()
+    ns = Proc("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(port),
+                          "--set", "aclEnable=true", "--set", f"aclConfigFile={path}"],
+              tmp / "logs" / "namesrv.log", port).start()  # fmt: skip
+    try:
+        broker = start_broker(tmp, ns.addr, aclEnable="true", aclConfigFile=path, accessKey=ROOT[0], secretKey=ROOT[1])
+    except BaseException:
+        ns.stop()
+        raise
+    try:
+        yield ns, broker
+    finally:
+        broker.stop()
+        ns.stop()
+
+
+def test_java_client_signs_for_a_name_server_that_checks(ours_checking_namesrv, java):
+    ns, _ = ours_checking_namesrv
+    alice = {"acl.accessKey": ALICE[0], "acl.secretKey": ALICE[1]}
+    sent = java.run("ProducerScenario", [ns.addr, "Allowed", 10, "sync", "pg_acl_ns"], timeout=120,
+                    jvm_props=alice).json()
+    assert sent["errors"] == 0, [s.get("error") for s in sent["sent"] if "error" in s][:2]
+    anonymous = java.run("ProducerScenario", [ns.addr, "Allowed", 1, "sync", "pg_acl_ns"], timeout=120).json()
+    assert anonymous["errors"] == 1  # no route: the name server refused the unsigned lookup
+    assert "refused request code 105" in ns.log_text() and "No accessKey is configured" in ns.log_text()

@@ -32,7 +32,8 @@ def send_v2(topic: str, body: bytes, *, queue_id: int = 0, tags: str | None = No
     return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
 
 
-def pull(topic: str, queue_id: int, offset: int, *, group: str = "test-group", suspend_ms: int = 0, max_nums: int = 32, sub: str = "*") -> RemotingCommand:
+def pull(topic: str, queue_id: int, offset: int, *, group: str = "test-group", suspend_ms: int = 0, max_nums: int = 32, sub: str = "*",
+         expression_type: str = "TAG") -> RemotingCommand:
     sys_flag = 0x4 | (0x2 if suspend_ms else 0)
     ext = {
         "consumerGroup": group,
@@ -45,7 +46,7 @@ def pull(topic: str, queue_id: int, offset: int, *, group: str = "test-group", s
         "suspendTimeoutMillis": suspend_ms,
         "subscription": sub,
         "subVersion": 0,
-        "expressionType": "TAG",
+        "expressionType": expression_type,
     }
     return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
 

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -22,7 +23,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 /**
  * Consumes a topic with an unmodified DefaultMQPushConsumer (clustering, from the first offset).
  *
- * Usage: PushConsumerScenario NAMESRV TOPIC GROUP concurrent|orderly|rewind EXPECTED TIMEOUT_SECONDS [FAIL_EVERY]
+ * Usage: PushConsumerScenario NAMESRV TOPIC GROUP concurrent|orderly|rewind EXPECTED TIMEOUT_SECONDS [FAIL_EVERY [SQL]]
+ *   SQL:        subscribe with MessageSelector.bySql(SQL) instead of "*" (a selector the broker refuses makes
+ *               start() throw: the program exits non-zero with the exception on stderr).
  *   concurrent: MessageListenerConcurrently; a message whose user property idx is a multiple of FAIL_EVERY
  *               (0 = none) is answered RECONSUME_LATER on its first delivery (reconsumeTimes 0), so the client
  *               sends it back (CONSUMER_SEND_MSG_BACK) and the broker redelivers it through %RETRY%GROUP.
@@ -65,7 +68,11 @@ public class PushConsumerScenario {
         consumer.setNamesrvAddr(namesrv);
         consumer.setVipChannelEnabled(false);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.subscribe(topic, "*");
+        if (args.length > 7) {
+            consumer.subscribe(topic, MessageSelector.bySql(args[7]));
+        } else {
+            consumer.subscribe(topic, "*");
+        }
         long begin = System.currentTimeMillis();
         if (mode.equals("concurrent") || mode.equals("rewind")) {
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
@@ -107,7 +114,12 @@ public class PushConsumerScenario {
         } else {
             throw new IllegalArgumentException("unknown mode " + mode);
         }
-        consumer.start();
+        try {
+            consumer.start();
+        } catch (Exception e) {  // the client's threads would keep the JVM alive
+            System.err.println("start failed: " + e);
+            System.exit(3);
+        }
         try {
             while (System.currentTimeMillis() < deadline) {
                 if (consumed.size() >= expected && redelivered.containsAll(failed)) {
