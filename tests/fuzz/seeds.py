@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 
 from pyrocketmq.remoting.body import (
+    CheckClientRequestBody,
     ConsumerData,
     HeartbeatData,
     LockBatchRequestBody,
@@ -51,6 +52,10 @@ def broker_requests() -> list[tuple[int, dict[str, object], bytes | None]]:
         (RequestCode.SEND_MESSAGE_V2, send, b"hello"),
         (RequestCode.SEND_BATCH_MESSAGE, {**send, "m": "true"}, encode_batch([(b"a", 0, {"TAGS": "x"}), (b"b", 0, {})])),
         (RequestCode.PULL_MESSAGE, pull, None),
+        (RequestCode.PULL_MESSAGE, {**pull, "expressionType": "SQL92",
+                                    "subscription": "a > 1 AND (b IN ('x', 'y') OR c IS NULL) AND d BETWEEN -1.5 AND 2e3"}, None),
+        (RequestCode.CHECK_CLIENT_CONFIG, {}, CheckClientRequestBody(client_id="c", group="g", subscription_data=SubscriptionData.build(
+            "T", "NOT (TAGS = 'a') OR x <> 'y'", 1, "SQL92")).to_json()),
         (RequestCode.HEART_BEAT, {}, heartbeat),
         (RequestCode.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "g", "topic": "T", "queueId": 0, "commitOffset": 1}, None),
         (RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "g", "topic": "T", "queueId": 0}, None),

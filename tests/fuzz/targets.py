@@ -188,7 +188,7 @@ def _broker_handlers() -> dict[int, Callable]:
     from tests.unit.broker.processors.conftest import build
 
     root = tempfile.mkdtemp(prefix="pyrocketmq-fuzz-")
-    services = build(root)
+    services = build(root, enablePropertyFilter="true")
     services.create_topic("T", queues=2)
     services.groups.find("g")
 
@@ -201,7 +201,8 @@ def _broker_handlers() -> dict[int, Callable]:
     registry = type("Registry", (), {"register": lambda self, code, fn: handlers.__setitem__(int(code), fn)})()
     for cls in (SendProcessor, SendBackProcessor, PullProcessor, OffsetProcessor, ClientProcessor, ConsumerProcessor,
                 AdminProcessor, QueryProcessor, TransactionProcessor, ReplicationProcessor):
-        services.make(cls).register(registry)
+        extra = {"property_filter": True} if cls is ClientProcessor else {}
+        services.make(cls, **extra).register(registry)
     return handlers
 
 
