@@ -54,13 +54,8 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import (
-    MessageDecodeError,
     MessageExt,
-    Prop,
-    SysFlag,
-    decode_messages,
     decode_offset_msg_id,
-    uncompressed_body,
 )
 from pyrocketmq.remoting.names import (
     AUTO_CREATE_TOPIC,
@@ -68,6 +63,7 @@ from pyrocketmq.remoting.names import (
     RETRY_GROUP_TOPIC_PREFIX,
 )
 
+from . import admin_lookups as lookups
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
 from .instance import ClientInstance, check_response
 from .loop_thread import LoopThread, SyncFacade
@@ -388,34 +384,26 @@ class Admin:
             raise MQClientError(f"{offset_msg_id!r} is not an offset message id: it names port {port}")
         addr = f"{ip}:{port}"
         resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
-        msgs = _decode(resp.payload, addr)
+        msgs = lookups.decode(resp.payload, addr)
         if not msgs:
             raise MQBrokerError.for_code(ResponseCode.QUERY_NOT_FOUND, f"no message at offset {offset}", addr)
         return msgs[0]
 
-    async def query_by_unique_key(self, topic: str, unique_key: str, max_num: int = 32) -> list[MessageExt]:
-        """Messages of ``topic`` whose ``UNIQ_KEY`` is ``unique_key`` (QUERY_MESSAGE with the
-        unique-key flag, to every master of the topic)."""
-        route = await self.topic_route(topic)
-        found: list[MessageExt] = []
-        fields = {
-            "topic": topic,
-            "key": unique_key,
-            "maxNum": max_num,
-            "beginTimestamp": 0,
-            "endTimestamp": 2**63 - 1,
-            "_UNIQUE_KEY_QUERY": "true",
-        }
-        for bd in route.broker_datas:
-            addr = _addrs(bd).get(MASTER_ID)
-            if addr is None:
-                continue
-            resp = await self.instance.invoke(addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields), 15.0)
-            if resp.code == ResponseCode.QUERY_NOT_FOUND:
-                continue
-            check_response(resp, addr)
-            found.extend(m for m in _decode(resp.payload, addr) if m.properties.get(Prop.UNIQ_KEY) == unique_key)
-        return found
+    async def query_message_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int = 2**63 - 1,
+                                   max_num: int = 64) -> list[MessageExt]:
+        """Messages of ``topic`` with ``key`` among their KEYS, stored within [begin_ms, end_ms]."""
+        return await lookups.by_key(self.instance, await self.topic_route(topic), topic, key, begin_ms, end_ms, max_num)
+
+    async def query_message_by_unique_key(self, topic: str, unique_key: str, max_num: int = 32) -> list[MessageExt]:
+        """Messages of ``topic`` whose ``UNIQ_KEY`` (the producer's message id) is ``unique_key``."""
+        return await lookups.by_key(self.instance, await self.topic_route(topic), topic, unique_key, 0, 2**63 - 1,
+                                    max_num, unique=True)
+
+    query_by_unique_key = query_message_by_unique_key
+
+    async def message_at(self, mq: MessageQueue, offset: int) -> MessageExt:
+        """The message at ``offset`` of ``mq`` (mqadmin ``queryMsgByOffset``)."""
+        return await lookups.message_at(self.instance, mq, offset)
 
     async def find_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
         """By offset id first; then, when a topic is given, by unique id (mqadmin ``queryMsgById``)."""
@@ -425,11 +413,10 @@ class Admin:
         except (MQClientError, MQBrokerError, MQConnectionError, MQTimeoutError) as e:
             first_error = e
         if topic:
-            msgs = await self.query_by_unique_key(topic, msg_id)
+            msgs = await self.query_message_by_unique_key(topic, msg_id)
             if msgs:
                 return msgs[0]
             raise MQBrokerError.for_code(ResponseCode.QUERY_NOT_FOUND, f"no message with id {msg_id} in topic {topic}")
-        assert first_error is not None
         first_error.add_note("if this is a unique id (UNIQ_KEY), also give its topic (-t TOPIC)")
         raise first_error
 
@@ -493,18 +480,6 @@ class Admin:
 
 def _addrs(bd: Any) -> dict[int, str]:
     return {int(k): v for k, v in (bd.broker_addrs or {}).items()}
-
-
-def _decode(body: bytes | bytearray | memoryview, addr: str) -> list[MessageExt]:
-    try:
-        msgs = decode_messages(body)
-    except MessageDecodeError as e:
-        raise MQBrokerError(ResponseCode.SYSTEM_ERROR, f"undecodable message body: {e}", addr) from None
-    for m in msgs:
-        if m.sys_flag & SysFlag.COMPRESSED:
-            m.body = uncompressed_body(m)
-            m.sys_flag &= ~(SysFlag.COMPRESSED | SysFlag.COMPRESSION_MASK)
-    return msgs
 
 
 class SyncAdmin(SyncFacade):

@@ -8,12 +8,12 @@ from typing import Any, TextIO
 
 import orjson
 
+from . import cli_query
 from .cli_common import (
     Parser,
     _add_ns,
     _bool,
     _timestamp,
-    body_text,
     client_settings,
     fmt_ms,
     table,
@@ -91,11 +91,7 @@ def _admin_parsers(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("-f", "--force", type=_bool, default=True,
                    help="also move offsets that are already before the time (default true)")
     p.add_argument("-c", "--cplus", action="store_true", help=argparse.SUPPRESS)
-
-    p = sub.add_parser("queryMsgById", help="show a message by offset id (or unique id with -t)")
-    _add_ns(p)
-    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="offset message id, or unique id with -t")
-    p.add_argument("-t", "--topic", help="topic (needed for a unique id)")
+    cli_query.add_parsers(sub)
 
 
 async def _with_admin(args: argparse.Namespace, fn: Callable[[Any], Awaitable[int]]) -> int:
@@ -174,9 +170,8 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
             rows = [["#brokerName", "#queueId", "#offset"]]
             rows += [[mq.broker_name, mq.queue_id, off] for mq, off in offsets.items()]
             table(rows, [32, 16, 0], out)
-        elif cmd == "queryMsgById":
-            msg = await admin.find_message(args.msg_id, args.topic)
-            _print_message(msg, out)
+        elif cmd in cli_query.COMMANDS:
+            return await cli_query.run(cmd, args, admin, out)
         else:  # argparse keeps this unreachable
             raise MQClientError(f"unknown admin command {cmd!r}")
         return 0
@@ -231,26 +226,3 @@ async def _consumer_progress(admin: Any, group: str, topic: str | None, out: Tex
     out.write("\n")
     out.write(f"Consume TPS: {tps:.2f}\n")
     out.write(f"Consume Diff Total: {diff_total}\n")
-
-
-def _print_message(msg: Any, out: TextIO) -> None:
-    props = dict(msg.properties)
-    lines = [
-        ("OffsetID:", msg.offset_msg_id),
-        ("Topic:", msg.topic),
-        ("Tags:", f"[{msg.tags or ''}]"),
-        ("Keys:", f"[{' '.join(msg.keys)}]"),
-        ("Queue ID:", msg.queue_id),
-        ("Queue Offset:", msg.queue_offset),
-        ("CommitLog Offset:", msg.commitlog_offset),
-        ("Reconsume Times:", msg.reconsume_times),
-        ("Born Timestamp:", fmt_ms(msg.born_timestamp)),
-        ("Store Timestamp:", fmt_ms(msg.store_timestamp)),
-        ("Born Host:", f"{msg.born_host[0]}:{msg.born_host[1]}"),
-        ("Store Host:", f"{msg.store_host[0]}:{msg.store_host[1]}"),
-        ("System Flag:", msg.sys_flag),
-        ("Properties:", "{" + ", ".join(f"{k}={v}" for k, v in props.items()) + "}"),
-        ("Message Body:", body_text(msg.body, 4096)),
-    ]
-    for k, v in lines:
-        out.write(f"{k:<20} {v}\n")

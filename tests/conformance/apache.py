@@ -13,6 +13,7 @@ PermSize flags are fatal) and ask for 8 GiB heaps, so the JVMs are launched dire
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -125,3 +126,17 @@ def start_apache_cluster(
         cluster.stop()
         raise RuntimeError(f"Apache RocketMQ did not start: {exc}\n{tails}") from exc
     return cluster
+
+
+def run_mqadmin(home: Path, args: Sequence[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Apache's own ``mqadmin`` (``MQAdminStartup`` from the server distribution's jars) with ``args``.
+    Its logs stay under ``home``; the message lookups write each body to ``/tmp/rocketmq/msgbodys``
+    (a fixed path in Apache's tools): callers remove what they read."""
+    lib = maven.resolve(maven.SERVER)
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "tmp").mkdir(exist_ok=True)
+    (home / "conf" / "logback_tools.xml").write_text(_LOGBACK.replace('level="INFO"', 'level="WARN"'))
+    cmd = [jvm.java_executable(), *jvm.CLIENT_JVM_FLAGS, f"-Drocketmq.home.dir={home}", f"-Duser.home={home}",
+           f"-Djava.io.tmpdir={home / 'tmp'}",
+           "-cp", maven.classpath(lib), "org.apache.rocketmq.tools.command.MQAdminStartup", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,124 @@
+"""mqadmin's message lookups: ``queryMsgById``, ``queryMsgByKey``, ``queryMsgByUniqueKey``,
+``queryMsgByOffset`` and ``printMsg``, with Apache's flags and output columns."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, TextIO
+
+from pyrocketmq.remoting.body import MessageQueue
+
+from .cli_common import _add_ns, _bool, _timestamp, body_text, fmt_ms
+from .errors import MQClientError
+
+COMMANDS = ("queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "queryMsgByOffset", "printMsg")
+
+
+def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("queryMsgById", help="show a message by offset id (or unique id with -t)")
+    _add_ns(p)
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="offset message id, or unique id with -t")
+    p.add_argument("-t", "--topic", help="topic (needed for a unique id)")
+
+    p = sub.add_parser("queryMsgByKey", help="list a topic's messages with a key (through the brokers' index)")
+    _add_ns(p)
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-k", "--msgKey", dest="key", required=True, help="message key")
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=_timestamp, default=0,
+                   help="stored from: ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS (default: the beginning)")
+    p.add_argument("-e", "--endTimestamp", dest="end", type=_timestamp, default=None,
+                   help="stored until (default: now)")
+    p.add_argument("-c", "--maxNum", dest="max_num", type=int, default=64, help="at most this many (default 64)")
+
+    p = sub.add_parser("queryMsgByUniqueKey", help="show a message by its unique id (UNIQ_KEY)")
+    _add_ns(p)
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="the producer's message id (UNIQ_KEY)")
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-a", "--showAll", dest="show_all", action="store_true", help="every copy (retries), not just the first")
+
+    p = sub.add_parser("queryMsgByOffset", help="show the message at a queue offset")
+    _add_ns(p)
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-b", "--brokerName", dest="broker", required=True, help="broker name")
+    p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True, help="queue id")
+    p.add_argument("-o", "--offset", type=int, required=True, help="queue offset")
+
+    p = sub.add_parser("printMsg", help="print a topic's messages stored between two times")
+    _add_ns(p)
+    p.add_argument("-t", "--topic", required=True, help="topic name")
+    p.add_argument("-c", "--charsetName", dest="charset", default="UTF-8", help="body charset (default UTF-8)")
+    p.add_argument("-s", "--subExpression", dest="expression", default="*", help="tags to print: * or 'A || B'")
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=_timestamp, default=None,
+                   help="from: ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS (default: the oldest message)")
+    p.add_argument("-e", "--endTimestamp", dest="end", type=_timestamp, default=None, help="until (default: the newest)")
+    p.add_argument("-d", "--printBody", dest="print_body", type=_bool, default=True, help="print bodies (default true)")
+
+
+async def run(cmd: str, args: argparse.Namespace, admin: Any, out: TextIO) -> int:
+    if cmd == "queryMsgById":
+        print_message(await admin.find_message(args.msg_id, args.topic), out)
+    elif cmd == "queryMsgByKey":
+        if args.max_num < 1:
+            raise MQClientError("-c/--maxNum must be at least 1")
+        end = args.end if args.end is not None else int(time.time() * 1000)
+        msgs = await admin.query_message_by_key(args.topic, args.key, args.begin, end, args.max_num)
+        out.write(f"{'#Message ID':<50} {'#QID':>4} {'#Offset':>40}\n")
+        for m in msgs:
+            out.write(f"{m.msg_id:<50} {m.queue_id:>4} {m.queue_offset:>40}\n")
+    elif cmd == "queryMsgByUniqueKey":
+        msgs = await admin.query_message_by_unique_key(args.topic, args.msg_id)
+        if not msgs:
+            raise MQClientError(f"no message with unique id {args.msg_id} in topic {args.topic}")
+        for m in msgs if args.show_all else msgs[:1]:
+            print_message(m, out)
+    elif cmd == "queryMsgByOffset":
+        print_message(await admin.message_at(MessageQueue(args.topic, args.broker, args.queue_id), args.offset), out)
+    else:
+        await _print_messages(args, admin, out)
+    return 0
+
+
+async def _print_messages(args: argparse.Namespace, admin: Any, out: TextIO) -> None:
+    from .admin_lookups import between
+    from .pulling import parse_expression
+
+    try:
+        "".encode(args.charset)
+    except LookupError:
+        raise MQClientError(f"-c/--charsetName {args.charset!r}: not a charset") from None
+    sub = parse_expression(args.expression)
+    for mq in sorted(await admin.instance.subscribe_queues(args.topic), key=lambda q: (q.broker_name, q.queue_id)):
+        lo = await admin.search_offset(mq, args.begin) if args.begin is not None else await admin.min_offset(mq)
+        hi = await admin.search_offset(mq, args.end) if args.end is not None else await admin.max_offset(mq)
+        out.write(f"minOffset={lo}, maxOffset={hi}, MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, "
+                  f"queueId={mq.queue_id}]\n")  # fmt: skip
+        async for m in between(admin.instance, mq, lo, hi):
+            if not sub.matches(m.tags):
+                continue
+            body = m.body.decode(args.charset, "replace") if args.print_body else "NOT PRINT BODY"
+            out.write(f"MSGID: {m.msg_id} [queueOffset={m.queue_offset}, storeTimestamp={fmt_ms(m.store_timestamp)}, "
+                      f"tags={m.tags or ''}, keys={' '.join(m.keys)}] BODY: {body}\n")  # fmt: skip
+
+
+def print_message(msg: Any, out: TextIO) -> None:
+    props = dict(msg.properties)
+    lines = [
+        ("OffsetID:", msg.offset_msg_id),
+        ("Topic:", msg.topic),
+        ("Tags:", f"[{msg.tags or ''}]"),
+        ("Keys:", f"[{' '.join(msg.keys)}]"),
+        ("Queue ID:", msg.queue_id),
+        ("Queue Offset:", msg.queue_offset),
+        ("CommitLog Offset:", msg.commitlog_offset),
+        ("Reconsume Times:", msg.reconsume_times),
+        ("Born Timestamp:", fmt_ms(msg.born_timestamp)),
+        ("Store Timestamp:", fmt_ms(msg.store_timestamp)),
+        ("Born Host:", f"{msg.born_host[0]}:{msg.born_host[1]}"),
+        ("Store Host:", f"{msg.store_host[0]}:{msg.store_host[1]}"),
+        ("System Flag:", msg.sys_flag),
+        ("Properties:", "{" + ", ".join(f"{k}={v}" for k, v in props.items()) + "}"),
+        ("Message Body:", body_text(msg.body, 4096)),
+    ]
+    for k, v in lines:
+        out.write(f"{k:<20} {v}\n")

@@ -1,0 +1,110 @@
+"""Apache's own ``mqadmin`` (the server distribution's tools) against a pyrocketmq cluster: the
+message lookups find what our broker stored, and print it."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyrocketmq.client import Message, Producer
+from tests.conformance.apache import run_mqadmin
+from tests.integration.procs import start_broker, start_namesrv
+from tests.integration.push import create_topic
+
+pytestmark = pytest.mark.conformance
+TOPIC = "MqadminLookups"
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mqadmin-ours")
+    ns = start_namesrv(tmp)
+    broker = start_broker(tmp, ns.addr)
+    try:
+        async def fill():
+            await create_topic(ns.addr, broker.addr, TOPIC, queues=2)
+            async with Producer("mqadmin_pg", ns.addr) as p:
+                return [await p.send(Message(TOPIC, f"body-{i}".encode(), tags="t", keys=["k7" if i % 3 == 0 else f"x{i}"]))
+                        for i in range(9)]  # fmt: skip
+
+        yield ns, broker, asyncio.run(fill()), tmp
+    finally:
+        broker.stop()
+        ns.stop()
+
+
+def _mqadmin(tmp, *args: str) -> str:
+    out = run_mqadmin(tmp / "mqadmin-home", args)
+    assert out.returncode == 0, f"mqadmin {' '.join(args)}: exit {out.returncode}\n{out.stderr[-3000:]}\n{out.stdout[-2000:]}"
+    return out.stdout
+
+
+@pytest.fixture
+def body_files():
+    """Apache's lookups write bodies to /tmp/rocketmq/msgbodys: removed afterwards if this test made it."""
+    root = Path("/tmp/rocketmq")
+    existed = root.exists()
+    made: list[Path] = []
+    yield made
+    for path in made:
+        path.unlink(missing_ok=True)
+    if not existed:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_apache_mqadmin_finds_our_messages(ours, body_files):
+    ns, _, sent, tmp = ours
+    by_key = _mqadmin(tmp, "queryMsgByKey", "-n", ns.addr, "-t", TOPIC, "-k", "k7")
+    ids = {line.split()[0] for line in by_key.splitlines()[1:] if line.strip()}
+    assert ids == {sent[i].msg_id for i in (0, 3, 6)}, by_key
+
+    r = sent[4]
+    for args in (("queryMsgById", "-i", r.offset_msg_id), ("queryMsgByUniqueKey", "-t", TOPIC, "-i", r.msg_id),
+                 ("queryMsgByOffset", "-t", TOPIC, "-b", r.message_queue.broker_name,
+                  "-i", str(r.message_queue.queue_id), "-o", str(r.queue_offset))):  # fmt: skip
+        shown = _mqadmin(tmp, *args, "-n", ns.addr)
+        fields = dict(line.split(":", 1) for line in shown.splitlines() if ":" in line)
+        assert fields["Topic"].strip() == TOPIC and fields["Keys"].strip() == "[x4]", shown
+        assert (int(fields["Queue ID"]), int(fields["Queue Offset"])) == (r.message_queue.queue_id, r.queue_offset), shown
+        body_files.append(Path(fields["Message Body Path"].strip()))
+        assert body_files[-1].read_bytes() == b"body-4", shown
+    printed = _mqadmin(tmp, "printMsg", "-n", ns.addr, "-t", TOPIC)
+    assert all(f"BODY: body-{i}" in printed for i in range(9)), printed[-3000:]
+
+
+def test_our_lookups_against_apache(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conformance.apache import start_apache_cluster
+
+    apache = start_apache_cluster(tmp_path / "apache")
+    try:
+        async def fill():
+            async with Producer("lookup_pg", apache.namesrv_addr) as p:
+                return [await p.send(Message(TOPIC, f"body-{i}".encode(), tags="t", keys=["k7" if i % 3 == 0 else f"x{i}"]))
+                        for i in range(9)]  # fmt: skip
+
+        sent = asyncio.run(fill())
+
+        def cli(*args: str) -> str:
+            out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", *args, "-n", apache.namesrv_addr],
+                                 capture_output=True, text=True, timeout=120)  # fmt: skip
+            assert out.returncode == 0, out.stderr
+            return out.stdout
+
+        ids = {line.split()[0] for line in cli("queryMsgByKey", "-t", TOPIC, "-k", "k7").splitlines()[1:]}
+        r = sent[4]
+        shown = [cli("queryMsgByUniqueKey", "-t", TOPIC, "-i", r.msg_id),
+                 cli("queryMsgByOffset", "-t", TOPIC, "-b", r.message_queue.broker_name,
+                     "-i", str(r.message_queue.queue_id), "-o", str(r.queue_offset))]  # fmt: skip
+        printed = cli("printMsg", "-t", TOPIC)
+    finally:
+        apache.stop()
+    assert ids == {sent[i].msg_id for i in (0, 3, 6)}
+    assert all("Message Body:        body-4" in s and "Keys:                [x4]" in s for s in shown), shown
+    assert sorted(line.rsplit("BODY: ", 1)[1] for line in printed.splitlines() if line.startswith("MSGID")) == \
+        sorted(f"body-{i}" for i in range(9))
