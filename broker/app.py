@@ -39,6 +39,7 @@ from .processors.query import QueryProcessor
 from .processors.replication import ReplicationProcessor
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
+from .processors.tools import ToolsProcessor
 from .processors.transaction import TransactionProcessor
 from .registration import Registrar
 from .schedule import ScheduleService
@@ -202,6 +203,7 @@ class Broker:
             AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
                            store=store, stats=stats, schedule=self.schedule, boot_ms=self.boot_ms),
             QueryProcessor(store=store),
+            ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, producers=producers),
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule),
         )

@@ -114,6 +114,10 @@ class PullSettings:
     default, such consumers are told the broker does not support them."""
 
 
+SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
+"""Settings never shown (GET_BROKER_CONFIG)."""
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerSettings:
     identity: IdentitySettings = field(default_factory=IdentitySettings)
@@ -123,6 +127,9 @@ class BrokerSettings:
     store: StoreSettings = field(default_factory=StoreSettings)
     extra: dict[str, str] = field(default_factory=dict)
     """Keys this broker does not use (kept so they can be reported)."""
+    effective: dict[str, str] = field(default_factory=dict)
+    """Every key the broker reads with the value in use (defaults included; secrets left out): what
+    GET_BROKER_CONFIG (mqadmin ``getBrokerConfig``) shows."""
 
     @property
     def addr(self) -> str:
@@ -132,9 +139,12 @@ class BrokerSettings:
     def from_conf(cls, conf: dict[str, str]) -> BrokerSettings:
         used: set[str] = set()
 
+        seen: dict[str, str] = {}
+
         def get(key: str, default: str) -> str:
             used.add(key)
-            return conf.get(key, default).strip()
+            seen[key] = value = conf.get(key, default).strip()
+            return value
 
         def get_int(key: str, default: int) -> int:
             raw = get(key, str(default))
@@ -199,7 +209,11 @@ class BrokerSettings:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         extra = {k: v for k, v in conf.items() if k not in used and not StoreSettings.knows(k)}
-        return cls(identity=identity, network=network, topics=topics, pull=pull, store=store, extra=extra)
+        seen.update(store.as_conf())
+        seen.update((k, v.strip()) for k, v in conf.items() if k in used)
+        effective = {k: v for k, v in sorted(seen.items()) if k not in SECRET_KEYS}
+        return cls(identity=identity, network=network, topics=topics, pull=pull, store=store, extra=extra,
+                   effective=effective)
 
 
 def read_properties(path: str) -> dict[str, str]:

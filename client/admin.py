@@ -42,6 +42,7 @@ from pyrocketmq.remoting.body import (
     ConsumerConnection,
     ConsumeStats,
     MessageQueue,
+    ProducerConnection,
     ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -62,6 +63,7 @@ from pyrocketmq.remoting.names import (
     ORDER_TOPIC_CONFIG_NAMESPACE,
     RETRY_GROUP_TOPIC_PREFIX,
 )
+from pyrocketmq.remoting.properties import parse_properties
 
 from . import admin_lookups as lookups
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
@@ -163,7 +165,8 @@ class Admin:
                 out.append(addr)
         return out
 
-    async def _targets(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+    async def target_brokers(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+        """``[broker_addr]``, or the masters of ``cluster`` (exactly one must be given; mqadmin's -b/-c)."""
         if bool(broker_addr) == bool(cluster):
             raise MQClientError("give exactly one of broker_addr (-b) and cluster (-c)")
         if broker_addr:
@@ -197,7 +200,7 @@ class Admin:
         if not 0 <= perm <= 15:
             raise MQClientError(f"perm {perm} is invalid: use 2 (W), 4 (R) or 6 (RW)")
         spec = TopicSpec(topic, read_queues, write_queues, perm, order, topic_sys_flag)
-        targets = await self._targets(broker_addr, cluster)
+        targets = await self.target_brokers(broker_addr, cluster)
         await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_TOPIC, spec.ext_fields()) for a in targets))
         if order and cluster:
             info = await self.cluster_info()
@@ -274,6 +277,43 @@ class Admin:
         resp = await self._broker(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
         return TopicStatsTable.from_json(resp.payload or b"{}")
 
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        """A broker's configuration (GET_BROKER_CONFIG), key → value."""
+        resp = await self._broker(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return parse_properties(bytes(resp.payload or b"").decode("utf-8", "replace"))
+
+    async def update_broker_config(self, broker_addr: str, key: str, value: str) -> None:
+        """Ask a broker to change one setting at run time (UPDATE_BROKER_CONFIG; pyrocketmq brokers refuse)."""
+        await self._broker(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, body=f"{key}={value}\n".encode())
+
+    async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        """The producers of ``group`` connected to a master serving ``topic``."""
+        route = await self.topic_route(topic)
+        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            addr = _addrs(bd).get(MASTER_ID)
+            if addr:
+                resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
+                return ProducerConnection.from_json(resp.payload or b"{}")
+        raise MQClientError(f"topic {topic!r} has no master broker in its route")
+
+    async def clone_group_offset(self, src: str, dest: str, topic: str, *, offline: bool = False) -> list[str]:
+        """Copy ``src``'s committed offsets on ``topic`` to ``dest`` on every master (CLONE_GROUP_OFFSET)."""
+        route = await self.topic_route(topic)
+        done = []
+        for bd in route.broker_datas:
+            addr = _addrs(bd).get(MASTER_ID)
+            if addr:
+                await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET,
+                                   {"srcGroup": src, "destGroup": dest, "topic": topic, "offline": offline})
+                done.append(addr)
+        return done
+
+    async def topic_clusters(self, topic: str) -> list[str]:
+        """The clusters whose brokers serve ``topic``."""
+        route, info = await self.topic_route(topic), await self.cluster_info()
+        names = {bd.broker_name for bd in route.broker_datas}
+        return sorted(c for c, members in info.cluster_addr_table.items() if names & set(members))
+
     async def cluster_info(self) -> ClusterInfo:
         resp = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
         return ClusterInfo.from_json(resp.payload or b"{}")
@@ -314,7 +354,7 @@ class Admin:
             which_broker_when_consume_slowly=which_broker_when_consume_slowly,
             notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
         )
-        targets = await self._targets(broker_addr, cluster)
+        targets = await self.target_brokers(broker_addr, cluster)
         body = config.to_json()
         await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body) for a in targets))
         return targets, config

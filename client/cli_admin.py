@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from . import cli_query
+from . import cli_query, cli_tools
 from .cli_common import (
     Parser,
     _add_ns,
@@ -92,6 +92,7 @@ def _admin_parsers(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="also move offsets that are already before the time (default true)")
     p.add_argument("-c", "--cplus", action="store_true", help=argparse.SUPPRESS)
     cli_query.add_parsers(sub)
+    cli_tools.add_parsers(sub)
 
 
 async def _with_admin(args: argparse.Namespace, fn: Callable[[Any], Awaitable[int]]) -> int:
@@ -172,6 +173,8 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
             table(rows, [32, 16, 0], out)
         elif cmd in cli_query.COMMANDS:
             return await cli_query.run(cmd, args, admin, out)
+        elif cmd in cli_tools.COMMANDS:
+            return await cli_tools.run(cmd, args, admin, out)
         else:  # argparse keeps this unreachable
             raise MQClientError(f"unknown admin command {cmd!r}")
         return 0

@@ -170,6 +170,7 @@ class ClientInstance:
         self._refs = 0
         self._key: tuple[object, ...] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._new_broker_heartbeat: asyncio.Task[None] | None = None
 
     # -- sharing ----------------------------------------------------------------------------------
     @classmethod
@@ -217,6 +218,9 @@ class ClientInstance:
             return
         self._closed = True
         await self._services.stop()
+        if self._new_broker_heartbeat is not None:
+            self._new_broker_heartbeat.cancel()
+            await asyncio.gather(self._new_broker_heartbeat, return_exceptions=True)
         for group in list(self.producers):
             await self._unregister_everywhere(producer_group=group)
         for group in list(self.consumers):
@@ -323,7 +327,11 @@ class ClientInstance:
 
     def _store_route(self, topic: str, route: TopicRouteData) -> None:
         self.routes[topic] = route
+        known = {a for addrs in self.broker_addrs.values() for a in addrs.values()}
         self.broker_addrs.update(broker_addr_table([route]))
+        if (self.producers or self.consumers) and self._started and not self._closed and any(
+                a not in known for addrs in self.broker_addrs.values() for a in addrs.values()):
+            self._heartbeat_new_brokers()
         if topic in self.publish_infos or self.producers:
             info = publish_info_from_route(topic, route)
             old = self.publish_infos.get(topic)
@@ -334,6 +342,13 @@ class ClientInstance:
             hook = getattr(consumer, "on_route_changed", None)
             if hook is not None and topic in consumer.topics():
                 hook(topic, subscribe_queues_from_route(topic, route))
+
+    def _heartbeat_new_brokers(self) -> None:
+        """A broker just learnt of hears this client's groups now, not at the next 30 s heartbeat
+        (so its producer and consumer connections show at once)."""
+        task = self._new_broker_heartbeat
+        if task is None or task.done():
+            self._new_broker_heartbeat = asyncio.get_running_loop().create_task(self.send_heartbeat_to_all())
 
     def topics_in_use(self) -> set[str]:
         topics = set(self.publish_infos)

@@ -148,6 +148,17 @@ class StoreSettings:
     def sync_flush_timeout_ms(self) -> int:
         return self.flush.sync_flush_timeout
 
+    def as_conf(self) -> dict[str, str]:
+        """Every ``broker.conf`` key these settings read, with the value in use (Java's spelling)."""
+        out: dict[str, str] = {}
+        for group in (self, self.flush, self.retention, self.index):
+            for f in fields(group):
+                if f.name not in _GROUPS:
+                    v = getattr(group, f.name)
+                    out[_CONF_KEYS.get(f.name, _camel(f.name))] = str(v).lower() if isinstance(v, bool) else str(
+                        getattr(v, "value", v))
+        return out
+
     @classmethod
     def knows(cls, key: str) -> bool:
         """Whether ``key`` is a ``broker.conf`` key these settings read."""

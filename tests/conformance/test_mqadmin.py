@@ -108,3 +108,58 @@ def test_our_lookups_against_apache(tmp_path):
     assert all("Message Body:        body-4" in s and "Keys:                [x4]" in s for s in shown), shown
     assert sorted(line.rsplit("BODY: ", 1)[1] for line in printed.splitlines() if line.startswith("MSGID")) == \
         sorted(f"body-{i}" for i in range(9))
+
+
+def test_apache_mqadmin_broker_and_group_tools(ours):
+    import threading
+
+    from pyrocketmq.client import Admin, PullConsumer, PullConsumerSettings
+    from pyrocketmq.remoting.body import MessageQueue
+
+    ns, broker, _, tmp = ours
+    stop, ready = threading.Event(), threading.Event()
+
+    async def keep_producing():
+        async with Producer("mqadmin_live_pg", ns.addr) as p:
+            await p.send(Message(TOPIC, b"live"))
+            ready.set()
+            while not stop.is_set():
+                await asyncio.sleep(0.1)
+
+    t = threading.Thread(target=lambda: asyncio.run(keep_producing()), daemon=True)
+    t.start()
+    try:
+        assert ready.wait(30)
+        status = _mqadmin(tmp, "brokerStatus", "-n", ns.addr, "-b", broker.addr)
+        assert any(line.split(":")[0].strip() == "commitLogMaxOffset" for line in status.splitlines()), status
+        config = _mqadmin(tmp, "getBrokerConfig", "-n", ns.addr, "-b", broker.addr)
+        rows = dict((k.strip(), v.strip()) for k, _, v in (line.partition("=") for line in config.splitlines()[1:]))
+        assert rows.get("brokerName") == "broker-a" and rows.get("flushDiskType") == "ASYNC_FLUSH", config
+        producers = _mqadmin(tmp, "producerConnection", "-n", ns.addr, "-g", "mqadmin_live_pg", "-t", TOPIC)
+        assert producers.startswith("0001  ") and "PYTHON" in producers, producers
+    finally:
+        stop.set()
+        t.join(30)
+    refused = run_mqadmin(tmp / "mqadmin-home", ["updateBrokerConfig", "-n", ns.addr, "-b", broker.addr,
+                                                 "-k", "slaveReadEnable", "-v", "true"])  # fmt: skip
+    assert "restart the broker" in refused.stdout + refused.stderr, refused
+
+    async def commit_and_read(group: str | None = None):
+        async with PullConsumer("mqadmin_src", ns.addr, PullConsumerSettings(consume_from="first")) as c:
+            if group is None:
+                await c.assign(await c.fetch_queues(TOPIC))
+                got = []
+                while len(got) < 10:
+                    got += await c.poll(timeout=1)
+                await c.commit()
+        async with Admin(ns.addr) as admin:
+            return {q: await admin.instance.query_consumer_offset(group or "mqadmin_src", MessageQueue(TOPIC, "broker-a", q))
+                    for q in (0, 1)}  # fmt: skip
+
+    src = asyncio.run(commit_and_read())
+    out = _mqadmin(tmp, "cloneGroupOffset", "-n", ns.addr, "-s", "mqadmin_src", "-d", "mqadmin_dst", "-t", TOPIC, "-o", "true")
+    assert "clone group offset success" in out, out
+    assert asyncio.run(commit_and_read("mqadmin_dst")) == src and sum(src.values()) == 10
+    assert _mqadmin(tmp, "topicClusterList", "-n", ns.addr, "-t", TOPIC).split() == ["DefaultCluster"]
+    deleted = _mqadmin(tmp, "deleteSubGroup", "-n", ns.addr, "-g", "mqadmin_dst", "-b", broker.addr)
+    assert "delete subscription group [mqadmin_dst] from broker" in deleted and "success" in deleted, deleted

@@ -1,0 +1,101 @@
+"""mqadmin's broker and group tools: ``brokerStatus``, ``getBrokerConfig``, ``updateBrokerConfig``,
+``producerConnection``, ``deleteSubGroup``, ``cloneGroupOffset`` and ``topicClusterList``, with
+Apache's flags and output."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
+from .cli_common import _add_ns, _bool, version_desc
+from .errors import MQBrokerError, MQClientError
+
+COMMANDS = ("brokerStatus", "getBrokerConfig", "updateBrokerConfig", "producerConnection", "deleteSubGroup",
+            "cloneGroupOffset", "topicClusterList")  # fmt: skip
+
+
+def _where(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-b", "--brokerAddr", dest="broker", help="one broker (host:port)")
+    p.add_argument("-c", "--clusterName", dest="cluster", help="every master of a cluster")
+
+
+def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("brokerStatus", help="a broker's runtime figures (-b) or every master's (-c)")
+    _add_ns(p)
+    _where(p)
+    p = sub.add_parser("getBrokerConfig", help="a broker's configuration (-b) or every master's (-c)")
+    _add_ns(p)
+    _where(p)
+    p = sub.add_parser("updateBrokerConfig", help="change a broker setting at run time (where the broker allows it)")
+    _add_ns(p)
+    _where(p)
+    p.add_argument("-k", "--key", required=True, help="setting name")
+    p.add_argument("-v", "--value", required=True, help="new value")
+    p = sub.add_parser("producerConnection", help="the producers of a group connected to a topic's broker")
+    _add_ns(p)
+    p.add_argument("-g", "--producerGroup", dest="group", required=True, help="producer group")
+    p.add_argument("-t", "--topic", required=True, help="a topic the group sends to")
+    p = sub.add_parser("deleteSubGroup", help="delete a consumer group from a broker (-b) or a cluster (-c)")
+    _add_ns(p)
+    _where(p)
+    p.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group")
+    p = sub.add_parser("cloneGroupOffset", help="copy a group's committed offsets on a topic to another group")
+    _add_ns(p)
+    p.add_argument("-s", "--srcGroup", dest="src", required=True, help="group to copy from")
+    p.add_argument("-d", "--destGroup", dest="dest", required=True, help="group to copy to")
+    p.add_argument("-t", "--topic", required=True, help="topic")
+    p.add_argument("-o", "--offline", type=_bool, default=False, help="the source group is offline (default false)")
+    p = sub.add_parser("topicClusterList", help="the clusters a topic is served by")
+    _add_ns(p)
+    p.add_argument("-t", "--topic", required=True, help="topic")
+
+
+async def run(cmd: str, args: argparse.Namespace, admin: Any, out: TextIO) -> int:
+    if cmd == "brokerStatus":
+        targets = await admin.target_brokers(args.broker, args.cluster)
+        for addr in targets:
+            kv = await admin.broker_runtime_info(addr)
+            for k in sorted(kv):
+                out.write(f"{addr:<24} {k:<32}: {kv[k]}\n" if args.cluster else f"{k:<32}: {kv[k]}\n")
+    elif cmd == "getBrokerConfig":
+        for addr in await admin.target_brokers(args.broker, args.cluster):
+            out.write(f"============{addr}============\n")
+            for k, v in (await admin.broker_config(addr)).items():
+                out.write(f"{k:<50}=  {v}\n")
+    elif cmd == "updateBrokerConfig":
+        for addr in await admin.target_brokers(args.broker, args.cluster):
+            await admin.update_broker_config(addr, args.key, args.value)
+            out.write(f"update broker config success, {addr}\n")
+    elif cmd == "producerConnection":
+        conn = await admin.producer_connection(args.group, args.topic)
+        for i, c in enumerate(conn.connection_set, 1):
+            out.write(f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language:<8} {version_desc(c.version)}\n")
+    elif cmd == "deleteSubGroup":
+        await _delete_group(args, admin, out)
+    elif cmd == "cloneGroupOffset":
+        await admin.clone_group_offset(args.src, args.dest, args.topic, offline=args.offline)
+        out.write(f"clone group offset success. srcGroup[{args.src}], destGroup={args.dest}, topic[{args.topic}]\n")
+    else:
+        for cluster in await admin.topic_clusters(args.topic):
+            out.write(f"{cluster}\n")
+    return 0
+
+
+async def _delete_group(args: argparse.Namespace, admin: Any, out: TextIO) -> None:
+    """As mqadmin: from each broker; with -c also the group's %RETRY% and %DLQ% topics."""
+    for addr in await admin.target_brokers(args.broker, args.cluster):
+        await admin.delete_subscription_group(args.group, addr)
+        where = f" in cluster [{args.cluster}]" if args.cluster else ""
+        out.write(f"delete subscription group [{args.group}] from broker [{addr}]{where} success.\n")
+    if not args.cluster:
+        return
+    for topic in (RETRY_GROUP_TOPIC_PREFIX + args.group, DLQ_GROUP_TOPIC_PREFIX + args.group):
+        try:
+            await admin.delete_topic(topic, args.cluster)
+        except (MQBrokerError, MQClientError) as e:
+            out.write(f"delete topic [{topic}] from cluster [{args.cluster}] failed: {e}\n")
+            continue
+        out.write(f"delete topic [{topic}] from cluster [{args.cluster}] success.\n")
+        out.write(f"delete topic [{topic}] from NameServer success.\n")
