@@ -58,6 +58,7 @@ from pyrocketmq.remoting.message import (
     MessageExt,
     decode_offset_msg_id,
 )
+from pyrocketmq.remoting.message_type import MESSAGE_TYPE, TYPES
 from pyrocketmq.remoting.names import (
     AUTO_CREATE_TOPIC,
     ORDER_TOPIC_CONFIG_NAMESPACE,
@@ -88,9 +89,12 @@ class TopicSpec:
     order: bool = False
     topic_sys_flag: int = 0
     topic_filter_type: str = "SINGLE_TAG"
+    attributes: str = ""
+    """RocketMQ 5 topic attributes, ``+message.type=FIFO`` (left out when empty)."""
 
     def ext_fields(self, default_topic: str = AUTO_CREATE_TOPIC) -> dict[str, Any]:
-        return {
+        extra = {"attributes": self.attributes} if self.attributes else {}
+        return {**extra,
             "topic": self.topic,
             "defaultTopic": default_topic,
             "readQueueNums": self.read_queue_nums,
@@ -188,8 +192,12 @@ class Admin:
         perm: int = 6,
         order: bool = False,
         topic_sys_flag: int = 0,
+        message_type: str | None = None,
     ) -> list[str]:
         """Create or update ``topic`` on one broker or on every master of ``cluster``.
+
+        ``message_type`` (NORMAL, FIFO, DELAY, TRANSACTION or MIXED) sets the topic's RocketMQ 5
+        ``message.type`` attribute: a pyrocketmq broker then refuses messages of another type.
 
         Returns the broker addresses updated. With ``order`` and a cluster, the name servers also
         get the ordered-topic config (``brokerName:writeQueues;…``), as mqadmin's ``-o true`` does.
@@ -199,7 +207,10 @@ class Admin:
             raise MQClientError("read and write queue counts must be within 1..1024")
         if not 0 <= perm <= 15:
             raise MQClientError(f"perm {perm} is invalid: use 2 (W), 4 (R) or 6 (RW)")
-        spec = TopicSpec(topic, read_queues, write_queues, perm, order, topic_sys_flag)
+        if message_type is not None and message_type not in TYPES:
+            raise MQClientError(f"message type {message_type!r}: use one of {', '.join(TYPES)}")
+        attributes = f"+{MESSAGE_TYPE}={message_type}" if message_type else ""
+        spec = TopicSpec(topic, read_queues, write_queues, perm, order, topic_sys_flag, attributes=attributes)
         targets = await self.target_brokers(broker_addr, cluster)
         await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_TOPIC, spec.ext_fields()) for a in targets))
         if order and cluster:

@@ -467,7 +467,8 @@ class TopicReconcile(_OnBrokersReconcile):
 
     async def apply_on_brokers(self) -> None:
         async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.target.security) as admin:
-            names = await apply_topic(admin, self.model, self.target.cluster_name, self.target.draining)
+            names = await apply_topic(admin, self.model, self.target.cluster_name, self.target.draining,
+                                      self.previous.get("messageType"))
             try:
                 self.brokers = await topic_brokers(admin, self.model.topic_name)
             except RocketMQRefused:
@@ -490,6 +491,7 @@ class TopicReconcile(_OnBrokersReconcile):
             "observedGeneration": ref.generation,
             "topicName": self.model.topic_name,
             "clusterName": self.target.cluster_name,
+            "messageType": self.model.message_type,
             "brokers": self.brokers,
             "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
         })

@@ -119,14 +119,17 @@ async def current_layout(admin: Admin, topic: str) -> dict[str, tuple[int, int, 
     return {q.broker_name: (q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queue_datas}
 
 
-async def apply_topic(admin: Admin, model: TopicModel, cluster: str, exclude: Collection[str] = ()) -> list[str]:
+async def apply_topic(admin: Admin, model: TopicModel, cluster: str, exclude: Collection[str] = (),
+                      applied_type: str | None = None) -> list[str]:
     """Create or update the topic on every master (but ``exclude``) whose copy differs from the spec;
     returns the broker names that hold it. A resync that finds nothing to change sends nothing (an
-    update makes the broker persist its table and re-register)."""
+    update makes the broker persist its table and re-register). ``applied_type``: the message type
+    last applied (the status says); another one in the spec updates every master."""
     masters = await master_addrs(admin, cluster, exclude)
     wanted = (model.read_queue_nums, model.write_queue_nums, model.perm)
     layout = await current_layout(admin, model.topic_name)
-    stale = {name: addr for name, addr in masters.items() if model.order or layout.get(name) != wanted}
+    retype = applied_type != model.message_type
+    stale = {name: addr for name, addr in masters.items() if model.order or retype or layout.get(name) != wanted}
     await asyncio.gather(
         *(
             admin.create_topic(
@@ -136,6 +139,7 @@ async def apply_topic(admin: Admin, model: TopicModel, cluster: str, exclude: Co
                 write_queues=model.write_queue_nums,
                 perm=model.perm,
                 order=model.order,
+                message_type=model.message_type,
             )
             for addr in stale.values()
         )

@@ -80,6 +80,24 @@ class TopicConfig(JsonBody):
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    attributes: tuple[tuple[str, str], ...] = ()
+    """RocketMQ 5 topic attributes (``message.type``), sorted pairs; in JSON an object, left out when empty."""
+
+    @property
+    def message_type(self) -> str | None:
+        return dict(self.attributes).get("message.type")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = JsonBody.to_dict(self)
+        if self.attributes:
+            d["attributes"] = dict(self.attributes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TopicConfig:
+        raw = d.get("attributes")
+        attrs = tuple(sorted((str(k), str(v)) for k, v in raw.items())) if isinstance(raw, dict) else ()
+        return cls(attributes=attrs, **cls._scalar_kwargs(d))
 
     def encode_line(self) -> str:
         """Java ``TopicConfig.encode()``: ``name read write perm filterType`` (compressed registration)."""

@@ -410,6 +410,8 @@ class CreateTopicRequestHeader(Header):
     topic_filter_type: str  # SINGLE_TAG or MULTI_TAG
     topic_sys_flag: int | None = None
     order: bool = False
+    attributes: str | None = None
+    """RocketMQ 5: ``+message.type=FIFO`` (``,`` between several; ``-key`` removes one)."""
 
 
 @dataclass(frozen=True, slots=True)

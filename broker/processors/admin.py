@@ -22,6 +22,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.config_checks import ConfigRefused
 from pyrocketmq.remoting.header import CreateTopicRequestHeader, HeaderError, ViewMessageRequestHeader
+from pyrocketmq.remoting.message_type import AttributeRefused, parse_attributes
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, SCHEDULE_TOPIC, check_group_name, check_topic_name
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
@@ -88,6 +89,13 @@ class AdminProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         if self.topics.is_system(topic):
             return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] is a system topic: it cannot be created or updated")
+        old = self.topics.get(topic)
+        attributes = dict(old.attributes) if old is not None else {}
+        if h.attributes:
+            try:
+                attributes = parse_attributes(h.attributes, attributes)
+            except AttributeRefused as e:
+                return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         config = TopicConfig(
             topic_name=topic,
             read_queue_nums=h.read_queue_nums,
@@ -96,6 +104,7 @@ class AdminProcessor:
             topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
             topic_sys_flag=h.topic_sys_flag or 0,
             order=h.order,
+            attributes=tuple(sorted(attributes.items())),
         )
         try:
             self.topics.update(config)

@@ -31,6 +31,7 @@ from pyrocketmq.remoting.message import (
     pack_host,
     tags_code,
 )
+from pyrocketmq.remoting.message_type import type_problem
 from pyrocketmq.remoting.names import (
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
@@ -156,6 +157,10 @@ class SendProcessor:
         props_bytes = raw_props + self.cluster_prop
         if len(props_bytes) > MAX_PROPERTIES_BYTES:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"the message properties are over {MAX_PROPERTIES_BYTES} bytes")
+        if config.attributes and topic == h.topic:
+            problem = self._type_problem(topic, config.message_type, raw_props, body if batch else None)
+            if problem is not None:
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
         sys_flag = h.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= SysFlag.MULTI_TAGS
@@ -178,6 +183,19 @@ class SendProcessor:
                 self._inner(h, topic, queue_id, sys_flag, born_host, body, raw_props, props_bytes)
             )
         return self._answer(cmd, result, topic, queue_id, wait)
+
+    @staticmethod
+    def _type_problem(topic: str, topic_type: str | None, raw_props: bytes,
+                      batch_body: bytes | bytearray | memoryview | None) -> str | None:
+        """Why the message (or a message of the batch) does not fit the topic's ``message.type``."""
+        props = decode_properties(raw_props) if raw_props else {}
+        if batch_body is None:
+            return type_problem(topic, topic_type, props)
+        try:
+            items = [decode_properties(item_props) if item_props else {} for _, _, item_props in iter_batch_raw(batch_body)]
+        except ValueError:
+            return None  # the batch check that follows says what is wrong with it
+        return next((p for p in (type_problem(topic, topic_type, {**props, **i}) for i in items) if p), None)
 
     def _target(
         self, cmd: RemotingCommand, h: SendMessageRequestHeader, body_size: int, batch: bool
