@@ -36,6 +36,8 @@ def _admin_parsers(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("-o", "--order", type=_bool, default=False, help="ordered topic: true|false (default false)")
     p.add_argument("-s", "--hasUnitSub", type=_bool, default=False, help=argparse.SUPPRESS)
     p.add_argument("-u", "--unit", type=_bool, default=False, help=argparse.SUPPRESS)
+    p.add_argument("-a", "--attributes", type=_message_type, default=None,
+                   help="RocketMQ 5 attributes: +message.type=NORMAL|FIFO|DELAY|TRANSACTION|MIXED")
 
     p = sub.add_parser("deleteTopic", help="delete a topic from a cluster's brokers and the name servers")
     _add_ns(p)
@@ -109,7 +111,7 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
         if cmd == "updateTopic":
             targets = await admin.create_topic(
                 args.topic, broker_addr=args.broker, cluster=args.cluster, read_queues=args.read,
-                write_queues=args.write, perm=args.perm, order=args.order,
+                write_queues=args.write, perm=args.perm, order=args.order, message_type=args.attributes,
             )
             for addr in targets:
                 out.write(f"create topic to {addr} success.\n")
@@ -180,6 +182,19 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
         return 0
 
     return await _with_admin(args, go)
+
+
+def _message_type(text: str) -> str:
+    """``+message.type=FIFO`` → ``FIFO`` (the one attribute topics take)."""
+    from pyrocketmq.remoting.message_type import MESSAGE_TYPE, AttributeRefused, parse_attributes
+
+    try:
+        attrs = parse_attributes(text, {})
+    except AttributeRefused as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if MESSAGE_TYPE not in attrs:
+        raise argparse.ArgumentTypeError(f"give +{MESSAGE_TYPE}=TYPE")
+    return attrs[MESSAGE_TYPE]
 
 
 def _perm(perm: int) -> str:

@@ -92,3 +92,21 @@ async def _routed(admin: Admin, topic: str) -> bool:
         return bool((await admin.topic_route(topic)).queue_datas)
     except MQBrokerError:
         return False
+
+
+def test_the_cli_sets_the_message_type(namesrv, broker):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "updateTopic", "-n", namesrv.addr, "-b", broker.addr,
+                          "-t", "TypedCli", "-a", "+message.type=TRANSACTION"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+    async def go():
+        async with Admin(namesrv.addr) as admin:
+            await wait_until(lambda: _routed(admin, "TypedCli"), 30, "TypedCli routed")
+            return (await admin.broker_topic_configs(broker.addr))["TypedCli"].message_type, \
+                await _send(namesrv.addr, "TypedCli", Message("TypedCli", b"x"))
+
+    kind, sent = asyncio.run(go())
+    assert kind == "TRANSACTION" and sent.startswith(f"{int(ResponseCode.MESSAGE_ILLEGAL)}: ")
