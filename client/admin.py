@@ -350,6 +350,7 @@ class Admin:
         broker_id: int = 0,
         which_broker_when_consume_slowly: int = 1,
         notify_consumer_ids_changed_enable: bool = True,
+        consume_message_orderly: bool = False,
     ) -> tuple[list[str], SubscriptionGroupConfig]:
         """Create or update a consumer group on one broker or every master of ``cluster``."""
         if not group:
@@ -364,6 +365,7 @@ class Admin:
             broker_id=broker_id,
             which_broker_when_consume_slowly=which_broker_when_consume_slowly,
             notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
+            consume_message_orderly=consume_message_orderly,
         )
         targets = await self.target_brokers(broker_addr, cluster)
         body = config.to_json()

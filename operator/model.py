@@ -391,6 +391,49 @@ class TopicModel:
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetReset:
+    """``spec.resetOffset``: move the group's offsets on ``topic`` to ``timestamp_ms`` (0 the earliest,
+    -1 the latest), once per ``id``."""
+
+    id: str
+    topic: str
+    to: str
+    timestamp_ms: int
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> OffsetReset | None:
+        if not spec:
+            return None
+        rid, topic, to = (str(spec.get(k) or "").strip() for k in ("id", "topic", "to"))
+        if not rid:
+            raise SpecError("spec.resetOffset.id: give any text; a new one resets again")
+        if not _ROCKETMQ_NAME.match(topic):
+            raise SpecError(f"spec.resetOffset.topic {topic!r}: name the topic (letters, digits, '%', '|', '_', '-')")
+        return cls(rid, topic, to, reset_timestamp(to))
+
+
+def reset_timestamp(to: str) -> int:
+    """``earliest`` → 0, ``latest`` → -1, RFC 3339 or epoch milliseconds → ms (SpecError otherwise)."""
+    import datetime
+
+    low = to.lower()
+    if low == "earliest":
+        return 0
+    if low == "latest":
+        return -1
+    if to.isdigit():
+        return int(to)
+    try:
+        when = datetime.datetime.fromisoformat(to.replace("Z", "+00:00"))
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise SpecError(f"spec.resetOffset.to {to!r}: use earliest, latest, an RFC 3339 time with its zone "
+                        "(2026-11-25T10:00:00Z) or milliseconds since the epoch")
+    return int(when.timestamp() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupModel:
     ref: ObjectRef
     cluster_ref: str
@@ -402,6 +445,7 @@ class ConsumerGroupModel:
     retry_queue_nums: int = 1
     orderly: bool = False
     slow_consumer_broker_id: int = 1
+    reset_offset: OffsetReset | None = None
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> ConsumerGroupModel:
@@ -421,6 +465,7 @@ class ConsumerGroupModel:
             retry_queue_nums=int(spec.get("retryQueueNums", 1)),
             orderly=bool(spec.get("orderly", False)),
             slow_consumer_broker_id=int(spec.get("slowConsumerBrokerId", 1)),
+            reset_offset=OffsetReset.from_spec(spec.get("resetOffset")),
         )
 
 

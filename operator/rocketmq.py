@@ -34,7 +34,7 @@ from pyrocketmq.remoting.names import (
     RETRY_GROUP_TOPIC_PREFIX,
 )
 
-from .model import ConsumerGroupModel, TopicModel
+from .model import ConsumerGroupModel, OffsetReset, TopicModel
 from .plan import DrainFacts, is_user_group, is_user_topic
 from .security import ClientSecurity
 
@@ -186,6 +186,7 @@ def group_config(model: ConsumerGroupModel) -> SubscriptionGroupConfig:
         broker_id=0,
         which_broker_when_consume_slowly=model.slow_consumer_broker_id,
         notify_consumer_ids_changed_enable=True,
+        consume_message_orderly=model.orderly,
     )
 
 
@@ -207,11 +208,21 @@ async def apply_group(admin: Admin, model: ConsumerGroupModel, cluster: str, exc
                 consume_from_min_enable=model.consume_from_min_enable,
                 consume_broadcast_enable=model.broadcast,
                 which_broker_when_consume_slowly=model.slow_consumer_broker_id,
+                consume_message_orderly=model.orderly,
             )
             for addr in stale
         )
     )
     return sorted(masters)
+
+
+async def reset_group_offsets(admin: Admin, group: str, reset: OffsetReset) -> list[dict[str, Any]]:
+    """Do ``spec.resetOffset`` (mqadmin ``resetOffsetByTime``, forced): the offset set per queue."""
+    try:
+        table = await admin.reset_offset_by_time(group, reset.topic, reset.timestamp_ms, force=True)
+    except MQBrokerError as e:
+        raise RocketMQRefused(f"reset of group {group} on topic {reset.topic} to {reset.to}: {e}") from None
+    return [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off} for mq, off in table.items()]
 
 
 async def group_configs(admin: Admin, addr: str) -> dict[str, SubscriptionGroupConfig]:

@@ -244,6 +244,14 @@ class SubscriptionGroupConfig(JsonBody):
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    consume_message_orderly: bool = False
+    """RocketMQ 5's flag of a group that consumes orderly; in JSON only when true (4.x has no such key)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = JsonBody.to_dict(self)
+        if not self.consume_message_orderly:
+            d.pop("consumeMessageOrderly", None)
+        return d
 
 
 @dataclass(slots=True)

@@ -126,6 +126,21 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ):
         kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 50, 60, "50")
     assert sorted(got) == sorted(f"node-{i}".encode() for i in range(50))  # the pod consumer committed its 200
 
+    # spec.resetOffset: the operator rewinds the group on every master; status says where each queue went.
+    kube.kubectl("patch", "consumergroup", "pods-group", "-n", ns, "--type=merge", "-p",
+                 '{"spec": {"resetOffset": {"id": "rewind-1", "topic": "%s", "to": "earliest"}}}' % topic)
+    done = kube.wait_until(
+        lambda: ((get(kube, "consumergroup", "pods-group", ns) or {}).get("status") or {}).get("offsetReset", {})
+        .get("id") == "rewind-1" and get(kube, "consumergroup", "pods-group", ns)["status"]["offsetReset"],
+        90, "status.offsetReset rewind-1", interval=1)  # fmt: skip
+    assert done["queues"] and all(q["offset"] == 0 for q in done["queues"]), done
+    with SyncPullConsumer(group, mq.namesrv_addr()) as consumer:
+        consumer.assign(consumer.fetch_queues(topic))
+        again: list[bytes] = []
+        kube.wait_until(lambda: again.extend(m.body for m in consumer.poll(timeout=2)) or len(again) >= n + 50, 90,
+                        "everything again after the reset")  # fmt: skip
+    assert len(again) == n + 50
+
 
 def _raw_queue(addr: str, topic: str, qid: int) -> bytes:
     """Every record of a queue, as the raw bytes the broker at ``addr`` answers pulls with."""

@@ -43,6 +43,10 @@ def refused(kube: KubeCluster, namespace: str, doc: dict) -> str:
         (cr("ConsumerGroup", "neg-retry", clusterRef={"name": "b"}, retryMaxTimes=-1), ["spec.retryMaxTimes"],
          ["greater than or equal to 0"]),
         (cr("NameServer", "none", replicas=0), ["spec.replicas"], ["greater than or equal to 1"]),
+        (cr("ConsumerGroup", "reset-when", clusterRef={"name": "b"}, resetOffset={"id": "1", "topic": "T", "to": "yesterday"}),
+         ["spec.resetOffset.to"], ["should match"]),
+        (cr("ConsumerGroup", "reset-what", clusterRef={"name": "b"}, resetOffset={"id": "1", "to": "latest"}),
+         ["spec.resetOffset.topic"], ["Required value"]),
     ],
     ids=lambda v: v["metadata"]["name"] if isinstance(v, dict) else None,
 )
