@@ -6,6 +6,7 @@ order (a → g of the issue's list)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from collections.abc import Iterator
 
@@ -128,7 +129,7 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ):
 
     # spec.resetOffset: the operator rewinds the group on every master; status says where each queue went.
     kube.kubectl("patch", "consumergroup", "pods-group", "-n", ns, "--type=merge", "-p",
-                 '{"spec": {"resetOffset": {"id": "rewind-1", "topic": "%s", "to": "earliest"}}}' % topic)
+                 json.dumps({"spec": {"resetOffset": {"id": "rewind-1", "topic": topic, "to": "earliest"}}}))
     done = kube.wait_until(
         lambda: ((get(kube, "consumergroup", "pods-group", ns) or {}).get("status") or {}).get("offsetReset", {})
         .get("id") == "rewind-1" and get(kube, "consumergroup", "pods-group", ns)["status"]["offsetReset"],
