@@ -10,10 +10,10 @@ from typing import Any, TextIO
 from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 from .cli_common import _add_ns, _bool, version_desc
-from .errors import MQBrokerError, MQClientError
+from .errors import MQBrokerError, MQClientError, MQError
 
 COMMANDS = ("brokerStatus", "getBrokerConfig", "updateBrokerConfig", "producerConnection", "deleteSubGroup",
-            "cloneGroupOffset", "topicClusterList")  # fmt: skip
+            "cloneGroupOffset", "topicClusterList", "clusterRT")  # fmt: skip
 
 
 def _where(p: argparse.ArgumentParser) -> None:
@@ -47,6 +47,16 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("-d", "--destGroup", dest="dest", required=True, help="group to copy to")
     p.add_argument("-t", "--topic", required=True, help="topic")
     p.add_argument("-o", "--offline", type=_bool, default=False, help="the source group is offline (default false)")
+    p = sub.add_parser("clusterRT", help="send test messages to every broker of a cluster and print the round trip "
+                       "(one round; Apache's mqadmin repeats it every -i seconds)")
+    _add_ns(p)
+    p.add_argument("-c", "--cluster", help="one cluster (default: every cluster)")
+    p.add_argument("-a", "--amount", type=int, default=100, help="messages per broker (default 100)")
+    p.add_argument("-s", "--size", type=int, default=128, help="message size in bytes (default 128)")
+    p.add_argument("-p", "--print log", dest="print_log", type=_bool, default=False, help=argparse.SUPPRESS)
+    p.add_argument("-m", "--machine room", dest="machine_room", default="noname", help=argparse.SUPPRESS)
+    p.add_argument("-i", "--interval", type=int, default=10, help=argparse.SUPPRESS)
+
     p = sub.add_parser("topicClusterList", help="the clusters a topic is served by")
     _add_ns(p)
     p.add_argument("-t", "--topic", required=True, help="topic")
@@ -74,6 +84,8 @@ async def run(cmd: str, args: argparse.Namespace, admin: Any, out: TextIO) -> in
             out.write(f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language:<8} {version_desc(c.version)}\n")
     elif cmd == "deleteSubGroup":
         await _delete_group(args, admin, out)
+    elif cmd == "clusterRT":
+        await _cluster_rt(args, admin, out)
     elif cmd == "cloneGroupOffset":
         await admin.clone_group_offset(args.src, args.dest, args.topic, offline=args.offline)
         out.write(f"clone group offset success. srcGroup[{args.src}], destGroup={args.dest}, topic[{args.topic}]\n")
@@ -99,3 +111,39 @@ async def _delete_group(args: argparse.Namespace, admin: Any, out: TextIO) -> No
             continue
         out.write(f"delete topic [{topic}] from cluster [{args.cluster}] success.\n")
         out.write(f"delete topic [{topic}] from NameServer success.\n")
+
+
+async def _cluster_rt(args: argparse.Namespace, admin: Any, out: TextIO) -> None:
+    """As mqadmin: each broker gets ``amount`` messages on the topic named after it; RT is the mean
+    milliseconds per acknowledged send."""
+    import time
+
+    from .message import Message
+    from .producer import Producer
+    from .settings import ProducerSettings
+
+    if not (0 < args.amount <= 100_000 and 0 < args.size <= 4 * 1024 * 1024):
+        raise MQClientError("-a/--amount must be 1..100000 and -s/--size 1..4194304")
+    info = await admin.cluster_info()
+    clusters = [args.cluster] if args.cluster else sorted(info.cluster_addr_table)
+    if args.cluster and args.cluster not in info.cluster_addr_table:
+        raise MQClientError(f"cluster {args.cluster!r} is not known to the name server")
+    body = b"x" * args.size
+    out.write(f"{'#Cluster Name':<24}  {'#Broker Name':<24}  {'#RT':<4}  {'#successCount':<8}  {'#failCount':<8}\n")
+    async with Producer("PID_CLUSTER_RT", admin.instance.settings.namesrv_addr, ProducerSettings(retries=0),
+                        admin.instance.settings) as producer:
+        for cluster in clusters:
+            for name in sorted(info.cluster_addr_table[cluster]):
+                ok = failed = 0
+                spent = 0.0
+                for _ in range(args.amount):
+                    began = time.monotonic()
+                    try:
+                        await producer.send(Message(name, body))
+                    except (MQBrokerError, MQClientError, MQError):
+                        failed += 1
+                        continue
+                    spent += time.monotonic() - began
+                    ok += 1
+                rt = spent * 1000 / ok if ok else 0.0
+                out.write(f"{cluster:<24}  {name:<24}  {rt:<8.2f}  {ok:<16}  {failed:<16}\n")

@@ -161,5 +161,14 @@ def test_apache_mqadmin_broker_and_group_tools(ours):
     assert "clone group offset success" in out, out
     assert asyncio.run(commit_and_read("mqadmin_dst")) == src and sum(src.values()) == 10
     assert _mqadmin(tmp, "topicClusterList", "-n", ns.addr, "-t", TOPIC).split() == ["DefaultCluster"]
+    import subprocess
+
+    try:  # Apache's clusterRT prints a round and then repeats every -i seconds until stopped
+        run_mqadmin(tmp / "mqadmin-home", ["clusterRT", "-n", ns.addr, "-a", "5", "-c", "DefaultCluster"], timeout=25)
+        rt: list[str] = []
+    except subprocess.TimeoutExpired as e:
+        rt = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rt = rt.splitlines()
+    assert len(rt) >= 2 and rt[1].split()[:2] == ["DefaultCluster", "broker-a"] and rt[1].split()[3:] == ["5", "0"], rt
     deleted = _mqadmin(tmp, "deleteSubGroup", "-n", ns.addr, "-g", "mqadmin_dst", "-b", broker.addr)
     assert "delete subscription group [mqadmin_dst] from broker" in deleted and "success" in deleted, deleted

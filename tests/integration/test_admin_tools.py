@@ -83,6 +83,10 @@ def test_broker_and_group_tools(namesrv, broker, producing):
 
     assert asyncio.run(offsets("tools_dst")) == asyncio.run(offsets("tools_src")) and sum(asyncio.run(offsets("tools_dst")).values()) == 6
 
+    out = cli(namesrv.addr, "clusterRT", "-a", "5", "-s", "64")
+    assert out.returncode == 0, out.stderr
+    row = out.stdout.splitlines()[1].split()
+    assert out.stdout.startswith("#Cluster Name") and row[:2] == ["DefaultCluster", "broker-a"] and row[3:] == ["5", "0"], out
     out = cli(namesrv.addr, "topicClusterList", "-t", TOPIC)
     assert out.returncode == 0 and out.stdout.split() == ["DefaultCluster"], out
     out = cli(namesrv.addr, "deleteSubGroup", "-g", "tools_dst", "-c", "DefaultCluster")
