@@ -41,6 +41,7 @@ from pyrocketmq.remoting.body import (
     ClusterInfo,
     ConsumerConnection,
     ConsumeStats,
+    GetConsumerStatusBody,
     MessageQueue,
     ProducerConnection,
     ResetOffsetBody,
@@ -305,6 +306,17 @@ class Admin:
             if addr:
                 resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
                 return ProducerConnection.from_json(resp.payload or b"{}")
+        raise MQClientError(f"topic {topic!r} has no master broker in its route")
+
+    async def consumer_status(self, group: str, topic: str, client_id: str = "") -> dict[str, dict[MessageQueue, int]]:
+        """The offsets on ``topic`` each online consumer of ``group`` holds (or the one ``client_id``)."""
+        route = await self.topic_route(topic)
+        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            addr = _addrs(bd).get(MASTER_ID)
+            if addr:
+                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+                                          {"topic": topic, "group": group, "clientAddr": client_id})
+                return GetConsumerStatusBody.from_json(resp.payload or b"{}").consumer_table
         raise MQClientError(f"topic {topic!r} has no master broker in its route")
 
     async def clone_group_offset(self, src: str, dest: str, topic: str, *, offline: bool = False) -> list[str]:

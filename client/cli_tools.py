@@ -13,7 +13,7 @@ from .cli_common import _add_ns, _bool, version_desc
 from .errors import MQBrokerError, MQClientError, MQError
 
 COMMANDS = ("brokerStatus", "getBrokerConfig", "updateBrokerConfig", "producerConnection", "deleteSubGroup",
-            "cloneGroupOffset", "topicClusterList", "clusterRT")  # fmt: skip
+            "cloneGroupOffset", "topicClusterList", "clusterRT", "getConsumerStatus")  # fmt: skip
 
 
 def _where(p: argparse.ArgumentParser) -> None:
@@ -57,6 +57,12 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("-m", "--machine room", dest="machine_room", default="noname", help=argparse.SUPPRESS)
     p.add_argument("-i", "--interval", type=int, default=10, help=argparse.SUPPRESS)
 
+    p = sub.add_parser("getConsumerStatus", help="the offsets a group's online consumers hold on a topic")
+    _add_ns(p)
+    p.add_argument("-g", "--group", required=True, help="consumer group")
+    p.add_argument("-t", "--topic", required=True, help="topic")
+    p.add_argument("-i", "--originClientId", dest="client_id", default="", help="only this client id")
+
     p = sub.add_parser("topicClusterList", help="the clusters a topic is served by")
     _add_ns(p)
     p.add_argument("-t", "--topic", required=True, help="topic")
@@ -84,6 +90,14 @@ async def run(cmd: str, args: argparse.Namespace, admin: Any, out: TextIO) -> in
             out.write(f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language:<8} {version_desc(c.version)}\n")
     elif cmd == "deleteSubGroup":
         await _delete_group(args, admin, out)
+    elif cmd == "getConsumerStatus":
+        table = await admin.consumer_status(args.group, args.topic, args.client_id)
+        out.write(f"get consumer status from client. group={args.group}, topic={args.topic}, "
+                  f"originClientId={args.client_id}\n")
+        out.write(f"{'#clientId':<50}  {'#brokerName':<15}  {'#queueId':<15}  {'#offset':<20}\n")
+        for client_id, queues in sorted(table.items()):
+            for mq, offset in sorted(queues.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)):
+                out.write(f"{client_id:<50}  {mq.broker_name:<15}  {mq.queue_id:<15}  {offset:<20}\n")
     elif cmd == "clusterRT":
         await _cluster_rt(args, admin, out)
     elif cmd == "cloneGroupOffset":

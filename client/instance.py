@@ -38,8 +38,6 @@ import time
 import weakref
 from typing import Any, Protocol
 
-import orjson
-
 from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.body import (
     ConsumerData,
@@ -51,16 +49,15 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.message import decode_messages
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
 from pyrocketmq.remoting.transport import (
-    Connection,
     RemotingClient,
     RemotingError,
     RemotingTimeoutError,
 )
 from pyrocketmq.service import Service, Services
 
+from .broker_requests import BrokerRequests
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
 from .route import (
     MASTER_ID,
@@ -152,10 +149,8 @@ class ClientInstance:
             sign = functools.partial(acl_sign, access_key=settings.access_key, secret_key=settings.secret_key,
                                      security_token=settings.security_token)
         self.remoting = RemotingClient(connect_timeout=settings.connect_timeout, ssl=settings.tls.context(), sign=sign)
-        self.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._handle_running_info)
-        self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._handle_ids_changed)
-        self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._handle_reset_offset)
-        self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._handle_check_transaction)
+        self.broker_requests = BrokerRequests(self)
+        self.broker_requests.register(self.remoting)
         self.routes: dict[str, TopicRouteData] = {}
         self.publish_infos: dict[str, TopicPublishInfo] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}
@@ -523,63 +518,6 @@ class ClientInstance:
                 log.debug("client %s: unregister from %s failed: %s", self.client_id, addr, e)
 
         await asyncio.gather(*(one(a) for a in self.all_broker_addrs()))
-
-    # -- broker → client requests -----------------------------------------------------------------
-    def _handle_running_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        group = cmd.get_str("consumerGroup") or ""
-        consumer = self.consumers.get(group)
-        if consumer is None:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
-        info_fn = getattr(consumer, "running_info", None)
-        info = info_fn() if info_fn is not None else {"properties": {}, "subscriptionSet": [], "mqTable": {}, "statusTable": {}}
-        info.setdefault("properties", {})["PROP_CLIENT_VERSION"] = "V4_9_7"
-        return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps(info))
-
-    def _handle_ids_changed(self, conn: Connection, cmd: RemotingCommand) -> None:
-        group = cmd.get_str("consumerGroup") or ""
-        consumer = self.consumers.get(group)
-        hook = getattr(consumer, "on_consumer_ids_changed", None)
-        log.info("client %s: broker %s says the members of %s changed", self.client_id, conn.remote_addr, group)
-        if hook is not None:
-            hook()
-        return None
-
-    def _handle_reset_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
-        group = cmd.get_str("group") or ""
-        topic = cmd.get_str("topic") or ""
-        consumer = self.consumers.get(group)
-        hook = getattr(consumer, "on_reset_offset", None)
-        if hook is None:
-            log.info("client %s: reset of %s/%s ignored: no consumer of that group here", self.client_id, group, topic)
-            return None
-        offsets = parse_reset_offset_body(cmd.payload)
-        hook(topic, offsets)
-        return cmd.response(ResponseCode.SUCCESS)
-
-    def _handle_check_transaction(self, conn: Connection, cmd: RemotingCommand) -> None:
-        try:
-            msgs = decode_messages(cmd.payload)
-        except ValueError as e:
-            log.warning("client %s: undecodable transaction check from %s: %s", self.client_id, conn.remote_addr, e)
-            return None
-        if not msgs:
-            return None
-        msg = msgs[0]
-        group = msg.properties.get("PGROUP", "")
-        producer = self.producers.get(group)
-        hook = getattr(producer, "on_check_transaction", None)
-        if hook is None:
-            log.info("client %s: transaction check for group %s ignored: no transactional producer", self.client_id, group)
-            return None
-        hook(conn.remote_addr, msg, dict(cmd.ext_fields))
-        return None
-
-
-def parse_reset_offset_body(body: bytes | bytearray | memoryview) -> dict[MessageQueue, int]:
-    """``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:123, …}}`` (fastjson's object keys)."""
-    from pyrocketmq.remoting.body import ResetOffsetBody
-
-    return dict(ResetOffsetBody.from_json(body).offset_table)
 
 
 def _reason(e: Exception) -> str:

@@ -335,6 +335,11 @@ class PushConsumer:
         """The queues this consumer owns now (sorted)."""
         return self.state.assignment()
 
+    def local_offsets(self, topic: str) -> dict[MessageQueue, int]:
+        """The offsets this consumer holds for its queues of ``topic`` (GET_CONSUMER_STATUS_FROM_CLIENT)."""
+        return {mq: off for mq in self.state.assignment()
+                if mq.topic == topic and (off := self.offset_store.read_memory(mq)) >= 0}
+
 
 async def check_client_config(inst: ClientInstance, group: str, sub: SubscriptionData) -> None:
     """Ask a broker of ``sub.topic`` whether it can serve this subscription (CHECK_CLIENT_CONFIG,

@@ -509,23 +509,16 @@ class ConsumerGroupReconcile(_OnBrokersReconcile):
     async def apply_on_brokers(self) -> None:
         async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.target.security) as admin:
             self.brokers = await apply_group(admin, self.model, self.target.cluster_name, self.target.draining)
-            self.reset = await self._reset_offsets(admin)
+            self.reset, reset_now = await reset_group_offsets(admin, self.model.group_name, self.model.reset_offset,
+                                                              self.previous.get("offsetReset"), now_rfc3339())
             self.stats = await group_stats(admin, self.model.group_name)
+        if reset_now:
+            done = self.reset or {}
+            self.ctx.event("Normal", "OffsetReset", f"group {self.model.group_name} on {done.get('topic')} reset to {done.get('to')}")
         ref = self.model.ref
         if self.previous.get("observedGeneration") != ref.generation or _not_ready(self.previous):
             self.ctx.event("Normal", "GroupApplied", f"consumer group {self.model.group_name} on "
                            f"{', '.join(self.brokers)} of cluster {self.target.cluster_name}")
-
-    async def _reset_offsets(self, admin: Any) -> Mapping[str, Any] | None:
-        """spec.resetOffset, once per id: the status entry of the reset done (or the last one)."""
-        reset, last = self.model.reset_offset, self.previous.get("offsetReset")
-        if reset is None or (last or {}).get("id") == reset.id:
-            return last
-        queues = await reset_group_offsets(admin, self.model.group_name, reset)
-        self.ctx.event("Normal", "OffsetReset", f"group {self.model.group_name} on topic {reset.topic} reset to "
-                       f"{reset.to}: {len(queues)} queues")
-        return {"id": reset.id, "topic": reset.topic, "to": reset.to, "timestamp": reset.timestamp_ms,
-                "time": now_rfc3339(), "queues": queues}
 
     async def update_status(self) -> None:
         ref = self.model.ref

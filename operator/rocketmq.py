@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,13 +216,19 @@ async def apply_group(admin: Admin, model: ConsumerGroupModel, cluster: str, exc
     return sorted(masters)
 
 
-async def reset_group_offsets(admin: Admin, group: str, reset: OffsetReset) -> list[dict[str, Any]]:
-    """Do ``spec.resetOffset`` (mqadmin ``resetOffsetByTime``, forced): the offset set per queue."""
+async def reset_group_offsets(admin: Admin, group: str, reset: OffsetReset | None, last: Mapping[str, Any] | None,
+                              now: str) -> tuple[Mapping[str, Any] | None, bool]:
+    """Do ``spec.resetOffset`` (mqadmin ``resetOffsetByTime``, forced) unless ``last`` (the status's
+    ``offsetReset``) has its id: the ``status.offsetReset`` to keep, and whether a reset ran."""
+    if reset is None or (last or {}).get("id") == reset.id:
+        return last, False
     try:
         table = await admin.reset_offset_by_time(group, reset.topic, reset.timestamp_ms, force=True)
     except MQBrokerError as e:
         raise RocketMQRefused(f"reset of group {group} on topic {reset.topic} to {reset.to}: {e}") from None
-    return [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off} for mq, off in table.items()]
+    queues = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off} for mq, off in table.items()]
+    return {"id": reset.id, "topic": reset.topic, "to": reset.to, "timestamp": reset.timestamp_ms, "time": now,
+            "queues": queues}, True
 
 
 async def group_configs(admin: Admin, addr: str) -> dict[str, SubscriptionGroupConfig]:

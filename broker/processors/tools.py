@@ -1,13 +1,14 @@
 """The rest of what mqadmin asks a broker: its configuration (GET_BROKER_CONFIG 26; UPDATE_BROKER_CONFIG
 25 is refused: no setting here changes at run time), a producer group's connections
-(GET_PRODUCER_CONNECTION_LIST 204) and copying a group's offsets to another (CLONE_GROUP_OFFSET 314)."""
+(GET_PRODUCER_CONNECTION_LIST 204), copying a group's offsets to another (CLONE_GROUP_OFFSET 314) and
+the offsets the group's online consumers hold (INVOKE_BROKER_TO_GET_CONSUMER_STATUS 223)."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from pyrocketmq.remoting.body import ClientConnection, ProducerConnection
+from pyrocketmq.remoting.body import ClientConnection, GetConsumerStatusBody, MessageQueue, ProducerConnection
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import check_group_name
@@ -39,6 +40,30 @@ class ToolsProcessor:
         server.register(RequestCode.UPDATE_BROKER_CONFIG, self.handle_update_config)
         server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, self.handle_producer_connections)
         server.register(RequestCode.CLONE_GROUP_OFFSET, self.handle_clone_offsets)
+        server.register(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, self.handle_consumer_status)
+
+    async def handle_consumer_status(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        """Ask the group's online consumers (or the one ``clientAddr`` names: a client id) for their
+        offsets on the topic (GET_CONSUMER_STATUS_FROM_CLIENT), as Apache's broker does."""
+        topic, group = cmd.get_str("topic") or "", cmd.get_str("group") or ""
+        origin = cmd.get_str("clientAddr") or ""
+        info = self.consumers.find(group)
+        channels = sorted(info.channels.values(), key=lambda c: c.client_id) if info is not None else []
+        if not channels:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{group}]")
+        table: dict[str, dict[MessageQueue, int]] = {}
+        for ch in channels:
+            if origin and origin != ch.client_id:
+                continue
+            ask = RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT,
+                                          {"topic": topic, "group": group, "clientAddr": origin})
+            try:
+                resp = await ch.conn.invoke(ask, 5.0)
+                if resp.code == ResponseCode.SUCCESS and resp.payload:
+                    table[ch.client_id] = GetConsumerStatusBody.from_json(resp.payload).message_queue_table
+            except Exception as e:  # noqa: BLE001 — one client failing does not stop the others (as Apache)
+                log.warning("consumer status of %s from %s failed: %s", group, ch.client_id, e)
+        return cmd.response(ResponseCode.SUCCESS, body=GetConsumerStatusBody(consumer_table=table).to_json())
 
     def handle_get_config(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         version = self.topics.data_version.to_json().decode()

@@ -97,3 +97,27 @@ def test_broker_and_group_tools(namesrv, broker, producing):
             return set(await admin.broker_subscription_groups(broker.addr))
 
     assert "tools_dst" not in asyncio.run(groups()) and "tools_src" in asyncio.run(groups())
+
+
+def test_get_consumer_status_asks_the_online_consumers(namesrv, broker, producing):
+    from .push import Collector, consumer, wait_until
+
+    async def go():
+        col = Collector("c")
+        c = consumer(namesrv.addr, "tools_live", "status-c", TOPIC, col)
+        await c.start()
+        try:
+            await wait_until(lambda: len(col.messages) >= 6, 30, "6 consumed")
+            await wait_until(lambda: sum(c.local_offsets(TOPIC).values()) >= 6, 30, "offsets advanced")
+            out = await asyncio.to_thread(cli, namesrv.addr, "getConsumerStatus", "-g", "tools_live", "-t", TOPIC)
+            return out, c.instance.client_id
+        finally:
+            await c.shutdown()
+
+    out, client_id = asyncio.run(go())
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()[2:]]
+    assert out.stdout.startswith("get consumer status from client. group=tools_live")
+    assert {r[0] for r in rows} == {client_id} and sorted((r[2], r[3]) for r in rows) == [("0", "3"), ("1", "3")], out.stdout
+    out = cli(namesrv.addr, "getConsumerStatus", "-g", "tools_live", "-t", TOPIC)  # nobody online now
+    assert out.returncode != 0 and "No Any Consumer online" in out.stderr

@@ -7,8 +7,9 @@ import asyncio
 import orjson
 import pytest
 
+from pyrocketmq.client.broker_requests import parse_reset_offset_body
 from pyrocketmq.client.errors import MQBrokerError, MQClientError
-from pyrocketmq.client.instance import ClientInstance, _reason, check_response, parse_reset_offset_body
+from pyrocketmq.client.instance import ClientInstance, _reason, check_response
 from pyrocketmq.client.pull_consumer import PullConsumer
 from pyrocketmq.client.settings import ClientSettings, PullConsumerSettings, split_namesrv_addr
 from pyrocketmq.remoting.body import HeartbeatData, MessageQueue, ResetOffsetBody, TopicRouteData
@@ -74,11 +75,11 @@ def test_group_registered_twice_is_refused() -> None:
 def test_running_info_request() -> None:
     i = inst()
     req = RemotingCommand.request(307, {"consumerGroup": "nope", "clientId": i.client_id})
-    resp = i._handle_running_info(None, req)  # type: ignore[arg-type]
+    resp = i.broker_requests.running_info(None, req)  # type: ignore[arg-type]
     assert resp.code == 1 and "not exist" in (resp.remark or "")
     c = _started_consumer()
     i.consumers["cg"] = c
-    resp = i._handle_running_info(None, RemotingCommand.request(307, {"consumerGroup": "cg"}))  # type: ignore[arg-type]
+    resp = i.broker_requests.running_info(None, RemotingCommand.request(307, {"consumerGroup": "cg"}))  # type: ignore[arg-type]
     doc = orjson.loads(resp.body)
     assert resp.code == 0 and doc["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_ACTIVELY"
     assert "subscriptionSet" in doc and "mqTable" in doc
@@ -98,10 +99,10 @@ def test_ids_changed_and_reset_go_to_the_group_hooks() -> None:
     class Conn:
         remote_addr = "b:10911"
 
-    assert i._handle_ids_changed(Conn(), RemotingCommand.request(40, {"consumerGroup": "cg"}, oneway=True)) is None  # type: ignore[arg-type]
+    assert i.broker_requests.ids_changed(Conn(), RemotingCommand.request(40, {"consumerGroup": "cg"}, oneway=True)) is None  # type: ignore[arg-type]
     mq = MessageQueue("T", "b", 0)
     body = ResetOffsetBody(offset_table={mq: 5}).to_json()
-    i._handle_reset_offset(Conn(), RemotingCommand.request(220, {"topic": "T", "group": "cg", "timestamp": 0}, body))  # type: ignore[arg-type]
+    i.broker_requests.reset_offset(Conn(), RemotingCommand.request(220, {"topic": "T", "group": "cg", "timestamp": 0}, body))  # type: ignore[arg-type]
     assert fc.events == ["changed", ("T", {mq: 5})]
 
 
