@@ -66,6 +66,7 @@ class Broker:
             broker_name=ident.broker_name,
             auto_create_topic=settings.topics.auto_create_topic,
             default_queue_nums=settings.topics.default_topic_queue_nums,
+            trace_topic=settings.topics.trace_topic,
         )
         self.groups = SubscriptionGroupManager(
             os.path.join(config_dir, "subscriptionGroup.json"), auto_create=settings.topics.auto_create_subscription_group

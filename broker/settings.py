@@ -91,6 +91,8 @@ class TopicSettings:
     """``autoCreateSubscriptionGroup``: create a group's config on first use."""
     default_topic_queue_nums: int = 8
     """``defaultTopicQueueNums``: queues of TBW102 (a created topic gets at most this many)."""
+    trace_topic: str | None = None
+    """``msgTraceTopicName`` when ``traceTopicEnable=true``: created at start for clients' traces."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +189,10 @@ class BrokerSettings:
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
         )
+        trace_on = get_bool("traceTopicEnable", False)
+        trace_name = get("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC")
         topics = TopicSettings(
+            trace_topic=trace_name if trace_on else None,
             auto_create_topic=get_bool("autoCreateTopicEnable", True),
             auto_create_subscription_group=get_bool("autoCreateSubscriptionGroup", True),
             default_topic_queue_nums=get_int("defaultTopicQueueNums", 8),

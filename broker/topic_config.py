@@ -44,6 +44,7 @@ class TopicConfigManager:
         broker_name: str,
         auto_create_topic: bool,
         default_queue_nums: int,
+        trace_topic: str | None = None,
     ) -> None:
         self.path = path
         self.table: dict[str, TopicConfig] = {}
@@ -53,6 +54,8 @@ class TopicConfigManager:
         #: The broker's own topics besides the fixed system set (Java ``TopicValidator.addSystemTopic``).
         self.own_topics = frozenset({cluster_name, broker_name})
         self._system_defaults(cluster_name, broker_name, auto_create_topic, default_queue_nums)
+        if trace_topic:  # traceTopicEnable: clients' message traces (Apache creates it with one queue)
+            self.table[trace_topic] = TopicConfig(topic_name=trace_topic, read_queue_nums=1, write_queue_nums=1)
 
     def _system_defaults(self, cluster: str, broker: str, auto_create: bool, queues: int) -> None:
         def put(name: str, r: int, w: int, perm: int = PERM_READ | PERM_WRITE) -> None:

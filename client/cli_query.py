@@ -12,7 +12,7 @@ from pyrocketmq.remoting.body import MessageQueue
 from .cli_common import _add_ns, _bool, _timestamp, body_text, fmt_ms
 from .errors import MQClientError
 
-COMMANDS = ("queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "queryMsgByOffset", "printMsg")
+COMMANDS = ("queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "queryMsgByOffset", "printMsg", "queryMsgTraceById")
 
 
 def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
@@ -44,6 +44,12 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True, help="queue id")
     p.add_argument("-o", "--offset", type=int, required=True, help="queue offset")
 
+    p = sub.add_parser("queryMsgTraceById", help="the trace of a message: who sent it and who consumed it, when")
+    _add_ns(p)
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True, help="the message id (UNIQ_KEY)")
+    p.add_argument("-t", "--traceTopic", dest="trace_topic", default="RMQ_SYS_TRACE_TOPIC",
+                   help="trace topic (default RMQ_SYS_TRACE_TOPIC)")
+
     p = sub.add_parser("printMsg", help="print a topic's messages stored between two times")
     _add_ns(p)
     p.add_argument("-t", "--topic", required=True, help="topic name")
@@ -72,11 +78,38 @@ async def run(cmd: str, args: argparse.Namespace, admin: Any, out: TextIO) -> in
             raise MQClientError(f"no message with unique id {args.msg_id} in topic {args.topic}")
         for m in msgs if args.show_all else msgs[:1]:
             print_message(m, out)
+    elif cmd == "queryMsgTraceById":
+        await _print_trace(args, admin, out)
     elif cmd == "queryMsgByOffset":
         print_message(await admin.message_at(MessageQueue(args.topic, args.broker, args.queue_id), args.offset), out)
     else:
         await _print_messages(args, admin, out)
     return 0
+
+
+async def _print_trace(args: argparse.Namespace, admin: Any, out: TextIO) -> None:
+    """Apache's columns: the ``Pub`` records, then the consumers' (``SubAfter``) as ``Sub``."""
+    import datetime
+
+    from .trace import decode_traces
+
+    traces = await admin.query_message_by_key(args.trace_topic, args.msg_id, 0, int(time.time() * 1000), 64)
+    rows = [(r, m) for m in traces for r in decode_traces(m.body.decode("utf-8", "replace")) if r.msg_id == args.msg_id]
+
+    def line(kind: str, r: Any, host: str) -> str:
+        when = datetime.datetime.fromtimestamp(r.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
+        status = "success" if r.success else "failed"
+        return f"{kind:<10} {r.group:<20} {host:<20} {when:<20} {f'{r.cost_ms}ms':<10} {status:<10}\n"
+
+    out.write(f"{'#Type':<10} {'#ProducerGroup':<20} {'#ClientHost':<20} {'#SendTime':<20} {'#CostTimes':<10} {'#Status':<10}\n")
+    for r, m in rows:
+        if r.kind == "Pub":
+            out.write(line("Pub", r, f"{m.born_host[0]}"))
+    out.write("\n")
+    out.write(f"{'#Type':<10} {'#ConsumerGroup':<20} {'#ClientHost':<20} {'#ConsumerTime':<20} {'#CostTimes':<10} {'#Status':<10}\n")
+    for r, m in rows:
+        if r.kind == "SubAfter":
+            out.write(line("Sub", r, f"{m.born_host[0]}"))
 
 
 async def _print_messages(args: argparse.Namespace, admin: Any, out: TextIO) -> None:

@@ -60,6 +60,8 @@ from .message import Message, SendResult, SendStatus, same_topic
 from .metrics import notify
 from .route import TopicPublishInfo, select_by_key
 from .settings import ClientSettings, ProducerSettings
+from .trace import MSG_TYPE_DELAY, MSG_TYPE_NORMAL, TRACE_PRODUCER_GROUP, PubTrace
+from .trace_dispatch import TraceDispatcher
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -256,6 +258,7 @@ class Producer:
         self._instance: ClientInstance | None = None
         self._ids: UniqIdGenerator | None = None
         self._pending: set[asyncio.Task[Any]] = set()
+        self._tracer: TraceDispatcher | None = None
 
     @property
     def instance(self) -> ClientInstance:
@@ -276,6 +279,10 @@ class Producer:
             raise
         self._instance = inst
         self._ids = UniqIdGenerator(inst.client_ip)
+        if self.settings.trace and self.group != TRACE_PRODUCER_GROUP:
+            inner = Producer(TRACE_PRODUCER_GROUP, self.client_settings.namesrv_addr, client=self.client_settings)
+            await inner.start()
+            self._tracer = TraceDispatcher(inner, self.settings.trace_topic)
 
     async def shutdown(self) -> None:
         """Wait for async sends in flight, unregister the group, release the client instance."""
@@ -284,6 +291,9 @@ class Producer:
             return
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
+        tracer, self._tracer = self._tracer, None
+        if tracer is not None:
+            await tracer.close()
         await inst.unregister_producer(self.group)
         await inst.release()
 
@@ -369,13 +379,14 @@ class Producer:
     async def _measured(self, msg: Message | Sequence[Message], sending: Awaitable[Any]) -> Any:
         """Await ``sending`` and tell ``settings.metrics`` (if any) how it went."""
         hook = self.settings.metrics
+        started = time.monotonic()
         if hook is None:
-            return await sending
+            result = await sending
+            return self._traced(msg, started, result) if self._tracer is not None else result
         if isinstance(msg, Message):
             topic, count = msg.topic, 1
         else:
             topic, count = (msg[0].topic if len(msg) else ""), len(msg)
-        started = time.monotonic()
         try:
             result = await sending
         except BaseException:
@@ -383,6 +394,18 @@ class Producer:
             raise
         outcome = result.status.name if result is not None else "ONEWAY"
         notify(hook, "on_send", self.group, topic, outcome, time.monotonic() - started, count)
+        return self._traced(msg, started, result) if self._tracer is not None else result
+
+    def _traced(self, msg: Message | Sequence[Message], started: float, result: Any) -> Any:
+        """Queue the ``Pub`` trace of an acknowledged single send (Apache's fields; best effort)."""
+        if self._tracer is not None and isinstance(msg, Message) and isinstance(result, SendResult):
+            inst, mq = self._instance, result.message_queue
+            store = (inst.master_addr(mq.broker_name) if inst is not None else None) or ""
+            self._tracer.add(PubTrace(
+                int(time.time() * 1000), self.group, msg.topic, result.msg_id, msg.tags or "", " ".join(msg.key_list()),
+                store, len(msg.body), int((time.monotonic() - started) * 1000),
+                MSG_TYPE_DELAY if msg.delay_level else MSG_TYPE_NORMAL, result.offset_msg_id,
+                result.status is SendStatus.SEND_OK))  # fmt: skip
         return result
 
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:

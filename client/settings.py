@@ -83,6 +83,10 @@ class ProducerSettings:
     """Avoid brokers that recently failed or answered slowly (see :mod:`.fault`)."""
     metrics: ClientMetrics | None = None
     """Told about every send (see :mod:`.metrics`; e.g. ``PrometheusClientMetrics()``); None: no metrics."""
+    trace: bool = False
+    """Write a trace record (Apache's ``Pub``) for every acknowledged send to ``trace_topic``, as the
+    Java client's ``enableMsgTrace``; ``pyrocketmq admin queryMsgTraceById`` reads them back."""
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
 
 
 @dataclass(slots=True)

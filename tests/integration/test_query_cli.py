@@ -82,3 +82,23 @@ def test_the_mqadmin_verbs(namesrv, stored):
     assert out.returncode != 0 and "maxNum" in out.stderr and "Traceback" not in out.stderr
     out = cli(namesrv.addr, "printMsg", "-t", TOPIC, "-c", "no-such-charset")
     assert out.returncode != 0 and "not a charset" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_producer_traces_and_query_msg_trace_by_id(tmp_path, namesrv):
+    from pyrocketmq.client import ProducerSettings
+
+    from .procs import start_broker
+
+    broker = start_broker(tmp_path, namesrv.addr, "broker-t", traceTopicEnable="true")
+    try:
+        async def go():
+            async with Producer("traced_pg", namesrv.addr, ProducerSettings(trace=True)) as p:
+                return await p.send(Message("Traced", b"hello", tags="t1", keys=["order-1"]))
+
+        result = asyncio.run(go())  # shutdown flushes the traces still queued
+        out = cli(namesrv.addr, "queryMsgTraceById", "-i", result.msg_id)
+    finally:
+        broker.stop()
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith("Pub ")]
+    assert len(rows) == 1 and rows[0][1] == "traced_pg" and rows[0][-1] == "success", out.stdout

@@ -38,7 +38,7 @@ public class ProducerScenario {
         Map<String, Integer> modes = parseModes(args[3], count);
         String group = args.length > 4 ? args[4] : "pg_" + topic;
 
-        DefaultMQProducer producer = new DefaultMQProducer(group, Common.aclHook());
+        DefaultMQProducer producer = new DefaultMQProducer(group, Common.aclHook(), Boolean.getBoolean("trace.enable"), null);
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(10000);
         producer.setVipChannelEnabled(false);
