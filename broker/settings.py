@@ -189,10 +189,8 @@ class BrokerSettings:
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
         )
-        trace_on = get_bool("traceTopicEnable", False)
-        trace_name = get("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC")
         topics = TopicSettings(
-            trace_topic=trace_name if trace_on else None,
+            trace_topic=get("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC") if get_bool("traceTopicEnable", False) else None,
             auto_create_topic=get_bool("autoCreateTopicEnable", True),
             auto_create_subscription_group=get_bool("autoCreateSubscriptionGroup", True),
             default_topic_queue_nums=get_int("defaultTopicQueueNums", 8),
