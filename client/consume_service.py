@@ -30,9 +30,10 @@ import contextlib
 import inspect
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -49,6 +50,7 @@ from .producer import Payload, build_send_header, send_result_from_response
 from .push_parts import ConsumerParts
 from .rebalance import BROADCASTING, retry_topic
 from .tasks import TaskSet
+from .trace import ConsumeTrace
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -156,6 +158,20 @@ class ConsumeServiceBase:
     def stopped(self) -> bool:
         return not self.tasks.open
 
+    async def _run(self, msgs: list[MessageExt], ctx: ConsumeContext, failure: ConsumeResult) -> ConsumeResult:
+        """The listener call, traced (SubBefore, SubAfter) when the consumer writes traces."""
+        tracer = self.parts.tracer
+        if tracer is None:
+            return await self.runner.run(msgs, ctx, failure)
+        started = time.monotonic()
+        items = tuple((m.msg_id, m.reconsume_times, " ".join(m.keys)) for m in msgs)
+        before = ConsumeTrace(self.parts.group, uuid.uuid4().hex, items, int(time.time() * 1000))
+        tracer.add(before)
+        status = await self.runner.run(msgs, ctx, failure)
+        cost = int((time.monotonic() - started) * 1000)
+        tracer.add(replace(before, after=(cost, status is ConsumeResult.SUCCESS, int(time.time() * 1000))))
+        return status
+
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True) -> None:
         raise NotImplementedError
 
@@ -247,7 +263,7 @@ class ConcurrentConsumeService(ConsumeServiceBase):
             ctx = ConsumeContext(mq)
             pq.mark_consume_start(msgs)
             started = time.monotonic()
-            status = await self.runner.run(msgs, ctx, ConsumeResult.RECONSUME_LATER)
+            status = await self._run(msgs, ctx, ConsumeResult.RECONSUME_LATER)
             c.stats.record_consume(mq.topic, time.monotonic() - started, len(msgs), status is ConsumeResult.SUCCESS)
         if pq.dropped:
             log.info("group %s: %s was dropped while consuming; not committing %d message(s)", c.group, mq, len(msgs))
@@ -344,7 +360,7 @@ class OrderlyConsumeService(ConsumeServiceBase):
                 pq.consume_locked = True
                 started = time.monotonic()
                 try:
-                    status = await self.runner.run(msgs, ctx, ConsumeResult.SUSPEND_CURRENT_QUEUE_A_MOMENT)
+                    status = await self._run(msgs, ctx, ConsumeResult.SUSPEND_CURRENT_QUEUE_A_MOMENT)
                 finally:
                     pq.consume_locked = False
                 ok = status is ConsumeResult.SUCCESS

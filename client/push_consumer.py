@@ -45,6 +45,7 @@ from .errors import MQBrokerError, MQClientError
 from .instance import ClientInstance
 from .message import check_topic
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
+from .producer import Producer
 from .pull_service import PullService
 from .pulling import Selector, Subscription, parse_expression
 from .push_parts import ConsumerParts
@@ -53,6 +54,8 @@ from .rebalance_service import RebalanceService
 from .settings import ClientSettings, PushConsumerSettings
 from .subscription_state import SubscriptionState
 from .tasks import TaskSet
+from .trace import TRACE_PRODUCER_GROUP
+from .trace_dispatch import TraceDispatcher
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -183,6 +186,8 @@ class PushConsumer:
         except BaseException:
             self._running = False
             self._instance = None
+            if self.parts is not None and self.parts.tracer is not None:
+                await self.parts.tracer.close()
             await self.tasks.close()
             await inst.unregister_consumer(self.group)
             await inst.release()
@@ -198,7 +203,13 @@ class PushConsumer:
             self.offset_store = LocalOffsetStore(self.group, folder)
         await self.offset_store.load()
         self.stats = ConsumerStats(group=self.group, metrics=self.settings.metrics)
-        self.parts = parts = ConsumerParts(self.group, s, inst, self.offset_store, self.stats, self.state, self._orderly)
+        tracer = None
+        if s.trace:
+            inner = Producer(TRACE_PRODUCER_GROUP, self.client_settings.namesrv_addr, client=self.client_settings)
+            await inner.start()
+            tracer = TraceDispatcher(inner, s.trace_topic)
+        self.parts = parts = ConsumerParts(self.group, s, inst, self.offset_store, self.stats, self.state, self._orderly,
+                                           tracer)
         self.tasks = tasks = TaskSet()
         self.rebalancer = rebalancer = RebalanceService(parts, self._strategy, tasks, fetch=lambda r: fetcher.execute(r))
         assert self._listener is not None  # start() refuses to run without one
@@ -241,6 +252,8 @@ class PushConsumer:
         await self.tasks.close()
         if self.consume_service is not None:
             await self.consume_service.stop(grace)
+        if self.parts is not None and self.parts.tracer is not None:
+            await self.parts.tracer.close()
         await self.persist_offsets(sync=True)
         if self.rebalancer is not None:
             await self.rebalancer.release_all()

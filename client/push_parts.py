@@ -11,6 +11,7 @@ consumer, so none imports :mod:`.push_consumer`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyrocketmq.remoting.body import MessageQueue
 
@@ -32,6 +33,8 @@ class ConsumerParts:
     stats: ConsumerStats
     state: SubscriptionState
     orderly: bool
+    tracer: Any = None
+    """A :class:`~.trace_dispatch.TraceDispatcher` when ``settings.trace``: listener calls are traced."""
 
     @property
     def clustering(self) -> bool:

@@ -220,3 +220,6 @@ class PushConsumerSettings:
     """Queue allocation and orderly locks."""
     metrics: ClientMetrics | None = None
     """Told about every listener call and pull (see :mod:`.metrics`); None: no metrics."""
+    trace: bool = False
+    """Write Apache's ``SubBefore``/``SubAfter`` trace records for every listener call to ``trace_topic``."""
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"

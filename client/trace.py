@@ -51,6 +51,31 @@ class PubTrace:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumeTrace:
+    """A listener call's records: one ``SubBefore`` per message when it starts and, with ``after``,
+    one ``SubAfter`` per message when it ended (Java's ``ConsumeMessageTraceHookImpl``)."""
+
+    group: str
+    request_id: str
+    messages: tuple[tuple[str, int, str], ...]  # (msg id, reconsume times, keys)
+    timestamp: int
+    after: tuple[int, bool, int] | None = None  # (cost ms, success, end timestamp)
+    region: str = REGION
+
+    def encode(self) -> str:
+        if self.after is None:
+            return "".join(CONTENT.join(("SubBefore", str(self.timestamp), self.region, self.group, self.request_id, mid,
+                                         str(times), keys)) + FIELD for mid, times, keys in self.messages)  # fmt: skip
+        cost, ok, ended = self.after
+        return "".join(CONTENT.join(("SubAfter", self.request_id, mid, str(cost), "true" if ok else "false", keys,
+                                     "0" if ok else "4", str(ended), self.group)) + FIELD
+                       for mid, _, keys in self.messages)  # fmt: skip
+
+    def trace_keys(self) -> list[str]:
+        return [k for mid, _, keys in self.messages for k in (mid, *(x for x in keys.split(" ") if x))]
+
+
+@dataclass(frozen=True, slots=True)
 class TraceRecord:
     """One record read back: enough for ``queryMsgTraceById``."""
 

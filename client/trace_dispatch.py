@@ -10,13 +10,18 @@ import logging
 from typing import Any, Protocol
 
 from .message import Message
-from .trace import PubTrace
 
 log = logging.getLogger("pyrocketmq.client")
 FLUSH_S = 0.2
 BATCH = 32
 MAX_QUEUED = 10_000
 MAX_BODY = 128 * 1024
+
+
+class TraceItem(Protocol):
+    def encode(self) -> str: ...
+
+    def trace_keys(self) -> list[str]: ...
 
 
 class _Sender(Protocol):
@@ -30,12 +35,12 @@ class _Sender(Protocol):
 class TraceDispatcher:
     def __init__(self, producer: _Sender, topic: str) -> None:
         self.topic = topic
-        self.queue: asyncio.Queue[PubTrace] = asyncio.Queue(MAX_QUEUED)
+        self.queue: asyncio.Queue[TraceItem] = asyncio.Queue(MAX_QUEUED)
         self.dropped = 0
         self._producer: _Sender | None = producer
         self._task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(self._run())
 
-    def add(self, record: PubTrace) -> None:
+    def add(self, record: TraceItem) -> None:
         try:
             self.queue.put_nowait(record)
         except asyncio.QueueFull:
@@ -57,8 +62,8 @@ class TraceDispatcher:
             await asyncio.sleep(FLUSH_S)
             await self._send([first, *self._take(BATCH - 1)])
 
-    def _take(self, n: int) -> list[PubTrace]:
-        out: list[PubTrace] = []
+    def _take(self, n: int) -> list[TraceItem]:
+        out: list[TraceItem] = []
         while len(out) < n and not self.queue.empty():
             out.append(self.queue.get_nowait())
         return out
@@ -67,7 +72,7 @@ class TraceDispatcher:
         while not self.queue.empty():
             await self._send(self._take(BATCH))
 
-    async def _send(self, records: list[PubTrace]) -> None:
+    async def _send(self, records: list[TraceItem]) -> None:
         if self._producer is None:
             return
         body = "".join(r.encode() for r in records).encode()[:MAX_BODY]

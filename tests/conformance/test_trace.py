@@ -54,14 +54,33 @@ def test_our_traces_read_by_apache_mqadmin(tmp_path):
                 return [await p.send(Message("TracedPy", f"t{i}".encode(), keys=["k"])) for i in range(3)]
 
         results = asyncio.run(send())
+        asyncio.run(_consume_traced(apache.namesrv_addr))
         msg_id = results[2].msg_id
-        deadline, rows, text = time.monotonic() + 30, [], ""
-        while time.monotonic() < deadline and not rows:
+        deadline, rows, subs, text = time.monotonic() + 30, [], [], ""
+        while time.monotonic() < deadline and not (rows and subs):
             out = run_mqadmin(tmp_path / "mqadmin-home", ["queryMsgTraceById", "-n", apache.namesrv_addr, "-i", msg_id])
             text = out.stdout + out.stderr
             rows = _pub_rows(out.stdout)
-            if not rows:
+            subs = [line.split() for line in out.stdout.splitlines() if line.startswith("Sub ")]
+            if not (rows and subs):
                 time.sleep(1)
     finally:
         apache.stop()
     assert len(rows) == 1 and rows[0][1] == "pg_traced_py" and rows[0][-1] == "success", text
+    assert len(subs) == 1 and subs[0][1] == "cg_traced_py" and subs[0][-1] == "success", text
+
+
+async def _consume_traced(namesrv: str) -> None:
+    from pyrocketmq.client import ClientSettings, PushConsumer, PushConsumerSettings
+    from tests.integration.push import Collector, wait_until
+
+    col = Collector("c")
+    c = PushConsumer("cg_traced_py", namesrv, PushConsumerSettings(consume_from="first", trace=True),
+                     ClientSettings(instance_name="traced", client_ip="127.0.0.1"))
+    c.subscribe("TracedPy", "*")
+    c.register_listener(col)
+    await c.start()
+    try:
+        await wait_until(lambda: len(col.messages) >= 3, 60, "the traced messages consumed")
+    finally:
+        await c.shutdown()

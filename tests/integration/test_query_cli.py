@@ -96,9 +96,29 @@ def test_producer_traces_and_query_msg_trace_by_id(tmp_path, namesrv):
                 return await p.send(Message("Traced", b"hello", tags="t1", keys=["order-1"]))
 
         result = asyncio.run(go())  # shutdown flushes the traces still queued
+
+        async def consume():
+            from pyrocketmq.client import ClientSettings, PushConsumer, PushConsumerSettings
+
+            from .push import Collector, wait_until
+
+            col = Collector("c")
+            c = PushConsumer("traced_cg", namesrv.addr, PushConsumerSettings(consume_from="first", trace=True),
+                             ClientSettings(instance_name="traced", client_ip="127.0.0.1"))
+            c.subscribe("Traced", "*")
+            c.register_listener(col)
+            await c.start()
+            try:
+                await wait_until(lambda: len(col.messages) >= 1, 30, "the traced message consumed")
+            finally:
+                await c.shutdown()
+
+        asyncio.run(consume())
         out = cli(namesrv.addr, "queryMsgTraceById", "-i", result.msg_id)
     finally:
         broker.stop()
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines() if line.startswith("Pub ")]
     assert len(rows) == 1 and rows[0][1] == "traced_pg" and rows[0][-1] == "success", out.stdout
+    subs = [line.split() for line in out.stdout.splitlines() if line.startswith("Sub ")]
+    assert len(subs) == 1 and subs[0][1] == "traced_cg" and subs[0][-1] == "success", out.stdout
