@@ -43,6 +43,7 @@ class FakeConsumer:
         self.state = SubscriptionState("cg", model)
         self.clustering = self.state.clustering
         self.instance = None
+        self.tracer = None
         self.batches: list[tuple[MessageQueue, ProcessQueue]] = []
 
     def after_orderly_batch(self, mq, pq) -> None:

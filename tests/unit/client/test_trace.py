@@ -18,3 +18,15 @@ def test_pub_records_round_trip_and_apaches_other_records_are_read():
         ("SubAfter", "cg", 1700000000300, 7, False),
     ]  # fmt: skip
     assert all(r.msg_id == pub.msg_id for r in records)
+
+
+def test_consume_traces_encode_as_apaches_sub_records():
+    from pyrocketmq.client.trace import ConsumeTrace
+
+    before = ConsumeTrace("cg", "req9", (("ID1", 0, "k1"), ("ID2", 2, "")), 1700000000000)
+    after = ConsumeTrace("cg", "req9", before.messages, before.timestamp, after=(12, False, 1700000000012))
+    records = decode_traces(before.encode() + after.encode())
+    assert [(r.kind, r.msg_id, r.request_id) for r in records] == [
+        ("SubBefore", "ID1", "req9"), ("SubBefore", "ID2", "req9"), ("SubAfter", "ID1", "req9"), ("SubAfter", "ID2", "req9")]
+    assert [(r.group, r.cost_ms, r.success, r.timestamp) for r in records[2:]] == [("cg", 12, False, 1700000000012)] * 2
+    assert before.trace_keys() == ["ID1", "k1", "ID2"]
