@@ -396,7 +396,7 @@ class Producer:
         notify(hook, "on_send", self.group, topic, outcome, time.monotonic() - started, count)
         return self._traced(msg, started, result) if self._tracer is not None else result
 
-    def _traced(self, msg: Message | Sequence[Message], started: float, result: Any) -> Any:
+    def _traced(self, msg: Message | Sequence[Message], started: float, result: Any, msg_type: int | None = None) -> Any:
         """Queue the ``Pub`` trace of an acknowledged single send (Apache's fields; best effort)."""
         if self._tracer is not None and isinstance(msg, Message) and isinstance(result, SendResult):
             inst, mq = self._instance, result.message_queue
@@ -404,7 +404,8 @@ class Producer:
             self._tracer.add(PubTrace(
                 int(time.time() * 1000), self.group, msg.topic, result.msg_id, msg.tags or "", " ".join(msg.key_list()),
                 store, len(msg.body), int((time.monotonic() - started) * 1000),
-                MSG_TYPE_DELAY if msg.delay_level else MSG_TYPE_NORMAL, result.offset_msg_id,
+                msg_type if msg_type is not None else MSG_TYPE_DELAY if msg.delay_level else MSG_TYPE_NORMAL,
+                result.offset_msg_id,
                 result.status is SendStatus.SEND_OK))  # fmt: skip
         return result
 

@@ -51,6 +51,32 @@ class PubTrace:
 
 
 @dataclass(frozen=True, slots=True)
+class EndTransactionTrace:
+    """How a transaction ended (Java's ``EndTransactionTraceHookImpl``); ``state`` in Java's names."""
+
+    timestamp: int
+    group: str
+    topic: str
+    msg_id: str
+    tags: str
+    keys: str
+    store_host: str
+    transaction_id: str
+    state: str  # COMMIT_MESSAGE, ROLLBACK_MESSAGE, UNKNOW
+    from_check: bool
+    region: str = REGION
+
+    def encode(self) -> str:
+        fields = ("EndTransaction", self.timestamp, self.region, self.group, self.topic, self.msg_id, self.tags,
+                  self.keys, self.store_host, MSG_TYPE_COMMIT, self.transaction_id, self.state,
+                  "true" if self.from_check else "false")  # fmt: skip
+        return CONTENT.join(str(f) for f in fields) + FIELD
+
+    def trace_keys(self) -> list[str]:
+        return [self.msg_id, *(k for k in self.keys.split(" ") if k)]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumeTrace:
     """A listener call's records: one ``SubBefore`` per message when it starts and, with ``after``,
     one ``SubAfter`` per message when it ended (Java's ``ConsumeMessageTraceHookImpl``)."""

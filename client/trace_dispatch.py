@@ -38,6 +38,7 @@ class TraceDispatcher:
         self.queue: asyncio.Queue[TraceItem] = asyncio.Queue(MAX_QUEUED)
         self.dropped = 0
         self._producer: _Sender | None = producer
+        self._held: list[TraceItem] = []
         self._task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(self._run())
 
     def add(self, record: TraceItem) -> None:
@@ -58,9 +59,10 @@ class TraceDispatcher:
 
     async def _run(self) -> None:
         while True:
-            first = await self.queue.get()
+            self._held = [await self.queue.get()]  # a close during the wait below still sends it
             await asyncio.sleep(FLUSH_S)
-            await self._send([first, *self._take(BATCH - 1)])
+            batch, self._held = [*self._held, *self._take(BATCH - 1)], []
+            await self._send(batch)
 
     def _take(self, n: int) -> list[TraceItem]:
         out: list[TraceItem] = []
@@ -69,6 +71,9 @@ class TraceDispatcher:
         return out
 
     async def _flush_all(self) -> None:
+        held, self._held = self._held, []
+        if held:
+            await self._send(held)
         while not self.queue.empty():
             await self._send(self._take(BATCH))
 

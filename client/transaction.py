@@ -23,6 +23,7 @@ import asyncio
 import enum
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,6 +45,7 @@ from .loop_thread import LoopThread, SyncFacade
 from .message import Message, SendResult, SendStatus
 from .producer import Payload, Producer
 from .settings import ClientSettings, ProducerSettings
+from .trace import MSG_TYPE_HALF, EndTransactionTrace
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -55,6 +57,10 @@ class TransactionState(enum.IntEnum):
     COMMIT = 8
     ROLLBACK = 12
 
+
+_JAVA_STATE = {TransactionState.COMMIT: "COMMIT_MESSAGE", TransactionState.ROLLBACK: "ROLLBACK_MESSAGE",
+               TransactionState.UNKNOWN: "UNKNOW"}
+"""Java's ``LocalTransactionState`` names, as trace records spell them."""
 
 LocalExecutor = Callable[[Message, Any], "TransactionState | None | Awaitable[TransactionState | None]"]
 LocalChecker = Callable[[MessageExt], "TransactionState | None | Awaitable[TransactionState | None]"]
@@ -187,8 +193,10 @@ class TransactionProducer(Producer):
         if msg.delay_level:
             raise MQClientError("a delayed message cannot be transactional: set delay_level=0")
         group = self.group
+        started = time.monotonic()
         result: SendResult = await self._send(msg, timeout, None, None, None, None, oneway=False,
                                               prepare=lambda p: as_half_message(p, group))
+        self._traced(msg, started, result, MSG_TYPE_HALF)
         if result.status is SendStatus.SEND_OK:
             try:
                 state = await _call(execute, msg, arg)
@@ -201,6 +209,11 @@ class TransactionProducer(Producer):
             await self._end(result, state)
         except Exception as e:
             log.warning("END_TRANSACTION of %s (%s) failed: %s; the broker will check back", result.msg_id, state.name, e)
+        if self._tracer is not None:
+            self._tracer.add(EndTransactionTrace(
+                int(time.time() * 1000), group, msg.topic, result.msg_id, msg.tags or "", " ".join(msg.key_list()),
+                self.instance.master_addr(result.message_queue.broker_name) or "", result.transaction_id or "",
+                _JAVA_STATE[state], False))  # fmt: skip
         fields = {f: getattr(result, f) for f in SendResult.__dataclass_fields__}
         return TransactionSendResult(**fields, local_state=state)
 

@@ -122,3 +122,24 @@ def test_producer_traces_and_query_msg_trace_by_id(tmp_path, namesrv):
     assert len(rows) == 1 and rows[0][1] == "traced_pg" and rows[0][-1] == "success", out.stdout
     subs = [line.split() for line in out.stdout.splitlines() if line.startswith("Sub ")]
     assert len(subs) == 1 and subs[0][1] == "traced_cg" and subs[0][-1] == "success", out.stdout
+
+
+def test_transactions_are_traced(tmp_path, namesrv):
+    from pyrocketmq.client import ProducerSettings, TransactionProducer, TransactionState
+    from pyrocketmq.client.trace import decode_traces
+
+    from .procs import start_broker
+
+    broker = start_broker(tmp_path, namesrv.addr, "broker-t", traceTopicEnable="true")
+    try:
+        async def go():
+            async with TransactionProducer("traced_tx", namesrv.addr, ProducerSettings(trace=True)) as p:
+                result = await p.send_in_transaction(Message("TracedTx", b"tx"), lambda m, a: TransactionState.COMMIT)
+            async with Admin(namesrv.addr) as admin:
+                found = await admin.query_message_by_key("RMQ_SYS_TRACE_TOPIC", result.msg_id)
+            return result, [r for m in found for r in decode_traces(m.body.decode()) if r.msg_id == result.msg_id]
+
+        result, records = asyncio.run(go())
+    finally:
+        broker.stop()
+    assert sorted(r.kind for r in records) == ["EndTransaction", "Pub"] and all(r.group == "traced_tx" for r in records)
