@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from pyrocketmq.client.errors import MQClientError
 from pyrocketmq.client.message import check_topic
-from pyrocketmq.client.pulling import parse_expression
+from pyrocketmq.client.pulling import MessageSelector, parse_expression
 from pyrocketmq.client.settings import split_namesrv_addr
 
 from .offsets import OffsetKind, OffsetSpec, parse_offset_spec
@@ -110,7 +110,8 @@ class SourceOptions:
     topics: tuple[str, ...]
     group: str
     commit_group: bool
-    expression: str
+    expression: str | MessageSelector
+    """Tags (``subExpression``) or a SQL92 selector (``sqlSelector``; the brokers need enablePropertyFilter)."""
     starting: OffsetSpec
     starting_timestamp_ms: int | None
     ending: OffsetSpec
@@ -136,12 +137,15 @@ class SourceOptions:
         if ending.kind is OffsetKind.EARLIEST:
             raise MQClientError("endingOffsets=earliest would read nothing: use 'latest' or JSON offsets")
         expr = _get(opts, "subExpression", "tags") or "*"
+        sql = _get(opts, "sqlSelector")
+        if sql is not None and expr != "*":
+            raise MQClientError("give subExpression (tags) or sqlSelector, not both")
         return cls(
             name_server=_name_server(opts),
             topics=_topics(opts, required=True),
             group=group or DEFAULT_READER_GROUP,
             commit_group=group is not None,
-            expression=parse_expression(expr).expression,
+            expression=MessageSelector.by_sql(sql) if sql is not None else parse_expression(expr).expression,
             starting=starting,
             starting_timestamp_ms=_int(opts, "startingTimestamp", None, minimum=0),
             ending=ending,

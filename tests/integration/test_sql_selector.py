@@ -117,3 +117,25 @@ def test_the_cli_consumes_with_a_sql_selector(namesrv, sql_broker):
     assert out.returncode == 0, out.stderr
     bodies = sorted(int(line.rsplit("body=s", 1)[-1]) for line in out.stdout.splitlines() if line.startswith("["))
     assert bodies == [i for i in range(N) if selected(i)] and len(bodies) == want, out.stdout[-2000:]
+
+
+def test_the_spark_source_reads_with_a_sql_selector(namesrv, sql_broker):
+    from pyrocketmq.spark import broker_client
+    from pyrocketmq.spark.options import SourceOptions
+    from pyrocketmq.spark.planning import QueueRange
+
+    asyncio.run(_produce(namesrv.addr, sql_broker.addr))
+    opts = SourceOptions.from_options({"nameServer": namesrv.addr, "topic": TOPIC, "sqlSelector": SELECTOR}, streaming=False)
+    from pyrocketmq.client import Admin
+    from pyrocketmq.remoting.body import MessageQueue
+
+    async def ends():
+        async with Admin(namesrv.addr) as admin:
+            return [await admin.max_offset(MessageQueue(TOPIC, "broker-sql", q)) for q in range(4)]
+
+    got = []
+    for q, end in enumerate(asyncio.run(ends())):
+        got += [m.body.decode() for m in broker_client.read_range(opts, QueueRange(TOPIC, "broker-sql", q, 0, end))]
+    assert sorted(got, key=lambda b: int(b[1:])) == [f"s{i}" for i in range(N) if selected(i)]
+    with pytest.raises(Exception, match="not both"):
+        SourceOptions.from_options({"nameServer": namesrv.addr, "topic": TOPIC, "sqlSelector": "a > 1", "subExpression": "A"})
