@@ -377,6 +377,8 @@ class TopicModel:
         if not (1 <= read <= 1024 and 1 <= write <= 1024):
             raise SpecError("spec.readQueueNums and spec.writeQueueNums must be within 1..1024")
         message_type = str(spec.get("messageType", "NORMAL"))
+        if message_type not in ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"):
+            raise SpecError(f"spec.messageType {message_type!r}: use NORMAL, FIFO, DELAY, TRANSACTION or MIXED")
         order = spec.get("order")
         return cls(
             ref=ref,

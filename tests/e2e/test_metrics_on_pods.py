@@ -83,7 +83,9 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
     suffix = secrets.token_hex(3)
     topic, background, group = f"MetOrders_{suffix}", f"MetBackground_{suffix}", f"met-consumers-{suffix}"
     for name, t in (("met-orders", topic), ("met-background", background)):
-        kube.apply(topic_cr(name, t, "orders"), "-n", ns)
+        cr = topic_cr(name, t, "orders")
+        cr["spec"]["messageType"] = "MIXED"  # plain and delayed messages on one topic
+        kube.apply(cr, "-n", ns)
     kube.apply(group_cr("met-group", group, "orders"), "-n", ns)
     for kind, name in (("topic", "met-orders"), ("topic", "met-background"), ("consumergroup", "met-group")):
         wait_ready(kube, kind, name, ns, timeout=90)
