@@ -337,6 +337,11 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
         err.write(usage.format_usage())
         err.write(f"{usage.prog}: error: {e}\n")
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
+        if out is sys.stdout:
+            with contextlib.suppress(OSError, ValueError):  # no second error when Python flushes stdout at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         err.write("interrupted\n")
         return 130

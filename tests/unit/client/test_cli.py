@@ -106,3 +106,23 @@ def test_table_is_aligned_like_mqadmin() -> None:
     assert starts == {lines[2].index("12")}
     assert lines[1].index("0") == lines[0].index("#QID")
     assert lines[0].startswith("#Broker Name" + " " * (len("a-much-longer-broker-name-than-32-chars") - len("#Broker Name") + 2))
+
+
+def test_a_reader_that_goes_away_stops_the_cli_quietly(monkeypatch) -> None:
+    """`pyrocketmq admin … | head -1`: the pipe closes under a write; no traceback, no 'internal error'."""
+    import io
+
+    from pyrocketmq.client import cli
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    async def writes(args, out):
+        out.write("a line\n")
+        return 0
+
+    monkeypatch.setattr(cli, "run_admin", writes)
+    err = io.StringIO()
+    assert cli.main(["admin", "topicList", "-n", "127.0.0.1:9876"], stdout=ClosedPipe(), stderr=err) == 141
+    assert err.getvalue() == ""
