@@ -280,9 +280,7 @@ class Producer:
         self._instance = inst
         self._ids = UniqIdGenerator(inst.client_ip)
         if self.settings.trace and self.group != TRACE_PRODUCER_GROUP:
-            inner = Producer(TRACE_PRODUCER_GROUP, self.client_settings.namesrv_addr, client=self.client_settings)
-            await inner.start()
-            self._tracer = TraceDispatcher(inner, self.settings.trace_topic)
+            self._tracer = await start_tracer(self.client_settings, self.settings.trace_topic)
 
     async def shutdown(self) -> None:
         """Wait for async sends in flight, unregister the group, release the client instance."""
@@ -534,6 +532,13 @@ class Producer:
             return None
         resp = await inst.invoke(addr, cmd, timeout, connect_timeout=connect_timeout)
         return send_result_from_response(resp, payload, mq.broker_name, addr)
+
+
+async def start_tracer(client: ClientSettings, topic: str) -> TraceDispatcher:
+    """A trace dispatcher writing to ``topic`` through its own internal producer (which traces nothing)."""
+    inner = Producer(TRACE_PRODUCER_GROUP, client.namesrv_addr, client=client)
+    await inner.start()
+    return TraceDispatcher(inner, topic)
 
 
 class SyncProducer(SyncFacade):

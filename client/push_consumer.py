@@ -45,7 +45,7 @@ from .errors import MQBrokerError, MQClientError
 from .instance import ClientInstance
 from .message import check_topic
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
-from .producer import Producer
+from .producer import start_tracer
 from .pull_service import PullService
 from .pulling import Selector, Subscription, parse_expression
 from .push_parts import ConsumerParts
@@ -54,8 +54,6 @@ from .rebalance_service import RebalanceService
 from .settings import ClientSettings, PushConsumerSettings
 from .subscription_state import SubscriptionState
 from .tasks import TaskSet
-from .trace import TRACE_PRODUCER_GROUP
-from .trace_dispatch import TraceDispatcher
 
 log = logging.getLogger("pyrocketmq.client")
 
@@ -205,9 +203,7 @@ class PushConsumer:
         self.stats = ConsumerStats(group=self.group, metrics=self.settings.metrics)
         tracer = None
         if s.trace:
-            inner = Producer(TRACE_PRODUCER_GROUP, self.client_settings.namesrv_addr, client=self.client_settings)
-            await inner.start()
-            tracer = TraceDispatcher(inner, s.trace_topic)
+            tracer = await start_tracer(self.client_settings, s.trace_topic)
         self.parts = parts = ConsumerParts(self.group, s, inst, self.offset_store, self.stats, self.state, self._orderly,
                                            tracer)
         self.tasks = tasks = TaskSet()
