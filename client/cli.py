@@ -59,6 +59,8 @@ def _produce_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("-p", "--property", action="append", default=[], metavar="K=V", help="user property (repeatable)")
     p.add_argument("-c", "--count", type=int, default=1, help="send --body this many times (default 1)")
     p.add_argument("-d", "--delay", type=int, default=0, help="delay level 1..18 (default none)")
+    p.add_argument("--deliver-in", type=float, default=0.0, metavar="SECONDS",
+                   help="deliver this many seconds from now, to the millisecond (a timer message)")
     p.add_argument("--body", help="message body; without it each stdin line is one message")
     p.add_argument("--timeout", type=float, default=3.0, help="seconds per send (default 3)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only a summary")
@@ -81,6 +83,8 @@ def _consume_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--push", action="store_true",
                    help="consume as a push consumer: the group's members share the queues (rebalancing), "
                         "offsets are persisted as messages are printed")
+    p.add_argument("--max-rate", type=float, default=0.0, metavar="N",
+                   help="handle at most N messages per second (a slow downstream; default: no limit)")
     p.add_argument("--orderly", action="store_true", help="with --push: one queue at a time, in offset order")
     p.add_argument("--broadcast", action="store_true", help="with --push: every member gets every message")
 
@@ -105,6 +109,8 @@ async def run_produce(args: argparse.Namespace, parser: argparse.ArgumentParser,
     props = _properties(args.property, parser)
     if args.count < 1:
         raise UsageError(parser, "argument -c/--count: must be at least 1")
+    if args.deliver_in < 0 or (args.deliver_in and args.delay):
+        raise UsageError(parser, "argument --deliver-in: must be positive, and not with -d/--delay")
 
     def messages() -> Iterator[bytes]:
         if args.body is not None:
@@ -120,7 +126,9 @@ async def run_produce(args: argparse.Namespace, parser: argparse.ArgumentParser,
     started = time.monotonic()
     async with Producer(args.group, args.namesrv, client=client_settings(args)) as producer:
         for body in messages():
-            msg = Message(args.topic, body, tags=args.tags, keys=args.keys, properties=props or None, delay_level=args.delay)
+            due = int(time.time() * 1000 + args.deliver_in * 1000) if args.deliver_in > 0 else 0
+            msg = Message(args.topic, body, tags=args.tags, keys=args.keys, properties=props or None,
+                          delay_level=args.delay, deliver_time_ms=due)
             result = await producer.send(msg, args.timeout)
             sent += 1
             if not args.quiet:
@@ -152,6 +160,8 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
 
     if args.count < 0:
         raise UsageError(parser, "argument -c/--count: must not be negative")
+    if args.max_rate < 0:
+        raise UsageError(parser, "argument --max-rate: must not be negative")
     if not args.push and (args.orderly or args.broadcast):
         raise UsageError(parser, "--orderly and --broadcast need --push")
     if args.push and args.no_commit:
@@ -168,6 +178,7 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
         if args.from_beginning:
             await consumer.seek_to_begin(queues)
         idle_since = time.monotonic()
+        pace = Pacer(args.max_rate)
         while not args.count or received < args.count:
             wait = 1.0
             if args.timeout > 0:
@@ -184,6 +195,7 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
                     # put the rest back: the committed offset must not pass what was printed
                     consumer.seek(_mq_of(consumer, m), m.queue_offset)
                     continue
+                await pace.take()
                 received += 1
                 if not args.quiet:
                     extra = user_properties(m.properties)
@@ -213,6 +225,7 @@ async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentPa
     last = time.monotonic()
     done = asyncio.Event()
     never = asyncio.Event()
+    pace = Pacer(args.max_rate)
 
     async def listener(msgs: list[Any], ctx: Any) -> ConsumeResult:
         nonlocal received, last
@@ -220,6 +233,7 @@ async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentPa
             if args.count and received >= args.count:
                 done.set()
                 await never.wait()  # cancelled at shutdown: not acknowledged, consumed again later
+            await pace.take()
             received += 1
             last = time.monotonic()
             if not args.quiet:
@@ -244,6 +258,23 @@ async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentPa
         await consumer.shutdown(grace=2.0)
     out.write(f"received {received} message(s) from {args.topic}\n")
     return 0
+
+
+class Pacer:
+    """``--max-rate``: spaces :meth:`take` calls 1/rate seconds apart (no limit at rate 0)."""
+
+    def __init__(self, rate: float) -> None:
+        self.gap = 1.0 / rate if rate > 0 else 0.0
+        self.next = 0.0
+
+    async def take(self) -> None:
+        if not self.gap:
+            return
+        now = time.monotonic()
+        slot = max(now, self.next)
+        self.next = slot + self.gap
+        if slot > now:
+            await asyncio.sleep(slot - now)
 
 
 def _mq_of(consumer: Any, msg: Any) -> Any:

@@ -57,6 +57,8 @@ _KINDS = [
     ResourceKind("v1", "Pod", "pods"),
     ResourceKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
     ResourceKind("apps/v1", "StatefulSet", "statefulsets"),
+    ResourceKind("apps/v1", "Deployment", "deployments"),
+    ResourceKind("apps/v1", "ReplicaSet", "replicasets"),
     ResourceKind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
     ResourceKind("pyrocketmq.io/v1alpha1", "NameServer", "nameservers"),
     ResourceKind("pyrocketmq.io/v1alpha1", "Broker", "brokers"),
@@ -223,4 +225,24 @@ class KubeClient:
             if e.not_found:
                 return None
             raise
+        return doc
+
+    async def get_scale(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ``scale`` subresource (``spec.replicas``, ``status.replicas``); ``None`` when gone."""
+        try:
+            _, doc = await self.request("GET", kind_of(api_version, kind).path(namespace, name, "scale"))
+        except KubeError as e:
+            if e.not_found:
+                return None
+            raise
+        return doc
+
+    async def set_scale(self, api_version: str, kind: str, namespace: str, name: str, replicas: int) -> dict[str, Any]:
+        """Merge-patch ``spec.replicas`` through the ``scale`` subresource."""
+        _, doc = await self.request(
+            "PATCH",
+            kind_of(api_version, kind).path(namespace, name, "scale"),
+            body={"spec": {"replicas": replicas}},
+            content_type="application/merge-patch+json",
+        )
         return doc

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .autoscale import Autoscale
+
 API_GROUP = "pyrocketmq.io"
 API_VERSION = "v1alpha1"
 GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
@@ -448,6 +450,7 @@ class ConsumerGroupModel:
     orderly: bool = False
     slow_consumer_broker_id: int = 1
     reset_offset: OffsetReset | None = None
+    autoscale: Autoscale | None = None
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> ConsumerGroupModel:
@@ -468,7 +471,15 @@ class ConsumerGroupModel:
             orderly=bool(spec.get("orderly", False)),
             slow_consumer_broker_id=int(spec.get("slowConsumerBrokerId", 1)),
             reset_offset=OffsetReset.from_spec(spec.get("resetOffset")),
+            autoscale=_autoscale(spec.get("autoscale")),
         )
+
+
+def _autoscale(spec: Mapping[str, Any] | None) -> Autoscale | None:
+    try:
+        return Autoscale.from_spec(spec)
+    except (ValueError, TypeError) as e:
+        raise SpecError(str(e)) from None
 
 
 # -- names ------------------------------------------------------------------------------------------

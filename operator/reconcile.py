@@ -54,14 +54,13 @@ from .rocketmq import (
     admin_session,
     apply_group,
     apply_topic,
-    delete_group,
-    delete_topic,
     drain_facts,
     group_stats,
     reset_group_offsets,
     stop_writes,
     topic_brokers,
 )
+from .scaler import scale_on_lag
 from .security import ClientSecurity, SecretError, read_broker_secrets, read_nameserver_secrets
 from .settings import OperatorSettings
 from .status import (
@@ -71,6 +70,7 @@ from .status import (
     condition_of,
     failure_conditions,
     merge_conditions,
+    now_ms,
     now_rfc3339,
     statefulset_rolled_out,
 )
@@ -512,6 +512,9 @@ class ConsumerGroupReconcile(_OnBrokersReconcile):
             self.reset, reset_now = await reset_group_offsets(admin, self.model.group_name, self.model.reset_offset,
                                                               self.previous.get("offsetReset"), now_rfc3339())
             self.stats = await group_stats(admin, self.model.group_name)
+        self.scaled = None if self.model.autoscale is None else await scale_on_lag(
+            self.ctx.kube, self.ctx.event, self.model.ref.namespace, self.model.autoscale, self.stats.total_lag,
+            self.stats.queues, self.previous.get("autoscale"), now_ms(), now_rfc3339())
         if reset_now:
             done = self.reset or {}
             self.ctx.event("Normal", "OffsetReset", f"group {self.model.group_name} on {done.get('topic')} reset to {done.get('to')}")
@@ -535,54 +538,9 @@ class ConsumerGroupReconcile(_OnBrokersReconcile):
             "lag": [{"topic": t, "lag": n} for t, n in self.stats.lag_by_topic.items()],
             "totalLag": self.stats.total_lag,
             **({"offsetReset": self.reset} if self.reset else {}),
+            **({"autoscale": self.scaled} if self.scaled else {}),
             "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
         })
-
-
-# -- deletion (behind finalizers) -----------------------------------------------------------------
-
-
-async def delete_topic_from_brokers(body: Mapping[str, Any], ctx: Context) -> None:
-    try:
-        model = TopicModel.from_body(body)
-    except SpecError:
-        return  # never created
-    target = await resolve_cluster(ctx, model.ref.namespace, model.cluster_ref, for_delete=True)
-    if target is None:
-        ctx.log.info("Broker %s is gone or never served: nothing to delete for topic %s", model.cluster_ref,
-                     model.topic_name)
-        return
-    try:
-        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security) as admin:
-            await delete_topic(admin, model.topic_name, target.cluster_name)
-    except RocketMQUnavailable as e:
-        if e.reason == "ClusterNotReady":
-            ctx.log.info("cluster %s has no broker registered: nothing to delete", target.cluster_name)
-            return
-        raise ReconcileError(e.reason, f"cannot delete topic {model.topic_name}: {e}") from None
-    except RocketMQRefused as e:
-        raise ReconcileError("BrokerRefused", f"cannot delete topic {model.topic_name}: {e}") from None
-    ctx.event("Normal", "TopicDeleted", f"topic {model.topic_name} deleted from cluster {target.cluster_name}")
-
-
-async def delete_group_from_brokers(body: Mapping[str, Any], ctx: Context) -> None:
-    try:
-        model = ConsumerGroupModel.from_body(body)
-    except SpecError:
-        return
-    target = await resolve_cluster(ctx, model.ref.namespace, model.cluster_ref, for_delete=True)
-    if target is None:
-        return
-    try:
-        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security) as admin:
-            await delete_group(admin, model.group_name, target.cluster_name)
-    except RocketMQUnavailable as e:
-        if e.reason == "ClusterNotReady":
-            return
-        raise ReconcileError(e.reason, f"cannot delete group {model.group_name}: {e}") from None
-    except RocketMQRefused as e:
-        raise ReconcileError("BrokerRefused", f"cannot delete group {model.group_name}: {e}") from None
-    ctx.event("Normal", "GroupDeleted", f"consumer group {model.group_name} deleted from cluster {target.cluster_name}")
 
 
 RECONCILERS: dict[str, Callable[[Mapping[str, Any], Context], Any]] = {

@@ -250,6 +250,8 @@ async def delete_group(admin: Admin, group: str, cluster: str) -> None:
 class GroupStats:
     members: tuple[str, ...]
     lag_by_topic: dict[str, int]
+    queues: int = 0
+    """Queues of the group's topics (retry topics left out): the most members that get work."""
 
     @property
     def total_lag(self) -> int:
@@ -265,7 +267,8 @@ async def group_stats(admin: Admin, group: str) -> GroupStats:
         table = {}
     for mq, wrapper in table.items():
         lag[mq.topic] = lag.get(mq.topic, 0) + max(0, int(wrapper.broker_offset) - max(0, int(wrapper.consumer_offset)))
-    return GroupStats(members, dict(sorted(lag.items())))
+    queues = sum(1 for mq in table if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX))
+    return GroupStats(members, dict(sorted(lag.items())), queues)
 
 
 # -- draining a group for a scale-down ------------------------------------------------------------

@@ -16,6 +16,7 @@ ScaleDownPending  (Broker) a removed group is kept until drained; the reason say
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +35,10 @@ class Condition:
     @property
     def status_text(self) -> str:
         return "Unknown" if self.status is None else ("True" if self.status else "False")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def now_rfc3339() -> str:

@@ -129,3 +129,62 @@ def test_an_unreachable_cluster_is_a_reason_retried_with_backoff_and_converges_w
     wait_ready(kube, "topic", "later", ns, timeout=240)
     with SyncAdmin(mq.namesrv_addr()) as admin:
         assert set(queue_layout(admin, topic)) == {"late-0"}
+
+
+def consumer_deployment(mq: MQ, name: str, topic: str, group: str, rate: int) -> dict:
+    """A Deployment of push consumers, each handling at most ``rate`` messages a second."""
+    labels = {"app": name}
+    args = ["pyrocketmq", "consume", "-n", mq.in_cluster_namesrv(), "-t", topic, "-g", group, "--push", "-q",
+            "--max-rate", str(rate)]
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"terminationGracePeriodSeconds": 5, "containers": [{
+                "name": "consumer", "image": mq.images.project, "imagePullPolicy": "Never", "args": args,
+                "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}}}]}}},
+    }  # fmt: skip
+
+
+@pytest.mark.timeout(600)
+def test_group_lag_scales_its_consumer_deployment_up_to_the_queue_count_and_back_down(mq: MQ):
+    kube, ns = mq.kube, mq.ns
+    group, topic = f"GID_SCALE_{secrets.token_hex(3)}", f"Scale_{secrets.token_hex(3)}"
+    kube.apply(topic_cr("scale-topic", topic, "orders", queues=2), "-n", ns)  # 2 masters × 2 = 4 queues
+    wait_ready(kube, "topic", "scale-topic", ns, timeout=60)
+    kube.apply(consumer_deployment(mq, "workers", topic, group, rate=15), "-n", ns)
+    autoscale = {"scaleTargetRef": {"kind": "Deployment", "name": "workers"}, "lagPerReplica": 40,
+                 "minReplicas": 1, "maxReplicas": 6, "scaleDownStabilizationSeconds": 20}
+    kube.apply({**group_cr("workers", group, "orders"),
+                "spec": {"clusterRef": {"name": "orders"}, "groupName": group, "autoscale": autoscale}}, "-n", ns)
+    wait_ready(kube, "consumergroup", "workers", ns, timeout=60)
+
+    def status() -> dict:
+        return (get(kube, "consumergroup", "workers", ns) or {}).get("status") or {}
+
+    def replicas() -> tuple[int, int]:
+        d = kube.get("deployment", "workers", "-n", ns)
+        return d["spec"]["replicas"], d.get("status", {}).get("readyReplicas", 0)
+
+    kube.wait_until(lambda: status().get("membersOnline", 0) >= 1, 120, "the first consumer online", interval=1)
+    namesrv = mq.namesrv_addr()
+    with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv) as producer:
+        for i in range(600):
+            producer.send(Message(topic, f"s{i}".encode()))
+
+    # 600 behind at 40 per replica asks for 15; maxReplicas says 6, the 4 queues say 4.
+    up = kube.wait_until(lambda: (s := status().get("autoscale") or {}).get("desiredReplicas") == 4 and s, 90,
+                         "a scale-up to the queue count", interval=1)
+    assert up["reason"] == "QueueBound" and up["lag"] > 160, up
+    kube.wait_until(lambda: replicas() == (4, 4), 120, "4 consumer pods ready", interval=1)
+    kube.wait_until(lambda: status().get("membersOnline", 0) == 4, 90, "4 members share the group", interval=1)
+
+    # drained, then held for the 20 s window, then back to minReplicas
+    kube.wait_until(lambda: status().get("totalLag") == 0, 180, "the backlog consumed", interval=1)
+    down = kube.wait_until(lambda: replicas()[0] == 1 and status().get("autoscale"), 120, "a scale-down to 1",
+                           interval=1)
+    assert down["desiredReplicas"] == 1 and down["reason"] == "MinReplicas", down
+    events = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Scaled,involvedObject.name=workers",
+                          "-o", "jsonpath={.items[*].message}").stdout
+    assert "Deployment/workers: 1 → 4 replicas" in events and "Deployment/workers: 4 → 1 replicas" in events, events
+    kube.kubectl("delete", "deployment", "workers", "-n", ns, "--wait=false")

@@ -65,6 +65,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "list", "create", "patch", "delete"]
+# ConsumerGroup spec.autoscale: the replicas of the group's consumer workload, through its scale subresource.
+- apiGroups: ["apps"]
+  resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
+  verbs: ["get", "patch"]
 # Readiness and addresses of name server and broker pods.
 - apiGroups: [""]
   resources: ["pods"]
