@@ -47,6 +47,7 @@ from .settings import BrokerRole, BrokerSettings, ConfigError, read_properties
 from .stats import BrokerStats
 from .store.message_store import MessageStore
 from .subscription_group import SubscriptionGroupManager
+from .timer_service import TimerService
 from .topic_config import TopicConfigManager
 from .transaction_check import TransactionCheckService, TransactionSettings
 
@@ -88,6 +89,8 @@ class Broker:
                 raise ConfigError(str(e)) from None
         self.store: MessageStore | None = None
         self.schedule: ScheduleService | None = None
+        self.timer: TimerService | None = None
+        """Masters: delivery of timer messages (slaves hold the timer queue, a master delivers)."""
         self.transaction_settings = TransactionSettings.from_conf(settings.extra)
         self.transaction_check: TransactionCheckService | None = None
         self.ha_server: HAServer | None = None
@@ -169,6 +172,10 @@ class Broker:
             flush_interval_ms=s.store.flush_delay_offset_interval,
         )
         self.schedule.load()
+        if s.identity.role != BrokerRole.SLAVE and s.store.timer_wheel_enable:
+            self.timer = TimerService(store, os.path.join(s.store.config_dir, "timerCheckpoint.json"),
+                                      flush_interval_ms=s.store.flush_delay_offset_interval)
+            self.timer.load()
         if self.ha_client is not None:
             self.slave_sync = SlaveSync(
                 registrar=self.registrar, topics=self.topics, groups=self.groups, offsets=self.offsets,
@@ -229,6 +236,8 @@ class Broker:
             assert self.schedule is not None and self.transaction_check is not None
             self.schedule.start()
             self.transaction_check.start()
+            if self.timer is not None:
+                self.timer.start()
 
     async def _start_fast_channel(self) -> None:
         """RocketMQ's "VIP channel" on ``listenPort - 2``: the same handlers on a second port. Apache
@@ -271,6 +280,7 @@ class Broker:
             ("the fast channel", self.fast_server.stop if self.fast_server is not None else _nothing),
             ("the HA server", self.ha_server.stop if self.ha_server is not None else _nothing),
             ("the delay service", self.schedule.stop if self.schedule is not None else _nothing),
+            ("the timer service", self.timer.stop if self.timer is not None else _nothing),
             ("the transaction check", self.transaction_check.stop if self.transaction_check is not None else _nothing),
             # only once loaded (the store opens after the configs): never write empty tables over real files
             ("persisting consumer offsets", self._loaded(lambda: self.offsets.persist(force=True))),

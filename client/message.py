@@ -72,7 +72,8 @@ class Message:
 
     ``keys`` is one key or several (stored space-separated in ``KEYS``; the broker indexes each);
     ``tags`` is one tag (consumers filter on it); ``delay_level`` 1..18 delays delivery
-    (1s 5s 10s 30s 1m … 2h); ``flag`` is an application-defined int stored as is.
+    (1s 5s 10s 30s 1m … 2h), ``deliver_time_ms`` delivers at any millisecond instead; ``flag`` is
+    an application-defined int stored as is.
 
     Example::
 
@@ -92,6 +93,9 @@ class Message:
     wait_store_msg_ok: bool = True
     #: Set by the producer on the first send attempt (``UNIQ_KEY``); keep it to match consumers' ids.
     unique_id: str | None = field(default=None, compare=False)
+    #: Deliver at this epoch millisecond (RocketMQ 5's timer, ``TIMER_DELIVER_MS``; up to the broker's
+    #: ``timerMaxDelaySec`` ahead); 0: no timer. Not together with ``delay_level``.
+    deliver_time_ms: int = 0
 
     def key_list(self) -> list[str]:
         if self.keys is None:
@@ -113,6 +117,8 @@ class Message:
             raise MQClientError(f"the body is {len(self.body)} bytes; the limit is {max_size} (maxMessageSize)")
         if not 0 <= self.delay_level <= MAX_DELAY_LEVEL:
             raise MQClientError(f"delay_level {self.delay_level} is out of range: use 0 (none) or 1..{MAX_DELAY_LEVEL}")
+        if self.deliver_time_ms < 0 or (self.deliver_time_ms and self.delay_level):
+            raise MQClientError("deliver_time_ms: give an epoch millisecond (not negative), and not with a delay_level")
         if self.tags is not None:
             _check_text("tag", self.tags)
         for k in self.key_list():
@@ -135,6 +141,8 @@ class Message:
             props[Prop.KEYS] = " ".join(keys)
         if self.delay_level > 0:
             props[Prop.DELAY] = str(self.delay_level)
+        if self.deliver_time_ms > 0:
+            props[Prop.TIMER_DELIVER_MS] = str(self.deliver_time_ms)
         props[Prop.WAIT] = "true" if self.wait_store_msg_ok else "false"
         if self.unique_id:
             props[Prop.UNIQ_KEY] = self.unique_id

@@ -22,6 +22,8 @@ BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 """Where delayed messages and retries wait, one queue per delay level."""
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+"""Where timer messages (any-millisecond delivery, RocketMQ 5's timer) wait, in queue 0."""
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
@@ -36,12 +38,13 @@ SYSTEM_TOPICS = frozenset(
         BENCHMARK_TOPIC,
         OFFSET_MOVED_EVENT,
         SCHEDULE_TOPIC,
+        TIMER_TOPIC,
         TRANS_HALF_TOPIC,
         TRANS_OP_HALF_TOPIC,
         TRANS_CHECK_MAX_TIME_TOPIC,
     }
 )
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
 """Topics a producer may not send to (Java ``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET``)."""
 
 MAX_TOPIC_LENGTH = 127

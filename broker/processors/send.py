@@ -44,6 +44,7 @@ from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerRe
 
 from ..delay import DLQ_QUEUE_NUMS
 from ..settings import BrokerRole
+from ..store.timer import TimerRefused, asks_for_timer, timer_due
 from ..store.values import MessageInner, PutMessageStatus, PutResult
 from ..transaction import half_inner, is_prepared
 
@@ -161,6 +162,10 @@ class SendProcessor:
             problem = self._type_problem(topic, config.message_type, raw_props, body if batch else None)
             if problem is not None:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
+        if not batch and asks_for_timer(raw_props):
+            problem = self._timer_problem(raw_props)
+            if problem is not None:
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
         sys_flag = h.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= SysFlag.MULTI_TAGS
@@ -183,6 +188,17 @@ class SendProcessor:
                 self._inner(h, topic, queue_id, sys_flag, born_host, body, raw_props, props_bytes)
             )
         return self._answer(cmd, result, topic, queue_id, wait)
+
+    def _timer_problem(self, raw_props: bytes) -> str | None:
+        """Why the timer the message asks for cannot be kept (RocketMQ 5's "timer message illegal")."""
+        store = self.settings.store
+        if not store.timer_wheel_enable:
+            return None
+        try:
+            timer_due(decode_properties(raw_props), int(time.time() * 1000), store.timer_max_delay_sec)
+        except TimerRefused as e:
+            return str(e)
+        return None
 
     @staticmethod
     def _type_problem(topic: str, topic_type: str | None, raw_props: bytes,

@@ -15,9 +15,10 @@ from pyrocketmq.remoting.message import (
     encode_record,
     tags_code,
 )
-from pyrocketmq.remoting.names import SCHEDULE_TOPIC
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC, TIMER_TOPIC
 
 from .dispatch import NO_DISPATCH
+from .timer import timer_tags_code
 from .values import MessageInner, PutMessageStatus
 
 log = logging.getLogger("pyrocketmq.broker.store")
@@ -35,6 +36,8 @@ def tags_code_of(topic: str, props: dict[str, str], store_ts: int, given: int | 
             if level > 0:
                 return store_ts + delay_levels[level - 1]
             return store_ts + 1000
+    if topic == TIMER_TOPIC:
+        return timer_tags_code(props, store_ts)
     return tags_code(props.get(Prop.TAGS)) if given is None else given
 
 

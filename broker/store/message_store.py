@@ -43,7 +43,7 @@ from pyrocketmq.remoting.message import (
     decode_message,
     pack_host,
 )
-from pyrocketmq.remoting.names import SCHEDULE_TOPIC
+from pyrocketmq.remoting.names import SCHEDULE_TOPIC, TIMER_TOPIC
 
 from .checkpoint import Checkpoint
 from .commit_log import CommitLog
@@ -64,14 +64,8 @@ from .index_service import IndexService
 from .mapped_file_queue import StoreError
 from .reads import offset_by_time, query_by_key, scan_units
 from .settings import StoreSettings
-from .values import (
-    GetMessageStatus,
-    GetResult,
-    MessageInner,
-    PutMessageStatus,
-    PutResult,
-    QueryMessageResult,
-)
+from .timer import TimerRefused, hold_for_timer
+from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult, QueryMessageResult
 
 log = logging.getLogger("pyrocketmq.broker.store")
 _II = struct.Struct(">iI")
@@ -283,12 +277,19 @@ class MessageStore:
         A message with ``DELAY`` > 0 (and no prepared/rollback transaction bits) is stored in
         ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` instead (levels above the highest clamp to it),
         with ``REAL_TOPIC``/``REAL_QID`` naming where the schedule service delivers it when due.
+        A timer message (:mod:`.timer`) due later goes to ``rmq_sys_wheel_timer`` queue 0 likewise.
         """
         if not self._running:
             return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        now = self._next_timestamp()
         if Prop.DELAY in msg.properties and msg.topic != SCHEDULE_TOPIC:
             msg = to_schedule_topic(msg, self._delay_levels)
-        now = self._next_timestamp()
+        if self.settings.timer_wheel_enable and msg.topic not in (SCHEDULE_TOPIC, TIMER_TOPIC):
+            try:
+                msg = hold_for_timer(msg, now, self.settings.timer_max_delay_sec)
+            except TimerRefused as e:
+                log.warning("put refused: %s", e)
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
         rec, status = encode_inner(msg, now, self.store_host_bytes)
         if rec is None:
             return PutResult(status)

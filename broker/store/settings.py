@@ -89,7 +89,13 @@ class StoreSettings:
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     """``messageDelayLevel``: delay of each level (1-based), for SCHEDULE_TOPIC_XXXX delivery times."""
     flush_delay_offset_interval: int = 10_000
-    """``flushDelayOffsetInterval``: ms between writes of ``delayOffset.json`` (the delivery progress)."""
+    """``flushDelayOffsetInterval``: ms between writes of ``delayOffset.json`` and
+    ``timerCheckpoint.json`` (the delivery progress)."""
+    timer_wheel_enable: bool = True
+    """``timerWheelEnable``: keep timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS /
+    __STARTDELIVERTIME) until due; off, they are delivered at once."""
+    timer_max_delay_sec: int = 259_200
+    """``timerMaxDelaySec``: the furthest ahead a timer message may be due (3 days, as RocketMQ 5)."""
     access_message_in_memory_max_ratio: int = 40
     """``accessMessageInMemoryMaxRatio``: percent of RAM behind the head still counted as "in memory"."""
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024

@@ -19,7 +19,8 @@ import org.apache.rocketmq.common.message.MessageClientIDSetter;
  *   MODES is a comma list of: sync (COUNT sync sends), async=N, oneway=N, batch=N (one batch send of N),
  *   big (one sync send of a 6000-byte body, which the client zlib-compresses).
  * Message i (i counts across all modes, in the order above): tags TagA/TagB/TagC by i % 3, keys "key-i",
- * user properties idx=i and p-unicode=h\u00e9llo, body "body-i" (UTF-8).
+ * user properties idx=i and p-unicode=h\u00e9llo, body "body-i" (UTF-8); with -Dtimer.delayMs=D also
+ * TIMER_DELIVER_MS = now + D (a timer message).
  *
  * Output: {"sent": [{kind, idx, msgId, offsetMsgId, queueId, queueOffset, brokerName, status, tags, keys,
  *          bodySha1, bodyLen, error?}], "errors": n, "elapsedMs": ms}
@@ -209,6 +210,10 @@ public class ProducerScenario {
         Message msg = new Message(topic, TAGS[idx % TAGS.length], "key-" + idx, body);
         msg.putUserProperty("idx", Integer.toString(idx));
         msg.putUserProperty("p-unicode", Common.UNICODE_VALUE);
+        long timerDelayMs = Long.getLong("timer.delayMs", 0L);
+        if (timerDelayMs > 0) {  // RocketMQ 5's timer property, set as a user property by a 4.x client
+            msg.putUserProperty("TIMER_DELIVER_MS", Long.toString(System.currentTimeMillis() + timerDelayMs));
+        }
         return msg;
     }
 

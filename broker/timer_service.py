@@ -1,0 +1,253 @@
+"""Delivery of timer messages: RocketMQ 5's any-millisecond timer over ``rmq_sys_wheel_timer``.
+
+The store puts a message that asks for a later time (:mod:`.store.timer`) in the timer topic's
+queue 0; each consume-queue unit's tags code is its due time. This service reads that queue in
+order and keeps the pending entries in a heap by due time; when the head is due it re-stores the
+record in its ``REAL_TOPIC``/``REAL_QID`` (:func:`delivered`). A turn loads what arrived (every
+``IDLE_WAIT_S`` at the latest) and sleeps until the next due time, so a timer fires within about
+0.1 s of its time.
+
+Progress, in ``config/timerCheckpoint.json``: ``low`` (every entry below it is done) and the done
+entries above it. After a restart the queue is read again from ``low`` and what is not done goes
+back in the heap, so pending timers survive restarts; a crash replays at most what the last write
+missed (at least once, as the delay levels). An entry pending longer than ``roll_after_ms`` is
+*rolled*: a fresh copy goes to the head of the timer queue and the old entry is done — so ``low``
+keeps moving, the done set stays small and the commitlog's retention never takes a pending
+message's only copy (RocketMQ 5 rolls long timers the same way).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyrocketmq.remoting.message import MessageExt, Prop
+from pyrocketmq.remoting.names import TIMER_TOPIC
+from pyrocketmq.service import Service, Services
+
+from .delay import restored
+from .store.config_file import load_json_file, write_json_file
+from .store.consume_queue import FILLER_SIZE
+from .store.message_store import MessageStore
+from .store.timer import REQUEST_KEYS
+from .store.values import MessageInner, PutMessageStatus
+
+log = logging.getLogger("pyrocketmq.broker")
+
+IDLE_WAIT_S = 0.1
+RETRY_WAIT_S = 1.0
+BATCH = 512
+"""Entries loaded, and deliveries made, per turn before yielding to the event loop."""
+ROLL_AFTER_MS = 3_600_000
+ROLL_CHECK_MS = 10_000
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class TimerProgress:
+    """Which timer-queue entries are done: all below ``low``, and ``done`` above it."""
+
+    low: int = 0
+    done: set[int] = field(default_factory=set)
+
+    def mark(self, offset: int) -> None:
+        if offset < self.low:
+            return
+        self.done.add(offset)
+        while self.low in self.done:
+            self.done.discard(self.low)
+            self.low += 1
+
+    def is_done(self, offset: int) -> bool:
+        return offset < self.low or offset in self.done
+
+    def skip_to(self, offset: int) -> None:
+        """Entries below ``offset`` are gone from the queue: done."""
+        if offset > self.low:
+            self.low = offset
+            self.done = {o for o in self.done if o >= offset}
+            self.mark(offset - 1)
+
+    def as_json(self) -> dict[str, object]:
+        ranges: list[list[int]] = []
+        for o in sorted(self.done):
+            if ranges and ranges[-1][1] == o:
+                ranges[-1][1] = o + 1
+            else:
+                ranges.append([o, o + 1])
+        return {"low": self.low, "done": ranges}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, object]) -> TimerProgress:
+        p = cls(int(doc.get("low") or 0))  # type: ignore[call-overload]  # JSON: an int or absent
+        for pair in doc.get("done") or ():  # type: ignore[attr-defined]  # JSON: a list of [start, end)
+            start, end = int(pair[0]), int(pair[1])
+            p.done.update(range(max(start, p.low), end))
+        return p
+
+
+def delivered(msg: MessageExt, now_ms: int) -> MessageInner | None:
+    """What a due timer-store record becomes: its real topic and queue, the timer requests taken
+    out (``TIMER_OUT_MS`` stays: when it was due), ``TIMER_DEQUEUE_MS`` added. None when it names
+    no topic."""
+    real_topic = msg.properties.get(Prop.REAL_TOPIC)
+    try:
+        real_qid = int(msg.properties.get(Prop.REAL_QID, ""))
+    except ValueError:
+        return None
+    if not real_topic or real_qid < 0:
+        return None
+    drop = {*REQUEST_KEYS, Prop.REAL_TOPIC, Prop.REAL_QID, Prop.TIMER_ROLL_TIMES}
+    props = {k: v for k, v in msg.properties.items() if k not in drop}
+    props[Prop.TIMER_DEQUEUE_MS] = str(now_ms)
+    return restored(msg, topic=real_topic, queue_id=real_qid, properties=props,
+                    reconsume_times=msg.reconsume_times, prepared_transaction_offset=msg.prepared_transaction_offset)
+
+
+def rolled(msg: MessageExt) -> MessageInner:
+    """A fresh copy of a timer-store record at the head of the store (the old one is then done):
+    long timers move forward so that the commitlog's retention never takes a pending one."""
+    props = dict(msg.properties)
+    props[Prop.TIMER_ROLL_TIMES] = str(int(props.get(Prop.TIMER_ROLL_TIMES) or 0) + 1)
+    return restored(msg, topic=TIMER_TOPIC, queue_id=0, properties=props, reconsume_times=msg.reconsume_times,
+                    prepared_transaction_offset=msg.prepared_transaction_offset)
+
+
+
+
+class TimerService:
+    """See the module docstring. ``turn()`` is one step of the loop (tests call it directly)."""
+
+    def __init__(self, store: MessageStore, path: str, *, flush_interval_ms: int = 10_000,
+                 roll_after_ms: int = ROLL_AFTER_MS, clock: Callable[[], int] = _now_ms) -> None:
+        self.store, self.path, self.clock = store, path, clock
+        self.flush_interval_ms, self.roll_after_ms = flush_interval_ms, roll_after_ms
+        self.progress = TimerProgress()
+        self.scan = 0
+        """Next timer-queue offset to load into the heap."""
+        self.heap: list[tuple[int, int, int, int]] = []
+        """(due ms, queue offset, commitlog offset, loaded at ms)."""
+        self.delivered_count = 0
+        self.rolled_count = 0
+        self._last_roll_check = 0
+        self._dirty = False
+        self._services = Services()
+
+    # -- persistence ------------------------------------------------------------------------------
+    def load(self) -> None:
+        doc = load_json_file(self.path) or {}
+        try:
+            self.progress = TimerProgress.from_json(doc)
+        except (TypeError, ValueError, IndexError) as e:
+            log.warning("%s: unreadable (%s); timer messages are read again from the start", self.path, e)
+            self.progress = TimerProgress()
+        self.scan = self.progress.low
+        self.heap = []
+
+    def persist(self, force: bool = False) -> None:
+        if not (self._dirty or force):
+            return
+        self._dirty = False
+        write_json_file(self.path, self.progress.as_json())
+
+    @property
+    def pending(self) -> int:
+        return len(self.heap)
+
+    # -- one turn ---------------------------------------------------------------------------------
+    def turn(self) -> float:
+        """Load new entries, deliver the due ones, roll old ones; seconds until the next turn."""
+        cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
+        if cq is None:
+            return IDLE_WAIT_S
+        if self.scan < cq.min_offset:
+            log.warning("timer queue: entries below %d are gone (retention); skipping from %d", cq.min_offset, self.scan)
+            self.scan = cq.min_offset
+            self.progress.skip_to(cq.min_offset)
+            self._dirty = True
+        elif self.scan > cq.max_offset:  # the queue lost its tail (a torn commitlog after a crash)
+            self.scan = cq.max_offset
+        now = self.clock()
+        loaded = 0
+        while self.scan < cq.max_offset and loaded < BATCH:
+            unit = cq.get(self.scan)
+            if unit is None:
+                break
+            phys, size, due = unit
+            if size == FILLER_SIZE:
+                self.progress.mark(self.scan)
+                self._dirty = True
+            elif not self.progress.is_done(self.scan):
+                heapq.heappush(self.heap, (due, self.scan, phys, now))
+            self.scan += 1
+            loaded += 1
+        fired = 0
+        while self.heap and self.heap[0][0] <= now and fired < BATCH:
+            _, offset, phys, _ = self.heap[0]
+            if not self._deliver(offset, phys, now):
+                return RETRY_WAIT_S
+            heapq.heappop(self.heap)
+            self._done(offset)
+            fired += 1
+        if now - self._last_roll_check >= ROLL_CHECK_MS:
+            self._last_roll_check = now
+            self._roll(now)
+        if loaded >= BATCH or fired >= BATCH:
+            return 0
+        if self.heap:
+            return max(0.0, min(IDLE_WAIT_S, (self.heap[0][0] - now) / 1000))
+        return IDLE_WAIT_S
+
+    def _done(self, offset: int) -> None:
+        self.progress.mark(offset)
+        self._dirty = True
+
+    def _deliver(self, offset: int, phys: int, now: int) -> bool:
+        msg = self.store.look_message(phys)
+        inner = None if msg is None else delivered(msg, now)
+        if inner is None:
+            log.error("timer queue entry %d (commitlog %d): no message naming its topic; skipped", offset, phys)
+            return True
+        result = self.store.put_message(inner)
+        if result.status != PutMessageStatus.PUT_OK:
+            log.warning("timer entry %d: re-storing in %s failed (%s); will retry", offset, inner.topic, result.status.name)
+            return False
+        self.delivered_count += 1
+        return True
+
+    def _roll(self, now: int) -> None:
+        """Move entries pending longer than ``roll_after_ms`` (and not due soon) to the head."""
+        old = [e for e in self.heap if now - e[3] >= self.roll_after_ms and e[0] > now + ROLL_CHECK_MS]
+        if not old:
+            return
+        moved = set()
+        for _, offset, phys, _ in old:
+            msg = self.store.look_message(phys)
+            if msg is None:
+                continue
+            if self.store.put_message(rolled(msg)).status != PutMessageStatus.PUT_OK:
+                break
+            moved.add(offset)
+            self._done(offset)
+            self.rolled_count += 1
+        if moved:
+            self.heap = [e for e in self.heap if e[1] not in moved]
+            heapq.heapify(self.heap)
+            log.info("timer: %d long-pending timer message(s) rolled to the head of the timer queue", len(moved))
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._services.add(Service("timer delivery", self.turn, RETRY_WAIT_S, first_wait=False, chooses_wait=True,
+                                   logger=log))
+        self._services.add(Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log))
+        self._services.start()
+
+    async def stop(self) -> None:
+        await self._services.stop()
+        self.persist(force=True)
