@@ -27,6 +27,8 @@ metric                                                     meaning
 ``pyrocketmq_broker_retry_messages_total{group}``          messages ever put in ``%RETRY%<group>``
 ``pyrocketmq_broker_dlq_messages_total{group}``            messages ever put in ``%DLQ%<group>``
 ``pyrocketmq_broker_scheduled_messages{level}``            delayed messages not yet delivered
+``pyrocketmq_broker_timer_messages``                       timer messages waiting for their time
+``pyrocketmq_broker_timer_delivered_total``                timer messages delivered since start
 ``pyrocketmq_broker_commitlog_size_bytes``                 commitlog bytes retained
 ``pyrocketmq_broker_commitlog_max_offset_bytes``           commitlog write position (bytes ever written)
 ``pyrocketmq_broker_disk_usage_ratio``                     used / size of the commitlog's disk
@@ -62,6 +64,7 @@ from pyrocketmq.remoting.names import (
     RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX,
     SCHEDULE_TOPIC,
     SYSTEM_GROUPS,
+    TIMER_TOPIC,
 )
 
 from .settings import BrokerRole
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from .stats import BrokerStats
     from .store.message_store import MessageStore
     from .subscription_group import SubscriptionGroupManager
+    from .timer_service import TimerService
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -194,6 +198,8 @@ class BrokerView(Protocol):
     @property
     def schedule(self) -> ScheduleService | None: ...
     @property
+    def timer(self) -> TimerService | None: ...
+    @property
     def ha_server(self) -> HAServer | None: ...
 
 
@@ -305,7 +311,7 @@ def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
     g_max = f.gauge("queue_max_offset", "Next offset of a consume queue (messages ever stored in it).", ["topic", "queue"])
     g_min = f.gauge("queue_min_offset", "First offset still stored in a consume queue.", ["topic", "queue"])
     for topic, queue, mx, mn in queues:
-        if topic == SCHEDULE_TOPIC:
+        if topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
             continue
         g_max.add_metric(ident + [topic, str(queue)], mx)
         g_min.add_metric(ident + [topic, str(queue)], mn)
@@ -342,6 +348,12 @@ def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
         for level, n in waiting.items():
             g.add_metric(ident + [str(level)], n)
     yield g
+    timer = broker.timer
+    if timer is not None and not copies:
+        yield f.one("timer_messages", "Timer messages (any-millisecond delivery) waiting for their time.", timer.pending)
+        c = f.counter("timer_delivered", "Timer messages put back in their topic since the broker started.")
+        c.add_metric(ident, timer.delivered_count)
+        yield c
 
 
 def _store_families(broker: BrokerView, store: MessageStore, f: _Families) -> Iterator[Metric]:

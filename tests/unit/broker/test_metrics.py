@@ -3,6 +3,8 @@ on tmp_path (no socket is opened: the remoting server is never started)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -20,6 +22,7 @@ from pyrocketmq.broker.schedule import ScheduleService
 from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import MessageInner
+from pyrocketmq.broker.timer_service import TimerService
 from pyrocketmq.metrics import LatencyRecorder
 from pyrocketmq.remoting.body import SubscriptionGroupConfig
 
@@ -132,6 +135,19 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     assert 0 <= s[("pyrocketmq_broker_disk_usage_ratio", ())] <= 1
     assert s[("pyrocketmq_broker_ready", ())] == 0  # not serving: never started
     assert s[("pyrocketmq_broker_info", (("broker_id", "0"), ("role", "ASYNC_MASTER"), ("version", "0.1.0")))] == 1
+
+
+def test_timer_messages_waiting_and_delivered(broker, tmp_path):
+    broker.timer = TimerService(broker.store, str(tmp_path / "timerCheckpoint.json"))
+    broker.timer.load()
+    put(broker, "Orders", 0, 2, TIMER_DELAY_SEC="600")
+    put(broker, "Orders", 0, 1, TIMER_DELAY_MS="1")
+    time.sleep(0.01)
+    broker.timer.turn()
+    s = samples(broker)
+    assert s[("pyrocketmq_broker_timer_messages", ())] == 2
+    assert s[("pyrocketmq_broker_timer_delivered_total", ())] == 1
+    assert not any(dict(labels).get("topic") == "rmq_sys_wheel_timer" for _, labels in s)
 
 
 def test_a_slave_leaves_the_groups_data_to_its_master(tmp_path):
