@@ -211,7 +211,8 @@ class Broker:
             AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
                            store=store, stats=stats, schedule=self.schedule, boot_ms=self.boot_ms),
             QueryProcessor(store=store),
-            ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, producers=producers),
+            ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, producers=producers,
+                           stats=stats),
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule),
         )
@@ -228,6 +229,7 @@ class Broker:
             add(Service("HA link to the master", self.ha_client.connect_round, RECONNECT_DELAY, first_wait=False))
             add(Service("config sync from the master", self.slave_sync.sync_round, 1.0, first_wait=False, chooses_wait=True))
         add(Service("consumer offset persist", self.offsets.persist, 5.0))
+        add(Service("traffic stats snapshots", self.stats.sample, 10.0))
         # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
         add(Service("client expiry scan", self.client_processor.scan_expired,
                     min(10.0, s.network.client_channel_expiry_ms / 2000)))

@@ -7,6 +7,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+from .stats_items import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, StatsTable
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
 
 class BrokerStats:
     def __init__(self) -> None:
@@ -22,6 +28,8 @@ class BrokerStats:
         """Messages consumers sent back to ``%RETRY%<group>`` (CONSUMER_SEND_MSG_BACK), per group."""
         self.dead_letter_by_group: dict[str, int] = defaultdict(int)
         """Messages that went to ``%DLQ%<group>``, per group."""
+        self.table = StatsTable()
+        """Last minute / hour / day per topic and per ``topic@group`` (VIEW_BROKER_STATS_DATA)."""
         self._mark = (time.monotonic(), 0, 0)
 
     def on_put(self, topic: str, count: int, nbytes: int) -> None:
@@ -29,15 +37,26 @@ class BrokerStats:
         self.put_bytes += nbytes
         self.put_by_topic[topic] += count
         self.put_bytes_by_topic[topic] += nbytes
+        now = _now_ms()
+        self.table.add(TOPIC_PUT_NUMS, topic, count, now)
+        self.table.add(TOPIC_PUT_SIZE, topic, nbytes, now)
 
     def on_send_back(self, group: str, dead_letter: bool) -> None:
         (self.dead_letter_by_group if dead_letter else self.send_back_by_group)[group] += 1
 
-    def on_get(self, topic: str, count: int, nbytes: int) -> None:
+    def on_get(self, topic: str, count: int, nbytes: int, group: str = "") -> None:
         self.get_count += count
         self.get_bytes += nbytes
         self.get_by_topic[topic] += count
         self.get_bytes_by_topic[topic] += nbytes
+        if group:
+            now = _now_ms()
+            self.table.add(GROUP_GET_NUMS, f"{topic}@{group}", count, now)
+            self.table.add(GROUP_GET_SIZE, f"{topic}@{group}", nbytes, now)
+
+    def sample(self) -> None:
+        """The minute/hour/day snapshots that are due (the broker calls this every 10 s)."""
+        self.table.sample(_now_ms())
 
     def _rates(self) -> tuple[float, float]:
         t0, p0, g0 = self._mark

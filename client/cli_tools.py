@@ -1,5 +1,6 @@
 """mqadmin's broker and group tools: ``brokerStatus``, ``getBrokerConfig``, ``updateBrokerConfig``,
-``producerConnection``, ``deleteSubGroup``, ``cloneGroupOffset`` and ``topicClusterList``, with
+``producerConnection``, ``deleteSubGroup``, ``cloneGroupOffset``, ``topicClusterList``, ``clusterRT``,
+``getConsumerStatus`` and ``statsAll``, with
 Apache's flags and output."""
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_
 
 from .cli_common import _add_ns, _bool, version_desc
 from .errors import MQBrokerError, MQClientError, MQError
+from .stats_all import HEADER, format_row, stats_all
 
 COMMANDS = ("brokerStatus", "getBrokerConfig", "updateBrokerConfig", "producerConnection", "deleteSubGroup",
-            "cloneGroupOffset", "topicClusterList", "clusterRT", "getConsumerStatus")  # fmt: skip
+            "cloneGroupOffset", "topicClusterList", "clusterRT", "getConsumerStatus", "statsAll")  # fmt: skip
 
 
 def _where(p: argparse.ArgumentParser) -> None:
@@ -63,6 +65,12 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("-t", "--topic", required=True, help="topic")
     p.add_argument("-i", "--originClientId", dest="client_id", default="", help="only this client id")
 
+    p = sub.add_parser("statsAll", help="every topic's messages in and out (per second over the last minute, and "
+                       "over the last day) per consumer group, with the group's backlog")
+    _add_ns(p)
+    p.add_argument("-a", "--activeTopic", dest="active", action="store_true", help="only topics with traffic")
+    p.add_argument("-t", "--topic", help="only this topic")
+
     p = sub.add_parser("topicClusterList", help="the clusters a topic is served by")
     _add_ns(p)
     p.add_argument("-t", "--topic", required=True, help="topic")
@@ -98,6 +106,10 @@ async def run(cmd: str, args: argparse.Namespace, admin: Any, out: TextIO) -> in
         for client_id, queues in sorted(table.items()):
             for mq, offset in sorted(queues.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)):
                 out.write(f"{client_id:<50}  {mq.broker_name:<15}  {mq.queue_id:<15}  {offset:<20}\n")
+    elif cmd == "statsAll":
+        out.write(HEADER)
+        for row in await stats_all(admin, args.topic, args.active):
+            out.write(format_row(row))
     elif cmd == "clusterRT":
         await _cluster_rt(args, admin, out)
     elif cmd == "cloneGroupOffset":

@@ -122,6 +122,7 @@ class AdminProcessor:
         self.topics.delete(topic)
         self.store.delete_topics({topic})
         self.offsets.remove_topic(topic)
+        self.stats.table.forget_topic(topic)
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:

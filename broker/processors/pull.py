@@ -163,7 +163,7 @@ class PullProcessor:
         )
         if code == ResponseCode.SUCCESS:
             response.body = list(result.buffers)
-            self.stats.on_get(h.topic, result.message_count, result.buffer_total_size)
+            self.stats.on_get(h.topic, result.message_count, result.buffer_total_size, h.consumer_group)
         return response
 
     def _filters(

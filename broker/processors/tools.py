@@ -1,26 +1,34 @@
 """The rest of what mqadmin asks a broker: its configuration (GET_BROKER_CONFIG 26; UPDATE_BROKER_CONFIG
-25 is refused: no setting here changes at run time), a producer group's connections
+25 for the settings that can change at run time, :mod:`..hot_config`), a producer group's connections
 (GET_PRODUCER_CONNECTION_LIST 204), copying a group's offsets to another (CLONE_GROUP_OFFSET 314) and
-the offsets the group's online consumers hold (INVOKE_BROKER_TO_GET_CONSUMER_STATUS 223)."""
+the offsets the group's online consumers hold (INVOKE_BROKER_TO_GET_CONSUMER_STATUS 223), who reads a
+topic (QUERY_TOPIC_CONSUME_BY_WHO 300) and traffic over the last minute/hour/day
+(VIEW_BROKER_STATS_DATA 315; both for ``mqadmin statsAll``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from typing import TYPE_CHECKING
+
+import orjson
 
 from pyrocketmq.remoting.body import ClientConnection, GetConsumerStatusBody, MessageQueue, ProducerConnection
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import check_group_name
-from pyrocketmq.remoting.properties import format_properties
+from pyrocketmq.remoting.properties import format_properties, parse_properties
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
+from ..hot_config import ConfigRefused, apply_updates
 from .consumer import _language_name
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager, ProducerManager
     from ..consumer_offset import ConsumerOffsetManager
     from ..settings import BrokerSettings
+    from ..stats import BrokerStats
     from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
@@ -28,8 +36,9 @@ log = logging.getLogger("pyrocketmq.broker")
 
 class ToolsProcessor:
     def __init__(self, *, settings: BrokerSettings, topics: TopicConfigManager, offsets: ConsumerOffsetManager,
-                 consumers: ConsumerManager, producers: ProducerManager) -> None:
+                 consumers: ConsumerManager, producers: ProducerManager, stats: BrokerStats) -> None:
         self.settings = settings
+        self.stats = stats
         self.topics = topics
         self.offsets = offsets
         self.consumers = consumers
@@ -41,6 +50,25 @@ class ToolsProcessor:
         server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, self.handle_producer_connections)
         server.register(RequestCode.CLONE_GROUP_OFFSET, self.handle_clone_offsets)
         server.register(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, self.handle_consumer_status)
+        server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.handle_consumed_by)
+        server.register(RequestCode.VIEW_BROKER_STATS_DATA, self.handle_stats_data)
+
+    def handle_consumed_by(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
+        """The groups reading ``topic``: online subscribers and groups with offsets for it."""
+        topic = cmd.get_str("topic") or ""
+        groups = {g for g, info in self.consumers.groups.items() if topic in info.subscriptions}
+        groups |= self.offsets.groups_of_topic(topic)
+        return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps({"groupList": sorted(groups)}))
+
+    def handle_stats_data(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
+        """One stats item's last minute, hour and day (``statsName``, ``statsKey``: a topic or ``topic@group``)."""
+        name, key = cmd.get_str("statsName") or "", cmd.get_str("statsKey") or ""
+        item = self.stats.table.get(name, key)
+        if item is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
+        now = time.time_ns() // 1_000_000
+        body = {f"stats{w.capitalize()}": dataclasses.asdict(item.data(w, now)) for w in ("day", "hour", "minute")}
+        return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps(body))
 
     async def handle_consumer_status(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         """Ask the group's online consumers (or the one ``clientAddr`` names: a client id) for their
@@ -70,13 +98,16 @@ class ToolsProcessor:
         return cmd.response(ResponseCode.SUCCESS, None, {"version": version}, body=format_properties(self.settings.effective))
 
     def handle_update_config(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        keys = sorted(line.partition("=")[0].strip() for line in bytes(cmd.payload or b"").decode("utf-8", "replace")
-                      .splitlines() if line.strip() and not line.lstrip().startswith(("#", "!")))  # fmt: skip
-        shown = ", ".join(k[:64] for k in keys[:10]) or "(none)"
-        log.info("UPDATE_BROKER_CONFIG from %s refused: %s", conn.remote_addr, shown)
-        return cmd.response(ResponseCode.SYSTEM_ERROR,
-                            f"no broker setting changes at run time here (asked: {shown}); change broker.conf "
-                            "and restart the broker (on Kubernetes: spec.config of the Broker rolls its pods)")
+        """Apply the hot keys (:mod:`..hot_config`) in memory, whole or not at all."""
+        updates = parse_properties(bytes(cmd.payload or b"").decode("utf-8", "replace"))
+        try:
+            changed = apply_updates(self.settings.store, updates, self.settings.effective)
+        except ConfigRefused as e:
+            log.info("UPDATE_BROKER_CONFIG from %s refused: %s", conn.remote_addr, e)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
+        log.warning("broker config changed by %s until restart: %s", conn.remote_addr,
+                    ", ".join(f"{k}={v}" for k, v in sorted(changed.items())))
+        return cmd.response(ResponseCode.SUCCESS)
 
     def handle_producer_connections(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         group = cmd.get_str("producerGroup") or ""

@@ -90,6 +90,18 @@ def test_our_lookups_against_apache(tmp_path):
 
         sent = asyncio.run(fill())
 
+        async def consume():
+            from pyrocketmq.client import PullConsumer, PullConsumerSettings
+
+            async with PullConsumer("lookup_cg", apache.namesrv_addr, PullConsumerSettings(consume_from="first")) as c:
+                await c.assign(await c.fetch_queues(TOPIC))
+                got = []
+                while len(got) < 9:
+                    got += await c.poll(timeout=1)
+                await c.commit()
+
+        asyncio.run(consume())
+
         def cli(*args: str) -> str:
             out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", *args, "-n", apache.namesrv_addr],
                                  capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -102,8 +114,19 @@ def test_our_lookups_against_apache(tmp_path):
                  cli("queryMsgByOffset", "-t", TOPIC, "-b", r.message_queue.broker_name,
                      "-i", str(r.message_queue.queue_id), "-o", str(r.queue_offset))]  # fmt: skip
         printed = cli("printMsg", "-t", TOPIC)
+        stats = cli("statsAll", "-t", TOPIC)
+        broker_addr = apache.broker_addr
+        updated = cli("updateBrokerConfig", "-b", broker_addr, "-k", "fileReservedTime", "-v", "48")
+        config = cli("getBrokerConfig", "-b", broker_addr)
     finally:
         apache.stop()
+    assert stats.splitlines()[0].split() == ["#Topic", "#Consumer", "Group", "#Accumulation", "#InTPS", "#OutTPS",
+                                             "#InMsg24Hour", "#OutMsg24Hour"], stats
+    row = next(line.split() for line in stats.splitlines()[1:] if line.split()[:2] == [TOPIC, "lookup_cg"])
+    assert row[2] == "0", stats  # everything consumed and committed
+    assert f"update broker config success, {broker_addr}" in updated
+    assert any(line.split("=")[0].strip() == "fileReservedTime" and line.split("=")[-1].strip() == "48"
+               for line in config.splitlines()), config
     assert ids == {sent[i].msg_id for i in (0, 3, 6)}
     assert all("Message Body:        body-4" in s and "Keys:                [x4]" in s for s in shown), shown
     assert sorted(line.rsplit("BODY: ", 1)[1] for line in printed.splitlines() if line.startswith("MSGID")) == \
@@ -142,7 +165,14 @@ def test_apache_mqadmin_broker_and_group_tools(ours):
         t.join(30)
     refused = run_mqadmin(tmp / "mqadmin-home", ["updateBrokerConfig", "-n", ns.addr, "-b", broker.addr,
                                                  "-k", "slaveReadEnable", "-v", "true"])  # fmt: skip
-    assert "restart the broker" in refused.stdout + refused.stderr, refused
+    assert "slaveReadEnable cannot change while the broker runs" in refused.stdout + refused.stderr, refused
+    bad = run_mqadmin(tmp / "mqadmin-home", ["updateBrokerConfig", "-n", ns.addr, "-b", broker.addr,
+                                             "-k", "fileReservedTime", "-v", "0"])  # fmt: skip
+    assert "fileReservedTime='0': expected 1..8760" in bad.stdout + bad.stderr, bad
+    changed = _mqadmin(tmp, "updateBrokerConfig", "-n", ns.addr, "-b", broker.addr, "-k", "fileReservedTime", "-v", "48")
+    assert f"update broker config success, {broker.addr}" in changed, changed
+    config = _mqadmin(tmp, "getBrokerConfig", "-n", ns.addr, "-b", broker.addr)
+    assert "fileReservedTime                                  =  48" in config, config
 
     async def commit_and_read(group: str | None = None):
         async with PullConsumer("mqadmin_src", ns.addr, PullConsumerSettings(consume_from="first")) as c:
@@ -170,5 +200,10 @@ def test_apache_mqadmin_broker_and_group_tools(ours):
         rt = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         rt = rt.splitlines()
     assert len(rt) >= 2 and rt[1].split()[:2] == ["DefaultCluster", "broker-a"] and rt[1].split()[3:] == ["5", "0"], rt
+    stats = _mqadmin(tmp, "statsAll", "-n", ns.addr, "-t", TOPIC)
+    rows = {tuple(line.split()[:2]): line.split() for line in stats.splitlines()[1:] if line.strip()}
+    src_row = rows[(TOPIC, "mqadmin_src")]  # 10 stored (9 + "live"), 10 pulled and committed by mqadmin_src
+    assert src_row[2] == "0" and src_row[5:] == ["10", "10"], stats
+    assert rows[(TOPIC, "mqadmin_dst")][2] == "0" and rows[(TOPIC, "mqadmin_dst")][6] == "0", stats
     deleted = _mqadmin(tmp, "deleteSubGroup", "-n", ns.addr, "-g", "mqadmin_dst", "-b", broker.addr)
     assert "delete subscription group [mqadmin_dst] from broker" in deleted and "success" in deleted, deleted
