@@ -118,8 +118,20 @@ def test_our_lookups_against_apache(tmp_path):
         broker_addr = apache.broker_addr
         updated = cli("updateBrokerConfig", "-b", broker_addr, "-k", "fileReservedTime", "-v", "48")
         config = cli("getBrokerConfig", "-b", broker_addr)
+        status = cli("brokerStatus", "-b", broker_addr)
+        clusters = cli("topicClusterList", "-t", TOPIC)
+        rt = cli("clusterRT", "-a", "3", "-c", apache.cluster_name)
+        cloned = cli("cloneGroupOffset", "-s", "lookup_cg", "-d", "lookup_cg2", "-t", TOPIC, "-o", "true")
+        progress = cli("consumerProgress", "-g", "lookup_cg2")
+        deleted = cli("deleteSubGroup", "-g", "lookup_cg2", "-b", broker_addr)
     finally:
         apache.stop()
+    assert any(line.split(":")[0].strip() == "commitLogMaxOffset" for line in status.splitlines()), status
+    assert clusters.split() == [apache.cluster_name]
+    assert rt.splitlines()[1].split()[:2] == [apache.cluster_name, apache.broker_name] and rt.splitlines()[1].split()[3:5] == ["3", "0"], rt
+    assert "clone group offset success" in cloned
+    assert "Diff Total: 0" in progress and f"{TOPIC}" in progress, progress
+    assert "delete subscription group [lookup_cg2] from broker" in deleted and "success" in deleted, deleted
     assert stats.splitlines()[0].split() == ["#Topic", "#Consumer", "Group", "#Accumulation", "#InTPS", "#OutTPS",
                                              "#InMsg24Hour", "#OutMsg24Hour"], stats
     row = next(line.split() for line in stats.splitlines()[1:] if line.split()[:2] == [TOPIC, "lookup_cg"])
