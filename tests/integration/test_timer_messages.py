@@ -57,12 +57,16 @@ def test_timer_messages_arrive_at_their_millisecond_and_survive_a_broker_restart
         finally:
             await c.shutdown()
 
-    asyncio.run(send_and_watch())
+    try:
+        asyncio.run(send_and_watch())
+    except BaseException:
+        broker.stop()
+        raise
     late = {k: arrivals.at[k][0] - due[k] for k in ("t300", "t777", "t900", "t1500", "t2200")}
     print(f"timer lateness (ms, consumer arrival − due time): {late}")
+    assert broker.stop() == 0
     assert all(v >= 0 for v in late.values()), late  # never early
     assert max(late.values()) < 2_500, late  # a bound for the test, not a speed claim
-    assert broker.stop() == 0
 
     broker = start_broker(tmp_path, namesrv.addr, port=broker.port, timerMaxDelaySec=60, flushDelayOffsetInterval=500)
     try:
