@@ -174,15 +174,13 @@ class SendProcessor:
             if is_prepared(sys_flag):
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot be a transactional (prepared) message")
             try:
-                inners = [
-                    self._inner_from_batch_item(h, config.topic_name, queue_id, sys_flag, born_host, item_body, flag, item_props, props_bytes)
-                    for item_body, flag, item_props in iter_batch_raw(body)
-                ]
+                result = self.store.put_batch_body(
+                    config.topic_name, queue_id, body, props_bytes, sys_flag=sys_flag,
+                    born_timestamp=h.born_timestamp or int(time.time() * 1000), born_host=born_host,
+                    store_host=self.store_host, reconsume_times=h.reconsume_times or 0, max_body=self.max_body)
             except ValueError as e:
-                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {e}")
-            if not inners:
-                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-            result = self.store.put_messages(inners)
+                problem = str(e)
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem if problem == "empty batch" else f"bad batch body: {e}")
         else:
             result = self.store.put_message(
                 self._inner(h, topic, queue_id, sys_flag, born_host, body, raw_props, props_bytes)
@@ -330,34 +328,6 @@ class SendProcessor:
         dlq = dlq_topic(name)
         topics.create_in_send_back(dlq, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
         return dlq, 0
-
-    def _inner_from_batch_item(
-        self, h: SendMessageRequestHeader, topic: str, queue_id: int, sys_flag: int, born_host: bytes,
-        body: bytes | memoryview, flag: int, item_props: bytes | memoryview, batch_props: bytes,
-    ) -> MessageInner:
-        if len(body) > self.max_body:
-            raise ValueError(f"a message body of {len(body)} bytes is over maxMessageSize {self.max_body}")
-        raw = bytes(item_props)
-        if raw and not raw.endswith(b"\x02"):
-            raw += b"\x02"
-        props_bytes = raw + batch_props
-        props = decode_properties(raw) if raw else {}
-        return MessageInner(
-            topic=topic,
-            body=body,
-            flag=flag,
-            properties=props,
-            properties_bytes=props_bytes,
-            queue_id=queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=h.born_timestamp or int(time.time() * 1000),
-            born_host=born_host,
-            store_host=self.store_host,
-            reconsume_times=h.reconsume_times or 0,
-            prepared_transaction_offset=0,
-            tags_code=tags_code(props.get(Prop.TAGS)),
-            keys=props.get(Prop.KEYS),
-        )
 
     def _wait_flush(self, cmd: RemotingCommand, response: RemotingCommand, offset: int) -> asyncio.Future[RemotingCommand]:
         loop = asyncio.get_running_loop()

@@ -41,6 +41,16 @@ def tags_code_of(topic: str, props: dict[str, str], store_ts: int, given: int | 
     return tags_code(props.get(Prop.TAGS)) if given is None else given
 
 
+def host_flags(sys_flag: int, born_host: bytes, store_host: bytes) -> int:
+    """``sys_flag`` with the BORNHOST_V6 / STOREHOST_V6 bits saying how long the packed hosts are."""
+    sys_flag &= ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
+    if len(born_host) == 20:
+        sys_flag |= SysFlag.BORNHOST_V6
+    if len(store_host) == 20:
+        sys_flag |= SysFlag.STOREHOST_V6
+    return sys_flag
+
+
 def encode_inner(msg: MessageInner, now: int, default_store_host: bytes) -> tuple[bytearray | None, PutMessageStatus]:
     """The record for ``msg`` stored at ``now`` (offsets patched at append), or why it is refused."""
     topic = msg.topic.encode()
@@ -54,11 +64,7 @@ def encode_inner(msg: MessageInner, now: int, default_store_host: bytes) -> tupl
         log.warning("put refused: properties of %d bytes", len(props))
         return None, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
     store_host = msg.store_host or default_store_host
-    sys_flag = msg.sys_flag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
-    if len(msg.born_host) == 20:
-        sys_flag |= SysFlag.BORNHOST_V6
-    if len(store_host) == 20:
-        sys_flag |= SysFlag.STOREHOST_V6
+    sys_flag = host_flags(msg.sys_flag, msg.born_host, store_host)
     try:
         rec = encode_record(
             topic=topic,

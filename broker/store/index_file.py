@@ -65,6 +65,8 @@ from operator import mul
 
 from pyrocketmq.remoting.message import tags_code
 
+from .native import NATIVE
+
 log = logging.getLogger("pyrocketmq.broker.store")
 
 HEADER = struct.Struct(">qqqqii")
@@ -119,6 +121,20 @@ def _extend(h: int, s: str) -> int:
         return total & _MASK  # linear in n, no huge ints
     n = len(s.encode("utf-16-be", "surrogatepass")) // 2  # Java counts UTF-16 units
     return (h * _pow31(n)[n] + tags_code(s)) & _MASK
+
+
+if NATIVE is not None:
+    _py_extend = _extend
+    _java_hash = NATIVE.java_hash
+
+    def _extend(h: int, s: str) -> int:  # noqa: F811 — the compiled loop when built (same results, tested)
+        value: int = _java_hash(s, h)
+        return value
+
+
+def _py_extend_or_none() -> Callable[[int, str], int] | None:
+    """The pure-Python :func:`_extend` (tests compare the compiled one with it)."""
+    return globals().get("_py_extend", _extend)
 
 
 def _hash_u32(s: str) -> int:

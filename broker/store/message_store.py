@@ -57,11 +57,12 @@ from .dispatch import (
     HookDispatcher,
     IndexDispatcher,
 )
-from .encode import encode_inner, tags_code_of, to_schedule_topic
+from .encode import encode_inner, host_flags, tags_code_of, to_schedule_topic
 from .flush import CleanService, FlushCallback, FlushService
 from .host import disk_usage_ratio, is_clean_hour, physical_memory
 from .index_service import IndexService
 from .mapped_file_queue import StoreError
+from .native import Meta, encode_batch, offset_msg_ids
 from .reads import offset_by_time, query_by_key, scan_units
 from .settings import StoreSettings
 from .timer import TimerRefused, hold_for_timer
@@ -315,57 +316,61 @@ class MessageStore:
 
     def put_messages(self, msgs: list[MessageInner]) -> PutResult:
         """Append a decoded batch as consecutive records of ONE queue (that of ``msgs[0]``), in one segment."""
-        if not self._running:
-            return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-        if not msgs:
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        if not self._running or not msgs:
+            return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE if msgs else PutMessageStatus.MESSAGE_ILLEGAL)
         first = msgs[0]
         now = self._next_timestamp()
-        recs = []
+        recs, metas = [], []
         for m in msgs:
             if m.topic != first.topic or m.queue_id != first.queue_id:
-                log.warning(
-                    "batch refused: mixes queues (%s/%d, %s/%d)",
-                    first.topic,
-                    first.queue_id,
-                    m.topic,
-                    m.queue_id,
-                )
+                log.warning("batch refused: mixes queues (%s/%d, %s/%d)", first.topic, first.queue_id, m.topic, m.queue_id)
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
             rec, status = encode_inner(m, now, self.store_host_bytes)
             if rec is None:
                 return PutResult(status)
             recs.append(rec)
-        total = sum(len(r) for r in recs)
+            metas.append((len(rec), tags_code_of(m.topic, m.properties, now, m.tags_code, self._delay_levels), m.properties))
+        return self._commit_batch(first.topic, first.queue_id, bytearray().join(recs), metas,
+                                  first.store_host or self.store_host_bytes, first.sys_flag, now)
+
+    def put_batch_body(self, topic: str, queue_id: int, data: bytes | bytearray | memoryview, batch_props: bytes, *,
+                       sys_flag: int, born_timestamp: int, born_host: bytes, store_host: bytes, reconsume_times: int,
+                       max_body: int) -> PutResult:
+        """:meth:`put_messages` from a SEND_BATCH_MESSAGE body (:mod:`.native`); ValueError if malformed."""
+        if not self._running:
+            return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        now = self._next_timestamp()
+        flag = host_flags(sys_flag, born_host, store_host)
+        try:
+            block, metas = encode_batch(data, topic.encode(), batch_props, queue_id, flag, born_timestamp, born_host,
+                                        now, store_host, reconsume_times, max_body)
+        except OverflowError as e:
+            log.warning("batch refused: %s", e)
+            return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        return self._commit_batch(topic, queue_id, block, metas, store_host, flag, now)
+
+    def _commit_batch(self, topic: str, queue_id: int, block: bytearray, metas: list[Meta], store_host: bytes,
+                      sys_flag: int, now: int) -> PutResult:
+        total = len(block)
         if total > self.settings.max_message_size or not self.commit_log.fits_a_segment(total):
             log.warning("batch refused: %d bytes exceed maxMessageSize or a segment", total)
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        cq = self._cq(first.topic, first.queue_id)
+        cq = self._cq(topic, queue_id)
         qoff0 = cq.max_offset
+        sizes = [m[0] for m in metas]
         try:
-            phys0 = self.commit_log.append(recs, qoff0, now)
+            phys0 = self.commit_log.append_block(block, qoff0, now, sizes)
         except OSError as e:
             log.error("cannot create a commitlog segment: %s", e)
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
         phys = phys0
-        ids = []
         reqs: list[DispatchRequest] = []
-        for m, rec in zip(msgs, recs, strict=True):
-            ids.append(create_offset_msg_id(m.store_host or self.store_host_bytes, phys))
-            tags = tags_code_of(m.topic, m.properties, now, m.tags_code, self._delay_levels)
-            reqs.append(DispatchRequest(m.topic, m.queue_id, qoff0 + len(reqs), phys, len(rec), tags, now, m.properties,
-                                        m.sys_flag, True, cq))
-            phys += len(rec)
+        for size, tags, props in metas:
+            reqs.append(DispatchRequest(topic, queue_id, qoff0 + len(reqs), phys, size, tags, now, props, sys_flag, True, cq))
+            phys += size
         self.dispatch.dispatch_batch(reqs)  # a batch is never transactional
-        return PutResult(
-            PutMessageStatus.PUT_OK,
-            wrote_offset=phys0,
-            wrote_bytes=total,
-            msg_id=",".join(ids),
-            queue_offset=qoff0,
-            message_count=len(msgs),
-            store_timestamp=now,
-        )
+        ids = offset_msg_ids(store_host, phys0, sizes)
+        return PutResult(PutMessageStatus.PUT_OK, phys0, total, ids, qoff0, len(metas), now)
 
     # -- get ------------------------------------------------------------------------------------
     def get_message(

@@ -1,0 +1,345 @@
+/*
+ * The store's per-message hot path for batch sends, compiled: one call turns a SEND_BATCH_MESSAGE
+ * body into the commitlog records of all its messages (CRC32 of each body, properties decoded for
+ * the dispatchers, tags hash for the consume queue), one call patches queue and commitlog offsets
+ * into those records, one call makes their offset message ids. The GIL is held throughout: each
+ * call is short and allocates Python objects as it goes.
+ *
+ * pyrocketmq.broker.store.native is the Python side: it loads this module when it was built and
+ * otherwise runs pure-Python code that writes the same bytes (tests compare the two).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_PROPERTIES_BYTES 32767
+#define MAX_TOPIC_BYTES 127
+#define BATCH_ITEM_HEAD 20
+
+/* -- CRC32 (zlib's: reflected, polynomial 0xEDB88320), slicing by 8 ------------------------------ */
+
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = crc_table[0][crc_table[t - 1][i] & 0xFF] ^ (crc_table[t - 1][i] >> 8);
+}
+
+static uint32_t crc32_bytes(const unsigned char *p, Py_ssize_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n-- > 0)
+        c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* -- big-endian helpers ---------------------------------------------------------------------------- */
+
+static inline void put32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16); p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+}
+
+static inline void put64(unsigned char *p, uint64_t v) {
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+static inline uint32_t get32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* -- Java String.hashCode over UTF-16 code units --------------------------------------------------- */
+
+static uint32_t java_hash_extend(uint32_t h, PyObject *s) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch > 0xFFFF) {
+            ch -= 0x10000;
+            h = h * 31u + (0xD800u + (ch >> 10));
+            h = h * 31u + (0xDC00u + (ch & 0x3FF));
+        } else {
+            h = h * 31u + ch;
+        }
+    }
+    return h;
+}
+
+static PyObject *py_java_hash(PyObject *self, PyObject *args) {
+    PyObject *s;
+    unsigned long long start = 0;
+    if (!PyArg_ParseTuple(args, "U|K", &s, &start))
+        return NULL;
+    return PyLong_FromUnsignedLong(java_hash_extend((uint32_t)start, s));
+}
+
+/* -- properties ------------------------------------------------------------------------------------ */
+
+/* Decode "k\x01v\x02k\x01v\x02" into a new dict (pairs with an empty key or value, or no \x01, are
+ * skipped; a value may hold \x01: the pair splits at the first one), as decode_properties does. */
+static PyObject *decode_props(const unsigned char *p, Py_ssize_t n) {
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        const unsigned char *end = memchr(p + i, 0x02, (size_t)(n - i));
+        Py_ssize_t stop = end ? (Py_ssize_t)(end - p) : n;
+        const unsigned char *sep = memchr(p + i, 0x01, (size_t)(stop - i));
+        if (sep != NULL) {
+            Py_ssize_t klen = (Py_ssize_t)(sep - (p + i)), vstart = klen + 1 + i;
+            if (klen > 0 && stop > vstart) {
+                PyObject *k = PyUnicode_DecodeUTF8((const char *)p + i, klen, "replace");
+                PyObject *v = k ? PyUnicode_DecodeUTF8((const char *)p + vstart, stop - vstart, "replace") : NULL;
+                if (v == NULL || PyDict_SetItem(d, k, v) < 0) {
+                    Py_XDECREF(k);
+                    Py_XDECREF(v);
+                    Py_DECREF(d);
+                    return NULL;
+                }
+                Py_DECREF(k);
+                Py_DECREF(v);
+            }
+        }
+        i = stop + 1;
+    }
+    return d;
+}
+
+/* -- encode_batch ---------------------------------------------------------------------------------- */
+
+static PyObject *py_encode_batch(PyObject *self, PyObject *args) {
+    Py_buffer data, topic, batch_props, born_host, store_host;
+    int queue_id, sys_flag, reconsume_times;
+    long long born_ts, store_ts, max_body;
+    unsigned int magic;
+    if (!PyArg_ParseTuple(args, "y*y*y*iiLy*Ly*iLI", &data, &topic, &batch_props, &queue_id, &sys_flag, &born_ts,
+                          &born_host, &store_ts, &store_host, &reconsume_times, &max_body, &magic))
+        return NULL;
+    PyObject *block = NULL, *metas = NULL, *tags_key = NULL, *result = NULL;
+    const unsigned char *src = data.buf;
+    Py_ssize_t n = data.len, pos = 0, total = 0;
+    if (topic.len > MAX_TOPIC_BYTES) {
+        PyErr_Format(PyExc_ValueError, "topic is %zd bytes; at most %d fit in a record", topic.len, MAX_TOPIC_BYTES);
+        goto done;
+    }
+    Py_ssize_t fixed = 48 + born_host.len + 8 + store_host.len + 16 + 1 + topic.len + 2;
+    /* pass 1: check every entry and size the block */
+    while (pos < n) {
+        if (n - pos < 22) {
+            PyErr_Format(PyExc_ValueError, "batch entry at %zd is torn (%zd bytes left)", pos, n - pos);
+            goto done;
+        }
+        int32_t size = (int32_t)get32(src + pos), blen = (int32_t)get32(src + pos + 16);
+        if (blen < 0 || size < 22 + (int64_t)blen || pos + (int64_t)size > n) {
+            PyErr_Format(PyExc_ValueError, "batch entry at %zd: size %d, body %d, %zd bytes left", pos, size, blen, n - pos);
+            goto done;
+        }
+        Py_ssize_t plen = (Py_ssize_t)src[pos + 20 + blen] << 8 | src[pos + 21 + blen];
+        if (size != 22 + blen + plen) {
+            PyErr_Format(PyExc_ValueError, "batch entry at %zd: size %d != 22 + body %d + props %zd", pos, size, blen, plen);
+            goto done;
+        }
+        if (blen > max_body) {
+            PyErr_Format(PyExc_ValueError, "a message body of %d bytes is over maxMessageSize %lld", blen, max_body);
+            goto done;
+        }
+        Py_ssize_t props_len = plen + (plen > 0 && src[pos + 21 + blen + plen] != 0x02 ? 1 : 0) + batch_props.len;
+        if (props_len > MAX_PROPERTIES_BYTES) {
+            PyErr_Format(PyExc_OverflowError, "properties are %zd bytes; at most %d fit in a record", props_len,
+                         MAX_PROPERTIES_BYTES);
+            goto done;
+        }
+        total += fixed + blen + props_len;
+        pos += size;
+    }
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "empty batch");
+        goto done;
+    }
+    block = PyByteArray_FromStringAndSize(NULL, total);
+    metas = PyList_New(0);
+    tags_key = PyUnicode_InternFromString("TAGS");
+    if (block == NULL || metas == NULL || tags_key == NULL)
+        goto done;
+    unsigned char *out = (unsigned char *)PyByteArray_AS_STRING(block);
+    /* pass 2: write the records */
+    pos = 0;
+    while (pos < n) {
+        int32_t size = (int32_t)get32(src + pos), flag = (int32_t)get32(src + pos + 12), blen = (int32_t)get32(src + pos + 16);
+        const unsigned char *body = src + pos + BATCH_ITEM_HEAD;
+        Py_ssize_t plen = (Py_ssize_t)src[pos + 20 + blen] << 8 | src[pos + 21 + blen];
+        const unsigned char *props = src + pos + 22 + blen;
+        int add_sep = plen > 0 && props[plen - 1] != 0x02;
+        Py_ssize_t props_len = plen + add_sep + batch_props.len;
+        Py_ssize_t rec = fixed + blen + props_len;
+        unsigned char *r = out;
+        put32(r, (uint32_t)rec);
+        put32(r + 4, magic);
+        put32(r + 8, crc32_bytes(body, blen) & 0x7FFFFFFFu);
+        put32(r + 12, (uint32_t)queue_id);
+        put32(r + 16, (uint32_t)flag);
+        put64(r + 20, 0);
+        put64(r + 28, 0);
+        put32(r + 36, (uint32_t)sys_flag);
+        put64(r + 40, (uint64_t)born_ts);
+        r += 48;
+        memcpy(r, born_host.buf, (size_t)born_host.len);
+        r += born_host.len;
+        put64(r, (uint64_t)store_ts);
+        r += 8;
+        memcpy(r, store_host.buf, (size_t)store_host.len);
+        r += store_host.len;
+        put32(r, (uint32_t)reconsume_times);
+        put64(r + 4, 0);
+        put32(r + 12, (uint32_t)blen);
+        r += 16;
+        memcpy(r, body, (size_t)blen);
+        r += blen;
+        *r++ = (unsigned char)topic.len;
+        memcpy(r, topic.buf, (size_t)topic.len);
+        r += topic.len;
+        *r++ = (unsigned char)(props_len >> 8);
+        *r++ = (unsigned char)props_len;
+        memcpy(r, props, (size_t)plen);
+        r += plen;
+        if (add_sep)
+            *r++ = 0x02;
+        memcpy(r, batch_props.buf, (size_t)batch_props.len);
+        out += rec;
+
+        PyObject *d = decode_props(props, plen);
+        if (d == NULL)
+            goto done;
+        long long tags = 0;
+        PyObject *tag = PyDict_GetItemWithError(d, tags_key);
+        if (tag != NULL && PyUnicode_GET_LENGTH(tag) > 0)
+            tags = (int32_t)java_hash_extend(0, tag);
+        else if (PyErr_Occurred()) {
+            Py_DECREF(d);
+            goto done;
+        }
+        PyObject *meta = Py_BuildValue("(nLN)", rec, tags, d);
+        if (meta == NULL || PyList_Append(metas, meta) < 0) {
+            Py_XDECREF(meta);
+            goto done;
+        }
+        Py_DECREF(meta);
+        pos += size;
+    }
+    result = PyTuple_Pack(2, block, metas);
+done:
+    Py_XDECREF(block);
+    Py_XDECREF(metas);
+    Py_XDECREF(tags_key);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&batch_props);
+    PyBuffer_Release(&born_host);
+    PyBuffer_Release(&store_host);
+    return result;
+}
+
+/* -- patch_offsets: QUEUEOFFSET and PHYSICALOFFSET of consecutive records -------------------------- */
+
+static PyObject *py_patch_offsets(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    long long qoff, phys;
+    if (!PyArg_ParseTuple(args, "w*LL", &buf, &qoff, &phys))
+        return NULL;
+    unsigned char *p = buf.buf;
+    Py_ssize_t pos = 0;
+    while (pos + 36 <= buf.len) {
+        uint32_t size = get32(p + pos);
+        if (size < 36 || pos + (Py_ssize_t)size > buf.len) {
+            PyBuffer_Release(&buf);
+            PyErr_Format(PyExc_ValueError, "record at %zd: size %u does not fit", pos, size);
+            return NULL;
+        }
+        put64(p + pos + 20, (uint64_t)qoff++);
+        put64(p + pos + 28, (uint64_t)(phys + pos));
+        pos += size;
+    }
+    PyBuffer_Release(&buf);
+    Py_RETURN_NONE;
+}
+
+/* -- offset_msg_ids: "HOSTPORT+OFFSET" hex of each record, comma-joined ---------------------------- */
+
+static PyObject *py_offset_msg_ids(PyObject *self, PyObject *args) {
+    Py_buffer host;
+    long long phys;
+    PyObject *sizes;
+    if (!PyArg_ParseTuple(args, "y*LO!", &host, &phys, &PyList_Type, &sizes))
+        return NULL;
+    static const char hex[] = "0123456789ABCDEF";
+    Py_ssize_t count = PyList_GET_SIZE(sizes), one = (host.len + 8) * 2;
+    Py_ssize_t len = count ? count * (one + 1) - 1 : 0;
+    PyObject *s = PyUnicode_New(len, 127);
+    if (s == NULL) {
+        PyBuffer_Release(&host);
+        return NULL;
+    }
+    Py_UCS1 *o = PyUnicode_1BYTE_DATA(s);
+    const unsigned char *h = host.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i)
+            *o++ = ',';
+        for (Py_ssize_t k = 0; k < host.len; k++) {
+            *o++ = hex[h[k] >> 4];
+            *o++ = hex[h[k] & 15];
+        }
+        for (int k = 7; k >= 0; k--) {
+            unsigned char b = (unsigned char)((uint64_t)phys >> (8 * k));
+            *o++ = hex[b >> 4];
+            *o++ = hex[b & 15];
+        }
+        long long size = PyLong_AsLongLong(PyList_GET_ITEM(sizes, i));
+        if (size == -1 && PyErr_Occurred()) {
+            Py_DECREF(s);
+            PyBuffer_Release(&host);
+            return NULL;
+        }
+        phys += size;
+    }
+    PyBuffer_Release(&host);
+    return s;
+}
+
+static PyMethodDef methods[] = {
+    {"encode_batch", py_encode_batch, METH_VARARGS,
+     "encode_batch(data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, "
+     "reconsume_times, max_body, magic) -> (bytearray of records, [(size, tags_code, properties)])"},
+    {"patch_offsets", py_patch_offsets, METH_VARARGS,
+     "patch_offsets(records, queue_offset, phys_offset): number the consecutive records in place"},
+    {"offset_msg_ids", py_offset_msg_ids, METH_VARARGS,
+     "offset_msg_ids(store_host, phys_offset, sizes) -> comma-joined offset message ids"},
+    {"java_hash", py_java_hash, METH_VARARGS,
+     "java_hash(s, start=0) -> Java hashCode of (a string hashing to start) + s, unsigned 32-bit"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "The store's compiled batch path.", -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}

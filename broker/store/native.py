@@ -1,0 +1,116 @@
+"""The batch put path's per-message work, compiled when it can be: ``_native`` (``_native.c``, built at
+install) when present, else the pure-Python functions below, which write the same bytes — they are
+the reference the tests hold the compiled code to. ``PYROCKETMQ_PURE_PYTHON=1`` picks them even when
+the compiled module is there (to compare, or to rule it out).
+
+``encode_batch`` turns a SEND_BATCH_MESSAGE body into the records of all its messages (offsets left
+zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets`` numbers the
+records once the commitlog position is known; ``offset_msg_ids`` makes their offset message ids.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from types import ModuleType
+
+from pyrocketmq.remoting.message import (
+    MAGIC,
+    Prop,
+    decode_properties,
+    encode_record,
+    iter_batch_raw,
+    patch_record,
+    tags_code,
+)
+from pyrocketmq.remoting.msg_id import create_offset_msg_id
+
+log = logging.getLogger("pyrocketmq.broker.store")
+
+Meta = tuple[int, int, dict[str, str]]
+"""(record size, tags code, properties) of one message of a batch."""
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get("PYROCKETMQ_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:  # by name: ``from . import _native`` would import this package's __init__ (the whole store) first
+        module = importlib.import_module(f"{__package__}._native")
+    except ImportError:
+        log.warning("the compiled store path (pyrocketmq.broker.store._native) is not built: batch sends run in "
+                    "pure Python (reinstall with a C compiler and Python's headers to build it)")
+        return None
+    return module
+
+
+NATIVE = _load()
+
+
+def py_encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_props: bytes, queue_id: int,
+                    sys_flag: int, born_ts: int, born_host: bytes, store_ts: int, store_host: bytes,
+                    reconsume_times: int, max_body: int) -> tuple[bytearray, list[Meta]]:
+    """Pure-Python :func:`encode_batch`. ValueError for a malformed batch or an over-long body,
+    OverflowError for over-long properties."""
+    block = bytearray()
+    metas: list[Meta] = []
+    for body, flag, item_props in iter_batch_raw(data):
+        if len(body) > max_body:
+            raise ValueError(f"a message body of {len(body)} bytes is over maxMessageSize {max_body}")
+        raw = bytes(item_props)
+        if raw and not raw.endswith(b"\x02"):
+            raw += b"\x02"
+        try:
+            rec = encode_record(topic=topic, body=body, flag=flag, properties=raw + batch_props, queue_id=queue_id,
+                                sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
+                                store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume_times,
+                                prepared_transaction_offset=0)
+        except ValueError as e:
+            raise (OverflowError if "properties" in str(e) else ValueError)(str(e)) from None
+        props = decode_properties(raw)
+        block += rec
+        metas.append((len(rec), tags_code(props.get(Prop.TAGS)), props))
+    if not metas:
+        raise ValueError("empty batch")
+    return block, metas
+
+
+def py_patch_offsets(block: bytearray, queue_offset: int, phys: int, sizes: list[int]) -> None:
+    pos = 0
+    for i, size in enumerate(sizes):
+        patch_record(block, pos, queue_offset + i, phys + pos)
+        pos += size
+
+
+def py_offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
+    ids = []
+    for size in sizes:
+        ids.append(create_offset_msg_id(store_host, phys))
+        phys += size
+    return ",".join(ids)
+
+
+def encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_props: bytes, queue_id: int,
+                 sys_flag: int, born_ts: int, born_host: bytes, store_ts: int, store_host: bytes,
+                 reconsume_times: int, max_body: int) -> tuple[bytearray, list[Meta]]:
+    if NATIVE is None:
+        return py_encode_batch(data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts,
+                               store_host, reconsume_times, max_body)
+    result: tuple[bytearray, list[Meta]] = NATIVE.encode_batch(
+        data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, reconsume_times,
+        max_body, MAGIC)
+    return result
+
+
+def patch_offsets(block: bytearray, queue_offset: int, phys: int, sizes: list[int]) -> None:
+    if NATIVE is None:
+        py_patch_offsets(block, queue_offset, phys, sizes)
+    else:
+        NATIVE.patch_offsets(block, queue_offset, phys)
+
+
+def offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
+    if NATIVE is None:
+        return py_offset_msg_ids(store_host, phys, sizes)
+    ids: str = NATIVE.offset_msg_ids(store_host, phys, sizes)
+    return ids
