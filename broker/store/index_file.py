@@ -132,9 +132,10 @@ if NATIVE is not None:
         return value
 
 
-def _py_extend_or_none() -> Callable[[int, str], int] | None:
+def _pure_extend() -> Callable[[int, str], int]:
     """The pure-Python :func:`_extend` (tests compare the compiled one with it)."""
-    return globals().get("_py_extend", _extend)
+    fn: Callable[[int, str], int] = globals().get("_py_extend", _extend)
+    return fn
 
 
 def _hash_u32(s: str) -> int:
