@@ -13,8 +13,8 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
+from .admin_lookups import _masters
 from .errors import MQError
-from .route import MASTER_ID
 
 if TYPE_CHECKING:
     from .admin import Admin
@@ -44,16 +44,6 @@ def day_sum(data: dict[str, Any]) -> int:
     return 0
 
 
-async def _masters(admin: Admin, topic: str) -> list[str]:
-    route = await admin.topic_route(topic)
-    out = []
-    for bd in route.broker_datas:
-        addr = {int(k): v for k, v in (bd.broker_addrs or {}).items()}.get(MASTER_ID)
-        if addr:
-            out.append(addr)
-    return out
-
-
 async def _invoke(admin: Admin, addr: str, code: int, fields: dict[str, str]) -> dict[str, Any] | None:
     resp = await admin.instance.invoke(addr, RemotingCommand.request(code, fields))
     if resp.code != ResponseCode.SUCCESS or not resp.payload:
@@ -73,7 +63,7 @@ async def _traffic(admin: Admin, masters: list[str], name: str, key: str) -> tup
 
 
 async def topic_rows(admin: Admin, topic: str, active: bool) -> list[StatsRow]:
-    masters = await _masters(admin, topic)
+    masters = _masters(await admin.topic_route(topic))
     in_tps, in_day = await _traffic(admin, masters, TOPIC_PUT_NUMS, topic)
     groups: set[str] = set()
     for addr in masters:

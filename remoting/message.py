@@ -192,6 +192,14 @@ def encode_properties(props: dict[str, str]) -> bytes:
     return _PS.join([f"{k}{_NV}{v}" for k, v in props.items() if v is not None]).encode()
 
 
+def set_raw_properties(raw: bytes | bytearray | memoryview, updates: dict[str, str]) -> bytes:
+    """Encoded properties with ``updates`` set (replacing those keys), everything else kept as the
+    bytes hold it — the broker appends properties (CLUSTER) to the bytes it never decodes."""
+    drop = {k.encode() for k in updates}
+    kept = [p for p in bytes(raw).split(b"\x02") if p and p.split(b"\x01", 1)[0] not in drop]
+    return b"\x02".join([*kept, encode_properties(updates)])
+
+
 def decode_properties(raw: bytes | bytearray | memoryview) -> dict[str, str]:
     """Inverse of :func:`encode_properties`; a trailing ``\\x02`` and empty keys or values are ignored.
 

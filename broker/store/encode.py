@@ -13,6 +13,7 @@ from pyrocketmq.remoting.message import (
     SysFlag,
     encode_properties,
     encode_record,
+    set_raw_properties,
     tags_code,
 )
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC, TIMER_TOPIC
@@ -107,9 +108,5 @@ def to_schedule_topic(msg: MessageInner, delay_levels: list[int]) -> MessageInne
     if raw is None:
         raw = encode_properties(props)
     else:
-        # Keep what only the bytes hold (CLUSTER, appended by the send path), re-set the rest.
-        drop = {Prop.DELAY.encode(), Prop.REAL_TOPIC.encode(), Prop.REAL_QID.encode()}
-        kept = [p for p in bytes(raw).split(b"\x02") if p and p.split(b"\x01", 1)[0] not in drop]
-        extra = encode_properties({k: props[k] for k in (Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID)})
-        raw = b"\x02".join([*kept, extra])
+        raw = set_raw_properties(raw, {k: props[k] for k in (Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID)})
     return replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=props, properties_bytes=raw)

@@ -123,19 +123,15 @@ def _extend(h: int, s: str) -> int:
     return (h * _pow31(n)[n] + tags_code(s)) & _MASK
 
 
+_py_extend = _extend
+"""The pure-Python hash (tests compare the compiled one with it)."""
+
 if NATIVE is not None:
-    _py_extend = _extend
     _java_hash = NATIVE.java_hash
 
     def _extend(h: int, s: str) -> int:  # noqa: F811 — the compiled loop when built (same results, tested)
         value: int = _java_hash(s, h)
         return value
-
-
-def _pure_extend() -> Callable[[int, str], int]:
-    """The pure-Python :func:`_extend` (tests compare the compiled one with it)."""
-    fn: Callable[[int, str], int] = globals().get("_py_extend", _extend)
-    return fn
 
 
 def _hash_u32(s: str) -> int:

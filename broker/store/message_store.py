@@ -317,7 +317,7 @@ class MessageStore:
     def put_messages(self, msgs: list[MessageInner]) -> PutResult:
         """Append a decoded batch as consecutive records of ONE queue (that of ``msgs[0]``), in one segment."""
         if not self._running or not msgs:
-            return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE if msgs else PutMessageStatus.MESSAGE_ILLEGAL)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL if self._running else PutMessageStatus.SERVICE_NOT_AVAILABLE)
         first = msgs[0]
         now = self._next_timestamp()
         recs, metas = [], []

@@ -17,6 +17,7 @@ from types import ModuleType
 
 from pyrocketmq.remoting.message import (
     MAGIC,
+    MAX_PROPERTIES_BYTES,
     Prop,
     decode_properties,
     encode_record,
@@ -60,13 +61,12 @@ def py_encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_pr
         raw = bytes(item_props)
         if raw and not raw.endswith(b"\x02"):
             raw += b"\x02"
-        try:
-            rec = encode_record(topic=topic, body=body, flag=flag, properties=raw + batch_props, queue_id=queue_id,
-                                sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
-                                store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume_times,
-                                prepared_transaction_offset=0)
-        except ValueError as e:
-            raise (OverflowError if "properties" in str(e) else ValueError)(str(e)) from None
+        if len(raw) + len(batch_props) > MAX_PROPERTIES_BYTES:
+            raise OverflowError(f"properties are {len(raw) + len(batch_props)} bytes; at most {MAX_PROPERTIES_BYTES} "
+                                "fit in a record")
+        rec = encode_record(topic=topic, body=body, flag=flag, properties=raw + batch_props, queue_id=queue_id,
+                            sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host, store_timestamp=store_ts,
+                            store_host=store_host, reconsume_times=reconsume_times, prepared_transaction_offset=0)
         props = decode_properties(raw)
         block += rec
         metas.append((len(rec), tags_code(props.get(Prop.TAGS)), props))

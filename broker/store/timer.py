@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from pyrocketmq.remoting.message import Prop, SysFlag, encode_properties
+from pyrocketmq.remoting.message import Prop, SysFlag, encode_properties, set_raw_properties
 from pyrocketmq.remoting.names import TIMER_TOPIC
 
 from .dispatch import NO_DISPATCH
@@ -26,9 +26,8 @@ from .values import MessageInner
 
 REQUEST_KEYS = (Prop.TIMER_DELAY_SEC, Prop.TIMER_DELAY_MS, Prop.TIMER_DELIVER_MS, Prop.START_DELIVER_TIME)
 """The properties that ask for a time, in the order they are read."""
-RAW_MARKERS = (b"TIMER_DELAY_SEC\x01", b"TIMER_DELAY_MS\x01", b"TIMER_DELIVER_MS\x01", b"__STARTDELIVERTIME\x01")
+RAW_MARKERS = tuple(k.encode() + b"\x01" for k in REQUEST_KEYS)
 """The same, as they appear in the encoded properties (a cheap test before decoding)."""
-_ROUTING_KEYS = (Prop.REAL_TOPIC, Prop.REAL_QID, Prop.TIMER_OUT_MS)
 
 
 class TimerRefused(ValueError):
@@ -88,13 +87,7 @@ def to_timer_topic(msg: MessageInner, due_ms: int, now_ms: int) -> MessageInner:
     extra = {Prop.REAL_TOPIC: msg.topic, Prop.REAL_QID: str(msg.queue_id), Prop.TIMER_OUT_MS: str(due_ms),
              Prop.TIMER_ENQUEUE_MS: str(now_ms)}
     props = {**{k: v for k, v in msg.properties.items() if k not in extra}, **extra}
-    raw = msg.properties_bytes
-    if raw is None:
-        raw = encode_properties(props)
-    else:  # keep what only the bytes hold (CLUSTER, appended by the send path)
-        drop = {k.encode() for k in extra}
-        kept = [p for p in bytes(raw).split(b"\x02") if p and p.split(b"\x01", 1)[0] not in drop]
-        raw = b"\x02".join([*kept, encode_properties(extra)])
+    raw = encode_properties(props) if msg.properties_bytes is None else set_raw_properties(msg.properties_bytes, extra)
     return replace(msg, topic=TIMER_TOPIC, queue_id=0, properties=props, properties_bytes=raw)
 
 
@@ -104,8 +97,3 @@ def timer_tags_code(properties: Mapping[str, str], store_ms: int) -> int:
         return int(properties.get(Prop.TIMER_OUT_MS) or store_ms)
     except ValueError:
         return store_ms
-
-
-def routing_kept(properties: Mapping[str, str]) -> bool:
-    """A timer-store record carries what delivery needs."""
-    return all(properties.get(k) for k in _ROUTING_KEYS)

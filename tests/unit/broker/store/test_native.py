@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from pyrocketmq.broker.store import native
 from pyrocketmq.broker.store.encode import host_flags
-from pyrocketmq.broker.store.index_file import _pure_extend
+from pyrocketmq.broker.store.index_file import _py_extend
 from pyrocketmq.remoting.message import (
     MAGIC,
     decode_messages,
@@ -87,7 +87,7 @@ def test_the_same_refusals():
 
 @given(st.text(max_size=80), st.integers(0, 2**32 - 1))
 def test_java_hash_matches(s, start):
-    py_extend = _pure_extend()
+    py_extend = _py_extend
     assert native.NATIVE.java_hash(s, start) == py_extend(start, s)
     if s:
         h = native.NATIVE.java_hash(s)
