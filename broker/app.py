@@ -41,6 +41,7 @@ from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .processors.tools import ToolsProcessor
 from .processors.transaction import TransactionProcessor
+from .proxy.endpoint import GrpcEndpoint
 from .registration import Registrar
 from .schedule import ScheduleService
 from .settings import BrokerRole, BrokerSettings, ConfigError, read_properties
@@ -100,6 +101,8 @@ class Broker:
         self.slave_sync: SlaveSync | None = None
         """Slaves: the periodic copy of the master's topics, groups and offsets."""
         self.fast_server: RemotingServer | None = None
+        self.grpc: GrpcEndpoint | None = None
+        """``grpcListenPort``: the RocketMQ 5 gRPC endpoint (5.x clients), served by this broker's processors."""
         self.store_host = b""
         self.port = 0
         self.boot_ms = int(time.time() * 1000)
@@ -133,6 +136,11 @@ class Broker:
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
         await self._start_fast_channel()
+        if s.network.grpc_port is not None:
+            self.grpc = GrpcEndpoint(s, handlers=self.server.handlers, store=store, topics=self.topics,
+                                     producers=self.producers, client=self.registrar.client,
+                                     on_call=self.metrics.grpc_call if self.metrics is not None else None)
+            await self.grpc.start(self.addr)
         self.serving = True
         n = await self.registrar.register_all()
         log.info(
@@ -233,6 +241,10 @@ class Broker:
         # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
         add(Service("client expiry scan", self.client_processor.scan_expired,
                     min(10.0, s.network.client_channel_expiry_ms / 2000)))
+        if self.grpc is not None:
+            add(Service("gRPC endpoint announcement", self.grpc.announce, s.network.register_interval_ms / 1000,
+                        first_wait=False))
+            add(Service("gRPC client expiry", self.grpc.expire_clients, 10.0))
         self.services.start()
         if s.identity.role != BrokerRole.SLAVE:
             assert self.schedule is not None and self.transaction_check is not None
@@ -278,6 +290,7 @@ class Broker:
             ("unregistering from the name servers", self.registrar.unregister_all),
             ("the registration client", self.registrar.close),
             ("the slave's sync client", self.slave_sync.close if self.slave_sync is not None else _nothing),
+            ("the gRPC endpoint", self.grpc.stop if self.grpc is not None else _nothing),
             ("the remoting server", self.server.stop),
             ("the fast channel", self.fast_server.stop if self.fast_server is not None else _nothing),
             ("the HA server", self.ha_server.stop if self.ha_server is not None else _nothing),

@@ -50,6 +50,7 @@ message arrive.
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
@@ -212,6 +213,8 @@ class BrokerMetrics:
         self.requests = RequestRecorder(PREFIX, {"cluster": ident.cluster_name, "broker": ident.broker_name})
         self.put_latency = LatencyRecorder()
         self.flush_latency: dict[str, LatencyRecorder] = {"commitlog": LatencyRecorder(), "consumequeue": LatencyRecorder()}
+        self.grpc_calls: collections.Counter[tuple[str, str]] = collections.Counter()
+        """Answered 5.x gRPC calls by (RPC, status code name)."""
         self.registry = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
@@ -223,6 +226,9 @@ class BrokerMetrics:
         store.put_message = timed(store.put_message, self.put_latency)  # type: ignore[method-assign]  # wrapped on purpose: no cost when metrics are off
         store.put_messages = timed(store.put_messages, self.put_latency)  # type: ignore[method-assign]  # as above
         store.flush_service.on_flush = self._on_flush
+
+    def grpc_call(self, rpc: str, code: str) -> None:
+        self.grpc_calls[(rpc, code)] += 1
 
     def _on_flush(self, kind: str, seconds: float) -> None:
         rec = self.flush_latency.get(kind)
@@ -293,6 +299,10 @@ def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -
         g.add_metric(ident + [group], len(ginfo.channels))
     yield g
     yield from metrics.requests.families()
+    grpc_family = f.counter("grpc_requests", "RocketMQ 5 gRPC calls answered, by RPC and status code.", ["rpc", "code"])
+    for (rpc, code), n in sorted(metrics.grpc_calls.items()):
+        grpc_family.add_metric(ident + [rpc, code], n)
+    yield grpc_family
     yield histogram_family(f"{PREFIX}_store_put_duration_seconds", "Time to append a message (or a batch) to the store.",
                            f.base, [(ident, metrics.put_latency)])
     yield histogram_family(f"{PREFIX}_store_flush_duration_seconds",

@@ -78,6 +78,9 @@ class NetworkSettings:
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
+    grpc_port: int | None = None
+    """``grpcListenPort``: the RocketMQ 5 gRPC endpoint for the 5.x clients (0 picks a free port);
+    absent = not served."""
     ha_master_address: str = ""
     """``haMasterAddress``: a slave's master HA address ``host:port``; empty = the one the name
     server returns on registration (the master's ``listenPort + 1``)."""
@@ -188,6 +191,7 @@ class BrokerSettings:
             tls=_tls(conf, used, ServerTls.from_conf), client_tls=_tls(conf, used, ClientTls.from_conf),
             metrics_port=metrics_port,
             ha_master_address=get("haMasterAddress", ""),
+            grpc_port=_grpc_port(get("grpcListenPort", ""), port, metrics_port),
         )
         topics = TopicSettings(
             trace_topic=get("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC") if get_bool("traceTopicEnable", False) else None,
@@ -283,3 +287,16 @@ def _non_negative(key: str, value: int) -> int:
     if value < 0:
         raise ConfigError(f"{key}={value}: expected 0 or more")
     return value
+
+
+def _grpc_port(raw: str, listen_port: int, metrics_port: int) -> int | None:
+    if not raw.strip():
+        return None
+    try:
+        port = int(raw)
+    except ValueError:
+        raise ConfigError(f"grpcListenPort={raw!r}: expected a port number") from None
+    if not 0 <= port <= 65535 or (port and port in (listen_port, listen_port + 1, listen_port - 2, metrics_port)):
+        raise ConfigError(f"grpcListenPort={port}: expected 0 (a free port) or a port other than listenPort, "
+                          "its HA port (+1), its fast port (-2) and metricsPort")
+    return port

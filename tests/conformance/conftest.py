@@ -98,3 +98,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         for value in getattr(item, "funcargs", {}).values():
             if isinstance(value, Cluster):
                 report.sections.append((f"{value.kind} cluster logs (tail)", value.log_tails()))
+
+
+@pytest.fixture(scope="session")
+def java5(tmp_path_factory: pytest.TempPathFactory) -> jvm.JavaPrograms:
+    """The programs of ``java5/`` compiled against the official 5.x Java client (gRPC)."""
+    try:
+        jvm.java_executable()
+        lib = maven.resolve(maven.CLIENT5)
+        programs = jvm.JavaPrograms(lib, log_dir=tmp_path_factory.mktemp("java5-client-logs"),
+                                    sources=jvm.JAVA_SOURCES.with_name("java5"))
+        programs.compile()
+    except maven.PrerequisiteMissing as exc:
+        missing_prerequisite(str(exc))
+        raise
+    return programs

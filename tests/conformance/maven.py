@@ -47,6 +47,8 @@ class Profile:
 
 
 CLIENT = Profile("client", CLIENT_VERSION)
+CLIENT5 = Profile("client5", "5.0.8")
+"""The official 5.x Java client (gRPC), for the broker's 5.x endpoint."""
 SERVER = Profile("server", SERVER_VERSION)
 
 

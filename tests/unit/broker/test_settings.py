@@ -57,3 +57,18 @@ def test_bad_values_name_the_key(conf, words):
 def test_slave_keeps_its_id_and_master_is_zero():
     assert BrokerSettings.from_conf({"brokerRole": "SLAVE", "brokerId": "2"}).identity.broker_id == 2
     assert BrokerSettings.from_conf({"brokerId": "3"}).identity.broker_id == 0
+
+
+def test_grpc_listen_port():
+    from pyrocketmq.broker.settings import BrokerSettings, ConfigError
+
+    assert BrokerSettings.from_conf({}).network.grpc_port is None
+    assert BrokerSettings.from_conf({"grpcListenPort": "8081"}).network.grpc_port == 8081
+    assert BrokerSettings.from_conf({"grpcListenPort": "0"}).network.grpc_port == 0
+    for bad in ("x", "70000", "10911", "10912"):
+        try:
+            BrokerSettings.from_conf({"grpcListenPort": bad})
+        except ConfigError as e:
+            assert "grpcListenPort" in str(e)
+        else:
+            raise AssertionError(bad)

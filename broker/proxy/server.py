@@ -1,0 +1,73 @@
+"""The gRPC server of the 5.x endpoint: grpcio's asyncio server on the broker's event loop.
+
+The service is registered as a generic handler built from the protobuf classes (no generated
+``_pb2_grpc`` stubs): each implemented RPC maps its full name to a method of
+:class:`~.service.MessagingService`; the RPCs it does not serve answer gRPC UNIMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from .service import MessagingService
+
+log = logging.getLogger("pyrocketmq.broker.proxy")
+
+SERVICE = "apache.rocketmq.v2.MessagingService"
+MAX_MESSAGE_BYTES = 130 * 1024 * 1024
+"""Largest gRPC message taken or sent (a 4 MiB body is far below; RocketMQ's proxy allows 130 MiB)."""
+
+
+def _handlers(service: MessagingService) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
+    from .pb import service_pb2 as spb
+
+    def unary(fn: Callable[..., Any], request: Any, response: Any) -> grpc.RpcMethodHandler[Any, Any]:
+        return grpc.unary_unary_rpc_method_handler(
+            fn, request_deserializer=request.FromString, response_serializer=response.SerializeToString)
+
+    return {
+        "QueryRoute": unary(service.query_route, spb.QueryRouteRequest, spb.QueryRouteResponse),
+        "Heartbeat": unary(service.heartbeat, spb.HeartbeatRequest, spb.HeartbeatResponse),
+        "SendMessage": unary(service.send_message, spb.SendMessageRequest, spb.SendMessageResponse),
+        "EndTransaction": unary(service.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse),
+        "NotifyClientTermination": unary(service.notify_client_termination, spb.NotifyClientTerminationRequest,
+                                         spb.NotifyClientTerminationResponse),
+        "Telemetry": grpc.stream_stream_rpc_method_handler(
+            service.telemetry, request_deserializer=spb.TelemetryCommand.FromString,
+            response_serializer=spb.TelemetryCommand.SerializeToString),
+    }
+
+
+class GrpcServer:
+    def __init__(self, service: MessagingService) -> None:
+        self.service = service
+        self.server: grpc.aio.Server | None = None
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> int:
+        """Bind ``host:port`` (0 picks a free port) and serve; returns the bound port."""
+        server = grpc.aio.server(options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+        ])
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service)),))
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        bound = server.add_insecure_port(address)
+        if bound == 0:
+            raise OSError(f"cannot bind the gRPC port {address}")
+        await server.start()
+        self.server, self.port = server, int(bound)
+        return self.port
+
+    async def stop(self, grace: float = 1.0) -> None:
+        if self.server is not None:
+            await self.server.stop(grace)
+            self.server = None

@@ -1,0 +1,250 @@
+"""``apache.rocketmq.v2.MessagingService`` in the broker process (RocketMQ 5's proxy, local mode).
+
+Each call is answered by the broker's own 4.x processors: a SendMessage becomes a SEND_MESSAGE
+request and an EndTransaction an END_TRANSACTION, dispatched in-process to the handler the remoting
+server would have called. So a 5.x send passes the same checks (topic, permission, size, message
+type, timer limits), lands in the same store and waits on the same flush and replication as a 4.x
+one, and the two kinds of clients share topics and groups.
+
+Every answer is gRPC OK with the outcome in the body's ``status`` (what the official clients
+expect); a call the broker cannot take (a slave, say) says why in that status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.message import Prop
+from pyrocketmq.remoting.msg_id import decode_offset_msg_id
+from pyrocketmq.remoting.transport import Handler
+
+from ..transaction import COMMIT, ROLLBACK
+from .clients import ClientRegistry, ClientSession
+from .convert import (
+    Refused,
+    accepted_types,
+    code_of,
+    message_queues,
+    outgoing,
+    settings_reply,
+    status,
+    transaction_group,
+)
+from .pb import definition_pb2 as pb, service_pb2 as spb
+from .routes import RouteLookup, RouteUnavailable
+
+if TYPE_CHECKING:
+    from ..client_manager import ProducerManager
+    from ..store.message_store import MessageStore
+    from ..topic_config import TopicConfigManager
+
+log = logging.getLogger("pyrocketmq.broker.proxy")
+
+PYTHON_LANGUAGE = 6
+"""LanguageCode the 4.x producer table shows for 5.x clients (Java's LanguageCode has no GRPC)."""
+
+
+def client_id_of(context: Any) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-mq-client-id":
+            return str(value)
+    return ""
+
+
+def peer_of(context: Any) -> str:
+    """``ip:port`` of the caller from gRPC's ``ipv4:1.2.3.4:5`` / ``ipv6:[::1]:5``."""
+    peer = str(context.peer() or "")
+    kind, _, rest = peer.partition(":")
+    return rest if kind in ("ipv4", "ipv6") else "127.0.0.1:0"
+
+
+class MessagingService:
+    def __init__(
+        self,
+        *,
+        handlers: Mapping[int, Handler],
+        store: MessageStore,
+        topics: TopicConfigManager,
+        producers: ProducerManager,
+        routes: RouteLookup,
+        clients: ClientRegistry,
+        max_body_size: int,
+        on_call: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.handlers = handlers
+        self.store = store
+        self.topics = topics
+        self.producers = producers
+        self.routes = routes
+        self.clients = clients
+        self.max_body_size = max_body_size
+        self.on_call = on_call
+        """Told every answered call's RPC name and status code (metrics)."""
+
+    def _seen(self, rpc: str, code: pb.Code) -> None:
+        if self.on_call is not None:
+            self.on_call(rpc, pb.Code.Name(code))
+
+    def _session(self, context: Any) -> ClientSession:
+        return self.clients.touch(client_id_of(context) or peer_of(context), peer_of(context))
+
+    async def _dispatch(self, session: ClientSession, cmd: RemotingCommand) -> RemotingCommand | None:
+        handler = self.handlers.get(cmd.code)
+        if handler is None:
+            return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {cmd.code} is not served")
+        result = handler(session.channel, cmd)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    # -- routes and clients ---------------------------------------------------------------------
+    async def query_route(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
+        self._session(context)
+        topic = request.topic.name
+        try:
+            spans = await self.routes.spans(topic)
+        except RouteUnavailable as e:
+            self._seen("QueryRoute", pb.INTERNAL_SERVER_ERROR)
+            return spb.QueryRouteResponse(status=status(pb.INTERNAL_SERVER_ERROR, str(e)))
+        if not spans:
+            self._seen("QueryRoute", pb.TOPIC_NOT_FOUND)
+            return spb.QueryRouteResponse(status=status(pb.TOPIC_NOT_FOUND, f"topic {topic} is not found"))
+        config = self.topics.get(topic)
+        types = accepted_types(config.message_type if config is not None else None)
+        self._seen("QueryRoute", pb.OK)
+        return spb.QueryRouteResponse(status=status(pb.OK), message_queues=message_queues(topic, spans, types))
+
+    async def heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
+        session = self._session(context)
+        self._register_producer(session)
+        self._seen("Heartbeat", pb.OK)
+        return spb.HeartbeatResponse(status=status(pb.OK))
+
+    async def notify_client_termination(self, request: spb.NotifyClientTerminationRequest,
+                                        context: Any) -> spb.NotifyClientTerminationResponse:
+        session = self.clients.drop(client_id_of(context) or peer_of(context))
+        if session is not None:
+            self.producers.remove_connection(session.channel)
+        self._seen("NotifyClientTermination", pb.OK)
+        return spb.NotifyClientTerminationResponse(status=status(pb.OK))
+
+    def _register_producer(self, session: ClientSession) -> None:
+        """A producer's session answers transaction check-backs of the topics it publishes."""
+        for topic in session.publishing_topics:
+            self.producers.register(session.client_id, session.channel, PYTHON_LANGUAGE, 0, transaction_group(topic))
+
+    def expire(self) -> int:
+        """Forget clients silent past the expiry (run periodically)."""
+        gone = self.clients.expired()
+        for session in gone:
+            self.producers.remove_connection(session.channel)
+        return len(gone)
+
+    # -- Telemetry --------------------------------------------------------------------------------
+    async def telemetry(self, requests: AsyncIterator[spb.TelemetryCommand],
+                        context: Any) -> AsyncIterator[spb.TelemetryCommand]:
+        session = self._session(context)
+        stream = session.open_stream()
+        reader = asyncio.ensure_future(self._read_telemetry(session, stream, requests))
+        try:
+            while True:
+                command = await stream.get()
+                if command is None:
+                    return
+                yield command
+        finally:
+            reader.cancel()
+            session.end_stream(stream)
+
+    async def _read_telemetry(self, session: ClientSession, stream: asyncio.Queue[spb.TelemetryCommand | None],
+                              requests: AsyncIterator[spb.TelemetryCommand]) -> None:
+        try:
+            async for command in requests:
+                session.last_seen = time.monotonic()
+                kind = command.WhichOneof("command")
+                if kind == "settings":
+                    session.settings = command.settings
+                    self._register_producer(session)
+                    reply = settings_reply(command.settings, max_body_size=self.max_body_size)
+                    session.push(spb.TelemetryCommand(status=status(pb.OK), settings=reply))
+                    self._seen("Telemetry", pb.OK)
+                elif kind in ("thread_stack_trace", "verify_message_result"):
+                    log.info("5.x client %s answered %s", session.client_id, kind)
+                else:
+                    log.info("5.x client %s sent an unexpected Telemetry command %s", session.client_id, kind)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the stream broke: the client reconnects with a new one
+            log.info("Telemetry stream of %s ended: %s", session.client_id, e)
+        finally:
+            session.end_stream(stream)
+
+    # -- sending ----------------------------------------------------------------------------------
+    async def send_message(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:
+        session = self._session(context)
+        if not request.messages:
+            self._seen("SendMessage", pb.BAD_REQUEST)
+            return spb.SendMessageResponse(status=status(pb.BAD_REQUEST, "no message to send"))
+        entries = [await self._send_one(session, m) for m in request.messages]
+        first = entries[0].status
+        overall = first if all(e.status.code == first.code for e in entries) else status(pb.MULTIPLE_RESULTS, "see entries")
+        self._seen("SendMessage", overall.code)
+        return spb.SendMessageResponse(status=overall, entries=entries)
+
+    async def _send_one(self, session: ClientSession, message: pb.Message) -> spb.SendResultEntry:
+        message_id = message.system_properties.message_id
+        try:
+            out = outgoing(message, message.system_properties.queue_id, int(time.time() * 1000))
+        except Refused as e:
+            return spb.SendResultEntry(status=status(e.code, str(e)), message_id=message_id)
+        group = transaction_group(out.topic) if out.sys_flag else "%GRPC_PRODUCER%"
+        cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE, out.header(group), out.body)
+        resp = await self._dispatch(session, cmd)
+        if resp is None or resp.code != ResponseCode.SUCCESS:
+            code = ResponseCode.SYSTEM_ERROR if resp is None else resp.code
+            remark = "no answer" if resp is None else resp.remark or ""
+            return spb.SendResultEntry(status=status(code_of(code, remark), remark), message_id=message_id)
+        fields = resp.ext_fields
+        entry = spb.SendResultEntry(status=status(pb.OK), message_id=message_id,
+                                    offset=int(fields.get("queueOffset") or 0))
+        if out.sys_flag:
+            entry.transaction_id = str(fields.get("msgId") or "")
+        return entry
+
+    async def end_transaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:
+        session = self._session(context)
+        answer = await self._end(session, request)
+        self._seen("EndTransaction", answer.code)
+        return spb.EndTransactionResponse(status=answer)
+
+    async def _end(self, session: ClientSession, request: spb.EndTransactionRequest) -> pb.Status:
+        if request.resolution not in (pb.COMMIT, pb.ROLLBACK):
+            return status(pb.OK, "the transaction stays unresolved: the broker will check it back")
+        try:
+            _, _, offset = decode_offset_msg_id(request.transaction_id)
+        except ValueError:
+            return status(pb.INVALID_TRANSACTION_ID, f"transaction id {request.transaction_id!r} is not one this broker gave")
+        half = self.store.look_message(offset)
+        if half is None or half.properties.get(Prop.REAL_TOPIC) != request.topic.name:
+            return status(pb.INVALID_TRANSACTION_ID, f"no half message of topic {request.topic.name} for transaction "
+                                                     f"{request.transaction_id}")
+        fields = {
+            "producerGroup": half.properties.get(Prop.PGROUP, ""),
+            "tranStateTableOffset": str(half.queue_offset),
+            "commitLogOffset": str(offset),
+            "commitOrRollback": str(COMMIT if request.resolution == pb.COMMIT else ROLLBACK),
+            "msgId": request.message_id,
+            "fromTransactionCheck": "true" if request.source == pb.SOURCE_SERVER_CHECK else "false",
+            "transactionId": request.transaction_id,
+        }
+        resp = await self._dispatch(session, RemotingCommand.request(RequestCode.END_TRANSACTION, fields))
+        if resp is None or resp.code == ResponseCode.SUCCESS:
+            return status(pb.OK)
+        return status(code_of(resp.code, resp.remark), resp.remark or "")
