@@ -138,7 +138,8 @@ class Broker:
         await self._start_fast_channel()
         if s.network.grpc_port is not None:
             self.grpc = GrpcEndpoint(s, handlers=self.server.handlers, store=store, topics=self.topics,
-                                     producers=self.producers, client=self.registrar.client,
+                                     groups=self.groups, offsets=self.offsets, producers=self.producers,
+                                     client=self.registrar.client,
                                      on_call=self.metrics.grpc_call if self.metrics is not None else None)
             await self.grpc.start(self.addr)
         self.serving = True
@@ -245,6 +246,7 @@ class Broker:
             add(Service("gRPC endpoint announcement", self.grpc.announce, s.network.register_interval_ms / 1000,
                         first_wait=False))
             add(Service("gRPC client expiry", self.grpc.expire_clients, 10.0))
+            add(Service("POP leases and state", self.grpc.renew_and_persist, 1.0))
         self.services.start()
         if s.identity.role != BrokerRole.SLAVE:
             assert self.schedule is not None and self.transaction_check is not None
@@ -274,6 +276,8 @@ class Broker:
 
     def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties: dict[str, str] | None = None) -> None:
         self.holds.notify(topic, queue_id, max_offset, tags_code)
+        if self.grpc is not None:
+            self.grpc.pop.wake(topic)
         if self.ha_server is not None:
             self.ha_server.notify()
 

@@ -297,3 +297,28 @@ def settings_reply(client: pb.Settings, *, max_body_size: int) -> pb.Settings:
     out.metric.Clear()
     out.metric.on = False
     return out
+
+
+RECEIVE_BATCH_SIZE = 32
+LONG_POLLING_MS = 20_000
+
+
+def consumer_settings(out: pb.Settings, *, fifo: bool, max_attempts: int, retry_delays_ms: list[int]) -> None:
+    """Fill a consumer's Settings reply: the group's FIFO flag, batch size, long polling, and its
+    retry policy (RocketMQ's retry delays, the last repeated, ``max_attempts`` deliveries in all)."""
+    sub = out.subscription
+    sub.fifo = fifo
+    sub.receive_batch_size = RECEIVE_BATCH_SIZE
+    if not sub.HasField("long_polling_timeout") or sub.long_polling_timeout.ToMilliseconds() <= 0:
+        sub.long_polling_timeout.FromMilliseconds(LONG_POLLING_MS)
+    policy = out.backoff_policy
+    policy.Clear()
+    policy.max_attempts = max_attempts
+    if fifo:
+        policy.exponential_backoff.initial.FromMilliseconds(1000)
+        policy.exponential_backoff.max.FromMilliseconds(1000)
+        policy.exponential_backoff.multiplier = 1.0
+        return
+    delays = retry_delays_ms or [1000]
+    for i in range(max(1, max_attempts - 1)):
+        policy.customized_backoff.next.add().FromMilliseconds(delays[min(i, len(delays) - 1)])

@@ -3,21 +3,29 @@ from the broker's own parts (composition only; the logic lives in the modules it
 
 from __future__ import annotations
 
+import inspect
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import Handler, RemotingClient
 
-from .clients import ClientRegistry
+from .clients import ClientRegistry, ClientSession
+from .consume import ConsumeRpcs
+from .pop import PopService
 from .routes import RouteLookup
 from .server import GrpcServer
 from .service import MessagingService
 
 if TYPE_CHECKING:
     from ..client_manager import ProducerManager
+    from ..consumer_offset import ConsumerOffsetManager
     from ..settings import BrokerSettings
     from ..store.message_store import MessageStore
+    from ..subscription_group import SubscriptionGroupManager
     from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker.proxy")
@@ -25,15 +33,24 @@ log = logging.getLogger("pyrocketmq.broker.proxy")
 
 class GrpcEndpoint:
     def __init__(self, settings: BrokerSettings, *, handlers: Mapping[int, Handler], store: MessageStore,
-                 topics: TopicConfigManager, producers: ProducerManager, client: RemotingClient,
+                 topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
+                 producers: ProducerManager, client: RemotingClient,
                  on_call: Callable[[str, str], None] | None = None) -> None:
         self.settings = settings
+        self.handlers = handlers
         self.routes = RouteLookup(client, settings.network.namesrv_addrs, settings.network.grpc_port or 0)
         self.clients = ClientRegistry(settings.network.client_channel_expiry_ms / 1000)
+        self._internal = ClientSession("%broker%", "127.0.0.1:0")
+        self.pop = PopService(store, offsets, os.path.join(settings.store.config_dir, "popState.json"),
+                              settings.identity.broker_name, self._send_back)
         self.service = MessagingService(
             handlers=handlers, store=store, topics=topics, producers=producers, routes=self.routes,
-            clients=self.clients, max_body_size=settings.store.max_message_size, on_call=on_call)
-        self.server = GrpcServer(self.service)
+            clients=self.clients, max_body_size=settings.store.max_message_size, groups=groups,
+            retry_delays_ms=settings.store.delay_levels_ms[2:], on_call=on_call)
+        self.consume = ConsumeRpcs(pop=self.pop, topics=topics, groups=groups, routes=self.routes, clients=self.clients,
+                                   sql_enabled=settings.pull.property_filter, broker_name=settings.identity.broker_name,
+                                   seen=self.service._seen)
+        self.server = GrpcServer(self.service, self.consume)
         self.broker_addr = ""
 
     @property
@@ -44,7 +61,15 @@ class GrpcEndpoint:
     def grpc_addr(self) -> str:
         return f"{self.settings.network.broker_ip}:{self.server.port}"
 
+    async def _send_back(self, cmd: RemotingCommand) -> RemotingCommand | None:
+        handler = self.handlers.get(RequestCode.CONSUMER_SEND_MSG_BACK)
+        if handler is None:
+            return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "no send-back handler")
+        result = handler(self._internal.channel, cmd)
+        return await result if inspect.isawaitable(result) else result
+
     async def start(self, broker_addr: str) -> int:
+        self.pop.load()
         n = self.settings.network
         port = await self.server.start(n.bind_address, n.grpc_port or 0)
         self.routes.grpc_port = port
@@ -59,9 +84,15 @@ class GrpcEndpoint:
     def expire_clients(self) -> None:
         self.service.expire()
 
+    def renew_and_persist(self) -> None:
+        """Every second: auto-renewed leases pushed out, the POP table written if it changed."""
+        self.consume.renew_leases()
+        self.pop.persist()
+
     async def stop(self) -> None:
         for session in list(self.clients.sessions.values()):
             session.end_stream()
         await self.server.stop()
+        self.pop.persist(force=True)
         if self.broker_addr:
             await self.routes.withdraw(self.broker_addr)

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from .consume import ConsumeRpcs
 from .service import MessagingService
 
 log = logging.getLogger("pyrocketmq.broker.proxy")
@@ -23,7 +24,7 @@ MAX_MESSAGE_BYTES = 130 * 1024 * 1024
 """Largest gRPC message taken or sent (a 4 MiB body is far below; RocketMQ's proxy allows 130 MiB)."""
 
 
-def _handlers(service: MessagingService) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
+def _handlers(service: MessagingService, consume: ConsumeRpcs) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
     from .pb import service_pb2 as spb
 
     def unary(fn: Callable[..., Any], request: Any, response: Any) -> grpc.RpcMethodHandler[Any, Any]:
@@ -37,6 +38,16 @@ def _handlers(service: MessagingService) -> dict[str, grpc.RpcMethodHandler[Any,
         "EndTransaction": unary(service.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse),
         "NotifyClientTermination": unary(service.notify_client_termination, spb.NotifyClientTerminationRequest,
                                          spb.NotifyClientTerminationResponse),
+        "QueryAssignment": unary(consume.query_assignment, spb.QueryAssignmentRequest, spb.QueryAssignmentResponse),
+        "ReceiveMessage": grpc.unary_stream_rpc_method_handler(
+            consume.receive_message, request_deserializer=spb.ReceiveMessageRequest.FromString,
+            response_serializer=spb.ReceiveMessageResponse.SerializeToString),
+        "AckMessage": unary(consume.ack_message, spb.AckMessageRequest, spb.AckMessageResponse),
+        "ChangeInvisibleDuration": unary(consume.change_invisible_duration, spb.ChangeInvisibleDurationRequest,
+                                         spb.ChangeInvisibleDurationResponse),
+        "ForwardMessageToDeadLetterQueue": unary(
+            consume.forward_message_to_dead_letter_queue, spb.ForwardMessageToDeadLetterQueueRequest,
+            spb.ForwardMessageToDeadLetterQueueResponse),
         "Telemetry": grpc.stream_stream_rpc_method_handler(
             service.telemetry, request_deserializer=spb.TelemetryCommand.FromString,
             response_serializer=spb.TelemetryCommand.SerializeToString),
@@ -44,8 +55,9 @@ def _handlers(service: MessagingService) -> dict[str, grpc.RpcMethodHandler[Any,
 
 
 class GrpcServer:
-    def __init__(self, service: MessagingService) -> None:
+    def __init__(self, service: MessagingService, consume: ConsumeRpcs) -> None:
         self.service = service
+        self.consume = consume
         self.server: grpc.aio.Server | None = None
         self.port = 0
 
@@ -58,7 +70,7 @@ class GrpcServer:
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000),
         ])
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service)),))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service, self.consume)),))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         bound = server.add_insecure_port(address)
         if bound == 0:

@@ -31,6 +31,7 @@ from .convert import (
     Refused,
     accepted_types,
     code_of,
+    consumer_settings,
     message_queues,
     outgoing,
     settings_reply,
@@ -43,6 +44,7 @@ from .routes import RouteLookup, RouteUnavailable
 if TYPE_CHECKING:
     from ..client_manager import ProducerManager
     from ..store.message_store import MessageStore
+    from ..subscription_group import SubscriptionGroupManager
     from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker.proxy")
@@ -76,6 +78,8 @@ class MessagingService:
         routes: RouteLookup,
         clients: ClientRegistry,
         max_body_size: int,
+        groups: SubscriptionGroupManager | None = None,
+        retry_delays_ms: list[int] | None = None,
         on_call: Callable[[str, str], None] | None = None,
     ) -> None:
         self.handlers = handlers
@@ -85,6 +89,8 @@ class MessagingService:
         self.routes = routes
         self.clients = clients
         self.max_body_size = max_body_size
+        self.groups = groups
+        self.retry_delays_ms = retry_delays_ms or []
         self.on_call = on_call
         """Told every answered call's RPC name and status code (metrics)."""
 
@@ -172,7 +178,7 @@ class MessagingService:
                 if kind == "settings":
                     session.settings = command.settings
                     self._register_producer(session)
-                    reply = settings_reply(command.settings, max_body_size=self.max_body_size)
+                    reply = self._settings_reply(command.settings)
                     session.push(spb.TelemetryCommand(status=status(pb.OK), settings=reply))
                     self._seen("Telemetry", pb.OK)
                 elif kind in ("thread_stack_trace", "verify_message_result"):
@@ -185,6 +191,15 @@ class MessagingService:
             log.info("Telemetry stream of %s ended: %s", session.client_id, e)
         finally:
             session.end_stream(stream)
+
+    def _settings_reply(self, client: pb.Settings) -> pb.Settings:
+        reply = settings_reply(client, max_body_size=self.max_body_size)
+        if client.HasField("subscription") and self.groups is not None:
+            config = self.groups.find(client.subscription.group.name)
+            if config is not None:
+                consumer_settings(reply, fifo=config.consume_message_orderly, max_attempts=config.retry_max_times + 1,
+                                  retry_delays_ms=self.retry_delays_ms)
+        return reply
 
     # -- sending ----------------------------------------------------------------------------------
     async def send_message(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:

@@ -18,7 +18,7 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  * The official RocketMQ 5.x Java producer against a gRPC endpoint.
  *
  * Usage: Producer5Scenario ENDPOINT TOPIC MODE COUNT [ARG]
- *   normal | async          COUNT messages (tag TagA, key k-i, property idx=i, body "m-i")
+ *   normal | async          COUNT messages (tag TagA or -Dtag=..., key k-i, property idx=i, body "m-i")
  *   fifo GROUPS             COUNT messages over GROUPS message groups (g-0 .. g-(GROUPS-1))
  *   delay DELAY_MS          COUNT messages delivered DELAY_MS after sending
  *   tx-commit | tx-rollback COUNT transactional messages, each committed / rolled back
@@ -64,7 +64,7 @@ public final class Producer5Scenario {
             List<CompletableFuture<SendReceipt>> pending = new ArrayList<>();
             List<Long> started = new ArrayList<>();
             for (int i = 0; i < count; i++) {
-                MessageBuilder mb = provider.newMessageBuilder().setTopic(topic).setTag("TagA").setKeys("k-" + i)
+                MessageBuilder mb = provider.newMessageBuilder().setTopic(topic).setTag(System.getProperty("tag", "TagA")).setKeys("k-" + i)
                     .addProperty("idx", Integer.toString(i)).setBody(("m-" + i).getBytes(StandardCharsets.UTF_8));
                 if (mode.equals("fifo")) {
                     mb.setMessageGroup("g-" + (i % Integer.parseInt(extra)));
