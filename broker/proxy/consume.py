@@ -2,8 +2,9 @@
 polling), AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue, over
 :class:`~.pop.PopService`.
 
-Assignments name queue id -1 on each broker ("any readable queue here"): a receive then takes from
-the broker's queues of the topic in turn, so any number of consumers of a group share every queue
+Assignments name queue id -1 on each broker ("any readable queue here"), and a receive naming a real
+queue id (simple consumers pick one from the route) is read the same way: it takes from the broker's
+queues of the topic in turn, so any number of consumers of a group share every queue
 and an invisible message is never seen by two of them. A push consumer's receive asks for
 ``auto_renew``: its leases are kept invisible, renewed by :meth:`ConsumeRpcs.renew_leases`, for as
 long as the client keeps its heartbeats and until it acks or changes them.
@@ -105,6 +106,9 @@ class ConsumeRpcs:
                               context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:
         session = self._session(context)
         group, topic = request.group.name, request.message_queue.topic.name
+        log.debug("ReceiveMessage from %s: group %s, queue %s/%d, batch %d, filter %s %r", session.client_id, group,
+                  topic, request.message_queue.id, request.batch_size, request.filter_expression.type,
+                  request.filter_expression.expression)
         problem, code = self._receive_problem(group, topic)
         flt = self._filter(request.filter_expression)
         if isinstance(flt, str):
@@ -123,7 +127,7 @@ class ConsumeRpcs:
             yield spb.ReceiveMessageResponse(status=status(pb.ILLEGAL_INVISIBLE_TIME, "the invisible duration must be positive"))
             return
         polling = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
-        popped = await self._receive(group, topic, request.message_queue.id, max(1, min(request.batch_size or 1, MAX_BATCH)),
+        popped = await self._receive(group, topic, max(1, min(request.batch_size or 1, MAX_BATCH)),
                                      invisible_ms, config.consume_message_orderly, config.retry_max_times + 1, flt,
                                      min(max(polling, 0), MAX_LONG_POLLING_MS) / 1000)
         if not popped:
@@ -157,12 +161,15 @@ class ConsumeRpcs:
             return f"topic {topic} is not readable on broker {self.broker_name}", pb.FORBIDDEN
         return None, pb.OK
 
-    async def _receive(self, group: str, topic: str, queue_id: int, want: int, invisible_ms: int, fifo: bool,
+    async def _receive(self, group: str, topic: str, want: int, invisible_ms: int, fifo: bool,
                        max_attempts: int, flt: Filter, polling: float) -> list[Popped]:
         deadline = time.monotonic() + polling
         while True:
             config = self.topics.get(topic)
-            queues = [queue_id] if queue_id >= 0 else list(range(config.read_queue_nums if config else 0))
+            # the queue a receive names only picks the broker (as RocketMQ's proxy does): any readable
+            # queue of the topic here may answer, so a client's round-robin over ids never waits on an
+            # empty queue while another one holds messages
+            queues = list(range(config.read_queue_nums if config else 0))
             out: list[Popped] = []
             turn = next(self._turn)
             for i in range(len(queues)):

@@ -14,6 +14,8 @@ import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import KEY_SEPARATOR, MessageExt, Prop, SysFlag, encode_properties
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, PERM_READ, PERM_WRITE
@@ -82,6 +84,18 @@ def status(code: pb.Code, message: str = "OK") -> pb.Status:
     return pb.Status(code=code, message=message)
 
 
+MS_IN_SECONDS = 100_000_000_000
+"""A Timestamp whose ``seconds`` is past this (the year 5138) holds epoch milliseconds instead: the
+official Python client 5.1.2 writes a message's delivery time that way."""
+
+
+def timestamp_ms(ts: Timestamp) -> int:
+    """Epoch milliseconds of a protobuf Timestamp (see :data:`MS_IN_SECONDS`)."""
+    if ts.seconds > MS_IN_SECONDS:
+        return int(ts.seconds)
+    return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
+
+
 def outgoing(msg: pb.Message, queue_id: int, now_ms: int) -> Outgoing:
     """The 4.x form of a message a 5.x producer sends; :class:`Refused` when it breaks a rule."""
     sp = msg.system_properties
@@ -118,7 +132,7 @@ def outgoing(msg: pb.Message, queue_id: int, now_ms: int) -> Outgoing:
     if sp.HasField("delivery_timestamp"):
         if kind != pb.DELAY:
             raise Refused(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "only a DELAY message has a delivery timestamp")
-        props[Prop.TIMER_DELIVER_MS] = str(sp.delivery_timestamp.ToMilliseconds())
+        props[Prop.TIMER_DELIVER_MS] = str(timestamp_ms(sp.delivery_timestamp))
     elif kind == pb.DELAY:
         raise Refused(pb.ILLEGAL_DELIVERY_TIME, "a DELAY message needs a delivery timestamp")
     if kind == pb.TRANSACTION:
@@ -129,7 +143,7 @@ def outgoing(msg: pb.Message, queue_id: int, now_ms: int) -> Outgoing:
             if seconds > 0:
                 props[Prop.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(seconds)
         sys_flag |= SysFlag.TRANSACTION_PREPARED
-    born = sp.born_timestamp.ToMilliseconds() if sp.HasField("born_timestamp") else now_ms
+    born = timestamp_ms(sp.born_timestamp) if sp.HasField("born_timestamp") else now_ms
     return Outgoing(topic=topic, queue_id=queue_id, properties=props, sys_flag=sys_flag,
                     born_timestamp=born or now_ms, body=bytes(msg.body))
 

@@ -8,7 +8,7 @@ The service is registered as a generic handler built from the protobuf classes (
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -29,7 +29,7 @@ def _handlers(service: MessagingService, consume: ConsumeRpcs) -> dict[str, grpc
 
     def unary(fn: Callable[..., Any], request: Any, response: Any) -> grpc.RpcMethodHandler[Any, Any]:
         return grpc.unary_unary_rpc_method_handler(
-            fn, request_deserializer=request.FromString, response_serializer=response.SerializeToString)
+            guarded(fn, response), request_deserializer=request.FromString, response_serializer=response.SerializeToString)
 
     return {
         "QueryRoute": unary(service.query_route, spb.QueryRouteRequest, spb.QueryRouteResponse),
@@ -52,6 +52,22 @@ def _handlers(service: MessagingService, consume: ConsumeRpcs) -> dict[str, grpc
             service.telemetry, request_deserializer=spb.TelemetryCommand.FromString,
             response_serializer=spb.TelemetryCommand.SerializeToString),
     }
+
+
+def guarded(fn: Callable[..., Awaitable[Any]], response: Any) -> Callable[..., Awaitable[Any]]:
+    """``fn`` answering a status INTERNAL_SERVER_ERROR (logged) instead of raising: a bug or an
+    unexpected request reaches the client as an ordinary failed call, not a broken RPC."""
+    from .convert import status
+    from .pb import definition_pb2 as pb
+
+    async def call(request: Any, context: Any) -> Any:
+        try:
+            return await fn(request, context)
+        except Exception as e:
+            log.exception("%s failed", getattr(fn, "__name__", "a gRPC call"))
+            return response(status=status(pb.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}"))
+
+    return call
 
 
 class GrpcServer:

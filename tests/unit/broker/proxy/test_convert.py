@@ -107,3 +107,13 @@ def test_codes_and_settings():
     assert reply.publishing.max_body_size == 4096 and reply.publishing.validate_message_type
     assert not reply.metric.on and reply.backoff_policy.max_attempts == 3
     assert reply.backoff_policy.HasField("exponential_backoff")
+
+
+def test_a_delivery_time_in_milliseconds_where_seconds_belong_is_read_as_milliseconds():
+    from pyrocketmq.broker.proxy.convert import timestamp_ms
+
+    m = _message(pb.DELAY)
+    m.system_properties.delivery_timestamp.seconds = 1_795_660_268_444  # what the Python client 5.1.2 writes
+    assert outgoing(m, 0, 0).properties["TIMER_DELIVER_MS"] == "1795660268444"
+    m.system_properties.delivery_timestamp.FromMilliseconds(1_795_660_268_444)
+    assert timestamp_ms(m.system_properties.delivery_timestamp) == 1_795_660_268_444

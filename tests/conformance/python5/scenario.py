@@ -1,0 +1,147 @@
+"""The official RocketMQ 5.x Python client (rocketmq-python-client) against a gRPC endpoint.
+
+Runs under the client's own virtualenv (tests/conformance/pyclient5.py), not the project's.
+
+    scenario.py ENDPOINT TOPIC produce MODE COUNT [ARG]
+        MODE normal | async | fifo (ARG groups) | delay (ARG ms) | tx-commit | tx-rollback
+    scenario.py ENDPOINT TOPIC simple GROUP COUNT SECONDS [INVISIBLE_S] [ack|noack|change]
+    scenario.py ENDPOINT TOPIC push GROUP COUNT SECONDS [FAIL_ATTEMPTS]
+
+Prints one JSON document as the last stdout line: {"sent": [...], "deliveries": [...], "errors": [...]}.
+"""
+
+import json
+import sys
+import threading
+import time
+
+from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,
+                      MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker,
+                      TransactionResolution)
+
+
+def config(endpoint):
+    return ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+
+
+class CommitAll(TransactionChecker):
+    def check(self, message):
+        return TransactionResolution.COMMIT
+
+
+def produce(endpoint, topic, mode, count, arg):
+    tx = mode.startswith("tx-")
+    producer = Producer(config(endpoint), (topic,), CommitAll() if tx else None)
+    producer.startup()
+    sent, errors = [], []
+    futures = []
+    try:
+        for i in range(count):
+            msg = Message()
+            msg.topic = topic
+            msg.body = f"p-{i}".encode()
+            msg.tag = "TagA"
+            msg.keys = f"k-{i}"
+            msg.add_property("idx", str(i))
+            if mode == "fifo":
+                msg.message_group = f"g-{i % int(arg)}"
+            elif mode == "delay":
+                msg.delivery_timestamp = int(time.time() * 1000) + int(arg)
+            try:
+                if mode == "async":
+                    futures.append((i, producer.send_async(msg)))
+                elif tx:
+                    transaction = producer.begin_transaction()
+                    receipt = producer.send(msg, transaction)
+                    transaction.commit() if mode == "tx-commit" else transaction.rollback()
+                    sent.append({"idx": i, "messageId": receipt.message_id})
+                else:
+                    sent.append({"idx": i, "messageId": producer.send(msg).message_id})
+            except Exception as e:  # noqa: BLE001 - reported to the test
+                errors.append(f"{i}: {e!r}")
+        for i, fut in futures:
+            try:
+                sent.append({"idx": i, "messageId": fut.result(timeout=30).message_id})
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"{i}: {e!r}")
+    finally:
+        producer.shutdown()
+    return {"sent": sent, "deliveries": [], "errors": errors}
+
+
+def describe(msg, ok=True):
+    return {"messageId": msg.message_id, "idx": (msg.properties or {}).get("idx"), "tag": msg.tag,
+            "attempt": msg.delivery_attempt, "group": msg.message_group or "", "body": msg.body.decode(errors="replace"),
+            "ok": ok, "at": time.time()}
+
+
+def simple(endpoint, topic, group, count, seconds, invisible, how):
+    consumer = SimpleConsumer(config(endpoint), group, {topic: FilterExpression()}, await_duration=3)
+    consumer.startup()
+    deliveries, errors = [], []
+    done, changed = 0, set()
+    deadline = time.time() + seconds
+    try:
+        while time.time() < deadline and done < count:
+            try:
+                msgs = consumer.receive(16, invisible)
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"receive: {e!r}")
+                continue
+            for msg in msgs or ():
+                deliveries.append(describe(msg))
+                if how == "noack":
+                    done += 1
+                elif how == "change" and msg.message_id not in changed:
+                    consumer.change_invisible_duration(msg, 1)
+                    changed.add(msg.message_id)
+                else:
+                    consumer.ack(msg)
+                    done += 1
+    finally:
+        consumer.shutdown()
+    return {"sent": [], "deliveries": deliveries, "errors": errors}
+
+
+def push(endpoint, topic, group, count, seconds, fail_attempts):
+    deliveries, lock, ok = [], threading.Lock(), [0]
+
+    class Listener(MessageListener):
+        def consume(self, message):
+            success = message.delivery_attempt > fail_attempts
+            with lock:
+                deliveries.append(describe(message, success))
+                ok[0] += success
+            return ConsumeResult.SUCCESS if success else ConsumeResult.FAILURE
+
+    consumer = PushConsumer(config(endpoint), group, Listener(), {topic: FilterExpression()})
+    consumer.startup()
+    deadline = time.time() + seconds
+    try:
+        while time.time() < deadline and ok[0] < count:
+            time.sleep(0.1)
+        time.sleep(2)  # nothing more may arrive: duplicates would show
+    finally:
+        threading.Thread(target=consumer.shutdown, daemon=True).start()
+        time.sleep(1)
+    return {"sent": [], "deliveries": deliveries, "errors": []}
+
+
+def main(argv):
+    endpoint, topic, kind = argv[0], argv[1], argv[2]
+    if kind == "produce":
+        out = produce(endpoint, topic, argv[3], int(argv[4]), argv[5] if len(argv) > 5 else "0")
+    elif kind == "simple":
+        out = simple(endpoint, topic, argv[3], int(argv[4]), float(argv[5]),
+                     int(argv[6]) if len(argv) > 6 else 10, argv[7] if len(argv) > 7 else "ack")
+    else:
+        out = push(endpoint, topic, argv[3], int(argv[4]), float(argv[5]), int(argv[6]) if len(argv) > 6 else 0)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.stdout.flush()
+    import os
+
+    os._exit(0)  # the client's scheduler threads must not keep the process alive
