@@ -15,9 +15,19 @@ import sys
 import threading
 import time
 
-from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,
-                      MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker,
-                      TransactionResolution)
+from rocketmq import (
+    ClientConfiguration,
+    ConsumeResult,
+    Credentials,
+    FilterExpression,
+    Message,
+    MessageListener,
+    Producer,
+    PushConsumer,
+    SimpleConsumer,
+    TransactionChecker,
+    TransactionResolution,
+)
 
 
 def config(endpoint):
