@@ -140,6 +140,7 @@ class Broker:
             self.grpc = GrpcEndpoint(s, handlers=self.server.handlers, store=store, topics=self.topics,
                                      groups=self.groups, offsets=self.offsets, producers=self.producers,
                                      client=self.registrar.client,
+                                     acl=self.acl.validator if self.acl is not None else None,
                                      on_call=self.metrics.grpc_call if self.metrics is not None else None)
             await self.grpc.start(self.addr)
         self.serving = True

@@ -276,15 +276,37 @@ class AclValidator:
             needed = self.needs(cmd)
         except (ValueError, TypeError, KeyError) as e:
             return f"cannot read the request to check its permissions: {e}"
-        if not needed or (account.admin and not account.perms):
-            return None
-        for resource, perm in needed.items():
-            owned = account.perms.get(resource)
-            if owned is None:
-                is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
-                owned = account.default_group_perm if is_group else account.default_topic_perm
-            if not check_permission(perm, owned):
-                return f"No default permission for {_describe(resource)}"
+        return permission_refusal(account, needed)
+
+    def authenticate(self, access_key: str, remote_ip: str,
+                     signed: Callable[[Account], bool]) -> tuple[Account | None, str | None]:
+        """The account behind a request signed some other way (RocketMQ 5's gRPC header): ``(account,
+        None)`` when ``signed(account)`` holds, ``(None, None)`` for a white-listed address (no check
+        applies), ``(None, why)`` when refused."""
+        config = self.config
+        if any(white(remote_ip) for white in config.global_white):
+            return None, None
+        if not access_key:
+            return None, "No accessKey is configured"
+        account = config.accounts.get(access_key)
+        if account is None:
+            return None, f"No acl config for {access_key[:64]}"
+        if account.white(remote_ip):
+            return None, None
+        if not signed(account):
+            return None, f"Check signature failed for accessKey={access_key}"
+        return account, None
+
+
+def permission_refusal(account: Account, needed: Mapping[str, int]) -> str | None:
+    """Why ``account`` may not do what needs ``needed`` (resource → PUB/SUB), or None."""
+    if not needed or (account.admin and not account.perms):
         return None
-
-
+    for resource, perm in needed.items():
+        owned = account.perms.get(resource)
+        if owned is None:
+            is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            owned = account.default_group_perm if is_group else account.default_topic_perm
+        if not check_permission(perm, owned):
+            return f"No default permission for {_describe(resource)}"
+    return None

@@ -7,18 +7,21 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pyrocketmq.remoting.acl import AclValidator
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import Handler, RemotingClient
 
+from .auth import GrpcAccess
 from .clients import ClientRegistry, ClientSession
 from .consume import ConsumeRpcs
+from .pb import definition_pb2 as pb
 from .pop import PopService
 from .routes import RouteLookup
 from .server import GrpcServer
-from .service import MessagingService
+from .service import MessagingService, peer_of
 
 if TYPE_CHECKING:
     from ..client_manager import ProducerManager
@@ -34,7 +37,7 @@ log = logging.getLogger("pyrocketmq.broker.proxy")
 class GrpcEndpoint:
     def __init__(self, settings: BrokerSettings, *, handlers: Mapping[int, Handler], store: MessageStore,
                  topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
-                 producers: ProducerManager, client: RemotingClient,
+                 producers: ProducerManager, client: RemotingClient, acl: AclValidator | None = None,
                  on_call: Callable[[str, str], None] | None = None) -> None:
         self.settings = settings
         self.handlers = handlers
@@ -50,7 +53,8 @@ class GrpcEndpoint:
         self.consume = ConsumeRpcs(pop=self.pop, topics=topics, groups=groups, routes=self.routes, clients=self.clients,
                                    sql_enabled=settings.pull.property_filter, broker_name=settings.identity.broker_name,
                                    seen=self.service._seen)
-        self.server = GrpcServer(self.service, self.consume)
+        self.access = GrpcAccess(acl) if acl is not None else None
+        self.server = GrpcServer(self.service, self.consume, self._refusal if self.access is not None else None)
         self.broker_addr = ""
 
     @property
@@ -60,6 +64,14 @@ class GrpcEndpoint:
     @property
     def grpc_addr(self) -> str:
         return f"{self.settings.network.broker_ip}:{self.server.port}"
+
+    def _refusal(self, request: object, context: Any) -> pb.Status | None:
+        assert self.access is not None
+        refusal = self.access.refusal(context.invocation_metadata() or (), peer_of(context).rpartition(":")[0].strip("[]"),
+                                      request)
+        if refusal is not None:
+            log.warning("5.x call from %s refused: %s", peer_of(context), refusal.message)
+        return refusal
 
     async def _send_back(self, cmd: RemotingCommand) -> RemotingCommand | None:
         handler = self.handlers.get(RequestCode.CONSUMER_SEND_MSG_BACK)

@@ -8,7 +8,7 @@ The service is registered as a generic handler built from the protobuf classes (
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -24,12 +24,23 @@ MAX_MESSAGE_BYTES = 130 * 1024 * 1024
 """Largest gRPC message taken or sent (a 4 MiB body is far below; RocketMQ's proxy allows 130 MiB)."""
 
 
-def _handlers(service: MessagingService, consume: ConsumeRpcs) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
+Access = Callable[[Any, Any], Any]
+"""``(request, context) → Status | None``: why the call is refused (access control), or None."""
+
+
+def _handlers(service: MessagingService, consume: ConsumeRpcs,
+              access: Access | None) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
     from .pb import service_pb2 as spb
 
     def unary(fn: Callable[..., Any], request: Any, response: Any) -> grpc.RpcMethodHandler[Any, Any]:
         return grpc.unary_unary_rpc_method_handler(
-            guarded(fn, response), request_deserializer=request.FromString, response_serializer=response.SerializeToString)
+            guarded(fn, response, access), request_deserializer=request.FromString,
+            response_serializer=response.SerializeToString)
+
+    def streaming(fn: Callable[..., Any], request: Any, response: Any, *, client_stream: bool) -> grpc.RpcMethodHandler[Any, Any]:
+        make = grpc.stream_stream_rpc_method_handler if client_stream else grpc.unary_stream_rpc_method_handler
+        return make(guarded_stream(fn, response, access, client_stream), request_deserializer=request.FromString,
+                    response_serializer=response.SerializeToString)
 
     return {
         "QueryRoute": unary(service.query_route, spb.QueryRouteRequest, spb.QueryRouteResponse),
@@ -39,28 +50,28 @@ def _handlers(service: MessagingService, consume: ConsumeRpcs) -> dict[str, grpc
         "NotifyClientTermination": unary(service.notify_client_termination, spb.NotifyClientTerminationRequest,
                                          spb.NotifyClientTerminationResponse),
         "QueryAssignment": unary(consume.query_assignment, spb.QueryAssignmentRequest, spb.QueryAssignmentResponse),
-        "ReceiveMessage": grpc.unary_stream_rpc_method_handler(
-            consume.receive_message, request_deserializer=spb.ReceiveMessageRequest.FromString,
-            response_serializer=spb.ReceiveMessageResponse.SerializeToString),
+        "ReceiveMessage": streaming(consume.receive_message, spb.ReceiveMessageRequest, spb.ReceiveMessageResponse,
+                                    client_stream=False),
         "AckMessage": unary(consume.ack_message, spb.AckMessageRequest, spb.AckMessageResponse),
         "ChangeInvisibleDuration": unary(consume.change_invisible_duration, spb.ChangeInvisibleDurationRequest,
                                          spb.ChangeInvisibleDurationResponse),
         "ForwardMessageToDeadLetterQueue": unary(
             consume.forward_message_to_dead_letter_queue, spb.ForwardMessageToDeadLetterQueueRequest,
             spb.ForwardMessageToDeadLetterQueueResponse),
-        "Telemetry": grpc.stream_stream_rpc_method_handler(
-            service.telemetry, request_deserializer=spb.TelemetryCommand.FromString,
-            response_serializer=spb.TelemetryCommand.SerializeToString),
+        "Telemetry": streaming(service.telemetry, spb.TelemetryCommand, spb.TelemetryCommand, client_stream=True),
     }
 
 
-def guarded(fn: Callable[..., Awaitable[Any]], response: Any) -> Callable[..., Awaitable[Any]]:
-    """``fn`` answering a status INTERNAL_SERVER_ERROR (logged) instead of raising: a bug or an
-    unexpected request reaches the client as an ordinary failed call, not a broken RPC."""
+def guarded(fn: Callable[..., Awaitable[Any]], response: Any, access: Access | None) -> Callable[..., Awaitable[Any]]:
+    """``fn`` behind the access check, answering a status INTERNAL_SERVER_ERROR (logged) instead of
+    raising: a bug or an unexpected request reaches the client as an ordinary failed call."""
     from .convert import status
     from .pb import definition_pb2 as pb
 
     async def call(request: Any, context: Any) -> Any:
+        refused = access(request, context) if access is not None else None
+        if refused is not None:
+            return response(status=refused)
         try:
             return await fn(request, context)
         except Exception as e:
@@ -70,10 +81,26 @@ def guarded(fn: Callable[..., Awaitable[Any]], response: Any) -> Callable[..., A
     return call
 
 
+def guarded_stream(fn: Callable[..., AsyncIterator[Any]], response: Any, access: Access | None,
+                   client_stream: bool) -> Callable[..., AsyncIterator[Any]]:
+    """A streaming ``fn`` behind the access check (a Telemetry stream is checked on who opens it)."""
+
+    async def call(request: Any, context: Any) -> AsyncIterator[Any]:
+        refused = access(None if client_stream else request, context) if access is not None else None
+        if refused is not None:
+            yield response(status=refused)
+            return
+        async for item in fn(request, context):
+            yield item
+
+    return call
+
+
 class GrpcServer:
-    def __init__(self, service: MessagingService, consume: ConsumeRpcs) -> None:
+    def __init__(self, service: MessagingService, consume: ConsumeRpcs, access: Access | None = None) -> None:
         self.service = service
         self.consume = consume
+        self.access = access
         self.server: grpc.aio.Server | None = None
         self.port = 0
 
@@ -86,7 +113,7 @@ class GrpcServer:
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000),
         ])
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service, self.consume)),))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service, self.consume, self.access)),))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         bound = server.add_insecure_port(address)
         if bound == 0:

@@ -47,8 +47,7 @@ public final class Consumer5Scenario {
         int arg = args.length > 6 ? Integer.parseInt(args[6]) : 0;
         String tags = args.length > 7 ? args[7] : "*";
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration conf = ClientConfiguration.newBuilder().setEndpoints(endpoint).enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(10)).build();
+        ClientConfiguration conf = Producer5Scenario.configuration(endpoint);
         FilterExpression filter = new FilterExpression(tags, FilterExpressionType.TAG);
         ConcurrentLinkedQueue<String> deliveries = new ConcurrentLinkedQueue<>();
         List<String> errors = new ArrayList<>();

@@ -39,8 +39,7 @@ public final class Producer5Scenario {
         int count = Integer.parseInt(args[3]);
         String extra = args.length > 4 ? args[4] : "0";
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration conf = ClientConfiguration.newBuilder().setEndpoints(endpoint).enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(10)).build();
+        ClientConfiguration conf = Producer5Scenario.configuration(endpoint);
         ConcurrentLinkedQueue<String> checked = new ConcurrentLinkedQueue<>();
         ProducerBuilder builder = provider.newProducerBuilder().setClientConfiguration(conf).setTopics(topic);
         boolean transactional = mode.startsWith("tx-");
@@ -124,6 +123,18 @@ public final class Producer5Scenario {
     private static String entry(int idx, SendReceipt receipt, long beginNanos) {
         long ms = (System.nanoTime() - beginNanos) / 1_000_000L;
         return "{\"idx\": " + idx + ", \"messageId\": " + quote(receipt.getMessageId().toString()) + ", \"elapsedMs\": " + ms + "}";
+    }
+
+    /** The endpoint, plaintext; signed with -Dacl.accessKey / -Dacl.secretKey when both are given. */
+    static ClientConfiguration configuration(String endpoint) {
+        org.apache.rocketmq.client.apis.ClientConfigurationBuilder b = ClientConfiguration.newBuilder()
+            .setEndpoints(endpoint).enableSsl(false).setRequestTimeout(Duration.ofSeconds(10));
+        String ak = System.getProperty("acl.accessKey");
+        String sk = System.getProperty("acl.secretKey");
+        if (ak != null && sk != null) {
+            b.setCredentialProvider(new org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider(ak, sk));
+        }
+        return b.build();
     }
 
     static String quote(String s) {

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pyrocketmq.broker.proxy.auth import GrpcAccess, expected_signature, needs, parse_authorization
+from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
+from pyrocketmq.remoting.acl import PUB, SUB, AclValidator, parse_plain_acl
+
+ACL = parse_plain_acl({"globalWhiteRemoteAddresses": ["10.1.2.*"], "accounts": [
+    {"accessKey": "alice01", "secretKey": "alice-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "SUB",
+     "topicPerms": ["T=PUB|SUB"]}]})
+DATE = "20261126T101010Z"
+
+
+def _headers(ak: str = "alice01", sk: str = "alice-secret", upper: bool = False) -> list[tuple[str, str]]:
+    sig = expected_signature(sk, DATE)
+    sig = sig.upper() if upper else sig
+    return [("x-mq-date-time", DATE),
+            ("authorization", f"MQv2-HMAC-SHA1 Credential={ak}, SignedHeaders=x-mq-date-time, Signature={sig}")]
+
+
+def test_the_header_parses():
+    assert parse_authorization("MQv2-HMAC-SHA1 Credential=ak1/x, SignedHeaders=x-mq-date-time, Signature=AB") == ("ak1", "AB")
+    assert parse_authorization("Basic abc") is None and parse_authorization("") is None
+
+
+def test_needs_by_request():
+    send = spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name="T"))])
+    assert needs(send) == {"T": PUB}
+    receive = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), message_queue=pb.MessageQueue(topic=pb.Resource(name="T")))
+    assert needs(receive) == {"T": SUB, "%RETRY%G": SUB}
+    assert needs(spb.QueryRouteRequest()) == {}
+
+
+def test_refusals():
+    access = GrpcAccess(AclValidator(ACL))
+    send = spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name="T"))])
+    assert access.refusal(_headers(), "127.0.0.1", send) is None
+    assert access.refusal(_headers(upper=True), "127.0.0.1", send) is None
+    assert access.refusal(_headers(sk="wrong"), "127.0.0.1", send).code == pb.UNAUTHORIZED
+    assert access.refusal([], "127.0.0.1", send).code == pb.UNAUTHORIZED
+    other = spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name="Other"))])
+    refused = access.refusal(_headers(), "127.0.0.1", other)
+    assert refused.code == pb.FORBIDDEN and "topic:Other" in refused.message
+    assert access.refusal([], "10.1.2.3", other) is None  # a white-listed address
