@@ -141,7 +141,9 @@ class Broker:
                                      groups=self.groups, offsets=self.offsets, producers=self.producers,
                                      client=self.registrar.client,
                                      acl=self.acl.validator if self.acl is not None else None,
-                                     on_call=self.metrics.grpc_call if self.metrics is not None else None)
+                                     on_call=self.metrics.grpc_call if self.metrics is not None else None,
+                                     observe_receive=self.metrics.grpc_receive_latency.observe
+                                     if self.metrics is not None else None)
             await self.grpc.start(self.addr)
         self.serving = True
         n = await self.registrar.register_all()

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from .consumer_offset import ConsumerOffsetManager
     from .ha.service import HAServer
     from .long_poll import PullHoldService
+    from .proxy.endpoint import GrpcEndpoint
     from .registration import Registrar
     from .schedule import ScheduleService
     from .settings import BrokerSettings
@@ -202,6 +203,8 @@ class BrokerView(Protocol):
     def timer(self) -> TimerService | None: ...
     @property
     def ha_server(self) -> HAServer | None: ...
+    @property
+    def grpc(self) -> GrpcEndpoint | None: ...
 
 
 class BrokerMetrics:
@@ -215,6 +218,8 @@ class BrokerMetrics:
         self.flush_latency: dict[str, LatencyRecorder] = {"commitlog": LatencyRecorder(), "consumequeue": LatencyRecorder()}
         self.grpc_calls: collections.Counter[tuple[str, str]] = collections.Counter()
         """Answered 5.x gRPC calls by (RPC, status code name)."""
+        self.grpc_receive_latency = LatencyRecorder()
+        """ReceiveMessage calls that handed out messages: request to answer (long polling included)."""
         self.registry = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
@@ -299,15 +304,34 @@ def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -
         g.add_metric(ident + [group], len(ginfo.channels))
     yield g
     yield from metrics.requests.families()
-    grpc_family = f.counter("grpc_requests", "RocketMQ 5 gRPC calls answered, by RPC and status code.", ["rpc", "code"])
-    for (rpc, code), n in sorted(metrics.grpc_calls.items()):
-        grpc_family.add_metric(ident + [rpc, code], n)
-    yield grpc_family
+    yield from _grpc_families(broker, metrics, f)
     yield histogram_family(f"{PREFIX}_store_put_duration_seconds", "Time to append a message (or a batch) to the store.",
                            f.base, [(ident, metrics.put_latency)])
     yield histogram_family(f"{PREFIX}_store_flush_duration_seconds",
                            "Time of one flush of the commitlog or of the consume queues (fsync).",
                            f.base + ["kind"], [((*ident, k), r) for k, r in sorted(metrics.flush_latency.items())])
+
+
+def _grpc_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
+    """The 5.x endpoint: calls by RPC and status, clients, POP messages in flight, receive latency."""
+    ident = f.ident
+    calls = f.counter("grpc_requests", "RocketMQ 5 gRPC calls answered, by RPC and status code.", ["rpc", "code"])
+    for (rpc, code), n in sorted(metrics.grpc_calls.items()):
+        calls.add_metric(ident + [rpc, code], n)
+    yield calls
+    grpc = broker.grpc
+    if grpc is None:
+        return
+    yield f.one("grpc_clients", "5.x clients known to the gRPC endpoint (heartbeats or a Telemetry stream).",
+                len(grpc.clients.sessions))
+    inflight = f.gauge("pop_inflight_messages", "Messages received by 5.x consumers and not yet acknowledged "
+                                                "(invisible), per group and topic.", ["group", "topic"])
+    for (group, topic), n in sorted(grpc.pop.inflight_by_group().items()):
+        inflight.add_metric(ident + [group, topic], n)
+    yield inflight
+    yield histogram_family(f"{PREFIX}_grpc_receive_duration_seconds",
+                           "ReceiveMessage calls that handed out messages, request to answer (long polling included).",
+                           f.base, [(ident, metrics.grpc_receive_latency)])
 
 
 def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> Iterator[Metric]:

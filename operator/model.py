@@ -55,6 +55,7 @@ RESERVED_CONFIG_KEYS = frozenset(
         "storePathRootDir",
         "flushDiskType",
         "metricsPort",
+        "grpcListenPort",
         "aclEnable",
         "aclConfigFile",
         "accessKey",
@@ -116,6 +117,19 @@ class Metrics:
     def from_spec(cls, spec: Mapping[str, Any] | None) -> Metrics:
         spec = spec or {}
         return cls(enabled=bool(spec.get("enabled", True)), port=int(spec.get("port", 5557)))
+
+
+@dataclass(frozen=True, slots=True)
+class Grpc:
+    """``spec.grpc``: the RocketMQ 5 gRPC endpoint the official 5.x clients use."""
+
+    enabled: bool = True
+    port: int = 8081
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Grpc:
+        spec = spec or {}
+        return cls(enabled=bool(spec.get("enabled", True)), port=int(spec.get("port", 8081)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +294,7 @@ class BrokerModel:
     config: Mapping[str, str] = field(default_factory=dict)
     scheduling: Scheduling = field(default_factory=Scheduling)
     metrics: Metrics = field(default_factory=Metrics)
+    grpc: Grpc = field(default_factory=Grpc)
     force_scale_down: bool = False
     tls: Tls = field(default_factory=Tls)
     acl: Acl = field(default_factory=Acl)
@@ -324,6 +339,9 @@ class BrokerModel:
         if replication == "SYNC" and replicas < 2:
             raise SpecError("spec.replicasPerGroup: replicationMode SYNC needs at least 2 replicas per group")
         config = {str(k): _conf_value(v) for k, v in (spec.get("config") or {}).items()}
+        grpc, metrics = Grpc.from_spec(spec.get("grpc")), Metrics.from_spec(spec.get("metrics"))
+        if grpc.enabled and metrics.enabled and grpc.port == metrics.port:
+            raise SpecError(f"spec.grpc.port {grpc.port} is spec.metrics.port too: give them different ports")
         reserved = sorted(RESERVED_CONFIG_KEYS & set(config))
         if reserved:
             raise SpecError(f"spec.config: {', '.join(reserved)} are set by the operator (TLS and ACL come from "
@@ -343,7 +361,8 @@ class BrokerModel:
             resources=_resources(spec.get("resources")),
             config=config,
             scheduling=Scheduling.from_spec(spec.get("scheduling")),
-            metrics=Metrics.from_spec(spec.get("metrics")),
+            metrics=metrics,
+            grpc=grpc,
             force_scale_down=str(annotations.get(ANNOTATION_FORCE_SCALE_DOWN, "")).lower() == "true",
             tls=Tls.from_spec(spec.get("tls")),
             acl=Acl.from_spec(spec.get("acl")),

@@ -49,7 +49,7 @@ TICK = 1.0
 class ConsumeRpcs:
     def __init__(self, *, pop: PopService, topics: TopicConfigManager, groups: SubscriptionGroupManager,
                  routes: RouteLookup, clients: ClientRegistry, sql_enabled: bool, broker_name: str,
-                 seen: Callable[[str, pb.Code], None]) -> None:
+                 seen: Callable[[str, pb.Code], None], observe_receive: Callable[[float], None] | None = None) -> None:
         self.pop = pop
         self.topics = topics
         self.groups = groups
@@ -58,6 +58,8 @@ class ConsumeRpcs:
         self.sql_enabled = sql_enabled
         self.broker_name = broker_name
         self._seen = seen
+        self.observe_receive = observe_receive
+        """Told the seconds of each receive that handed out messages (metrics)."""
         self._turn = itertools.count()
         self.renewing: dict[tuple[str, Handle], str] = {}
         """Auto-renewed leases: (group, handle) → the client id holding them."""
@@ -126,6 +128,7 @@ class ConsumeRpcs:
             self._seen("ReceiveMessage", pb.ILLEGAL_INVISIBLE_TIME)
             yield spb.ReceiveMessageResponse(status=status(pb.ILLEGAL_INVISIBLE_TIME, "the invisible duration must be positive"))
             return
+        began = time.perf_counter()
         polling = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
         popped = await self._receive(group, topic, max(1, min(request.batch_size or 1, MAX_BATCH)),
                                      invisible_ms, config.consume_message_orderly, config.retry_max_times + 1, flt,
@@ -135,6 +138,8 @@ class ConsumeRpcs:
             yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))
             return
         self._seen("ReceiveMessage", pb.OK)
+        if self.observe_receive is not None:
+            self.observe_receive(time.perf_counter() - began)
         yield spb.ReceiveMessageResponse(status=status(pb.OK))
         for p in popped:
             handle = p.handle.encode()

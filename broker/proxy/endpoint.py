@@ -38,7 +38,8 @@ class GrpcEndpoint:
     def __init__(self, settings: BrokerSettings, *, handlers: Mapping[int, Handler], store: MessageStore,
                  topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
                  producers: ProducerManager, client: RemotingClient, acl: AclValidator | None = None,
-                 on_call: Callable[[str, str], None] | None = None) -> None:
+                 on_call: Callable[[str, str], None] | None = None,
+                 observe_receive: Callable[[float], None] | None = None) -> None:
         self.settings = settings
         self.handlers = handlers
         self.routes = RouteLookup(client, settings.network.namesrv_addrs, settings.network.grpc_port or 0)
@@ -52,7 +53,7 @@ class GrpcEndpoint:
             retry_delays_ms=settings.store.delay_levels_ms[2:], on_call=on_call)
         self.consume = ConsumeRpcs(pop=self.pop, topics=topics, groups=groups, routes=self.routes, clients=self.clients,
                                    sql_enabled=settings.pull.property_filter, broker_name=settings.identity.broker_name,
-                                   seen=self.service._seen)
+                                   seen=self.service.seen, observe_receive=observe_receive)
         self.access = GrpcAccess(acl) if acl is not None else None
         self.server = GrpcServer(self.service, self.consume, self._refusal if self.access is not None else None)
         self.broker_addr = ""

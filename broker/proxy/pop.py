@@ -232,6 +232,13 @@ class PopService:
         self._committed(group, handle.topic, handle.queue_id, q, before)
         return msg
 
+    def inflight_by_group(self) -> dict[tuple[str, str], int]:
+        """Messages in flight per (group, topic); every POP group of a topic appears, 0 included."""
+        out: dict[tuple[str, str], int] = {}
+        for (group, topic, _qid), q in self.table.queues.items():
+            out[(group, topic)] = out.get((group, topic), 0) + len(q.inflight)
+        return out
+
     def attempts(self, group: str, topic: str, queue_id: int, offset: int) -> int:
         q = self.table.get((group, topic, queue_id))
         lease = None if q is None else q.inflight.get(offset)

@@ -94,7 +94,7 @@ class MessagingService:
         self.on_call = on_call
         """Told every answered call's RPC name and status code (metrics)."""
 
-    def _seen(self, rpc: str, code: pb.Code) -> None:
+    def seen(self, rpc: str, code: pb.Code) -> None:
         if self.on_call is not None:
             self.on_call(rpc, pb.Code.Name(code))
 
@@ -117,20 +117,20 @@ class MessagingService:
         try:
             spans = await self.routes.spans(topic)
         except RouteUnavailable as e:
-            self._seen("QueryRoute", pb.INTERNAL_SERVER_ERROR)
+            self.seen("QueryRoute", pb.INTERNAL_SERVER_ERROR)
             return spb.QueryRouteResponse(status=status(pb.INTERNAL_SERVER_ERROR, str(e)))
         if not spans:
-            self._seen("QueryRoute", pb.TOPIC_NOT_FOUND)
+            self.seen("QueryRoute", pb.TOPIC_NOT_FOUND)
             return spb.QueryRouteResponse(status=status(pb.TOPIC_NOT_FOUND, f"topic {topic} is not found"))
         config = self.topics.get(topic)
         types = accepted_types(config.message_type if config is not None else None)
-        self._seen("QueryRoute", pb.OK)
+        self.seen("QueryRoute", pb.OK)
         return spb.QueryRouteResponse(status=status(pb.OK), message_queues=message_queues(topic, spans, types))
 
     async def heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
         session = self._session(context)
         self._register_producer(session)
-        self._seen("Heartbeat", pb.OK)
+        self.seen("Heartbeat", pb.OK)
         return spb.HeartbeatResponse(status=status(pb.OK))
 
     async def notify_client_termination(self, request: spb.NotifyClientTerminationRequest,
@@ -138,7 +138,7 @@ class MessagingService:
         session = self.clients.drop(client_id_of(context) or peer_of(context))
         if session is not None:
             self.producers.remove_connection(session.channel)
-        self._seen("NotifyClientTermination", pb.OK)
+        self.seen("NotifyClientTermination", pb.OK)
         return spb.NotifyClientTerminationResponse(status=status(pb.OK))
 
     def _register_producer(self, session: ClientSession) -> None:
@@ -180,7 +180,7 @@ class MessagingService:
                     self._register_producer(session)
                     reply = self._settings_reply(command.settings)
                     session.push(spb.TelemetryCommand(status=status(pb.OK), settings=reply))
-                    self._seen("Telemetry", pb.OK)
+                    self.seen("Telemetry", pb.OK)
                 elif kind in ("thread_stack_trace", "verify_message_result"):
                     log.info("5.x client %s answered %s", session.client_id, kind)
                 else:
@@ -205,12 +205,12 @@ class MessagingService:
     async def send_message(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:
         session = self._session(context)
         if not request.messages:
-            self._seen("SendMessage", pb.BAD_REQUEST)
+            self.seen("SendMessage", pb.BAD_REQUEST)
             return spb.SendMessageResponse(status=status(pb.BAD_REQUEST, "no message to send"))
         entries = [await self._send_one(session, m) for m in request.messages]
         first = entries[0].status
         overall = first if all(e.status.code == first.code for e in entries) else status(pb.MULTIPLE_RESULTS, "see entries")
-        self._seen("SendMessage", overall.code)
+        self.seen("SendMessage", overall.code)
         return spb.SendMessageResponse(status=overall, entries=entries)
 
     async def _send_one(self, session: ClientSession, message: pb.Message) -> spb.SendResultEntry:
@@ -236,7 +236,7 @@ class MessagingService:
     async def end_transaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:
         session = self._session(context)
         answer = await self._end(session, request)
-        self._seen("EndTransaction", answer.code)
+        self.seen("EndTransaction", answer.code)
         return spb.EndTransactionResponse(status=answer)
 
     async def _end(self, session: ClientSession, request: spb.EndTransactionRequest) -> pb.Status:

@@ -76,6 +76,7 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         "flushDiskType": model.flush_disk_type,
         # /metrics, /healthz and /readyz (0: not served; the probes then fall back to TCP).
         "metricsPort": str(model.metrics.port if model.metrics.enabled else 0),
+        **({"grpcListenPort": str(model.grpc.port)} if model.grpc.enabled else {}),
         **security_conf(model),
     }
     lines = [
@@ -157,6 +158,8 @@ def _service_ports(model: BrokerModel, ha: bool) -> list[dict[str, Any]]:
         ports.append({"name": "ha", "port": BROKER_HA_PORT, "targetPort": "ha", "protocol": "TCP"})
     if model.metrics.enabled:
         ports.append({"name": "metrics", "port": model.metrics.port, "targetPort": "metrics", "protocol": "TCP"})
+    if model.grpc.enabled:
+        ports.append({"name": "grpc", "port": model.grpc.port, "targetPort": "grpc", "protocol": "TCP"})
     return ports
 
 
@@ -204,6 +207,8 @@ def _broker_container(model: BrokerModel, settings: RenderSettings) -> dict[str,
     if model.metrics.enabled:
         ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
         env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
+    if model.grpc.enabled:
+        ports.append({"name": "grpc", "containerPort": model.grpc.port, "protocol": "TCP"})
     if model.acl.enabled:  # the broker's own account, written into the pod's runtime conf, never a ConfigMap
         for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
             env.append({"name": var, "valueFrom": {"secretKeyRef": {"name": model.acl.secret_name, "key": key,

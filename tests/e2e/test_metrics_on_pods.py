@@ -20,6 +20,7 @@ import yaml
 
 from localkube import tools as lk_tools
 from pyrocketmq.client import Message
+from tests.conformance import pyclient5
 from tests.e2e.conftest import OPERATOR_NAMESPACE, RELEASE, E2EImages
 from tests.e2e.helpers import MQ, deployed_mq, group_cr, topic_cr, wait_ready
 from tests.k8s.cluster import KubeCluster
@@ -69,7 +70,7 @@ def targets_up(prom: Prometheus) -> dict[str, int]:
 
 
 @pytest.mark.timeout(600)
-def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq: MQ, prom: Prometheus):
+def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq: MQ, prom: Prometheus, tmp_path):
     kube, ns = mq.kube, mq.ns
     # 2 name servers, 2 groups × (master + slave), 1 operator: all found and up.
     assert prom.wait("every pod scraped", lambda: (up := targets_up(prom)) == dict(zip(JOBS, (2, 4, 1), strict=True))
@@ -102,6 +103,15 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
             f'sum(pyrocketmq_broker_dlq_messages_total{{group="{group}"}})') == 1)
         t.producer.send(Message(topic, b"later", delay_level=6))
         prom.wait("one delayed message", lambda: prom.value('sum(pyrocketmq_broker_scheduled_messages{level="6"})') >= 1)
+
+        # the official 5.x Python client on a broker pod's gRPC port: the dashboard's gRPC row gets data
+        endpoint = mq.broker_addrs()["orders-0-0"].rpartition(":")[0] + ":8081"
+        sent5 = pyclient5.run([endpoint, topic, "produce", "normal", 3], home=tmp_path / "py5")
+        assert sent5["errors"] == [] and len(sent5["sent"]) == 3, sent5
+        got5 = pyclient5.run([endpoint, topic, "simple", f"met-g5-{suffix}", 3, 60], home=tmp_path / "py5")
+        assert len(got5["deliveries"]) >= 3, got5
+        prom.wait("5.x sends counted", lambda: prom.value(
+            'sum(pyrocketmq_broker_grpc_requests_total{rpc="SendMessage", code="OK"})') >= 3)
 
         names = prom.metric_names()
         for dashboard, title, expr in dashboard_exprs():

@@ -9,12 +9,14 @@ import asyncio
 import json
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from pyrocketmq.client import Message, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.transport import RemotingClient
+from tests.conformance import pyclient5
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
@@ -98,7 +100,7 @@ def test_b_topic_and_group_are_on_every_broker_pod_and_removed_with_the_resource
         assert topic not in admin.topic_list()
 
 
-def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ):
+def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ, tmp_path: Path):
     kube, ns = mq.kube, mq.ns
     topic, group = f"Pods_{secrets.token_hex(3)}", f"GID_PODS_{secrets.token_hex(3)}"
     kube.apply(topic_cr("pods-topic", topic, "orders"), "-n", ns)
@@ -127,6 +129,16 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ):
         kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 50, 60, "50")
     assert sorted(got) == sorted(f"node-{i}".encode() for i in range(50))  # the pod consumer committed its 200
 
+    # The official 5.x Python client from the node, on the brokers' gRPC port (spec.grpc, 8081 by default):
+    # routes name every broker pod's endpoint, sends land in the same topic, a 5.x group reads them all.
+    endpoint = mq.broker_addrs()["orders-0-0"].rpartition(":")[0] + ":8081"
+    home = tmp_path / "py5-home"
+    sent5 = pyclient5.run([endpoint, topic, "produce", "normal", 8], home=home)
+    assert sent5["errors"] == [] and len(sent5["sent"]) == 8, sent5
+    got5 = pyclient5.run([endpoint, topic, "simple", f"GID5_{secrets.token_hex(3)}", n + 58, 60], home=home, timeout=120)
+    got_ids = {d["messageId"] for d in got5["deliveries"]}
+    assert {s["messageId"] for s in sent5["sent"]} <= got_ids and len(got5["deliveries"]) == n + 58, len(got5["deliveries"])
+
     # spec.resetOffset: the operator rewinds the group on every master; status says where each queue went.
     kube.kubectl("patch", "consumergroup", "pods-group", "-n", ns, "--type=merge", "-p",
                  json.dumps({"spec": {"resetOffset": {"id": "rewind-1", "topic": topic, "to": "earliest"}}}))
@@ -138,9 +150,9 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ):
     with SyncPullConsumer(group, mq.namesrv_addr()) as consumer:
         consumer.assign(consumer.fetch_queues(topic))
         again: list[bytes] = []
-        kube.wait_until(lambda: again.extend(m.body for m in consumer.poll(timeout=2)) or len(again) >= n + 50, 90,
+        kube.wait_until(lambda: again.extend(m.body for m in consumer.poll(timeout=2)) or len(again) >= n + 58, 90,
                         "everything again after the reset")  # fmt: skip
-    assert len(again) == n + 50
+    assert len(again) == n + 58
 
 
 def _raw_queue(addr: str, topic: str, qid: int) -> bytes:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pyrocketmq.client import Message
+from tests.conformance import pyclient5
 from tests.helpers.cluster import ManagedProcess, free_broker_port, free_port, wait_for_tcp, write_properties
 from tests.observability.prometheus import (
     Prometheus,
@@ -35,8 +36,9 @@ GROUP = "obs-consumers"
 BROKER_JOB, NAMESRV_JOB = "pyrocketmq-broker", "pyrocketmq-namesrv"
 
 
-def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, str]:
+def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, str, str]:
     ns_port, ns_metrics, broker_port, broker_metrics = free_port(), free_port(), free_broker_port(), free_port()
+    grpc_port = free_port()
     env = {"PYTHONUNBUFFERED": "1"}
     namesrv = ManagedProcess("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(ns_port),
                                          "--metrics-port", str(ns_metrics)], tmp / "namesrv.log", env=env).start()
@@ -44,12 +46,13 @@ def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, 
     conf = write_properties(tmp / "broker.conf", {
         "brokerClusterName": "ObsCluster", "brokerName": "obs-broker", "namesrvAddr": f"127.0.0.1:{ns_port}",
         "listenPort": broker_port, "brokerIP1": "127.0.0.1", "storePathRootDir": tmp / "store",
-        "mappedFileSizeCommitLog": 16 * 1024 * 1024, "metricsPort": broker_metrics,
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024, "metricsPort": broker_metrics, "grpcListenPort": grpc_port,
     })
     broker = ManagedProcess("broker", [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(conf)],
                             tmp / "broker.log", env=env).start()
     wait_for_tcp("127.0.0.1", broker_port, 30, broker.alive)
-    return namesrv, broker, f"127.0.0.1:{ns_port}", f"127.0.0.1:{ns_metrics}", f"127.0.0.1:{broker_metrics}"
+    return (namesrv, broker, f"127.0.0.1:{ns_port}", f"127.0.0.1:{ns_metrics}", f"127.0.0.1:{broker_metrics}",
+            f"127.0.0.1:{grpc_port}")
 
 
 def strip_threshold(expr: str, threshold: str) -> str:
@@ -60,12 +63,12 @@ def strip_threshold(expr: str, threshold: str) -> str:
 @pytest.fixture
 def world(tmp_path: Path):
     find_tool("prometheus")
-    namesrv, broker, ns_addr, ns_metrics, broker_metrics = start_servers(tmp_path)
+    namesrv, broker, ns_addr, ns_metrics, broker_metrics, grpc_addr = start_servers(tmp_path)
     rules = fast_rules_copy(tmp_path / "rules-fast.yaml")
     prom = Prometheus(tmp_path / "prometheus", {BROKER_JOB: [broker_metrics], NAMESRV_JOB: [ns_metrics]}, [rules])
     try:
         prom.start()
-        yield prom, namesrv, broker, ns_addr
+        yield prom, namesrv, broker, ns_addr, grpc_addr, tmp_path
     finally:
         prom.stop()
         broker.stop()
@@ -73,7 +76,7 @@ def world(tmp_path: Path):
 
 
 def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
-    prom, namesrv, broker, ns_addr = world
+    prom, namesrv, broker, ns_addr, grpc_addr, tmp = world
     prom.wait("both targets up", lambda: prom.value(f'sum(up{{job=~"{BROKER_JOB}|{NAMESRV_JOB}"}})') == 2)
 
     with traffic(ns_addr, TOPIC, BACKGROUND, GROUP) as t:
@@ -106,6 +109,15 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
         # A delayed message waits in its level until due (level 6 = 2 minutes: still waiting at the end).
         producer.send(Message(TOPIC, b"later", delay_level=6))
         prom.wait("one delayed message", lambda: prom.value('sum(pyrocketmq_broker_scheduled_messages{level="6"})') == 1)
+
+        # The official 5.x Python client sends and receives on the gRPC port: the gRPC row has data.
+        sent5 = pyclient5.run([grpc_addr, TOPIC, "produce", "normal", 3], home=tmp / "py5")
+        assert sent5["errors"] == [] and len(sent5["sent"]) == 3, sent5
+        got5 = pyclient5.run([grpc_addr, TOPIC, "simple", "obs-g5", 3, 60], home=tmp / "py5")
+        assert len(got5["deliveries"]) >= 3, got5
+        prom.wait("5.x sends counted", lambda: prom.value(
+            'sum(pyrocketmq_broker_grpc_requests_total{rpc="SendMessage", code="OK"})') == 3)
+        prom.wait("5.x receives timed", lambda: prom.value('sum(pyrocketmq_broker_grpc_receive_duration_seconds_count)'))
 
         # -- every expression returns data, and reads only metrics that exist -------------------------
         names = prom.metric_names()

@@ -80,7 +80,29 @@ def test_group_objects_select_only_their_group():
 def test_headless_service_publishes_pods_before_they_are_ready():
     svc = one(render_broker(broker(), NS, SETTINGS), "Service", "orders-0-headless")
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
-    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"remoting": 10911, "fast": 10909, "ha": 10912, "metrics": 5557}
+    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"remoting": 10911, "fast": 10909, "ha": 10912, "metrics": 5557,
+                                                                    "grpc": 8081}
+
+
+def test_the_grpc_endpoint_is_served_and_exposed_unless_turned_off():
+    objects = render_broker(broker(), NS, SETTINGS)
+    conf = one(objects, "ConfigMap", "orders-0-config")["data"]["broker.conf"]
+    assert "grpcListenPort=8081" in conf.splitlines()
+    container = one(objects, "StatefulSet", "orders-0")["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "grpc", "containerPort": 8081, "protocol": "TCP"} in container["ports"]
+    assert any(p["name"] == "grpc" for p in one(objects, "Service", "orders-broker")["spec"]["ports"])
+    off = render_broker(broker(grpc={"enabled": False}), NS, SETTINGS)
+    assert "grpcListenPort" not in one(off, "ConfigMap", "orders-0-config")["data"]["broker.conf"]
+    assert not any(p["name"] == "grpc" for p in one(off, "Service", "orders-broker")["spec"]["ports"])
+
+
+def test_grpc_and_metrics_need_different_ports():
+    from pyrocketmq.operator.model import BrokerModel, SpecError
+
+    body = {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "Broker", "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"nameServer": {"name": "ns"}, "grpc": {"port": 5557}}}
+    with pytest.raises(SpecError, match="spec.grpc.port 5557"):
+        BrokerModel.from_body(body)
 
 
 @pytest.mark.parametrize(
