@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench import clusters, report
-from bench.scenarios import BENCH_JAVA, Context, Plan, Result, catalogue
+from bench.scenarios import BENCH_JAVA, BENCH_JAVA5, Context, Plan, Result, catalogue
 from tests.conformance import jvm, maven
 
 SMOKE_SCENARIOS = ["send-128-16", "drain", "latency"]
@@ -87,16 +87,22 @@ def main(argv: list[str] | None = None) -> int:
     java = jvm.JavaPrograms(client_lib, log_dir=workdir / "client-logs", sources=BENCH_JAVA)
     java.compile()
 
+    java5 = None
+    if any(s.peer == "apache5" for s in chosen):
+        java5 = jvm.JavaPrograms(clusters.client5_lib(), log_dir=workdir / "client-logs", sources=BENCH_JAVA5)
+        java5.compile()
+
     results: list[Result] = []
-    for flush in flushes:
-        group = [s for s in chosen if s.flush == flush]
+    runs = [(flush, peer, [s for s in chosen if s.flush == flush and s.peer == peer])
+            for flush in flushes for peer in clusters.PEERS]
+    for flush, peer, group in runs:
         if not group:
             continue
-        for kind in kinds:
+        for kind in (peer if k == "apache" else k for k in kinds):
             home = workdir / f"{kind}-{flush.lower()}"
             t0 = time.monotonic()
             try:
-                cluster = clusters.start(kind, home, flush)
+                cluster, endpoint = clusters.start(kind, home, flush, grpc=peer == "apache5")
             except Exception as exc:  # report and go on with the other broker
                 for s in group:
                     results.append(Result(s.name, kind, flush, error=f"broker did not start: {exc}"))
@@ -106,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             assert pid is not None
             sampler = clusters.ProcessSampler(pid)
             print(f"{kind} {flush}: up in {time.monotonic() - t0:.1f} s (broker pid {pid})", flush=True)
-            ctx = Context(cluster, java, home / "logs")
+            ctx = Context(cluster, java, home / "logs", grpc_endpoint=endpoint, java5=java5)
             try:
                 for s in group:
                     result = Result(s.name, kind, flush)

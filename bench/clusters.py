@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conformance import apache, maven
-from tests.helpers.cluster import REPO_ROOT, Cluster, ManagedProcess, start_pyrocketmq_cluster
+from tests.conformance import apache, apache5, maven
+from tests.helpers.cluster import REPO_ROOT, Cluster, ManagedProcess, free_port, start_pyrocketmq_cluster
 
 SEGMENT_SIZE = 1024 * 1024 * 1024
 QUEUES = 8
@@ -44,6 +44,8 @@ APACHE_BROKER_HEAP = [
 ]
 
 KINDS = ("pyrocketmq", "apache")
+PEERS = ("apache", "apache5")
+"""Apache's side of a scenario: 4.9.7's broker, or 5.2.0's proxy in local mode (the gRPC scenarios)."""
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -58,16 +60,25 @@ def broker_settings(flush: str) -> dict[str, object]:
     }
 
 
-def start(kind: str, home: Path, flush: str) -> Cluster:
-    """Start ``kind``'s name server + broker under ``home`` (wiped first)."""
+def start(kind: str, home: Path, flush: str, *, grpc: bool = False) -> tuple[Cluster, str | None]:
+    """Start ``kind``'s name server + broker under ``home`` (wiped first); with ``grpc``, its 5.x
+    endpoint too. Returns the cluster and the gRPC endpoint (None without ``grpc``)."""
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     if kind == "apache":
         return apache.start_apache_cluster(
             home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP
-        )
+        ), None
+    if kind == "apache5":
+        return apache5.start_apache5_cluster(home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP)
     if kind == "pyrocketmq":
-        return start_pyrocketmq_cluster(home, python=sys.executable, broker_overrides=broker_settings(flush))
+        overrides = broker_settings(flush)
+        endpoint = None
+        if grpc:
+            port = free_port()
+            overrides["grpcListenPort"] = port
+            endpoint = f"127.0.0.1:{port}"
+        return start_pyrocketmq_cluster(home, python=sys.executable, broker_overrides=overrides), endpoint
     raise ValueError(f"unknown broker kind {kind!r}")
 
 
@@ -100,6 +111,11 @@ def create_topic(cluster: Cluster, topic: str, queues: int = QUEUES) -> None:
 def lib_dirs() -> tuple[Path, Path]:
     """(client jars incl. rocketmq-example, server jars), resolved from Maven Central and cached."""
     return maven.resolve(maven.CLIENT), maven.resolve(maven.SERVER)
+
+
+def client5_lib() -> Path:
+    """The official 5.x Java client (the gRPC scenarios' load generator)."""
+    return maven.resolve(maven.CLIENT5)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """The results table (plain text, also valid Markdown) and the JSON document.
 
-One row per scenario and broker, then a ``ratio`` row (ours / theirs) for every figure both have.
+One row per scenario and broker, then a ``ratio`` row (ours / theirs) for every figure both have
+(theirs: Apache 4.9.7's broker, or 5.2.0's proxy in local mode for the gRPC rows, ``apache5``).
 A figure a generator does not produce is ``-``; a failed scenario shows its error instead.
 """
 
@@ -49,7 +50,7 @@ def rows(results: Iterable[Result]) -> list[list[str]]:
         by_key.setdefault((r.scenario, r.flush), {})[r.broker] = r
     out = []
     for (scenario, flush), pair in by_key.items():
-        for broker in ("pyrocketmq", "apache"):
+        for broker in ("pyrocketmq", "apache", "apache5"):
             r = pair.get(broker)
             if r is None:
                 continue
@@ -57,7 +58,7 @@ def rows(results: Iterable[Result]) -> list[list[str]]:
                 out.append([scenario, flush, broker, f"FAILED: {r.error.splitlines()[0][:100]}"] + [""] * (len(COLUMNS) - 1))
                 continue
             out.append([scenario, flush, broker] + [_cell(r.figures.get(k), f) for k, _, f in COLUMNS])
-        ours, theirs = pair.get("pyrocketmq"), pair.get("apache")
+        ours, theirs = pair.get("pyrocketmq"), pair.get("apache") or pair.get("apache5")
         if ours and theirs and not ours.error and not theirs.error:
             cells = [_cell(ratio(ours.figures.get(k), theirs.figures.get(k)), "{:.2f}") for k, _, _ in COLUMNS]
             out.append([scenario, flush, "ratio"] + cells)

@@ -7,6 +7,11 @@
 | ``batch-python`` | ``pyrocketmq bench produce --batch`` (our client) | msg/s, RT avg / p99 per batch |
 | ``drain`` | backlog by ``BatchSend``, drained by ``bench/java/Drain.java`` (a push consumer) | consume TPS |
 | ``latency`` | ``bench/java/FixedRateLatency.java`` at a fixed rate | e2e p50 / p99, send RT |
+| ``grpc5-send`` | ``bench/java5/Grpc5Bench.java`` (official 5.x Java client), sync sends | send TPS, RT avg / p99 |
+| ``grpc5-receive`` | a backlog by ``Grpc5Bench fill``, then ``Grpc5Bench receive`` (SimpleConsumer receive + ack) | acked msg/s |
+
+The ``grpc5-*`` rows compare our broker's gRPC endpoint with Apache RocketMQ 5.2.0's proxy in local mode
+(``peer="apache5"``); the others with Apache's 4.9.7 broker.
 
 The Apache Producer prints one line per 10 s, each covering the last 10 s::
 
@@ -38,6 +43,7 @@ from tests.conformance import jvm
 from tests.helpers.cluster import REPO_ROOT, Cluster
 
 BENCH_JAVA = Path(__file__).with_name("java")
+BENCH_JAVA5 = Path(__file__).with_name("java5")
 PRODUCER_MAIN = "org.apache.rocketmq.example.benchmark.Producer"
 # Load generators run the JIT fully (C2) with room for 64 threads of in-flight requests.
 GENERATOR_JVM_FLAGS = ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-Dfile.encoding=UTF-8"]
@@ -53,6 +59,8 @@ class Plan:
     """Durations and sizes of one benchmark run (``--smoke`` and ``--scale`` shrink them)."""
 
     send_seconds: float = 22.0
+    grpc_seconds: float = 15.0
+    grpc_backlog: int = 100_000
     batch_seconds: float = 16.0
     warmup_seconds: float = 5.0
     backlog: int = 1_000_000
@@ -78,6 +86,8 @@ class Scenario:
     flush: str
     run: Callable[[Context, Plan], dict[str, Any]]
     describe: str
+    peer: str = "apache"
+    """Which Apache the row compares with (``clusters.PEERS``); ``apache5`` rows need a gRPC endpoint."""
 
 
 @dataclass
@@ -90,6 +100,9 @@ class Context:
     seq: int = 0
     restart_window: Callable[[], None] = lambda: None
     """Called after a scenario's preparation (the drain's backlog fill): CPU and RSS count from here."""
+    grpc_endpoint: str | None = None
+    java5: jvm.JavaPrograms | None = None
+    """The 5.x programs (``bench/java5``), for the ``apache5`` rows."""
 
     def fresh_topic(self, stem: str) -> str:
         self.seq += 1
@@ -218,6 +231,31 @@ def run_latency(ctx: Context, plan: Plan) -> dict[str, Any]:
             "received": doc["received"], "sent": doc["sent"]}
 
 
+def _grpc(ctx: Context, args: list[Any], seconds: float, log: Path) -> dict[str, Any]:
+    assert ctx.java5 is not None and ctx.grpc_endpoint is not None
+    cmd = ctx.java5.command("Grpc5Bench", [ctx.grpc_endpoint, *map(str, args)], jvm_flags=GENERATOR_JVM_FLAGS)
+    return _run_json(cmd, seconds, log)
+
+
+def run_grpc5_send(ctx: Context, plan: Plan) -> dict[str, Any]:
+    topic = ctx.fresh_topic("grpc5_send")
+    doc = _grpc(ctx, [topic, "send", 16, 128, plan.grpc_seconds, plan.warmup_seconds], plan.grpc_seconds + 90,
+                ctx.logs / f"grpc5-send-{topic}.log")
+    return {"send_tps": doc["tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"], "send_failed": doc["failed"]}
+
+
+def run_grpc5_receive(ctx: Context, plan: Plan) -> dict[str, Any]:
+    topic = ctx.fresh_topic("grpc5_receive")
+    fill = _grpc(ctx, [topic, "fill", plan.grpc_backlog, 128], 900, ctx.logs / f"grpc5-fill-{topic}.log")
+    if fill["count"] < plan.grpc_backlog:
+        raise RuntimeError(f"backlog fill sent {fill['count']} of {plan.grpc_backlog}")
+    ctx.restart_window()
+    doc = _grpc(ctx, [topic, "receive", 8, f"bench_g5_{ctx.seq}", plan.grpc_seconds, plan.warmup_seconds],
+                plan.grpc_seconds + 90, ctx.logs / f"grpc5-receive-{topic}.log")
+    return {"consume_tps": doc["tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"],
+            "fill_tps": fill["tps"], "receive_failed": doc["failed"]}
+
+
 def catalogue() -> list[Scenario]:
     out: list[Scenario] = []
     for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
@@ -230,5 +268,9 @@ def catalogue() -> list[Scenario]:
         Scenario("batch-python", "ASYNC_FLUSH", run_batch_python, "pyrocketmq bench produce --batch 32, 16 in flight"),
         Scenario("drain", "ASYNC_FLUSH", run_drain, "Java push consumer (benchmark Consumer settings) draining a 128 B backlog"),
         Scenario("latency", "ASYNC_FLUSH", run_latency, "FixedRateLatency, 128 B at a fixed rate"),
+        Scenario("grpc5-send", "ASYNC_FLUSH", run_grpc5_send, "official 5.x Java client over gRPC, sync send 128 B, 16 threads",
+                 peer="apache5"),
+        Scenario("grpc5-receive", "ASYNC_FLUSH", run_grpc5_receive,
+                 "official 5.x Java SimpleConsumer over gRPC, 8 threads receive 32 + ack, 128 B backlog", peer="apache5"),
     ]
     return out

@@ -49,6 +49,8 @@ class Profile:
 CLIENT = Profile("client", CLIENT_VERSION)
 CLIENT5 = Profile("client5", "5.0.8")
 """The official 5.x Java client (gRPC), for the broker's 5.x endpoint."""
+SERVER5 = Profile("server5", "5.2.0")
+"""Apache's 5.x name server and proxy (local mode: broker inside), the 5.x benchmark peer."""
 SERVER = Profile("server", SERVER_VERSION)
 
 
