@@ -19,13 +19,13 @@ from bench import clusters, report
 from bench.scenarios import BENCH_JAVA, BENCH_JAVA5, Context, Plan, Result, catalogue
 from tests.conformance import jvm, maven
 
-SMOKE_SCENARIOS = ["send-128-16", "drain", "latency"]
+SMOKE_SCENARIOS = ["send-128-16", "drain", "latency", "grpc5-receive"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--scenarios", default="all",
-                   help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency); default all")
+                   help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency, grpc5); default all")
     p.add_argument("--flush", default="ASYNC_FLUSH,SYNC_FLUSH", help="flush modes to run (default both)")
     p.add_argument("--brokers", default=",".join(clusters.KINDS), help="pyrocketmq,apache (default both)")
     p.add_argument("--duration", type=float, default=None, help="seconds per Producer run (default 22; >= 11)")
@@ -44,7 +44,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     plan = Plan()
     if args.smoke:
         plan = Plan(send_seconds=11.5, batch_seconds=4, warmup_seconds=1, backlog=2000, latency_rate=200,
-                    latency_seconds=2, latency_warmup=1)
+                    latency_seconds=2, latency_warmup=1, grpc_seconds=2, grpc_backlog=2000)
     else:
         plan.backlog = max(1000, int(1_000_000 * args.scale))
     if args.duration is not None:

@@ -219,6 +219,14 @@ class MessagingService:
             out = outgoing(message, message.system_properties.queue_id, int(time.time() * 1000))
         except Refused as e:
             return spb.SendResultEntry(status=status(e.code, str(e)), message_id=message_id)
+        config = self.topics.get(out.topic)
+        declared = message.system_properties.message_type
+        if config is not None and config.message_type and declared not in accepted_types(config.message_type):
+            # a 5.x client declares its message's type: a typed topic takes only its own (4.x senders,
+            # which declare nothing, are judged by the send processor's own rule)
+            return spb.SendResultEntry(status=status(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, (
+                f"the topic[{out.topic}] takes {config.message_type} messages, not "
+                f"{pb.MessageType.Name(declared)} ones")), message_id=message_id)
         group = transaction_group(out.topic) if out.sys_flag else "%GRPC_PRODUCER%"
         cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE, out.header(group), out.body)
         resp = await self._dispatch(session, cmd)

@@ -44,16 +44,18 @@ def test_smoke_run_gives_figures_for_both_brokers(rocketmq_jars, tmp_path) -> No
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=360,
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
     doc = json.loads(out_json.read_text())
     got = {(r["scenario"], r["broker"]): r for r in doc["results"]}
-    assert set(got) == {(s, b) for s in ("send-128-16", "drain", "latency") for b in ("pyrocketmq", "apache")}
+    assert set(got) == {(s, b) for s in ("send-128-16", "drain", "latency") for b in ("pyrocketmq", "apache")} | {
+        ("grpc5-receive", "pyrocketmq"), ("grpc5-receive", "apache5")}
     for (scenario, broker), r in got.items():
         assert r["error"] is None, (scenario, broker, r["error"])
         figures = r["figures"]
         assert figures["cpu_s"] > 0 and figures["peak_rss_mib"] > 0, (scenario, broker, figures)
-        key = {"send-128-16": "send_tps", "drain": "consume_tps", "latency": "e2e_p99_ms"}[scenario]
+        key = {"send-128-16": "send_tps", "drain": "consume_tps", "latency": "e2e_p99_ms",
+               "grpc5-receive": "consume_tps"}[scenario]
         assert figures[key] > 0, (scenario, broker, figures)
     assert "| ratio" in proc.stdout
