@@ -328,11 +328,7 @@ def consumer_settings(out: pb.Settings, *, fifo: bool, max_attempts: int, retry_
     policy = out.backoff_policy
     policy.Clear()
     policy.max_attempts = max_attempts
-    if fifo:
-        policy.exponential_backoff.initial.FromMilliseconds(1000)
-        policy.exponential_backoff.max.FromMilliseconds(1000)
-        policy.exponential_backoff.multiplier = 1.0
-        return
+    # a customized backoff for FIFO groups too: the Python client knows no other kind for consumers
     delays = retry_delays_ms or [1000]
     for i in range(max(1, max_attempts - 1)):
         policy.customized_backoff.next.add().FromMilliseconds(delays[min(i, len(delays) - 1)])

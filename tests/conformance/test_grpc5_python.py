@@ -85,6 +85,19 @@ def test_fifo_delay_and_transactions(py5, cluster):
     assert read_topic(cluster.broker.addr, "Py5TxRollback") == []
 
 
+def test_an_orphaned_transaction_is_checked_back_through_another_producer(py5, cluster):
+    make_topic(cluster, "Py5TxOrphan")
+    orphaned = sorted(s["messageId"] for s in _produce(py5, cluster, "Py5TxOrphan", "tx-orphan", 2))
+    assert read_topic(cluster.broker.addr, "Py5TxOrphan") == []
+    checker = py5([cluster.endpoint, "Py5TxOrphan", "produce", "tx-checker", 2, 30], timeout=60)
+    assert checker["checked"] == orphaned, (checker, cluster.log_tails())
+    deadline, stored = time.time() + 5, []
+    while time.time() < deadline and len(stored) < 2:
+        stored = read_topic(cluster.broker.addr, "Py5TxOrphan")
+        time.sleep(0.2)
+    assert sorted(m.properties["UNIQ_KEY"] for m in stored) == orphaned
+
+
 def test_simple_consumer_receives_acks_and_gets_unacknowledged_ones_again(py5, cluster):
     make_topic(cluster, "Py5Simple")
     ids = sorted(s["messageId"] for s in _produce(py5, cluster, "Py5Simple", "normal", 6))
@@ -114,3 +127,25 @@ def test_push_consumer_retries_then_succeeds_once(py5, cluster):
     ok = sorted(d["messageId"] for d in out["deliveries"] if d["ok"])
     assert ok == ids, out
     assert sorted(d["messageId"] for d in out["deliveries"] if not d["ok"]) == ids
+
+
+def test_fifo_push_consumer_keeps_each_group_in_order_through_failures(py5, cluster):
+    from pyrocketmq.remoting.client_bodies import SubscriptionGroupConfig
+    from pyrocketmq.remoting.code import RequestCode, ResponseCode
+    from pyrocketmq.remoting.command import RemotingCommand
+    from tests.conformance.grpc5 import admin
+
+    make_topic(cluster, "Py5Fifo2")
+    body = SubscriptionGroupConfig(group_name="GPy5Fifo", consume_message_orderly=True).to_json()
+    resp = admin(cluster.broker.addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body))
+    assert resp.code == ResponseCode.SUCCESS
+    ids = sorted(s["messageId"] for s in _produce(py5, cluster, "Py5Fifo2", "fifo", 9, 3))
+    out = py5([cluster.endpoint, "Py5Fifo2", "push", "GPy5Fifo", 9, 60, 1], timeout=120)
+    assert sorted(d["messageId"] for d in out["deliveries"] if d["ok"]) == ids, out
+    by_group: dict[str, list] = {}
+    for d in sorted(out["deliveries"], key=lambda d: d["at"]):
+        by_group.setdefault(d["group"], []).append((int(d["idx"]), d["attempt"], d["ok"]))
+    assert sorted(by_group) == ["g-0", "g-1", "g-2"]
+    for group, seq in by_group.items():
+        expected = [(i, a, a == 2) for i in range(int(group[-1]), 9, 3) for a in (1, 2)]
+        assert seq == expected, (group, seq)

@@ -4,6 +4,8 @@ Runs under the client's own virtualenv (tests/conformance/pyclient5.py), not the
 
     scenario.py ENDPOINT TOPIC produce MODE COUNT [ARG]
         MODE normal | async | fifo (ARG groups) | delay (ARG ms) | tx-commit | tx-rollback
+             | tx-orphan (the process exits with its transactions open)
+             | tx-checker (answers check-backs with COMMIT until COUNT were asked or ARG seconds passed)
     scenario.py ENDPOINT TOPIC simple GROUP COUNT SECONDS [INVISIBLE_S] [ack|noack|change]
     scenario.py ENDPOINT TOPIC push GROUP COUNT SECONDS [FAIL_ATTEMPTS]
 
@@ -11,6 +13,7 @@ Prints one JSON document as the last stdout line: {"sent": [...], "deliveries": 
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -34,8 +37,12 @@ def config(endpoint):
     return ClientConfiguration(endpoint, Credentials(), request_timeout=10)
 
 
+CHECKED = []
+
+
 class CommitAll(TransactionChecker):
     def check(self, message):
+        CHECKED.append(message.message_id)
         return TransactionResolution.COMMIT
 
 
@@ -45,6 +52,13 @@ def produce(endpoint, topic, mode, count, arg):
     producer.startup()
     sent, errors = [], []
     futures = []
+    if mode == "tx-checker":
+        deadline = time.time() + float(arg)
+        while time.time() < deadline and len(set(CHECKED)) < count:
+            time.sleep(0.1)
+        time.sleep(0.5)  # the EndTransaction of the last check goes out
+        producer.shutdown()
+        return {"sent": [], "deliveries": [], "errors": [], "checked": sorted(set(CHECKED))}
     try:
         for i in range(count):
             msg = Message()
@@ -63,7 +77,10 @@ def produce(endpoint, topic, mode, count, arg):
                 elif tx:
                     transaction = producer.begin_transaction()
                     receipt = producer.send(msg, transaction)
-                    transaction.commit() if mode == "tx-commit" else transaction.rollback()
+                    if mode == "tx-commit":
+                        transaction.commit()
+                    elif mode == "tx-rollback":
+                        transaction.rollback()
                     sent.append({"idx": i, "messageId": receipt.message_id})
                 else:
                     sent.append({"idx": i, "messageId": producer.send(msg).message_id})
@@ -75,6 +92,9 @@ def produce(endpoint, topic, mode, count, arg):
             except Exception as e:  # noqa: BLE001
                 errors.append(f"{i}: {e!r}")
     finally:
+        if mode == "tx-orphan":  # die with the transactions open: the broker must check them back
+            print(json.dumps({"sent": sent, "deliveries": [], "errors": errors}), flush=True)
+            os._exit(0)
         producer.shutdown()
     return {"sent": sent, "deliveries": [], "errors": errors}
 
@@ -116,11 +136,19 @@ def simple(endpoint, topic, group, count, seconds, invisible, how):
 def push(endpoint, topic, group, count, seconds, fail_attempts):
     deliveries, lock, ok = [], threading.Lock(), [0]
 
+    calls = {}
+
     class Listener(MessageListener):
+        # a message fails its first FAIL_ATTEMPTS calls; "attempt" is the call's number (the client's
+        # FIFO retries are local: they do not raise the message's delivery_attempt)
         def consume(self, message):
-            success = message.delivery_attempt > fail_attempts
             with lock:
-                deliveries.append(describe(message, success))
+                calls[message.message_id] = calls.get(message.message_id, 0) + 1
+                success = calls[message.message_id] > fail_attempts
+                entry = describe(message, success)
+                entry["attempt"] = calls[message.message_id]
+                entry["deliveryAttempt"] = message.delivery_attempt
+                deliveries.append(entry)
                 ok[0] += success
             return ConsumeResult.SUCCESS if success else ConsumeResult.FAILURE
 
@@ -152,6 +180,4 @@ def main(argv):
 if __name__ == "__main__":
     main(sys.argv[1:])
     sys.stdout.flush()
-    import os
-
     os._exit(0)  # the client's scheduler threads must not keep the process alive
