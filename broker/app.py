@@ -294,10 +294,11 @@ class Broker:
         steps: list[tuple[str, Callable[[], object]]] = [
             ("background services", self.services.stop),
             ("held pulls", self.holds.wake_all),
+            # before the name-server client closes: it withdraws the endpoint's announcement
+            ("the gRPC endpoint", self.grpc.stop if self.grpc is not None else _nothing),
             ("unregistering from the name servers", self.registrar.unregister_all),
             ("the registration client", self.registrar.close),
             ("the slave's sync client", self.slave_sync.close if self.slave_sync is not None else _nothing),
-            ("the gRPC endpoint", self.grpc.stop if self.grpc is not None else _nothing),
             ("the remoting server", self.server.stop),
             ("the fast channel", self.fast_server.stop if self.fast_server is not None else _nothing),
             ("the HA server", self.ha_server.stop if self.ha_server is not None else _nothing),
