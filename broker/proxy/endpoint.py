@@ -84,7 +84,7 @@ class GrpcEndpoint:
     async def start(self, broker_addr: str) -> int:
         self.pop.load()
         n = self.settings.network
-        port = await self.server.start(n.bind_address, n.grpc_port or 0)
+        port = await self.server.start(n.bind_address, n.grpc_port or 0, n.tls)
         self.routes.grpc_port = port
         self.broker_addr = broker_addr
         log.info("RocketMQ 5 gRPC endpoint on %s:%d", n.bind_address, port)

@@ -14,6 +14,8 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from pyrocketmq.remoting.tls import ServerTls, TlsMode
+
 from .consume import ConsumeRpcs
 from .service import MessagingService
 
@@ -96,6 +98,20 @@ def guarded_stream(fn: Callable[..., AsyncIterator[Any]], response: Any, access:
     return call
 
 
+def credentials(tls: ServerTls) -> grpc.ServerCredentials:
+    """gRPC server credentials from the broker's ``tls.server.*`` files (PEM; the key unencrypted)."""
+    if tls.key_password:
+        raise OSError("the gRPC port needs an unencrypted tls.server.keyPath (tls.server.keyPassword is set)")
+    with open(tls.key_path, "rb") as key, open(tls.cert_path, "rb") as cert:
+        pair = (key.read(), cert.read())
+    roots = None
+    if tls.need_client_auth != "none" and tls.trust_cert_path:
+        with open(tls.trust_cert_path, "rb") as trust:
+            roots = trust.read()
+    return grpc.ssl_server_credentials([pair], root_certificates=roots,
+                                       require_client_auth=tls.need_client_auth == "require" and roots is not None)
+
+
 class GrpcServer:
     def __init__(self, service: MessagingService, consume: ConsumeRpcs, access: Access | None = None) -> None:
         self.service = service
@@ -104,8 +120,10 @@ class GrpcServer:
         self.server: grpc.aio.Server | None = None
         self.port = 0
 
-    async def start(self, host: str, port: int) -> int:
-        """Bind ``host:port`` (0 picks a free port) and serve; returns the bound port."""
+    async def start(self, host: str, port: int, tls: ServerTls | None = None) -> int:
+        """Bind ``host:port`` (0 picks a free port) and serve; returns the bound port. With ``tls`` in
+        ``enforcing`` mode the port speaks TLS only (gRPC cannot take plaintext and TLS on one port as
+        the 4.x ports do in ``permissive`` mode, so permissive leaves the gRPC port plaintext)."""
         server = grpc.aio.server(options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -115,7 +133,10 @@ class GrpcServer:
         ])
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service, self.consume, self.access)),))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        bound = server.add_insecure_port(address)
+        if tls is not None and tls.mode is TlsMode.ENFORCING:
+            bound = server.add_secure_port(address, credentials(tls))
+        else:
+            bound = server.add_insecure_port(address)
         if bound == 0:
             raise OSError(f"cannot bind the gRPC port {address}")
         await server.start()

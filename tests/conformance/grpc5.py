@@ -46,9 +46,9 @@ def start_grpc_cluster(tmp: Path, **broker_conf: object) -> GrpcCluster:
     return GrpcCluster(ns, broker, grpc_port)
 
 
-def admin(addr: str, cmd: RemotingCommand) -> RemotingCommand:
+def admin(addr: str, cmd: RemotingCommand, ssl: object = None) -> RemotingCommand:
     async def go() -> RemotingCommand:
-        client = RemotingClient()
+        client = RemotingClient(ssl=ssl)
         try:
             return await client.invoke(addr, cmd, 10)
         finally:
@@ -57,8 +57,8 @@ def admin(addr: str, cmd: RemotingCommand) -> RemotingCommand:
     return asyncio.run(go())
 
 
-def make_topic(cluster: GrpcCluster, topic: str, queues: int = 4) -> None:
-    resp = admin(cluster.broker.addr, create_topic(topic, queues))
+def make_topic(cluster: GrpcCluster, topic: str, queues: int = 4, ssl: object = None) -> None:
+    resp = admin(cluster.broker.addr, create_topic(topic, queues), ssl)
     assert resp.code == ResponseCode.SUCCESS, resp.remark
 
 

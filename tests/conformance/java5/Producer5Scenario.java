@@ -125,10 +125,10 @@ public final class Producer5Scenario {
         return "{\"idx\": " + idx + ", \"messageId\": " + quote(receipt.getMessageId().toString()) + ", \"elapsedMs\": " + ms + "}";
     }
 
-    /** The endpoint, plaintext; signed with -Dacl.accessKey / -Dacl.secretKey when both are given. */
+    /** The endpoint, plaintext (TLS with -Dtls=true); signed with -Dacl.accessKey / -Dacl.secretKey when both are given. */
     static ClientConfiguration configuration(String endpoint) {
         org.apache.rocketmq.client.apis.ClientConfigurationBuilder b = ClientConfiguration.newBuilder()
-            .setEndpoints(endpoint).enableSsl(false).setRequestTimeout(Duration.ofSeconds(10));
+            .setEndpoints(endpoint).enableSsl(Boolean.getBoolean("tls")).setRequestTimeout(Duration.ofSeconds(10));
         String ak = System.getProperty("acl.accessKey");
         String sk = System.getProperty("acl.secretKey");
         if (ak != null && sk != null) {
