@@ -110,8 +110,10 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
         assert sent5["errors"] == [] and len(sent5["sent"]) == 3, sent5
         got5 = pyclient5.run([endpoint, topic, "simple", f"met-g5-{suffix}", 3, 60], home=tmp_path / "py5")
         assert len(got5["deliveries"]) >= 3, got5
-        prom.wait("5.x sends counted", lambda: prom.value(
-            'sum(pyrocketmq_broker_grpc_requests_total{rpc="SendMessage", code="OK"})') >= 3)
+        prom.wait("5.x sends counted", lambda: (prom.value(
+            'sum(pyrocketmq_broker_grpc_requests_total{rpc="SendMessage", code="OK"})') or 0) >= 3)
+        prom.wait("the 5.x group's POP state scraped", lambda: prom.query(
+            f'pyrocketmq_broker_pop_inflight_messages{{group="met-g5-{suffix}"}}'))
 
         names = prom.metric_names()
         for dashboard, title, expr in dashboard_exprs():
