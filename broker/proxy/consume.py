@@ -24,12 +24,12 @@ from pyrocketmq.remoting.names import PERM_READ
 from ..message_filter import SqlParseError, sql_record_filter
 from ..processors.pull import parse_tag_expression
 from .clients import ClientRegistry, ClientSession
-from .convert import accepted_types, endpoints, incoming, permission, status
+from .convert import endpoints, incoming, permission, status
 from .pb import definition_pb2 as pb, service_pb2 as spb
 from .pop import Filter, Popped, PopService
 from .pop_state import BadHandle, Handle
-from .routes import RouteLookup, RouteUnavailable
-from .service import client_id_of, peer_of
+from .routes import RouteLookup
+from .service import session_of, topic_route
 
 if TYPE_CHECKING:
     from ..subscription_group import SubscriptionGroupManager
@@ -65,22 +65,17 @@ class ConsumeRpcs:
         """Auto-renewed leases: (group, handle) → the client id holding them."""
 
     def _session(self, context: Any) -> ClientSession:
-        return self.clients.touch(client_id_of(context) or peer_of(context), peer_of(context))
+        return session_of(self.clients, context)
 
     # -- assignment -------------------------------------------------------------------------------
     async def query_assignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:
         self._session(context)
         topic = request.topic.name
-        try:
-            spans = await self.routes.spans(topic)
-        except RouteUnavailable as e:
-            self._seen("QueryAssignment", pb.INTERNAL_SERVER_ERROR)
-            return spb.QueryAssignmentResponse(status=status(pb.INTERNAL_SERVER_ERROR, str(e)))
-        if not spans:
-            self._seen("QueryAssignment", pb.TOPIC_NOT_FOUND)
-            return spb.QueryAssignmentResponse(status=status(pb.TOPIC_NOT_FOUND, f"topic {topic} is not found"))
-        config = self.topics.get(topic)
-        types = accepted_types(config.message_type if config is not None else None)
+        route = await topic_route(self.routes, self.topics, topic)
+        if isinstance(route, pb.Status):
+            self._seen("QueryAssignment", route.code)
+            return spb.QueryAssignmentResponse(status=route)
+        spans, types = route
         out = []
         for span in sorted(spans, key=lambda s: s.broker_name):
             if not span.perm & PERM_READ or span.read_queue_nums <= 0:

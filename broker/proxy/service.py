@@ -28,6 +28,7 @@ from pyrocketmq.remoting.transport import Handler
 from ..transaction import COMMIT, ROLLBACK
 from .clients import ClientRegistry, ClientSession
 from .convert import (
+    QueueSpan,
     Refused,
     accepted_types,
     code_of,
@@ -67,6 +68,25 @@ def peer_of(context: Any) -> str:
     return rest if kind in ("ipv4", "ipv6") else "127.0.0.1:0"
 
 
+def session_of(clients: ClientRegistry, context: Any) -> ClientSession:
+    """The calling client's session (keyed by ``x-mq-client-id``, else by its address), touched."""
+    peer = peer_of(context)
+    return clients.touch(client_id_of(context) or peer, peer)
+
+
+async def topic_route(routes: RouteLookup, topics: TopicConfigManager,
+                      topic: str) -> tuple[list[QueueSpan], tuple[pb.MessageType, ...]] | pb.Status:
+    """The topic's spans and accepted message types (QueryRoute, QueryAssignment), or the failing status."""
+    try:
+        spans = await routes.spans(topic)
+    except RouteUnavailable as e:
+        return status(pb.INTERNAL_SERVER_ERROR, str(e))
+    if not spans:
+        return status(pb.TOPIC_NOT_FOUND, f"topic {topic} is not found")
+    config = topics.get(topic)
+    return spans, accepted_types(config.message_type if config is not None else None)
+
+
 class MessagingService:
     def __init__(
         self,
@@ -99,7 +119,7 @@ class MessagingService:
             self.on_call(rpc, pb.Code.Name(code))
 
     def _session(self, context: Any) -> ClientSession:
-        return self.clients.touch(client_id_of(context) or peer_of(context), peer_of(context))
+        return session_of(self.clients, context)
 
     async def _dispatch(self, session: ClientSession, cmd: RemotingCommand) -> RemotingCommand | None:
         handler = self.handlers.get(cmd.code)
@@ -114,16 +134,11 @@ class MessagingService:
     async def query_route(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
         self._session(context)
         topic = request.topic.name
-        try:
-            spans = await self.routes.spans(topic)
-        except RouteUnavailable as e:
-            self.seen("QueryRoute", pb.INTERNAL_SERVER_ERROR)
-            return spb.QueryRouteResponse(status=status(pb.INTERNAL_SERVER_ERROR, str(e)))
-        if not spans:
-            self.seen("QueryRoute", pb.TOPIC_NOT_FOUND)
-            return spb.QueryRouteResponse(status=status(pb.TOPIC_NOT_FOUND, f"topic {topic} is not found"))
-        config = self.topics.get(topic)
-        types = accepted_types(config.message_type if config is not None else None)
+        route = await topic_route(self.routes, self.topics, topic)
+        if isinstance(route, pb.Status):
+            self.seen("QueryRoute", route.code)
+            return spb.QueryRouteResponse(status=route)
+        spans, types = route
         self.seen("QueryRoute", pb.OK)
         return spb.QueryRouteResponse(status=status(pb.OK), message_queues=message_queues(topic, spans, types))
 
