@@ -26,6 +26,7 @@ from pyrocketmq.service import Service, Services
 
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
+from .ha.replica import ReplicaManager
 from .ha.service import RECONNECT_DELAY, HAClient, HAServer
 from .ha.slave_sync import SlaveSync
 from .long_poll import PullHoldService
@@ -100,6 +101,8 @@ class Broker:
         """Slaves: the link to the master's HA port."""
         self.slave_sync: SlaveSync | None = None
         """Slaves: the periodic copy of the master's topics, groups and offsets."""
+        self.replica: ReplicaManager | None = None
+        """Controller mode: heartbeats to the controller and the role changes it orders."""
         self.fast_server: RemotingServer | None = None
         self.grpc: GrpcEndpoint | None = None
         """``grpcListenPort``: the RocketMQ 5 gRPC endpoint (5.x clients), served by this broker's processors."""
@@ -172,10 +175,11 @@ class Broker:
             self.metrics.instrument(store)
         store.start()
         self.store = store
-        if s.identity.role == BrokerRole.SLAVE:
-            self.ha_client = HAClient(store, self._ha_master_addr)
-        else:
-            self.ha_server = HAServer(store)
+        controller_mode = s.controller.enabled
+        if s.identity.role == BrokerRole.SLAVE:  # controller mode: every replica starts as a slave
+            self.ha_client = HAClient(store, self._ha_master_addr, s.identity.replica_id if controller_mode else None)
+        if s.identity.role != BrokerRole.SLAVE or controller_mode:
+            self.ha_server = HAServer(store, min_in_sync=s.controller.min_in_sync_replicas)
             await self.ha_server.start(s.network.bind_address, self.port + 1)
         self.topics.persist()
         self.topics.on_change = self.registrar.register_soon
@@ -184,15 +188,23 @@ class Broker:
             flush_interval_ms=s.store.flush_delay_offset_interval,
         )
         self.schedule.load()
-        if s.identity.role != BrokerRole.SLAVE and s.store.timer_wheel_enable:
+        if (s.identity.role != BrokerRole.SLAVE or controller_mode) and s.store.timer_wheel_enable:
             self.timer = TimerService(store, os.path.join(s.store.config_dir, "timerCheckpoint.json"),
                                       flush_interval_ms=s.store.flush_delay_offset_interval)
             self.timer.load()
         if self.ha_client is not None:
             self.slave_sync = SlaveSync(
                 registrar=self.registrar, topics=self.topics, groups=self.groups, offsets=self.offsets,
-                schedule=self.schedule,
+                schedule=self.schedule, interval=2.0 if controller_mode else 10.0,
             )
+        if controller_mode:
+            assert self.ha_server is not None and self.ha_client is not None
+            self.replica = ReplicaManager(s, store, self.registrar, self.ha_server, self.ha_client,
+                                          start_master=self._start_master_services,
+                                          stop_master=self._stop_master_services)
+            self.replica.load()
+            self.registrar.controller_mode = True
+            self.registrar.role_fresh = self._role_fresh
         return store
 
     def _register_processors(self, store: MessageStore) -> None:
@@ -234,6 +246,9 @@ class Broker:
     def _start_services(self) -> None:
         s = self.settings
         add = self.services.add
+        if self.replica is not None:
+            add(Service("controller heartbeat", self.replica.round, s.controller.heartbeat_interval_ms / 1000,
+                        first_wait=False))
         add(Service("name-server registration", self.registrar.register_all, s.network.register_interval_ms / 1000))
         if self.acl is not None:
             add(Service("ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL))
@@ -252,11 +267,25 @@ class Broker:
             add(Service("POP leases and state", self.grpc.renew_and_persist, 1.0))
         self.services.start()
         if s.identity.role != BrokerRole.SLAVE:
-            assert self.schedule is not None and self.transaction_check is not None
-            self.schedule.start()
-            self.transaction_check.start()
-            if self.timer is not None:
-                self.timer.start()
+            self._start_master_services()
+
+    def _start_master_services(self) -> None:
+        """What only a master runs: delay levels, timer delivery, transaction check-backs."""
+        assert self.schedule is not None and self.transaction_check is not None
+        self.schedule.start()
+        self.transaction_check.start()
+        if self.timer is not None:
+            self.timer.start()
+
+    async def _stop_master_services(self) -> None:
+        for service in (self.schedule, self.transaction_check, self.timer):
+            if service is not None:
+                await service.stop()
+
+    def _role_fresh(self) -> bool:
+        """Controller mode: a controller confirmed the role within the controller's timeout."""
+        assert self.replica is not None
+        return time.monotonic() - self.replica.confirmed_at < 3.0
 
     async def _start_fast_channel(self) -> None:
         """RocketMQ's "VIP channel" on ``listenPort - 2``: the same handlers on a second port. Apache
@@ -285,6 +314,8 @@ class Broker:
             self.ha_server.notify()
 
     def _ha_master_addr(self) -> str | None:
+        if self.replica is not None:
+            return self.replica.master_ha
         return self.settings.network.ha_master_address or self.registrar.ha_server_addr
 
     async def stop(self) -> None:
@@ -299,6 +330,7 @@ class Broker:
             ("unregistering from the name servers", self.registrar.unregister_all),
             ("the registration client", self.registrar.close),
             ("the slave's sync client", self.slave_sync.close if self.slave_sync is not None else _nothing),
+            ("the controller client", self.replica.close if self.replica is not None else _nothing),
             ("the remoting server", self.server.stop),
             ("the fast channel", self.fast_server.stop if self.fast_server is not None else _nothing),
             ("the HA server", self.ha_server.stop if self.ha_server is not None else _nothing),

@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.acl_sign import sign as acl_sign
@@ -45,25 +46,36 @@ class Registrar:
         self.master_addr: str | None = None
         self.ha_server_addr: str | None = None
         """The master's HA address, from a slave's registration response."""
+        self.controller_mode = False
+        """The controller, not the name servers, says who the master is: their answers are not followed."""
+        self.role_fresh: Callable[[], bool] | None = None
+        """Controller mode: False while the master role is not recently confirmed by a controller
+        (a master resuming from a pause must not reclaim brokerId 0 before it learns it was replaced)."""
 
     @property
     def addr(self) -> str:
         return f"{self.settings.network.broker_ip}:{self.port}"
 
+    @property
+    def ha_addr(self) -> str:
+        return f"{self.settings.network.broker_ip}:{self.port + 1}"
+
     def _header(self) -> dict[str, object]:
         s = self.settings
-        host = s.network.broker_ip
         return {
             "brokerName": s.identity.broker_name,
             "brokerAddr": self.addr,
             "clusterName": s.identity.cluster_name,
-            "haServerAddr": f"{host}:{self.port + 1}",
+            "haServerAddr": self.ha_addr,
             "brokerId": s.identity.broker_id,
             "compressed": False,
         }
 
     async def register_all(self) -> int:
         """Register with every name server now; how many accepted."""
+        if self.settings.identity.broker_id == 0 and self.role_fresh is not None and not self.role_fresh():
+            log.info("not registering as master: the role is not confirmed by a controller lately")
+            return 0
         body = RegisterBrokerBody(topic_config_serialize_wrapper=self.topics.wrapper(), filter_server_list=[]).to_json()
         ext = self._header()
         ext["bodyCrc32"] = zlib.crc32(body) & 0x7FFFFFFF
@@ -90,6 +102,8 @@ class Registrar:
             log.info("registered with name server %s", addr)
         self.registered.add(addr)
         master = resp.ext_fields.get("masterAddr")
+        if self.controller_mode:
+            return True
         if master:
             self.master_addr = master
         ha = resp.ext_fields.get("haServerAddr")

@@ -33,8 +33,11 @@ class ConfigError(ValueError):
     """A setting has a value the broker cannot use; the message names the key."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IdentitySettings:
+    """Who this broker is. Mutable only in controller mode, where ``role`` and ``broker_id`` follow
+    the controller's elections (:mod:`pyrocketmq.broker.ha.replica`); everywhere else read-only."""
+
     cluster_name: str = "DefaultCluster"
     """``brokerClusterName``: the cluster this broker announces to the name servers."""
     broker_name: str = "broker-a"
@@ -42,7 +45,29 @@ class IdentitySettings:
     broker_id: int = 0
     """``brokerId``: 0 is the master, > 0 a slave."""
     role: BrokerRole = BrokerRole.ASYNC_MASTER
-    """``brokerRole``: ASYNC_MASTER, SYNC_MASTER or SLAVE."""
+    """``brokerRole``: ASYNC_MASTER, SYNC_MASTER or SLAVE (controller mode: the role it takes while master)."""
+    master_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    """Controller mode: the configured ``brokerRole``, the replication mode it uses while master."""
+    replica_id: int = 0
+    """Controller mode: the configured ``brokerId`` (1, 2, ...), naming this replica to the controller;
+    it registers as 0 while master and as ``replica_id`` while slave."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    enabled: bool = False
+    """``enableControllerMode``: the controller elects this group's master (automatic failover)."""
+    addrs: tuple[str, ...] = ()
+    """``controllerAddr``: controllers, ``host:port`` separated by ``;`` (name servers with
+    ``enableControllerInNamesrv=true``)."""
+    heartbeat_interval_ms: int = 1000
+    """``controllerHeartbeatIntervalMs``: how often the replica reports to the controller."""
+    ha_max_gap_not_in_sync: int = 256 * 1024
+    """``haMaxGapNotInSync``: a slave further behind the master than this many bytes leaves the
+    in-sync set (and one this close joins it)."""
+    min_in_sync_replicas: int = 1
+    """``minInSyncReplicas``: a SYNC_MASTER refuses sends (SLAVE_NOT_AVAILABLE) while its in-sync set,
+    itself included, is smaller."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +154,7 @@ class BrokerSettings:
     network: NetworkSettings = field(default_factory=NetworkSettings)
     topics: TopicSettings = field(default_factory=TopicSettings)
     pull: PullSettings = field(default_factory=PullSettings)
+    controller: ControllerSettings = field(default_factory=ControllerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     extra: dict[str, str] = field(default_factory=dict)
     """Keys this broker does not use (kept so they can be reported)."""
@@ -164,7 +190,7 @@ class BrokerSettings:
                 raise ConfigError(f"{key}={raw!r}: expected true or false")
             return raw == "true"
 
-        identity = _identity(get, get_int)
+        identity = _identity(get, get_int, (controller := _controller(get, get_int, get_bool)).enabled)
         namesrv = get("namesrvAddr", os.environ.get("NAMESRV_ADDR", ""))
         addrs = tuple(a.strip() for a in re.split(r"[;,]", namesrv) if a.strip())
         for a in addrs:
@@ -219,8 +245,8 @@ class BrokerSettings:
         seen.update(store.as_conf())
         seen.update((k, v.strip()) for k, v in conf.items() if k in used)
         effective = {k: v for k, v in sorted(seen.items()) if k not in SECRET_KEYS}
-        return cls(identity=identity, network=network, topics=topics, pull=pull, store=store, extra=extra,
-                   effective=effective)
+        return cls(identity=identity, network=network, topics=topics, pull=pull, controller=controller, store=store,
+                   extra=extra, effective=effective)
 
 
 def read_properties(path: str) -> dict[str, str]:
@@ -246,13 +272,47 @@ def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], 
         raise ConfigError(str(e)) from None
 
 
-def _identity(get: Callable[[str, str], str], get_int: Callable[[str, int], int]) -> IdentitySettings:
+def _controller(get: Callable[[str, str], str], get_int: Callable[[str, int], int],
+                get_bool: Callable[[str, bool], bool]) -> ControllerSettings:
+    enabled = get_bool("enableControllerMode", False)
+    addrs = tuple(a.strip() for a in re.split(r"[;,]", get("controllerAddr", "")) if a.strip())
+    if enabled and not addrs:
+        raise ConfigError("enableControllerMode=true needs controllerAddr (host:port of the controllers)")
+    for a in addrs:
+        host, _, port = a.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"controllerAddr entry {a!r}: expected host:port")
+    interval = get_int("controllerHeartbeatIntervalMs", 1000)
+    if not 100 <= interval <= 60_000:
+        raise ConfigError(f"controllerHeartbeatIntervalMs={interval}: expected 100..60000")
+    min_isr = get_int("minInSyncReplicas", 1)
+    if min_isr < 1:
+        raise ConfigError(f"minInSyncReplicas={min_isr}: expected 1 or more")
+    return ControllerSettings(enabled=enabled, addrs=addrs, heartbeat_interval_ms=interval,
+                              ha_max_gap_not_in_sync=_non_negative("haMaxGapNotInSync",
+                                                                   get_int("haMaxGapNotInSync", 256 * 1024)),
+                              min_in_sync_replicas=min_isr)
+
+
+def _identity(get: Callable[[str, str], str], get_int: Callable[[str, int], int],
+              controller_mode: bool = False) -> IdentitySettings:
     role_raw = get("brokerRole", "ASYNC_MASTER").upper()
     try:
         role = BrokerRole(role_raw)
     except ValueError:
         raise ConfigError(f"brokerRole={role_raw!r}: expected ASYNC_MASTER, SYNC_MASTER or SLAVE") from None
     broker_id = get_int("brokerId", 0)
+    if controller_mode:
+        if broker_id < 1:
+            raise ConfigError(f"brokerId={broker_id}: in controller mode each replica of the group needs its own "
+                              "brokerId from 1 (it registers as 0 while it is the master)")
+        if role == BrokerRole.SLAVE:
+            raise ConfigError("brokerRole=SLAVE: in controller mode the controller picks the roles; give the "
+                              "replication mode the master uses, ASYNC_MASTER or SYNC_MASTER")
+        # a replica starts as a slave and serves writes only once the controller made it master
+        return IdentitySettings(cluster_name=get("brokerClusterName", "DefaultCluster"),
+                                broker_name=get("brokerName", "broker-a"), broker_id=broker_id,
+                                role=BrokerRole.SLAVE, replica_id=broker_id, master_role=role)
     if role == BrokerRole.SLAVE and broker_id == 0:
         raise ConfigError("brokerRole=SLAVE needs brokerId > 0")
     if role != BrokerRole.SLAVE:

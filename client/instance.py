@@ -153,6 +153,8 @@ class ClientInstance:
         self.broker_requests.register(self.remoting)
         self.routes: dict[str, TopicRouteData] = {}
         self.publish_infos: dict[str, TopicPublishInfo] = {}
+        self._failure_refresh: dict[str, float] = {}
+        """topic → monotonic time of its last route refresh after a failed request."""
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.broker_versions: dict[str, int] = {}
         self.producers: dict[str, Any] = {}
@@ -358,6 +360,18 @@ class ClientInstance:
                 await self.update_route(topic)
             except (MQConnectionError, MQTimeoutError, MQBrokerError) as e:
                 log.warning("client %s: route refresh of %s failed: %s", self.client_id, topic, e)
+
+    async def refresh_after_failure(self, topic: str) -> None:
+        """A broker refused or dropped a request: refresh ``topic``'s route now (at most every 0.5 s per
+        topic), so a master elected after a failover is found without waiting for the 30 s timer."""
+        now = time.monotonic()
+        if now - self._failure_refresh.get(topic, 0.0) < 0.5:
+            return
+        self._failure_refresh[topic] = now
+        try:
+            await self.update_route(topic)
+        except (MQConnectionError, MQTimeoutError, MQBrokerError) as e:
+            log.info("client %s: route refresh of %s after a failure: %s", self.client_id, topic, e)
 
     async def find_publish_info(
         self, topic: str, *, default_topic: str = AUTO_CREATE_TOPIC, default_queue_nums: int = 4

@@ -51,6 +51,7 @@ from .errors import (
     MQConnectionError,
     MQError,
     MQTimeoutError,
+    ServiceNotAvailableError,
     TopicNotFoundError,
 )
 from .fault import LatencyFaultTolerance
@@ -487,6 +488,7 @@ class Producer:
                 last_error, last_broker = e, mq.broker_name
                 if should_retry(e):
                     log.info("send to %s failed (%s); %s", mq, e, "retrying" if attempts > 1 else "giving up")
+                    await self._after_failure(e, payload.topic)
                     continue
                 raise
             self._record(mq.broker_name, started, failed=False)
@@ -507,6 +509,10 @@ class Producer:
             raise MQTimeoutError(f"send to topic {payload.topic} did not complete within {timeout:.1f}s (brokers tried: {tried})")
         last_error.add_note(f"send to topic {payload.topic} failed {len(tried)} time(s); brokers tried: {tried}")
         raise last_error
+
+    async def _after_failure(self, error: MQError, topic: str) -> None:  # gone or not master: a failover?
+        if isinstance(error, MQConnectionError | ServiceNotAvailableError):
+            await self.instance.refresh_after_failure(topic)
 
     def _record(self, broker: str, started: float, *, failed: bool) -> None:
         if self.settings.latency_fault_enabled:

@@ -26,6 +26,7 @@ from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.remoting.transport import Connection
 from pyrocketmq.service import Service
 
+from .controller.service import Controller
 from .kv_config import KVConfigError, KVConfigManager
 from .metrics import NamesrvMetrics
 from .processor import NamesrvProcessor
@@ -57,6 +58,14 @@ class NameServer:
             limits=self.settings.limits, tls=self.settings.tls,
         )
         self.server.on_connection_closed(self._connection_closed)
+        self.controller: Controller | None = None
+        """``enableControllerInNamesrv``: the controller of controller-mode broker groups, on the same port."""
+        if self.settings.controller:
+            self.controller = Controller(self.settings.controller_store_path,
+                                         timeout_ms=self.settings.controller_broker_timeout_ms)
+            for code, handler in self.controller.handlers().items():
+                self.server.register(code, handler)
+            self.server.on_connection_closed(self.controller.connection_closed)
         self.port = 0
         self._scan = Service("broker expiry scan", self.scan_expired, self.settings.scan_interval_ms / 1000, logger=log)
         self.metrics = NamesrvMetrics(self) if self.settings.metrics_port else None
@@ -81,12 +90,16 @@ class NameServer:
     async def start(self) -> int:
         """Load the KV config, bind, start the expiry scan; the port bound."""
         self.kv.load()
+        if self.controller is not None:
+            self.controller.load()
         if self.metrics is not None:
             self.metrics_server = MetricsServer(self.metrics.registry, lambda: None if self.port else "starting")
             mport = await self.metrics_server.start(self.settings.host, self.settings.metrics_port)
             log.info("metrics, /healthz and /readyz on http://%s:%d", self.settings.host, mport)
         self.port = await self.server.start(self.settings.host, self.settings.listen_port)
         self._scan.start()
+        if self.controller is not None:
+            self.controller.scan.start()
         if self._acl_reload is not None:
             self._acl_reload.start()
         log.info("pyrocketmq namesrv listening on %s:%d", self.settings.host, self.port)
@@ -94,6 +107,8 @@ class NameServer:
 
     async def stop(self) -> None:
         await self._scan.stop()
+        if self.controller is not None:
+            await self.controller.scan.stop()
         if self._acl_reload is not None:
             await self._acl_reload.stop()
         self.port = 0

@@ -55,6 +55,17 @@ class NamesrvSettings:
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
 
+    controller: bool = False
+    """``enableControllerInNamesrv``: also serve the controller of controller-mode broker groups
+    (elections, in-sync sets; see :mod:`pyrocketmq.namesrv.controller`)."""
+
+    controller_store_path: str | None = None
+    """``controllerStorePath``: the controller's state file; default ``<rocketmqHome>/controller/state.json``
+    when ``rocketmqHome`` is set, else ``~/store/controller/state.json``."""
+
+    controller_broker_timeout_ms: int = 3000
+    """``controllerBrokerTimeoutMs``: a master silent this long is replaced (at once when its connection closes)."""
+
     extra: dict[str, str] = field(default_factory=dict)
     """Keys present in the file that this name server does not use."""
 
@@ -98,6 +109,10 @@ class NamesrvSettings:
             ),
             acl_file=_acl_file(get("aclEnable"), get("aclConfigFile"), home),
             metrics_port=get_int("metricsPort", _env_port("PYROCKETMQ_METRICS_PORT"), 0, 65535),
+            controller=_flag("enableControllerInNamesrv", get("enableControllerInNamesrv")),
+            controller_store_path=get("controllerStorePath") or os.path.join(
+                home or os.path.expanduser("~"), "controller" if home else "store/controller", "state.json"),
+            controller_broker_timeout_ms=get_int("controllerBrokerTimeoutMs", 3000, 500, 600_000),
             extra={k: v for k, v in conf.items() if k not in used},
         )
 
@@ -112,6 +127,13 @@ class NamesrvSettings:
         if not changes:
             return settings
         return replace(settings, **changes)  # type: ignore[arg-type]  # names and types checked by the CLI's parser
+
+
+def _flag(key: str, raw: str | None) -> bool:
+    flag = (raw or "false").lower()
+    if flag not in ("true", "false"):
+        raise ConfigError(f"{key}={raw!r}: expected true or false")
+    return flag == "true"
 
 
 def _acl_file(enable: str | None, path: str | None, home: str | None) -> str | None:

@@ -73,6 +73,11 @@ class RequestCode(IntEnum):
     QUERY_DATA_VERSION = 322
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_BROKER_RUNTIME_INFO = 28
+    # controller mode (numbers as Apache RocketMQ 5's controller codes; the bodies are pyrocketmq's JSON)
+    CONTROLLER_ALTER_SYNC_STATE_SET = 1001
+    CONTROLLER_ELECT_MASTER = 1002
+    CONTROLLER_BROKER_HEARTBEAT = 1003
+    CONTROLLER_GET_METADATA_INFO = 1005
 
 
 class ResponseCode(IntEnum):

@@ -31,6 +31,11 @@ class AckTable:
         self._by_deadline: list[tuple[float, int]] = []
         self._waiters: dict[int, Wake] = {}
         self._seq = itertools.count()
+        self.replica_of: dict[object, int] = {}
+        """slave key → replica id, for slaves that named themselves (controller mode)."""
+        self.required: frozenset[int] | None = None
+        """Controller mode: the replica ids that must all hold a message before it is acknowledged
+        (the in-sync set without the master); None = any one connected slave suffices (4.x)."""
 
     # -- slaves ---------------------------------------------------------------------------------
     def connect(self, key: object) -> None:
@@ -38,6 +43,32 @@ class AckTable:
 
     def disconnect(self, key: object) -> None:
         self.slaves.pop(key, None)
+        self.replica_of.pop(key, None)
+
+    def identify(self, key: object, replica_id: int) -> None:
+        self.replica_of[key] = replica_id
+
+    def acked_by_replica(self) -> dict[int, int]:
+        """Replica id → highest offset it acknowledged, for the connected slaves that named themselves."""
+        out: dict[int, int] = {}
+        for key, rid in self.replica_of.items():
+            out[rid] = max(out.get(rid, -1), self.slaves.get(key, -1))
+        return out
+
+    def set_required(self, required: frozenset[int] | None) -> int:
+        """Change whose acknowledgements count; wakes the waiters that now hold. How many woke."""
+        self.required = required
+        return self._wake_upto(self.progress)
+
+    @property
+    def progress(self) -> int:
+        """Highest offset acknowledged as the mode requires (see ``required``)."""
+        if self.required is None:
+            return self.acked
+        if not self.required:
+            return 1 << 62
+        acks = self.acked_by_replica()
+        return min(acks.get(r, -1) for r in self.required)
 
     @property
     def connected(self) -> int:
@@ -52,7 +83,9 @@ class AckTable:
         """Record a slave's report; wakes every waiter at or below it. Returns how many woke."""
         if offset > self.slaves.get(key, -1):
             self.slaves[key] = offset
-        best = self.acked
+        return self._wake_upto(self.progress)
+
+    def _wake_upto(self, best: int) -> int:
         heap = self._by_offset
         woken = 0
         while heap and heap[0][0] <= best:
@@ -66,7 +99,7 @@ class AckTable:
     # -- waiters --------------------------------------------------------------------------------
     def wait(self, offset: int, deadline: float, wake: Wake) -> None:
         """Call ``wake(True)`` once a slave holds ``offset``, ``wake(False)`` at ``deadline``."""
-        if self.acked >= offset:
+        if self.progress >= offset:
             wake(True)
             return
         seq = next(self._seq)

@@ -6,6 +6,10 @@ appended, and every 5 s as a heartbeat::
 
     slave → master:   | int64 slave max physical offset |  (repeated)
 
+In controller mode the slave's first 8 bytes name it instead: ``-(1 + replica id)`` (an offset is
+never negative, so an Apache 4.x slave is told apart), so the master knows whose acknowledgements
+count for its in-sync set.
+
 The master answers with frames; a frame with an empty body is a heartbeat::
 
     master → slave:   | int64 start physical offset | int32 body size | body (size bytes) |
@@ -48,6 +52,11 @@ class Frame:
 def encode_frame(offset: int, body: bytes | memoryview = b"") -> bytes:
     """One master → slave frame. ``encode_frame(0, b"")`` is a heartbeat at offset 0."""
     return HEADER.pack(offset, len(body)) + bytes(body)
+
+
+def encode_identity(replica_id: int) -> bytes:
+    """A controller-mode slave's first report: its replica id."""
+    return OFFSET.pack(-1 - replica_id)
 
 
 def encode_offset(offset: int) -> bytes:
@@ -101,10 +110,13 @@ class FrameReader:
 class OffsetReader:
     """Accumulates slave → master bytes; ``feed`` returns the newest complete report (or None)."""
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "_first", "replica_id")
 
     def __init__(self) -> None:
         self._buf = bytearray()
+        self._first = True
+        self.replica_id: int | None = None
+        """The slave's replica id, when its first report named it (controller mode)."""
 
     def feed(self, data: bytes) -> int | None:
         buf = self._buf
@@ -112,6 +124,13 @@ class OffsetReader:
         n = len(buf) // OFFSET_SIZE
         if n == 0:
             return None
+        if self._first:
+            self._first = False
+            (head,) = OFFSET.unpack_from(buf, 0)
+            if head < 0:
+                self.replica_id = -head - 1
+                del buf[:OFFSET_SIZE]
+                return self.feed(b"")
         offset: int = OFFSET.unpack_from(buf, (n - 1) * OFFSET_SIZE)[0]
         del buf[: n * OFFSET_SIZE]
         if offset < 0:

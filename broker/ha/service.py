@@ -30,6 +30,7 @@ from .frame import (
     FrameReader,
     OffsetReader,
     encode_frame,
+    encode_identity,
     encode_offset,
     master_start_offset,
 )
@@ -48,8 +49,10 @@ RECONNECT_DELAY = 1.0
 class HAServer:
     """The master side. ``wait_for_slave(end_offset, timeout)`` is the SYNC_MASTER hook."""
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: MessageStore, *, min_in_sync: int = 1) -> None:
         self.store = store
+        self.min_in_sync = min_in_sync
+        """Controller mode: the smallest in-sync set (master included) a SYNC_MASTER writes with."""
         self.table = AckTable()
         self._server: asyncio.Server | None = None
         self._data = asyncio.Event()
@@ -78,7 +81,11 @@ class HAServer:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[PutMessageStatus] = loop.create_future()
         t = self.table
-        if not t.connected or self.store.get_max_phy_offset() - max(t.acked, 0) > SLAVE_FALL_BEHIND_MAX:
+        if t.required is not None:  # controller mode: every other member of the in-sync set
+            if len(t.required) + 1 < self.min_in_sync:
+                fut.set_result(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+                return fut
+        elif not t.connected or self.store.get_max_phy_offset() - max(t.acked, 0) > SLAVE_FALL_BEHIND_MAX:
             fut.set_result(PutMessageStatus.SLAVE_NOT_AVAILABLE)
             return fut
 
@@ -149,6 +156,8 @@ class HAServer:
                 return
             if off is None:
                 continue
+            if offsets.replica_id is not None and key not in self.table.replica_of:
+                self.table.identify(key, offsets.replica_id)
             if not first.done():
                 first.set_result(off)
             self.table.ack(key, off)
@@ -176,6 +185,14 @@ class HAServer:
             except TimeoutError:
                 pass
 
+    async def drop_slaves(self) -> None:
+        """No longer master (controller mode): close every slave link and fail the waiting senders."""
+        for t in list(self._conns):
+            t.cancel()
+        if self._conns:
+            await asyncio.gather(*self._conns, return_exceptions=True)
+        self.table.fail_all()
+
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -191,10 +208,18 @@ class HAServer:
 class HAClient:
     """The slave side: ``run()`` until cancelled; ``master_addr()`` says where to connect."""
 
-    def __init__(self, store: MessageStore, master_addr: Callable[[], str | None]) -> None:
+    def __init__(self, store: MessageStore, master_addr: Callable[[], str | None], replica_id: int | None = None) -> None:
         self.store = store
         self.master_addr = master_addr
+        self.replica_id = replica_id
+        """Controller mode: named to the master first, so its acknowledgements count for the in-sync set."""
         self.connected = False
+        self._writer: asyncio.StreamWriter | None = None
+
+    def disconnect(self) -> None:
+        """End the current session (the master changed); the service connects again after RECONNECT_DELAY."""
+        if self._writer is not None:
+            self._writer.close()
 
     async def connect_round(self) -> None:
         """One session with the master, until it ends (the service reconnects after RECONNECT_DELAY)."""
@@ -214,9 +239,12 @@ class HAClient:
         host, _, port = addr.rpartition(":")
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
         store = self.store
+        self._writer = writer
         try:
             self.connected = True
             reported = store.get_max_phy_offset()
+            if self.replica_id is not None:
+                writer.write(encode_identity(self.replica_id))
             writer.write(encode_offset(reported))
             await writer.drain()
             log.info("connected to master %s, reporting offset %d", addr, reported)
@@ -248,4 +276,5 @@ class HAClient:
                     await writer.drain()
                     reported, last_report = ours, now
         finally:
+            self._writer = None
             writer.close()

@@ -41,7 +41,10 @@ class SlaveSync:
         groups: SubscriptionGroupManager,
         offsets: ConsumerOffsetManager,
         schedule: ScheduleService | None,
+        interval: float = SYNC_INTERVAL,
     ) -> None:
+        self.interval = interval
+        """Seconds between rounds (controller mode: 2, so a failover repeats little consumption)."""
         self.registrar = registrar
         self.topics = topics
         self.groups = groups
@@ -58,7 +61,7 @@ class SlaveSync:
             await self.sync_all(addr)
         except (RemotingError, ValueError, TypeError, KeyError) as e:
             log.info("config sync from master %s failed: %s", addr, e)
-        return SYNC_INTERVAL
+        return self.interval
 
     async def _get(self, addr: str, code: RequestCode) -> bytes:
         resp = await self.client.invoke(addr, RemotingCommand.request(code, {}), 5.0)

@@ -94,7 +94,7 @@ class ConsumeQueue:
                 mf.wrote_position = mf.flushed_position = self.file_size
         self.queue.flushed_where = end
 
-    def truncate_dirty(self, phys_end: int, *, routine: bool = False) -> None:
+    def truncate_dirty(self, phys_end: int, *, routine: bool = False, live: bool = False) -> None:
         """Drop the units whose message is not wholly below commitlog offset ``phys_end``.
 
         ``routine`` logs at INFO (crash recovery cutting what it is about to rebuild), else WARNING.
@@ -123,7 +123,7 @@ class ConsumeQueue:
                 self.queue.max_offset // CQ_UNIT_SIZE - 1,
                 phys_end,
             )
-            self.queue.truncate_dirty(cut)
+            self.queue.truncate_dirty(cut, live=live)
         self.max_physic_offset = self._last_phys_end()
 
     def _last_phys_end(self) -> int:

@@ -154,15 +154,22 @@ class MappedFileQueue:
         return self.max_offset - self.flushed_where
 
     # -- truncation and deletion ----------------------------------------------------------------
-    def truncate_dirty(self, offset: int) -> None:
+    def truncate_dirty(self, offset: int, *, live: bool = False) -> None:
         """Forget everything from absolute ``offset`` on: zero the tail of the segment holding it and
-        delete the segments after it (recovery)."""
+        delete the segments after it (recovery). ``live``: the store is running (views of the segment
+        may be held, the flush thread may sync it), so the tail is zeroed through the mapping instead
+        of cut from the file."""
         doomed: list[MappedFile] = []
         for mf in self._files:
             tail = mf.file_from_offset + self.file_size
             if tail <= offset:
                 continue
-            if mf.file_from_offset <= offset:
+            if mf.file_from_offset <= offset and live:
+                rel = offset - mf.file_from_offset
+                if mf.wrote_position > rel:
+                    mf.buffer()[rel : mf.wrote_position] = bytes(mf.wrote_position - rel)
+                mf.wrote_position = mf.flushed_position = rel
+            elif mf.file_from_offset <= offset:
                 mf.truncate_to(offset - mf.file_from_offset)
                 mf.wrote_position = mf.flushed_position = offset - mf.file_from_offset
             else:

@@ -59,11 +59,12 @@ from .dispatch import (
 )
 from .encode import encode_inner, host_flags, tags_code_of, to_schedule_topic
 from .flush import CleanService, FlushCallback, FlushService
-from .host import disk_usage_ratio, is_clean_hour, physical_memory
+from .host import disk_usage_ratio, physical_memory
 from .index_service import IndexService
 from .mapped_file_queue import StoreError
 from .native import Meta, encode_batch, offset_msg_ids
 from .reads import offset_by_time, query_by_key, scan_units
+from .retention import clean_expired, clean_tick
 from .settings import StoreSettings
 from .timer import TimerRefused, hold_for_timer
 from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult, QueryMessageResult
@@ -120,7 +121,7 @@ class MessageStore:
             logics_interval_ms=fs.flush_interval_consume_queue,
             group_wait_ms=fs.group_commit_wait_ms,
         )
-        self.clean_service = CleanService(self._clean_tick, settings.retention.clean_resource_interval)
+        self.clean_service = CleanService(lambda: clean_tick(self), settings.retention.clean_resource_interval)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -570,31 +571,22 @@ class MessageStore:
         return disk_usage_ratio(self.settings.commit_log_dir, self.settings.store_path_root_dir)
 
     def clean_expired(self, now_ms: int | None = None, force: bool = False) -> int:
-        """Delete whole commitlog segments older than ``fileReservedTime`` (oldest first, at most a
-        batch, never the current one); with ``force``, or when the disk is fuller than the forced-clean
-        ratio, the oldest go even if young. Then drop consume-queue files wholly below the new
-        minimum. Returns the number of commitlog segments deleted."""
-        r = self.settings.retention
-        now = _now_ms() if now_ms is None else now_ms
-        clean_now = force or (
-            r.clean_file_forcibly_enable and self.disk_usage_ratio() > r.disk_space_clean_forcibly_ratio
-        )
-        gone = self.commit_log.queue.delete_expired_by_time(
-            r.file_reserved_time * 3_600_000, now, clean_now, r.delete_files_batch_max
-        )
-        for mf in gone:
-            log.info("retention deleted commitlog segment %s", mf.path)
-        clmin = self.commit_log.min_offset
-        cq_files = 0
-        for cq in list(self._cqs.values()):
-            cq_files += cq.delete_expired(clmin)
-        if cq_files:
-            log.info("retention deleted %d consume-queue file(s) below offset %d", cq_files, clmin)
-        self.index.delete_expired(clmin)
-        return len(gone)
+        """Retention (:func:`.retention.clean_expired`); the number of commitlog segments deleted."""
+        return clean_expired(self, _now_ms() if now_ms is None else now_ms, force)
 
-    def _clean_tick(self) -> None:
-        r = self.settings.retention
-        full = self.disk_usage_ratio() > r.disk_max_used_space_ratio / 100
-        if full or is_clean_hour(r.delete_when, time.localtime().tm_hour):
-            self.clean_expired()
+    # -- controller mode ------------------------------------------------------------------------
+    def truncate_to(self, offset: int, *, whole: bool = False) -> int:
+        """Cut the log while running at ``offset`` (at most at the last whole record dispatched), with
+        the units and index entries of what is cut; the bytes dropped. ``whole``: the log ends on a
+        whole record (written here as master), whatever replication left before."""
+        if whole:
+            self._reput = self.commit_log.max_offset
+        offset = min(offset, self._reput)
+        dropped = self.commit_log.max_offset - offset
+        if dropped > 0:
+            self.commit_log.queue.truncate_dirty(offset, live=True)
+            for cq in list(self._cqs.values()):
+                cq.truncate_dirty(offset, live=True)
+            self.index.truncate(offset, self._store_timestamp_at)
+        self._reput = offset
+        return max(0, dropped)

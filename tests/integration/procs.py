@@ -94,14 +94,13 @@ class Proc:
         return self.log.read_text(errors="replace")
 
 
-def start_namesrv(tmp: Path) -> Proc:
-    port = free_port()
-    return Proc(
-        "namesrv",
-        [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(port)],
-        tmp / "logs" / "namesrv.log",
-        port,
-    ).start()
+def start_namesrv(tmp: Path, name: str = "namesrv", port: int | None = None, **sets: object) -> Proc:
+    """A name server; ``sets`` are namesrv.conf keys (``--set``)."""
+    port = port or free_port()
+    args = [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(port)]
+    for key, value in sets.items():
+        args += ["--set", f"{key}={value}"]
+    return Proc(name, args, tmp / "logs" / f"{name}.log", port).start()
 
 
 def write_broker_conf(tmp: Path, namesrv: str, port: int, name: str = "broker-a", **extra: object) -> Path:

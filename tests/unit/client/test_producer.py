@@ -252,6 +252,7 @@ class FakeInstance:
 
     infos: dict = field(default_factory=dict)
     connect_timeouts: list = field(default_factory=list)
+    refreshed: list = field(default_factory=list)
 
     async def find_publish_info(self, topic, **kw):
         # cached, with a fixed round-robin start, as the real instance caches it
@@ -261,6 +262,9 @@ class FakeInstance:
 
     async def master_addr_of(self, topic, broker_name):
         return f"{broker_name}:10911"
+
+    async def refresh_after_failure(self, topic):
+        self.refreshed.append(topic)
 
     async def invoke(self, addr, cmd, timeout=None, connect_timeout=None):
         broker = addr.split(":")[0]
@@ -320,6 +324,7 @@ def test_transport_errors_are_retried() -> None:
     res = asyncio.run(_producer(fake, retries=5).send(Message("T", b"x")))
     assert res.status is SendStatus.SEND_OK
     assert fake.calls[-1][0] == "c"
+    assert fake.refreshed == ["T"]  # a broker refusing connections may be gone in a failover: ask for the route
 
 
 def test_a_connect_gets_its_share_of_the_time_left_so_a_retry_fits() -> None:

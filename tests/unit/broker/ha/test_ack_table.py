@@ -62,3 +62,24 @@ def test_fail_all() -> None:
     t.wait(1, 1.0, _waiter(log, "a"))
     t.fail_all()
     assert log == [("a", False)] and t.waiting == 0 and t.next_deadline() is None
+
+
+def test_controller_mode_waits_for_every_member_of_the_set() -> None:
+    t = AckTable()
+    log: list[tuple[str, bool]] = []
+    t.connect("c2"), t.identify("c2", 2)
+    t.connect("c3"), t.identify("c3", 3)
+    t.set_required(frozenset({2, 3}))
+    t.wait(100, 9.0, _waiter(log, "w"))
+    t.ack("c2", 150)
+    assert log == []  # replica 3 has not got it
+    t.ack("c3", 100)
+    assert log == [("w", True)]
+    t.wait(200, 9.0, _waiter(log, "x"))
+    t.disconnect("c3")
+    assert t.set_required(frozenset({2})) == 0  # 2 holds 150 only
+    t.ack("c2", 200)
+    assert log[-1] == ("x", True)
+    t.wait(300, 9.0, _waiter(log, "y"))
+    assert t.set_required(frozenset()) == 1  # the master alone: nothing to wait for
+    assert t.acked_by_replica() == {2: 200}

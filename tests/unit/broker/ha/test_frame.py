@@ -11,6 +11,7 @@ from pyrocketmq.broker.ha.frame import (
     FrameReader,
     OffsetReader,
     encode_frame,
+    encode_identity,
     encode_offset,
     master_start_offset,
 )
@@ -71,3 +72,12 @@ def test_offset_reader_keeps_the_newest_report() -> None:
     assert r.feed(data[20:]) == 12
     with pytest.raises(FrameError):
         r.feed(encode_offset(-1))
+
+
+def test_a_controller_mode_slave_names_itself_first() -> None:
+    r = OffsetReader()
+    data = encode_identity(7) + encode_offset(42)
+    assert r.feed(data[:5]) is None
+    assert r.feed(data[5:]) == 42 and r.replica_id == 7
+    with pytest.raises(FrameError):  # only the first report may name the slave
+        r.feed(encode_identity(3))

@@ -84,3 +84,21 @@ def test_replica_recovers_and_resumes(tmp_path: Path) -> None:
     finally:
         master.shutdown()
         slave.shutdown()
+
+
+def test_truncate_to_cuts_the_log_units_and_index_while_running(tmp_path: Path) -> None:
+    store = open_store(make_settings(tmp_path / "s"))
+    try:
+        for i in range(20):
+            put(store, "T", i % 2, body=b"x" * 100, KEYS=f"k{i}")
+        cut = read_queue(store, "T", 0)[5].commitlog_offset  # the 11th record
+        end = store.get_max_phy_offset()
+        assert store.truncate_to(cut, whole=True) == end - cut
+        assert store.get_max_phy_offset() == cut
+        assert len(read_queue(store, "T", 0)) == 5 and len(read_queue(store, "T", 1)) == 5
+        assert not store.query_message("T", "k15", 10, 0, 2**62).buffers
+        put(store, "T", 0, body=b"y" * 100)  # writes go on at the cut
+        assert [m.body for m in read_queue(store, "T", 0)][-1] == b"y" * 100
+        assert store.truncate_to(store.get_max_phy_offset() + 50, whole=True) == 0  # written here: whole records
+    finally:
+        store.shutdown()

@@ -11,6 +11,7 @@ import pytest
 
 from pyrocketmq.broker.store.checkpoint import Checkpoint
 from pyrocketmq.broker.store.message_store import MessageStore
+from pyrocketmq.broker.store.retention import clean_tick
 from pyrocketmq.broker.store.settings import StoreSettings
 from pyrocketmq.broker.store.values import GetMessageStatus as S
 
@@ -177,13 +178,13 @@ def test_the_timer_only_cleans_at_delete_when_or_when_space_runs_short(
     _age(settings, 2, 80)
     hour = time.localtime().tm_hour
     settings.retention.delete_when = f"{(hour + 12) % 24:02d}"
-    store._clean_tick()
+    clean_tick(store)
     assert len(segment_paths(settings)) == 4
     store.disk_usage_ratio = lambda: 0.80  # over diskMaxUsedSpaceRatio (75): expired ones go now
-    store._clean_tick()
+    clean_tick(store)
     assert len(segment_paths(settings)) == 2
     store.disk_usage_ratio = lambda: 0.1
     _age(settings, 1, 80)
     settings.retention.delete_when = f"{(hour + 12) % 24:02d};{hour:02d}"
-    store._clean_tick()
+    clean_tick(store)
     assert len(segment_paths(settings)) == 1

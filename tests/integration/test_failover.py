@@ -1,0 +1,166 @@
+"""Automatic failover in controller mode, with real processes: a name server embedding the
+controller and two SYNC_MASTER replicas of one group. Killing the master (kill -9) under continuous
+sends elects the slave; every acknowledged message is read back at its queue offset on the new
+master; the old master restarts as a slave, its unreplicated tail cut, and ends up holding the
+new master's queues exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+from pyrocketmq.remoting.transport import RemotingClient
+
+from .failover import Acked, lost, produce, read_queue, start_controller_namesrv, start_replica, until, view
+from .wire import create_topic
+
+TOPIC = "FailoverTopic"
+QUEUES = 4
+
+
+def test_sync_master_killed_under_sends_loses_nothing_acknowledged(tmp_path) -> None:
+    ns = start_controller_namesrv(tmp_path)
+    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
+    try:
+        asyncio.run(_kill_the_master(tmp_path, ns, replicas))
+    finally:
+        for r in replicas.values():
+            r.stop()
+        ns.stop()
+
+
+async def _kill_the_master(tmp_path, ns, replicas) -> None:
+    client = RemotingClient()
+    try:
+        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr, 2))
+        v = await view(client, ns.addr)
+        first = v["masterId"]
+        other = 3 - first
+        master_addr = replicas[first].addr
+        resp = await client.invoke(master_addr, create_topic(TOPIC, QUEUES), 10)
+        assert resp.code == 0, resp.remark
+        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+
+        acked, stop = Acked(), asyncio.Event()
+        new_ok: list[float] = []
+        killed_at: list[float] = []
+
+        def on_ok(addr: str) -> None:
+            if killed_at and addr == replicas[other].addr and not new_ok:
+                new_ok.append(time.monotonic())
+
+        task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "k", on_ok))
+        await until("200 acknowledged sends", lambda: _count(acked, 200))
+        replicas[first].kill9()
+        killed_at.append(time.monotonic())
+        await until("a send acknowledged by the new master", lambda: _true(bool(new_ok)), timeout=30)
+        before = len(acked.sent)
+        await until("200 more acknowledged sends", lambda: _count(acked, before + 200))
+        stop.set()
+        await task
+
+        v = await view(client, ns.addr)
+        assert v["masterId"] == other and v["epoch"] == 2, v
+        new_master = replicas[other].addr
+        missing = await lost(client, new_master, TOPIC, QUEUES, acked)
+        assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
+        took = new_ok[0] - killed_at[0]
+        print(f"\nkill -9 to the first acknowledged send on the new master: {took:.2f} s; "
+              f"{len(acked.sent)} acknowledged, {acked.failures} failed attempts")
+
+        # the old master comes back: a slave of the new one, holding exactly its queues
+        replicas[first].start()
+        await until("the old master back in the in-sync set", lambda: _in_sync(client, ns.addr, 2))
+        v = await view(client, ns.addr)
+        assert v["masterId"] == other, v
+        for q in range(QUEUES):
+            want = await read_queue(client, new_master, TOPIC, q)
+            await until(f"queue {q} replicated to the old master",
+                        lambda q=q, want=want: _same(client, replicas[first].addr, q, want))
+        assert "following master" in replicas[first].log_text()
+    finally:
+        await client.close()
+
+
+def test_a_paused_master_is_replaced_fenced_and_rejoins_as_slave(tmp_path) -> None:
+    ns = start_controller_namesrv(tmp_path)
+    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
+    try:
+        asyncio.run(_pause_the_master(ns, replicas))
+    finally:
+        for r in replicas.values():
+            if r.proc is not None and r.proc.poll() is None:
+                os.kill(r.proc.pid, signal.SIGCONT)
+            r.stop()
+        ns.stop()
+
+
+async def _pause_the_master(ns, replicas) -> None:
+    client = RemotingClient()
+    try:
+        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr, 2))
+        first = (await view(client, ns.addr))["masterId"]
+        other = 3 - first
+        resp = await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)
+        assert resp.code == 0, resp.remark
+        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        acked, stop = Acked(), asyncio.Event()
+        task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "p"))
+        await until("100 acknowledged sends", lambda: _count(acked, 100))
+        os.kill(replicas[first].proc.pid, signal.SIGSTOP)  # alive, silent: only the timeout finds it
+        stopped = time.monotonic()
+        await until("the slave elected", lambda: _master_is(client, ns.addr, other), timeout=30)
+        elected = time.monotonic() - stopped
+        os.kill(replicas[first].proc.pid, signal.SIGCONT)
+        resumed = len(acked.sent)
+        await until("the old master back in the in-sync set as a slave", lambda: _in_sync(client, ns.addr, 2))
+        await until("100 more acknowledged sends", lambda: _count(acked, resumed + 100))
+        stop.set()
+        await task
+        v = await view(client, ns.addr)
+        assert v["masterId"] == other, v
+        old = replicas[first].addr
+        late = [b for b, (_, _, addr) in list(acked.sent.items())[resumed:] if addr == old]
+        assert late == [], f"the replaced master acknowledged {len(late)} send(s) after it resumed"
+        new_master = replicas[other].addr
+        missing = await lost(client, new_master, TOPIC, QUEUES, acked)
+        assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
+        for q in range(QUEUES):
+            want = await read_queue(client, new_master, TOPIC, q)
+            await until(f"queue {q} the same on the old master",
+                        lambda q=q, want=want: _same(client, old, q, want))
+        print(f"\nSIGSTOP to election: {elected:.2f} s; {len(acked.sent)} acknowledged, {acked.failures} failed attempts")
+    finally:
+        await client.close()
+
+
+async def _master_is(client: RemotingClient, ns: str, rid: int) -> bool:
+    v = await view(client, ns)
+    return v["masterId"] == rid and v["epochStart"] >= 0
+
+
+async def _in_sync(client: RemotingClient, ns: str, n: int) -> bool:
+    v = await view(client, ns)
+    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == n
+
+
+async def _has_topic(client: RemotingClient, addr: str) -> bool:
+    from pyrocketmq.remoting.code import RequestCode
+    from pyrocketmq.remoting.command import RemotingCommand
+
+    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
+    return TOPIC.encode() in bytes(resp.payload or b"")
+
+
+async def _count(acked: Acked, n: int) -> bool:
+    return len(acked.sent) >= n
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _same(client: RemotingClient, addr: str, q: int, want: dict[int, str]) -> bool:
+    return await read_queue(client, addr, TOPIC, q) == want
