@@ -62,7 +62,9 @@ class NameServer:
         """``enableControllerInNamesrv``: the controller of controller-mode broker groups, on the same port."""
         if self.settings.controller:
             self.controller = Controller(self.settings.controller_store_path,
-                                         timeout_ms=self.settings.controller_broker_timeout_ms)
+                                         timeout_ms=self.settings.controller_broker_timeout_ms,
+                                         self_id=self.settings.controller_self_id,
+                                         peers=dict(self.settings.controller_peers) or None)
             for code, handler in self.controller.handlers().items():
                 self.server.register(code, handler)
             self.server.on_connection_closed(self.controller.connection_closed)
@@ -99,7 +101,7 @@ class NameServer:
         self.port = await self.server.start(self.settings.host, self.settings.listen_port)
         self._scan.start()
         if self.controller is not None:
-            self.controller.scan.start()
+            await self.controller.start()
         if self._acl_reload is not None:
             self._acl_reload.start()
         log.info("pyrocketmq namesrv listening on %s:%d", self.settings.host, self.port)
@@ -108,7 +110,7 @@ class NameServer:
     async def stop(self) -> None:
         await self._scan.stop()
         if self.controller is not None:
-            await self.controller.scan.stop()
+            await self.controller.stop()
         if self._acl_reload is not None:
             await self._acl_reload.stop()
         self.port = 0

@@ -63,6 +63,14 @@ class NamesrvSettings:
     """``controllerStorePath``: the controller's state file; default ``<rocketmqHome>/controller/state.json``
     when ``rocketmqHome`` is set, else ``~/store/controller/state.json``."""
 
+    controller_peers: tuple[tuple[str, str], ...] = ()
+    """``controllerPeers``: every controller instance, ``id-host:port;id-host:port;...`` (the name
+    servers' own addresses), this one included; empty = a controller alone. Changes are committed by
+    a majority of them (Raft), so 3 instances survive the loss of one."""
+
+    controller_self_id: str = "n0"
+    """``controllerSelfId``: this instance's id in ``controllerPeers``."""
+
     controller_broker_timeout_ms: int = 3000
     """``controllerBrokerTimeoutMs``: a master silent this long is replaced (at once when its connection closes)."""
 
@@ -112,6 +120,8 @@ class NamesrvSettings:
             controller=_flag("enableControllerInNamesrv", get("enableControllerInNamesrv")),
             controller_store_path=get("controllerStorePath") or os.path.join(
                 home or os.path.expanduser("~"), "controller" if home else "store/controller", "state.json"),
+            controller_peers=(peers := _peers(get("controllerPeers"))),
+            controller_self_id=_self_id(get("controllerSelfId") or "n0", peers),
             controller_broker_timeout_ms=get_int("controllerBrokerTimeoutMs", 3000, 500, 600_000),
             extra={k: v for k, v in conf.items() if k not in used},
         )
@@ -127,6 +137,27 @@ class NamesrvSettings:
         if not changes:
             return settings
         return replace(settings, **changes)  # type: ignore[arg-type]  # names and types checked by the CLI's parser
+
+
+def _peers(raw: str | None) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in (raw or "").replace(",", ";").split(";"):
+        if not item.strip():
+            continue
+        pid, sep, addr = item.strip().partition("-")
+        host, _, port = addr.rpartition(":")
+        if not sep or not pid or not host or not port.isdigit():
+            raise ConfigError(f"controllerPeers entry {item.strip()!r}: expected id-host:port, e.g. n0-10.0.0.5:9876")
+        out.append((pid, addr))
+    if len({p for p, _ in out}) != len(out):
+        raise ConfigError("controllerPeers: every id must be different")
+    return tuple(out)
+
+
+def _self_id(self_id: str, peers: tuple[tuple[str, str], ...]) -> str:
+    if peers and self_id not in {p for p, _ in peers}:
+        raise ConfigError(f"controllerSelfId={self_id!r}: not among controllerPeers ({', '.join(p for p, _ in peers)})")
+    return self_id
 
 
 def _flag(key: str, raw: str | None) -> bool:

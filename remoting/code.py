@@ -78,6 +78,8 @@ class RequestCode(IntEnum):
     CONTROLLER_ELECT_MASTER = 1002
     CONTROLLER_BROKER_HEARTBEAT = 1003
     CONTROLLER_GET_METADATA_INFO = 1005
+    CONTROLLER_RAFT_VOTE = 1101
+    CONTROLLER_RAFT_APPEND = 1102
 
 
 class ResponseCode(IntEnum):
@@ -115,6 +117,8 @@ class ResponseCode(IntEnum):
     CONSUME_MSG_TIMEOUT = 207
     NO_MESSAGE = 208
     FLOW_CONTROL = 215
+    CONTROLLER_NOT_LEADER = 2007
+    """pyrocketmq's controller: this instance does not lead; the remark names the leader if known."""
 
 
 class LanguageCode(IntEnum):

@@ -115,6 +115,8 @@ class ReplicaManager:
             except RemotingError as e:
                 log.debug("controller %s: %s", addr, e)
                 continue
+            if resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
+                continue
             self._controller = (self._controller + i) % len(addrs)
             self.confirmed_at = time.monotonic()
             if resp.code != ResponseCode.SUCCESS:

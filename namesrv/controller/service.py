@@ -1,7 +1,9 @@
 """The controller over remoting: heartbeats in, group views out, elections on a timer and on a
-closed connection, the state kept in one JSON file (written whenever it changes, atomically).
+closed connection; its state replicated among the controller instances by :mod:`.raft`.
 
-Requests (bodies are JSON objects; every answer's body is the group's view, see ``state.Group.view``):
+Requests from brokers and tools (bodies are JSON objects; every answer's body is the group's view,
+see ``state.Group.view``), served by the leading instance only (the others answer
+CONTROLLER_NOT_LEADER naming the leader, and the caller tries the next address):
 
 - CONTROLLER_BROKER_HEARTBEAT ``{clusterName, brokerName, replicaId, addr, haAddr, epoch,
   maxOffset, epochStart}`` — every replica, every second;
@@ -9,25 +11,40 @@ Requests (bodies are JSON objects; every answer's body is the group's view, see 
   syncStateSet}`` — the master only; refused (SYSTEM_ERROR, the reason) when stale;
 - CONTROLLER_ELECT_MASTER ``{brokerName, replicaId}`` — a switchover to that replica;
 - CONTROLLER_GET_METADATA_INFO ``{brokerName?}`` — ``{"groups": [view, ...]}``.
+
+A change of the state (an election, a new in-sync set, a new replica) is answered only once a
+majority of the instances holds it; a leader that cannot reach a majority within
+``COMMIT_TIMEOUT`` steps down and forgets the change, so an isolated instance elects nobody.
+Between instances: CONTROLLER_RAFT_VOTE and CONTROLLER_RAFT_APPEND (bodies: :mod:`.raft`'s).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import Connection, Handler
+from pyrocketmq.remoting.transport import Connection, Handler, RemotingClient, RemotingError
 from pyrocketmq.service import Service
 
+from .raft import LEADER, RaftNode
 from .state import ControllerState, Group
 
 log = logging.getLogger("pyrocketmq.controller")
+
+HEARTBEAT_S = 0.3
+"""How often a leader sends its entry to the other instances."""
+ELECTION_TIMEOUT_S = (1.5, 3.0)
+"""A follower that heard no leader for a random time in this range stands for election."""
+COMMIT_TIMEOUT = 2.0
+RPC_TIMEOUT = 1.0
 
 
 def _ms() -> int:
@@ -63,68 +80,243 @@ def _str(d: dict[str, Any], key: str, default: str | None = None) -> str:
 
 
 class Controller:
-    """Embedded in a name server (``enableControllerInNamesrv=true``) or alone; see the module docstring."""
+    """Embedded in a name server (``enableControllerInNamesrv=true``); see the module docstring.
+
+    ``peers`` maps every instance's id to its name server address (``controllerPeers``); alone,
+    ``{self_id: ""}``."""
 
     def __init__(self, store_path: str | None, *, timeout_ms: int = 3000, scan_interval_ms: int = 500,
-                 clock: Callable[[], int] = _ms) -> None:
+                 self_id: str = "n0", peers: dict[str, str] | None = None, clock: Callable[[], int] = _ms) -> None:
         self.state = ControllerState(timeout_ms)
         self.store_path = store_path
         self.clock = clock
+        self.self_id = self_id
+        self.peers = dict(peers or {self_id: ""})
+        self.raft = RaftNode(self_id, list(self.peers))
+        self.client = RemotingClient(connect_timeout=RPC_TIMEOUT)
         self._conns: dict[Connection, set[tuple[str, int]]] = {}
-        self._saved: str | None = None
+        self._committed = ""
+        self._waiters: dict[int, asyncio.Future[bool]] = {}
+        self._heard = time.monotonic()
+        self._timeout = random.uniform(*ELECTION_TIMEOUT_S)
+        self._lock = asyncio.Lock()
         self.scan = Service("controller election scan", self.scan_round, scan_interval_ms / 1000, logger=log)
+        self.consensus = Service("controller consensus", self._consensus_round, HEARTBEAT_S / 3, logger=log)
+
+    @property
+    def leading(self) -> bool:
+        return self.raft.role == LEADER and self.raft.committed is not None
 
     def load(self) -> None:
-        if not self.store_path or not os.path.exists(self.store_path):
-            return
-        with open(self.store_path, encoding="utf-8") as f:
-            text = f.read()
-        self.state.load_json(json.loads(text), self.clock())
-        self._saved = text
-        log.info("controller state loaded from %s: %d group(s)", self.store_path, len(self.state.groups))
+        if self.store_path and os.path.exists(self.store_path):
+            with open(self.store_path, encoding="utf-8") as f:
+                self.raft = RaftNode(self.self_id, list(self.peers), json.load(f))
+            log.info("controller %s: term %d, entry %d loaded from %s", self.self_id, self.raft.term,
+                     self.raft.entry.index, self.store_path)
 
+    def _persist(self) -> None:
+        """Raft's hard state, durably, before any message leaves."""
+        if not self.raft.dirty:
+            return
+        self.raft.dirty = False
+        if not self.store_path:
+            return
+        os.makedirs(os.path.dirname(self.store_path) or ".", exist_ok=True)
+        tmp = self.store_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.raft.hard, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.store_path)
+
+    async def start(self) -> None:
+        if len(self.peers) == 1:  # alone: its own majority, leading from the start
+            await self._stand()
+        self.consensus.start()
+        self.scan.start()
+
+    async def stop(self) -> None:
+        await self.scan.stop()
+        await self.consensus.stop()
+        for fut in self._waiters.values():
+            if not fut.done():
+                fut.set_result(False)
+        await self.client.close()
+
+    # -- consensus ------------------------------------------------------------------------------
+    async def _consensus_round(self) -> None:
+        if self.raft.role == LEADER:
+            await self._replicate()
+        elif time.monotonic() - self._heard > self._timeout:
+            await self._stand()
+
+    async def _stand(self) -> None:
+        self._heard, self._timeout = time.monotonic(), random.uniform(*ELECTION_TIMEOUT_S)
+        req = self.raft.start_election()
+        self._persist()
+        won = self.raft.role == LEADER
+        replies = await self._broadcast(RequestCode.CONTROLLER_RAFT_VOTE, req)
+        for peer, rep in replies:
+            won = self.raft.handle_vote_reply(peer, rep) or won
+        self._persist()
+        if won and self.raft.role == LEADER:
+            log.info("controller %s leads at term %d", self.self_id, self.raft.term)
+            self._load_state(self.raft.entry.state)
+            self.raft.propose(self._state_text())  # Raft's no-op: commits what earlier leaders left
+            self._persist()
+            await self._replicate()
+
+    async def _replicate(self) -> None:
+        req = self.raft.append_request()
+        replies = await self._broadcast(RequestCode.CONTROLLER_RAFT_APPEND, req)
+        if len(replies) + 1 >= self.raft.majority:
+            self._heard = time.monotonic()
+        elif time.monotonic() - self._heard > ELECTION_TIMEOUT_S[0] and self.raft.role == LEADER:
+            # a leader cut off from its majority stops answering before another can be elected
+            log.warning("controller %s: no majority heard for %.1f s; stepping down", self.self_id, ELECTION_TIMEOUT_S[0])
+            self.raft.role, self.raft.leader = "follower", None
+            return
+        for peer, rep in replies:
+            self._on_commit(self.raft.handle_append_reply(peer, rep))
+        self._persist()
+        self._on_commit(self.raft.committed)
+
+    def _on_commit(self, entry: Any) -> None:
+        if entry is None:
+            return
+        self._committed = entry.state
+        for index in [i for i in self._waiters if i <= entry.index]:
+            fut = self._waiters.pop(index)
+            if not fut.done():
+                fut.set_result(True)
+
+    async def _broadcast(self, code: RequestCode, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        peers = [p for p in self.peers if p != self.self_id]
+        data = json.dumps(body).encode()
+
+        async def one(peer: str) -> tuple[str, dict[str, Any]] | None:
+            try:
+                resp = await self.client.invoke(self.peers[peer], RemotingCommand.request(code, {}, data), RPC_TIMEOUT)
+            except RemotingError:
+                return None
+            if resp.code != ResponseCode.SUCCESS:
+                return None
+            return peer, json.loads(bytes(resp.payload))
+
+        return [r for r in await asyncio.gather(*(one(p) for p in peers)) if r is not None]
+
+    def handle_raft_vote(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        rep = self.raft.handle_vote(_body(cmd))
+        if rep["granted"]:
+            self._heard = time.monotonic()
+        self._persist()
+        return cmd.response(ResponseCode.SUCCESS, body=json.dumps(rep).encode())
+
+    def handle_raft_append(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        was_leading = self.raft.role == LEADER
+        rep = self.raft.handle_append(_body(cmd))
+        if rep["ok"]:
+            self._heard = time.monotonic()
+            if was_leading:
+                log.warning("controller %s: a leader of term %d exists; stepping down", self.self_id, self.raft.term)
+        self._persist()
+        return cmd.response(ResponseCode.SUCCESS, body=json.dumps(rep).encode())
+
+    # -- the state ------------------------------------------------------------------------------
+    def _state_text(self) -> str:
+        return json.dumps(self.state.to_json(), sort_keys=True)
+
+    def _load_state(self, text: str) -> None:
+        self.state.load_json(json.loads(text) if text else {}, self.clock())
+        self._committed = text
+
+    async def _commit(self) -> bool:
+        """Replicate the state if it changed; False (and the change forgotten) without a majority."""
+        for e in self.state.events:
+            log.warning("%s", e) if "no master" in e else log.info("%s", e)
+        self.state.events = []
+        text = self._state_text()
+        if text == self._committed or self.raft.role != LEADER:
+            return self.raft.role == LEADER
+        entry = self.raft.propose(text)
+        self._persist()
+        self._on_commit(self.raft.committed)
+        if self._committed == text:
+            return True
+        fut = self._waiters.setdefault(entry.index, asyncio.get_running_loop().create_future())
+        self.consensus.wakeup()
+        try:
+            if await asyncio.wait_for(asyncio.shield(fut), COMMIT_TIMEOUT):
+                return True
+        except TimeoutError:
+            pass
+        if self.raft.role == LEADER:
+            log.warning("controller %s: no majority for %.0f s; stepping down, the change forgotten",
+                        self.self_id, COMMIT_TIMEOUT)
+            self.raft.role, self.raft.leader = "follower", None
+        self._load_state(self._committed)
+        return False
+
+    # -- requests -------------------------------------------------------------------------------
     def handlers(self) -> dict[int, Handler]:
-        table: dict[int, Callable[[Connection, RemotingCommand], RemotingCommand]] = {
+        table: dict[int, Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand]]] = {
             RequestCode.CONTROLLER_BROKER_HEARTBEAT: self.handle_heartbeat,
             RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: self.handle_alter_sync_set,
             RequestCode.CONTROLLER_ELECT_MASTER: self.handle_elect,
             RequestCode.CONTROLLER_GET_METADATA_INFO: self.handle_metadata,
         }
-        return {int(code): self._guarded(fn) for code, fn in table.items()}
+        out: dict[int, Handler] = {int(code): self._guarded(fn) for code, fn in table.items()}
+        out[int(RequestCode.CONTROLLER_RAFT_VOTE)] = self._raw(self.handle_raft_vote)
+        out[int(RequestCode.CONTROLLER_RAFT_APPEND)] = self._raw(self.handle_raft_append)
+        return out
 
-    def _guarded(self, fn: Callable[[Connection, RemotingCommand], RemotingCommand]) -> Handler:
+    @staticmethod
+    def _raw(fn: Callable[[Connection, RemotingCommand], RemotingCommand]) -> Handler:
         def handle(conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
             try:
                 return fn(conn, cmd)
+            except (_BadRequest, KeyError, ValueError, TypeError) as e:
+                return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad consensus message: {e}")
+
+        return handle
+
+    def _guarded(self, fn: Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand]]) -> Handler:
+        async def handle(conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+            if not self.leading:
+                leader = self.peers.get(self.raft.leader or "", "") if self.raft.role != LEADER else ""
+                return cmd.response(ResponseCode.CONTROLLER_NOT_LEADER,
+                                    f"not the controller leader{'; the leader is ' + leader if leader else ''}")
+            try:
+                async with self._lock:
+                    return await fn(conn, cmd)
             except _BadRequest as e:
                 log.warning("bad controller request %d from %s: %s", cmd.code, getattr(conn, "remote_addr", "?"), e)
                 return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
-            finally:
-                self._settle()
 
         handle.__name__ = fn.__name__
         return handle
 
-    @staticmethod
-    def _answer(cmd: RemotingCommand, g: Group) -> RemotingCommand:
-        return cmd.response(ResponseCode.SUCCESS, body=json.dumps(g.view()).encode())
+    async def _answer(self, cmd: RemotingCommand, name: str) -> RemotingCommand:
+        if not await self._commit():
+            return cmd.response(ResponseCode.CONTROLLER_NOT_LEADER, "the controller lost its majority")
+        g: Group | None = self.state.groups.get(name)
+        return cmd.response(ResponseCode.SUCCESS, body=json.dumps(g.view() if g else {}).encode())
 
-    # -- handlers -------------------------------------------------------------------------------
-    def handle_heartbeat(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    async def handle_heartbeat(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         d = _body(cmd)
         name, rid = _str(d, "brokerName"), _int(d, "replicaId")
         if rid < 1:
             raise _BadRequest(f"replicaId {rid}: controller-mode replicas are numbered from 1 (brokerId)")
-        g = self.state.report(
+        self.state.report(
             _str(d, "clusterName"), name, rid, addr=_str(d, "addr"), ha_addr=_str(d, "haAddr"),
             epoch=_int(d, "epoch", 0), max_offset=_int(d, "maxOffset", 0), now_ms=self.clock(),
             epoch_start=_int(d, "epochStart", -1),
         )
         if conn is not None:
             self._conns.setdefault(conn, set()).add((name, rid))
-        return self._answer(cmd, g)
+        return await self._answer(cmd, name)
 
-    def handle_alter_sync_set(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    async def handle_alter_sync_set(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         d = _body(cmd)
         name = _str(d, "brokerName")
         members = d.get("syncStateSet")
@@ -134,48 +326,34 @@ class Controller:
                                         set(members))
         if why is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, why)
-        return self._answer(cmd, self.state.groups[name])
+        return await self._answer(cmd, name)
 
-    def handle_elect(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    async def handle_elect(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         d = _body(cmd)
         name = _str(d, "brokerName")
         why = self.state.switchover(name, _int(d, "replicaId"), self.clock())
         if why is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, why)
-        return self._answer(cmd, self.state.groups[name])
+        return await self._answer(cmd, name)
 
-    def handle_metadata(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        d = _body(cmd)
-        name = d.get("brokerName")
+    async def handle_metadata(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        name = _body(cmd).get("brokerName")
         groups = [g.view() for g in self.state.groups.values() if name in (None, "", g.name)]
         return cmd.response(ResponseCode.SUCCESS, body=json.dumps({"groups": groups}).encode())
 
     # -- elections ------------------------------------------------------------------------------
     def connection_closed(self, conn: Connection) -> None:
         """A replica's connection closed: a dead master is replaced now, not after the timeout."""
-        for name, rid in self._conns.pop(conn, set()):
+        closed = self._conns.pop(conn, set())
+        if not closed or self.raft.role != LEADER:
+            return
+        for name, rid in closed:
             self.state.closed(name, rid)
-        self.scan_round()
+        asyncio.ensure_future(self.scan_round())
 
-    def scan_round(self) -> None:
-        self.state.expire(self.clock())
-        self._settle()
-
-    def _settle(self) -> None:
-        """Log what happened and write the state if it changed."""
-        events, self.state.events = self.state.events, []
-        for e in events:
-            log.warning("%s", e) if "no master" in e else log.info("%s", e)
-        if not self.store_path:
+    async def scan_round(self) -> None:
+        if not self.leading:
             return
-        text = json.dumps(self.state.to_json(), sort_keys=True)
-        if text == self._saved:
-            return
-        os.makedirs(os.path.dirname(self.store_path) or ".", exist_ok=True)
-        tmp = self.store_path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.store_path)
-        self._saved = text
+        async with self._lock:
+            if self.state.expire(self.clock()) or self.state.events:
+                await self._commit()

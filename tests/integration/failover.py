@@ -38,12 +38,21 @@ def start_replica(tmp: Path, ns: str, rid: int, role: str = "SYNC_MASTER", port:
 
 
 async def view(client: RemotingClient, ns: str) -> dict[str, Any]:
-    """The controller's view of the group ({} before its first replica reported)."""
+    """The leading controller's view of the group ({} before its first replica reported); ``ns`` may
+    list several controllers (``a;b;c``)."""
     body = json.dumps({"brokerName": GROUP}).encode()
-    resp = await client.invoke(ns, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {}, body), 5)
-    assert resp.code == ResponseCode.SUCCESS, resp.remark
-    groups = json.loads(bytes(resp.payload))["groups"]
-    return groups[0] if groups else {}
+    for addr in ns.split(";"):
+        try:
+            resp = await client.invoke(addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {},
+                                                                     body), 2)
+        except RemotingError:
+            continue
+        if resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
+            continue
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        groups = json.loads(bytes(resp.payload))["groups"]
+        return groups[0] if groups else {}
+    raise AssertionError(f"no controller leads among {ns}")
 
 
 async def until(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> float:

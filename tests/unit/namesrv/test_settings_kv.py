@@ -42,11 +42,22 @@ def test_rocketmq_home_gives_kv_path():
         ({"listenPort": "x"}, "listenPort='x': expected an integer"),
         ({"listenPort": "70000"}, "listenPort=70000: expected 0..65535"),
         ({"scanNotActiveBrokerInterval": "1"}, "scanNotActiveBrokerInterval=1"),
+        ({"enableControllerInNamesrv": "yes"}, "enableControllerInNamesrv='yes'"),
+        ({"controllerPeers": "127.0.0.1:9876"}, "expected id-host:port"),
+        ({"controllerPeers": "n0-a:1;n0-b:2"}, "every id must be different"),
+        ({"controllerPeers": "n0-a:1;n1-b:2", "controllerSelfId": "n7"}, "not among controllerPeers"),
     ],
 )
 def test_bad_settings(conf, message):
     with pytest.raises(ConfigError, match=message):
         NamesrvSettings.from_conf(conf)
+
+
+def test_controller_settings():
+    s = NamesrvSettings.from_conf({"enableControllerInNamesrv": "true", "controllerPeers": "n0-a:1; n1-b:2;n2-c:3",
+                                   "controllerSelfId": "n1", "controllerStorePath": "/x/c.json"})
+    assert s.controller and s.controller_self_id == "n1" and s.controller_store_path == "/x/c.json"
+    assert s.controller_peers == (("n0", "a:1"), ("n1", "b:2"), ("n2", "c:3"))
 
 
 def test_load_with_overrides(tmp_path):
