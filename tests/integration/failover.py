@@ -74,8 +74,9 @@ class Acked:
     """What a continuous producer was told: body → (queue id, queue offset, broker address)."""
 
     sent: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    at: dict[str, float] = field(default_factory=dict)
+    """body → monotonic time of its acknowledgement."""
     failures: int = 0
-    first_ok_after: dict[float, float] = field(default_factory=dict)
 
 
 async def produce(ns: str, topic: str, stop: asyncio.Event, acked: Acked, tag: str,
@@ -97,6 +98,7 @@ async def produce(ns: str, topic: str, stop: asyncio.Event, acked: Acked, tag: s
                 host, port, _ = decode_offset_msg_id(r.offset_msg_id)  # the broker that stored it
                 addr = f"{host}:{port}"
                 acked.sent[body] = (r.message_queue.queue_id, r.queue_offset, addr)
+                acked.at[body] = time.monotonic()
                 if on_ok is not None:
                     on_ok(addr)
             else:
