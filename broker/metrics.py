@@ -32,6 +32,9 @@ metric                                                     meaning
 ``pyrocketmq_broker_commitlog_size_bytes``                 commitlog bytes retained
 ``pyrocketmq_broker_commitlog_max_offset_bytes``           commitlog write position (bytes ever written)
 ``pyrocketmq_broker_disk_usage_ratio``                     used / size of the commitlog's disk
+``pyrocketmq_broker_replication_lag_bytes``                master: bytes its best slave has not acknowledged
+``pyrocketmq_broker_master_epoch``                         controller mode: the epoch its log follows
+``pyrocketmq_broker_sync_state_set_size``                  controller mode, master: its in-sync set, itself included
 ``pyrocketmq_broker_held_pulls``                           pulls held by long polling
 ``pyrocketmq_broker_connections``                          open remoting connections
 ``pyrocketmq_broker_consumer_clients{group}``              consumers of each group connected here
@@ -75,6 +78,7 @@ if TYPE_CHECKING:
 
     from .client_manager import ConsumerManager
     from .consumer_offset import ConsumerOffsetManager
+    from .ha.replica import ReplicaManager
     from .ha.service import HAServer
     from .long_poll import PullHoldService
     from .proxy.endpoint import GrpcEndpoint
@@ -203,6 +207,8 @@ class BrokerView(Protocol):
     def timer(self) -> TimerService | None: ...
     @property
     def ha_server(self) -> HAServer | None: ...
+    @property
+    def replica(self) -> ReplicaManager | None: ...
     @property
     def grpc(self) -> GrpcEndpoint | None: ...
 
@@ -403,3 +409,10 @@ def _store_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
     if lag_bytes is not None:
         g.add_metric(f.ident, lag_bytes)
     yield g
+    replica = broker.replica
+    if replica is not None:
+        yield f.one("master_epoch", "Controller mode: the master epoch this replica's log follows.", replica.epoch)
+        isr = f.gauge("sync_state_set_size", "Controller mode, master: replicas in its in-sync set, itself included.")
+        if replica.master and replica.view:
+            isr.add_metric(f.ident, len(replica.view.get("syncStateSet", ())))
+        yield isr

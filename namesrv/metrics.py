@@ -10,9 +10,15 @@ metric                                                 meaning
 ``pyrocketmq_namesrv_connections``                     open remoting connections
 ``pyrocketmq_namesrv_requests_total{code,response}``   every request answered (transport)
 ``pyrocketmq_namesrv_request_duration_seconds{code}``  their latency (histogram)
+``pyrocketmq_controller_leader``                       controller mode: 1 on the leading instance
+``pyrocketmq_controller_term``                         its consensus term
+``pyrocketmq_controller_master_epoch{broker_name}``    a group's master epoch (leader only, as below)
+``pyrocketmq_controller_master_replica{broker_name}``  the master's replica id (-1: no master)
+``pyrocketmq_controller_sync_state_set_size{..}``      replicas in the group's in-sync set
+``pyrocketmq_controller_elections_total{broker_name}`` masters elected (first one included)
 =====================================================  ===============================================
 
-Labels are bounded: cluster names and response codes; never a broker address or client.
+Labels are bounded: cluster names, broker group names and response codes; never an address or client.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pyrocketmq.remoting.code import RequestCode
 if TYPE_CHECKING:
     from pyrocketmq.remoting.server import RemotingServer
 
+    from .controller.service import Controller
     from .route_info import RouteInfoManager
 
 PREFIX = "pyrocketmq_namesrv"
@@ -66,6 +73,8 @@ class NamesrvView(Protocol):
     def server(self) -> RemotingServer: ...
     @property
     def port(self) -> int: ...
+    @property
+    def controller(self) -> Controller | None: ...
 
 
 class NamesrvMetrics:
@@ -94,3 +103,26 @@ class NamesrvMetrics:
                                 value=len(ns.server.connections))
         yield GaugeMetricFamily(f"{PREFIX}_ready", "1 when the name server serves requests.", value=1 if ns.port else 0)
         yield from self.requests.families()
+        if ns.controller is not None:
+            yield from controller_families(ns.controller)
+
+
+def controller_families(ctl: Controller) -> Iterator[Metric]:
+    """The controller's gauges; the groups only from the leading instance (the others hold no live view)."""
+    leading = ctl.leading
+    yield GaugeMetricFamily("pyrocketmq_controller_leader", "1 on the leading controller instance.", value=int(leading))
+    yield GaugeMetricFamily("pyrocketmq_controller_term", "The controller's consensus term.", value=ctl.raft.term)
+    groups = list(ctl.state.groups.values()) if leading else []
+    epoch = GaugeMetricFamily("pyrocketmq_controller_master_epoch", "The group's master epoch.", labels=["broker_name"])
+    master = GaugeMetricFamily("pyrocketmq_controller_master_replica", "Replica id of the group's master (-1: none).",
+                               labels=["broker_name"])
+    isr = GaugeMetricFamily("pyrocketmq_controller_sync_state_set_size", "Replicas in the group's in-sync set.",
+                            labels=["broker_name"])
+    elections = CounterMetricFamily("pyrocketmq_controller_elections", "Masters elected for the group.",
+                                    labels=["broker_name"])
+    for g in groups:
+        epoch.add_metric([g.name], g.epoch)
+        master.add_metric([g.name], g.master)
+        isr.add_metric([g.name], len(g.sync_set))
+        elections.add_metric([g.name], g.elections)
+    yield from (epoch, master, isr, elections)

@@ -10,10 +10,12 @@ import asyncio
 import os
 import signal
 import time
+import urllib.request
 
 from pyrocketmq.remoting.transport import RemotingClient
 
 from .failover import Acked, lost, produce, read_queue, start_controller_namesrv, start_replica, until, view
+from .procs import free_port
 from .wire import create_topic
 
 TOPIC = "FailoverTopic"
@@ -21,7 +23,8 @@ QUEUES = 4
 
 
 def test_sync_master_killed_under_sends_loses_nothing_acknowledged(tmp_path) -> None:
-    ns = start_controller_namesrv(tmp_path)
+    ns = start_controller_namesrv(tmp_path, metricsPort=(metrics_port := free_port()))
+    ns.metrics_port = metrics_port
     replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
     try:
         asyncio.run(_kill_the_master(tmp_path, ns, replicas))
@@ -63,6 +66,12 @@ async def _kill_the_master(tmp_path, ns, replicas) -> None:
 
         v = await view(client, ns.addr)
         assert v["masterId"] == other and v["epoch"] == 2, v
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{ns.metrics_port}/metrics", timeout=5).read().decode()
+        for line in ('pyrocketmq_controller_master_epoch{broker_name="broker-a"} 2.0',
+                     f'pyrocketmq_controller_master_replica{{broker_name="broker-a"}} {other}.0',
+                     'pyrocketmq_controller_elections_total{broker_name="broker-a"} 2.0',
+                     "pyrocketmq_controller_leader 1.0"):
+            assert line in metrics, line
         new_master = replicas[other].addr
         missing = await lost(client, new_master, TOPIC, QUEUES, acked)
         assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
