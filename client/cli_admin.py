@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from . import cli_query, cli_tools
+from . import cli_controller, cli_query, cli_tools
 from .cli_common import (
     Parser,
     _add_ns,
@@ -95,6 +95,7 @@ def _admin_parsers(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("-c", "--cplus", action="store_true", help=argparse.SUPPRESS)
     cli_query.add_parsers(sub)
     cli_tools.add_parsers(sub)
+    cli_controller.add_parsers(sub)
 
 
 async def _with_admin(args: argparse.Namespace, fn: Callable[[Any], Awaitable[int]]) -> int:
@@ -177,6 +178,8 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
             return await cli_query.run(cmd, args, admin, out)
         elif cmd in cli_tools.COMMANDS:
             return await cli_tools.run(cmd, args, admin, out)
+        elif cmd in cli_controller.COMMANDS:
+            return await cli_controller.run(cmd, args, admin, out)
         else:  # argparse keeps this unreachable
             raise MQClientError(f"unknown admin command {cmd!r}")
         return 0

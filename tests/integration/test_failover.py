@@ -7,8 +7,11 @@ new master's queues exactly."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -173,3 +176,58 @@ async def _true(value: bool) -> bool:
 
 async def _same(client: RemotingClient, addr: str, q: int, want: dict[int, str]) -> bool:
     return await read_queue(client, addr, TOPIC, q) == want
+
+
+def test_switchover_moves_the_master_with_nothing_acknowledged_lost(tmp_path) -> None:
+    ns = start_controller_namesrv(tmp_path)
+    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
+    try:
+        asyncio.run(_switch(ns, replicas))
+    finally:
+        for r in replicas.values():
+            r.stop()
+        ns.stop()
+
+
+def _admin(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+async def _switch(ns, replicas) -> None:
+    client = RemotingClient()
+    acked, stop = Acked(), asyncio.Event()
+    task = None
+    try:
+        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr, 2))
+        first = (await view(client, ns.addr))["masterId"]
+        other = 3 - first
+        assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)).code == 0
+        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "s"))
+        await until("100 acknowledged sends", lambda: _count(acked, 100))
+        bad = await asyncio.to_thread(_admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i", "9")
+        assert bad.returncode == 1 and "not in the in-sync set" in bad.stderr, bad.stderr
+        done = await asyncio.to_thread(_admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i",
+                                       str(other))
+        assert done.returncode == 0 and f"to replica {other}" in done.stdout, done.stderr
+        n = len(acked.sent)
+        await until("100 sends acknowledged by the new master",
+                    lambda: _count_by(acked, replicas[other].addr, n, 100), timeout=30)
+        stop.set()
+        await task
+        task = None
+        missing = await lost(client, replicas[other].addr, TOPIC, QUEUES, acked)
+        assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
+        await until("the old master back in sync as a slave", lambda: _in_sync(client, ns.addr, 2))
+        shown = await asyncio.to_thread(_admin, "getSyncStateSet", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a")
+        assert shown.returncode == 0 and json.loads(shown.stdout)["masterId"] == other, shown.stdout + shown.stderr
+    finally:
+        stop.set()
+        if task is not None:
+            await task
+        await client.close()
+
+
+async def _count_by(acked: Acked, addr: str, start: int, n: int) -> bool:
+    return sum(1 for _, _, a in list(acked.sent.values())[start:] if a == addr) >= n
