@@ -8,11 +8,9 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from pyrocketmq.remoting.code import RequestCode, ResponseCode
-from pyrocketmq.remoting.command import RemotingCommand
-
 from .cli_common import _add_ns
-from .errors import MQClientError, MQConnectionError
+from .controller import controller_groups, elect_master
+from .errors import MQClientError
 
 COMMANDS = frozenset({"getControllerMetaData", "getSyncStateSet", "electMaster"})
 
@@ -38,38 +36,18 @@ def _controller(p: argparse.ArgumentParser) -> None:
                    help="controllers, host:port;host:port (name servers with enableControllerInNamesrv=true)")
 
 
-async def _call(admin: Any, controllers: str, code: RequestCode, body: dict[str, Any]) -> dict[str, Any]:
-    refusals = []
-    for addr in [a.strip() for a in controllers.split(";") if a.strip()]:
-        try:
-            resp = await admin.instance.invoke(addr, RemotingCommand.request(code, {}, json.dumps(body).encode()),
-                                               what="controller")
-        except MQConnectionError as e:
-            refusals.append(f"{addr}: {e}")
-            continue
-        if resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
-            refusals.append(f"{addr}: {resp.remark}")
-            continue
-        if resp.code != ResponseCode.SUCCESS:
-            raise MQClientError(f"controller {addr} refused: {resp.remark}")
-        out: dict[str, Any] = json.loads(bytes(resp.payload))
-        return out
-    raise MQClientError("no leading controller answered: " + "; ".join(refusals))
-
-
 async def run(cmd: str, args: argparse.Namespace, admin: Any, out: TextIO) -> int:
+    groups: dict[str, Any]
     if cmd == "getControllerMetaData":
-        data = await _call(admin, args.controller, RequestCode.CONTROLLER_GET_METADATA_INFO, {})
+        groups = await controller_groups(admin.instance, args.controller)
+        data: dict[str, Any] = {"groups": list(groups.values())}
     elif cmd == "getSyncStateSet":
-        data = await _call(admin, args.controller, RequestCode.CONTROLLER_GET_METADATA_INFO,
-                           {"brokerName": args.broker_name})
-        groups = data.get("groups") or []
-        if not groups:
+        groups = await controller_groups(admin.instance, args.controller)
+        if args.broker_name not in groups:
             raise MQClientError(f"the controller knows no broker group {args.broker_name!r}")
-        data = groups[0]
+        data = groups[args.broker_name]
     else:
-        data = await _call(admin, args.controller, RequestCode.CONTROLLER_ELECT_MASTER,
-                           {"brokerName": args.broker_name, "replicaId": args.replica_id})
+        data = await elect_master(admin.instance, args.controller, args.broker_name, args.replica_id)
         out.write(f"switched the master of {args.broker_name} to replica {data['masterId']} "
                   f"({data['masterAddr']}), epoch {data['epoch']}\n")
         return 0

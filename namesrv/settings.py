@@ -69,7 +69,7 @@ class NamesrvSettings:
     a majority of them (Raft), so 3 instances survive the loss of one."""
 
     controller_self_id: str = "n0"
-    """``controllerSelfId``: this instance's id in ``controllerPeers``."""
+    """``controllerSelfId``: this instance's id in ``controllerPeers``, or its address there."""
 
     controller_broker_timeout_ms: int = 3000
     """``controllerBrokerTimeoutMs``: a master silent this long is replaced (at once when its connection closes)."""
@@ -155,6 +155,10 @@ def _peers(raw: str | None) -> tuple[tuple[str, str], ...]:
 
 
 def _self_id(self_id: str, peers: tuple[tuple[str, str], ...]) -> str:
+    """``controllerSelfId`` names an id of ``controllerPeers``, or its address (what a pod knows of itself)."""
+    by_addr = {addr: pid for pid, addr in peers}
+    if self_id in by_addr:
+        return by_addr[self_id]
     if peers and self_id not in {p for p, _ in peers}:
         raise ConfigError(f"controllerSelfId={self_id!r}: not among controllerPeers ({', '.join(p for p, _ in peers)})")
     return self_id

@@ -256,6 +256,9 @@ class NameServerModel:
     secrets_hash: str = ""
     """Of the Secrets spec.tls and spec.acl name, less ``plain_acl.yml`` (set by the reconciler):
     pods roll when it changes."""
+    controller: bool = False
+    """``spec.controller.enabled``: the name servers also run the controller of Brokers with
+    ``spec.failover.enabled`` (its instances agree by majority: 3 name servers survive one loss)."""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> NameServerModel:
@@ -263,7 +266,12 @@ class NameServerModel:
         replicas = int(spec.get("replicas", 2))
         if replicas < 1:
             raise SpecError(f"spec.replicas {replicas}: at least one name server is needed")
+        controller = bool((spec.get("controller") or {}).get("enabled", False))
+        if controller and replicas == 2:
+            raise SpecError("spec.controller: 2 name servers cannot lose one and keep a majority; "
+                            "give spec.replicas 1 or 3 (or more, odd)")
         return cls(
+            controller=controller,
             ref=ObjectRef.from_body(body),
             replicas=replicas,
             image=spec.get("image") or None,
@@ -300,6 +308,9 @@ class BrokerModel:
     acl: Acl = field(default_factory=Acl)
     namesrv_tls: bool = False
     """``spec.nameServer.tls``: the name servers serve TLS (brokers register over it)."""
+    failover: bool = False
+    """``spec.failover.enabled``: automatic failover (controller mode): the name servers' controller
+    elects each group's master among its in-sync replicas; the NameServer needs ``spec.controller``."""
     secrets_hash: str = ""
     """Of the Secrets spec.tls and spec.acl name (set by the reconciler): pods roll when it changes
     (a new certificate or account needs a restart; the ACL file itself is re-read live)."""
@@ -338,6 +349,10 @@ class BrokerModel:
             raise SpecError("spec.replicationMode and spec.flushMode take ASYNC or SYNC")
         if replication == "SYNC" and replicas < 2:
             raise SpecError("spec.replicasPerGroup: replicationMode SYNC needs at least 2 replicas per group")
+        failover = bool((spec.get("failover") or {}).get("enabled", False))
+        if failover and replicas < 2:
+            raise SpecError("spec.failover: automatic failover needs spec.replicasPerGroup of 2 or more "
+                            "(a slave to elect)")
         config = {str(k): _conf_value(v) for k, v in (spec.get("config") or {}).items()}
         grpc, metrics = Grpc.from_spec(spec.get("grpc")), Metrics.from_spec(spec.get("metrics"))
         if grpc.enabled and metrics.enabled and grpc.port == metrics.port:
@@ -367,6 +382,7 @@ class BrokerModel:
             tls=Tls.from_spec(spec.get("tls")),
             acl=Acl.from_spec(spec.get("acl")),
             namesrv_tls=bool(ns.get("tls", False)),
+            failover=failover,
         )
 
 

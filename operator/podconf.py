@@ -5,7 +5,9 @@ At start this module reads it and writes the pod's own copy:
 
 - ordinal 0 (``<group>-0``) stays the master: ``brokerId=0`` and the rendered master role;
 - ordinal ``n > 0`` becomes a slave: ``brokerId=n``, ``brokerRole=SLAVE``;
-- ``brokerIP1`` is the pod IP (what the name servers hand to clients).
+- ``brokerIP1`` is the pod IP (what the name servers hand to clients);
+- with ``enableControllerMode=true`` (automatic failover) no ordinal is the master: every pod is
+  replica ``ordinal + 1`` with the rendered master role, and the controller elects which one leads.
 
 Then it replaces itself with ``pyrocketmq broker -c <pod's broker.conf>``. The functions are pure
 (conf text in, conf text out) so the rules are unit-tested; only :func:`main` touches the process.
@@ -77,10 +79,15 @@ def pod_conf(template: str, env: Mapping[str, str]) -> str:
         raise PodConfError("POD_IP is not set (the downward API gives it: fieldRef status.podIP)")
     lines = template.splitlines()
     master_role = "ASYNC_MASTER"
+    controller_mode = False
     for line in lines:
         if _key(line) == "brokerRole":
             master_role = line.split("=", 1)[1].strip() if "=" in line else master_role
+        if _key(line) == "enableControllerMode":
+            controller_mode = line.split("=", 1)[1].strip().lower() == "true" if "=" in line else False
     broker_id, role = role_for_ordinal(pod_ordinal(pod_name), master_role)
+    if controller_mode:
+        broker_id, role = pod_ordinal(pod_name) + 1, master_role
     wanted = {"brokerId": str(broker_id), "brokerRole": role, "brokerIP1": pod_ip}
     for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
         if env.get(var, "").strip():  # spec.acl's Secret: the broker's own account (kept out of the ConfigMap)

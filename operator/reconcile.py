@@ -11,8 +11,8 @@ and a retry with backoff.
 kind           steps
 =============  =========================================================================
 NameServer     load → render → apply → update_status
-Broker         load → resolve_name_servers → observe → plan_scale_down → render → apply
-               → update_status
+Broker         load → resolve_name_servers → observe → failover → plan_scale_down → render
+               → gate_rollout → apply → update_status
 Topic          load → resolve_cluster → apply_on_brokers → update_status
 ConsumerGroup  load → resolve_cluster → apply_on_brokers → observe_members → update_status
 =============  =========================================================================
@@ -49,13 +49,16 @@ from .plan import (
 from .render import render_broker, render_nameserver
 from .render.common import ANNOTATION_TEMPLATE_HASH, LABEL_GROUP, owner_labels, selector_labels
 from .rocketmq import (
+    ANNOTATION_SWITCHOVER,
     RocketMQRefused,
     RocketMQUnavailable,
     admin_session,
     apply_group,
     apply_topic,
+    controller_views,
     drain_facts,
     group_stats,
+    request_switchover,
     reset_group_offsets,
     stop_writes,
     topic_brokers,
@@ -254,12 +257,16 @@ class BrokerReconcile:
         self.waiting: list[tuple[str, str, str]] = []
         self.removed: list[tuple[str, str]] = []
         self.rollout_waiting: list[str] = []
+        self.views: dict[str, dict[str, Any]] = {}
+        """Automatic failover: the controller's view of each group."""
+        self.switchover: dict[str, Any] | None = None
 
     async def run(self) -> None:
         await run_steps([
             self.load,
             self.resolve_name_servers,
             self.observe,
+            self.failover,
             self.plan_scale_down,
             self.render,
             self.gate_rollout,
@@ -281,6 +288,24 @@ class BrokerReconcile:
         self.statefulsets = {s["metadata"]["name"]: s for s in statefulsets if owned_by(s, ref.uid)}
         self.pods = await kube.list("v1", "Pod", ref.namespace, selector_labels(ref, "broker"))
         self.existing = {i for n in self.statefulsets if (i := group_index(ref.name, n)) is not None}
+
+    async def failover(self) -> None:
+        """Automatic failover: the controller's view of each group, and a switchover when the
+        ``pyrocketmq.io/switchover`` annotation names a pod not yet asked for."""
+        model = self.model
+        if not model.failover:
+            return
+        try:
+            async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
+                target = str(((self.body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SWITCHOVER, ""))
+                done = str((self.previous.get("switchover") or {}).get("target", ""))
+                if target and target != done:
+                    self.switchover = await request_switchover(admin, self.admin_addr, model, target)
+                    self.ctx.event("Normal" if self.switchover["result"] == "Done" else "Warning", "Switchover",
+                                   self.switchover["message"])
+                self.views = await controller_views(admin, self.admin_addr)
+        except (RocketMQUnavailable, RocketMQRefused) as e:
+            self.ctx.log.info("the controller did not answer: %s", e)
 
     async def plan_scale_down(self) -> None:
         model = self.model
@@ -378,8 +403,13 @@ class BrokerReconcile:
             sts = self.result.stored.get(("StatefulSet", name))
             if sts is not None and not statefulset_rolled_out(sts):
                 rolled_out = False
-            groups.append(broker_group_status(model, index, sts, self.pods,
-                                              previous_groups.get(name), draining=index >= model.groups))
+            groups.append(broker_group_status(model, index, sts, self.pods, previous_groups.get(name),
+                                              draining=index >= model.groups, controller=self.views.get(name)))
+            before, now = (previous_groups.get(name) or {}).get("epoch"), groups[-1].get("epoch")
+            if now is not None and before is not None and now != before:
+                self.ctx.event("Normal" if self.switchover else "Warning", "MasterElected",
+                               f"{name}: {groups[-1]['master']['pod'] or 'no pod'} is master at epoch {now} "
+                               f"(was epoch {before})")
         conds = broker_conditions(groups, model.groups, rolled_out, self.waiting, self.rollout_waiting)
         ready_groups = sum(1 for g in groups if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])
         await write_status(self.ctx, self.body, {
@@ -388,6 +418,8 @@ class BrokerReconcile:
             "nameServers": self.namesrv_addrs,
             "readyGroups": ready_groups,
             "groups": groups,
+            **({"switchover": self.switchover or self.previous.get("switchover")}
+               if self.switchover or self.previous.get("switchover") else {}),
             "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
         })
 

@@ -26,6 +26,7 @@ from pyrocketmq.client import (
     MQConnectionError,
     MQTimeoutError,
 )
+from pyrocketmq.client.controller import controller_groups, elect_master
 from pyrocketmq.remoting.body import SubscriptionGroupConfig
 from pyrocketmq.remoting.names import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -34,7 +35,7 @@ from pyrocketmq.remoting.names import (
     RETRY_GROUP_TOPIC_PREFIX,
 )
 
-from .model import ConsumerGroupModel, OffsetReset, TopicModel
+from .model import BrokerModel, ConsumerGroupModel, OffsetReset, TopicModel
 from .plan import DrainFacts, is_user_group, is_user_topic
 from .security import ClientSecurity
 
@@ -335,3 +336,29 @@ async def stop_writes(admin: Admin, cluster: str, group: str) -> list[str]:
         )
         changed.append(name)
     return changed
+
+
+ANNOTATION_SWITCHOVER = "pyrocketmq.io/switchover"
+"""On a Broker with spec.failover: the pod (``<group>-<ordinal>``) to make its group's master."""
+
+
+async def controller_views(admin: Admin, controllers: str) -> dict[str, dict[str, Any]]:
+    """The controller's view of every group (name → master, epoch, in-sync set)."""
+    try:
+        return await controller_groups(admin.instance, controllers)
+    except MQClientError as e:
+        raise RocketMQUnavailable("ControllerUnavailable", str(e)) from None
+
+
+async def request_switchover(admin: Admin, controllers: str, model: BrokerModel, pod: str) -> dict[str, Any]:
+    """Ask the controller to make ``pod`` its group's master; ``{target, result, message}`` for the status."""
+    group, _, ordinal = pod.rpartition("-")
+    if not ordinal.isdigit() or group not in {model.group_name(i) for i in range(model.groups)}:
+        return {"target": pod, "result": "Refused",
+                "message": f"{pod!r} is not a pod of this Broker's groups (expected <group>-<ordinal>)"}
+    try:
+        view = await elect_master(admin.instance, controllers, group, int(ordinal) + 1)
+    except MQClientError as e:
+        return {"target": pod, "result": "Refused", "message": f"switchover of {group} to {pod} refused: {e}"}
+    return {"target": pod, "result": "Done",
+            "message": f"{group}: {pod} is master at epoch {view.get('epoch')}"}

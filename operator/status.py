@@ -115,9 +115,12 @@ def broker_group_status(
     pods: Iterable[Mapping[str, Any]],
     previous: Mapping[str, Any] | None,
     draining: bool,
+    controller: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One entry of ``status.groups``: master and slaves with address (pod IP and broker port, what
-    the broker registers) and readiness."""
+    the broker registers) and readiness. With automatic failover, ``controller`` is the controller's
+    view of the group: the master is the pod it elected (replica id = ordinal + 1, none while it
+    has none) and the entry carries the epoch and the in-sync pods."""
     name = model.group_name(index)
     replicas = int(((statefulset or {}).get("spec") or {}).get("replicas", model.replicas_per_group))
     by_ordinal: dict[int, Mapping[str, Any]] = {}
@@ -134,9 +137,21 @@ def broker_group_status(
         ready = pod_ready(pod) if pod is not None else False
         return {"pod": f"{name}-{ordinal}", "address": address, "ready": bool(ready)}
 
-    master = member(0)
-    slaves = [{**member(o), "brokerId": o} for o in range(1, max(replicas, 1))]
     ready_replicas = int(((statefulset or {}).get("status") or {}).get("readyReplicas") or 0)
+    extra: dict[str, Any] = {}
+    if model.failover:
+        elected = int((controller or {}).get("masterId", -1))
+        master = member(elected - 1) if elected > 0 else {"pod": "", "address": "", "ready": False}
+        slaves = [{**member(o), "brokerId": o + 1} for o in range(max(replicas, 1)) if o != elected - 1]
+        if controller:
+            extra = {"epoch": int(controller.get("epoch", 0)),
+                     "inSync": [f"{name}-{int(r) - 1}" for r in controller.get("syncStateSet") or ()]}
+        else:  # the controller did not answer: keep what was last known
+            extra = {k: (previous or {})[k] for k in ("epoch", "inSync") if k in (previous or {})}
+            master = (previous or {}).get("master") or master
+    else:
+        master = member(0)
+        slaves = [{**member(o), "brokerId": o} for o in range(1, max(replicas, 1))]
     served = bool((previous or {}).get("servedTraffic")) or master["ready"]
     return {
         "name": name,
@@ -146,6 +161,7 @@ def broker_group_status(
         "servedTraffic": served,
         "master": master,
         "slaves": slaves,
+        **extra,
     }
 
 

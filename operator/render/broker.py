@@ -77,6 +77,7 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         # /metrics, /healthz and /readyz (0: not served; the probes then fall back to TCP).
         "metricsPort": str(model.metrics.port if model.metrics.enabled else 0),
         **({"grpcListenPort": str(model.grpc.port)} if model.grpc.enabled else {}),
+        **({"enableControllerMode": "true", "controllerAddr": ";".join(namesrv_addrs)} if model.failover else {}),
         **security_conf(model),
     }
     lines = [
@@ -84,6 +85,11 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         "rendered by pyrocketmq-operator.",
         "# At start the entrypoint sets brokerIP1 to the pod IP and, on ordinals > 0, brokerId=<ordinal>",
         "# and brokerRole=SLAVE.",
+    ] if not model.failover else [
+        f"# broker.conf of group {group} of Broker {model.ref.namespace}/{model.ref.name}, "
+        "rendered by pyrocketmq-operator.",
+        "# Automatic failover: the controller elects the master. At start the entrypoint sets brokerIP1 to",
+        "# the pod IP and brokerId=<ordinal + 1> (the replica's id; brokerRole is the master's mode).",
     ]
     lines += [f"{k}={v}" for k, v in owned.items()]
     if model.config:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import NAMESRV_PORT, NameServerModel, headless_service_name
+from ..model import NAMESRV_PORT, NameServerModel, headless_service_name, namesrv_addresses, service_domain
 from ..settings import RenderSettings
 from .common import (
     ACL_MOUNT,
@@ -50,6 +50,22 @@ def render_nameserver(model: NameServerModel, settings: RenderSettings) -> list[
         _statefulset(model, settings, selector),
         pod_disruption_budget(ref, ref.name, COMPONENT, selector),
     ]
+
+
+def controller_conf(model: NameServerModel, cluster_domain: str) -> dict[str, str]:
+    """``spec.controller``: every pod runs a controller instance; its peers are the pods' stable DNS
+    names, and each finds itself by its own (``$(POD_NAME)`` is expanded by the kubelet)."""
+    if not model.controller:
+        return {}
+    ref = model.ref
+    addrs = namesrv_addresses(ref.name, ref.namespace, model.replicas, cluster_domain)
+    own = f"$(POD_NAME).{headless_service_name(ref.name)}.{service_domain(ref.namespace, cluster_domain)}:{NAMESRV_PORT}"
+    return {
+        "enableControllerInNamesrv": "true",
+        "controllerPeers": ";".join(f"n{i}-{a}" for i, a in enumerate(addrs)),
+        "controllerSelfId": own,
+        "controllerStorePath": f"{RUN_MOUNT}/controller/state.json",
+    }
 
 
 def _ports(model: NameServerModel) -> list[dict[str, Any]]:
@@ -95,7 +111,8 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
         "image": model.image or settings.default_image,
         "imagePullPolicy": model.image_pull_policy or settings.image_pull_policy,
         "args": ["namesrv", "--listen-port", str(NAMESRV_PORT),
-                 *(f"--set={k}={v}" for k, v in {**tls_conf(model.tls), **acl_conf(model.acl)}.items())],
+                 *(f"--set={k}={v}" for k, v in {**tls_conf(model.tls), **acl_conf(model.acl),
+                                                 **controller_conf(model, settings.cluster_domain)}.items())],
         "ports": ports,
         "env": env,
         "readinessProbe": {**ready, "failureThreshold": 3},

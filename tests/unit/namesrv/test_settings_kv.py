@@ -58,6 +58,8 @@ def test_controller_settings():
                                    "controllerSelfId": "n1", "controllerStorePath": "/x/c.json"})
     assert s.controller and s.controller_self_id == "n1" and s.controller_store_path == "/x/c.json"
     assert s.controller_peers == (("n0", "a:1"), ("n1", "b:2"), ("n2", "c:3"))
+    by_address = NamesrvSettings.from_conf({"controllerPeers": "n0-a:1;n1-b:2", "controllerSelfId": "b:2"})
+    assert by_address.controller_self_id == "n1"
 
 
 def test_load_with_overrides(tmp_path):

@@ -1,0 +1,46 @@
+"""Requests to the controller of controller mode (``pyrocketmq admin electMaster`` and the operator):
+the leading instance among ``controllers`` answers; the others say they do not lead."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+
+from .errors import MQClientError, MQConnectionError, MQTimeoutError
+from .instance import ClientInstance
+
+
+async def controller_request(instance: ClientInstance, controllers: str, code: RequestCode,
+                             body: dict[str, Any]) -> dict[str, Any]:
+    """The leading controller's JSON answer; MQClientError with every refusal when none leads."""
+    refusals = []
+    for addr in [a.strip() for a in controllers.split(";") if a.strip()]:
+        try:
+            resp = await instance.invoke(addr, RemotingCommand.request(code, {}, json.dumps(body).encode()),
+                                         what="controller")
+        except (MQConnectionError, MQTimeoutError) as e:
+            refusals.append(f"{addr}: {e}")
+            continue
+        if resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
+            refusals.append(f"{addr}: {resp.remark}")
+            continue
+        if resp.code != ResponseCode.SUCCESS:
+            raise MQClientError(f"controller {addr} refused: {resp.remark}")
+        out: dict[str, Any] = json.loads(bytes(resp.payload))
+        return out
+    raise MQClientError("no leading controller answered: " + "; ".join(refusals))
+
+
+async def controller_groups(instance: ClientInstance, controllers: str) -> dict[str, dict[str, Any]]:
+    """Every broker group the controller knows: name → view (master, epoch, in-sync set, replicas)."""
+    data = await controller_request(instance, controllers, RequestCode.CONTROLLER_GET_METADATA_INFO, {})
+    return {str(g["brokerName"]): g for g in data.get("groups") or []}
+
+
+async def elect_master(instance: ClientInstance, controllers: str, broker_name: str, replica_id: int) -> dict[str, Any]:
+    """Switch ``broker_name``'s master to ``replica_id`` (a live member of its in-sync set); the new view."""
+    return await controller_request(instance, controllers, RequestCode.CONTROLLER_ELECT_MASTER,
+                                    {"brokerName": broker_name, "replicaId": replica_id})
