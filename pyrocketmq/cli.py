@@ -12,6 +12,7 @@ USAGE = """usage: pyrocketmq <command> [options]
 
 commands:
   namesrv     run a name server           (pyrocketmq namesrv [-c namesrv.conf] [--listen-port N])
+  controller  run a controller alone       (a name server with enableControllerInNamesrv=true; same options)
   broker      run a broker                (pyrocketmq broker -c broker.conf [-n host:port;host:port])
   admin       administer a cluster        (pyrocketmq admin <command> ...; see 'pyrocketmq admin -h')
   produce     send messages               (pyrocketmq produce -n ADDR -t TOPIC ...)
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     cmd, rest = args[0], args[1:]
     if cmd == "namesrv":
         from pyrocketmq.namesrv.app import main as run
+    elif cmd == "controller":  # brokers that only use it as controllerAddr never register with it
+        from pyrocketmq.namesrv.app import main as namesrv_main
+
+        return namesrv_main(["--set", "enableControllerInNamesrv=true", *rest])
     elif cmd == "broker":
         from pyrocketmq.broker.app import main as run
     elif cmd == "quickstart":

@@ -127,3 +127,10 @@ def test_kv_docstring_example():
     from pyrocketmq.namesrv import kv_config
 
     assert doctest.testmod(kv_config).failed == 0
+
+
+def test_pyrocketmq_controller_is_a_name_server_with_the_controller(capsys):
+    from pyrocketmq.cli import main
+
+    assert main(["controller", "--listen-port", "0", "-p"]) == 0
+    assert "controller=True" in capsys.readouterr().out
