@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -22,6 +23,7 @@ import time
 from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, AclConfigError, no_needs
 from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
+from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.remoting.transport import Connection
 from pyrocketmq.service import Service
@@ -64,7 +66,10 @@ class NameServer:
             self.controller = Controller(self.settings.controller_store_path,
                                          timeout_ms=self.settings.controller_broker_timeout_ms,
                                          self_id=self.settings.controller_self_id,
-                                         peers=dict(self.settings.controller_peers) or None)
+                                         peers=dict(self.settings.controller_peers) or None,
+                                         sign=functools.partial(acl_sign, access_key=self.settings.access_key,
+                                                                secret_key=self.settings.secret_key)
+                                         if self.settings.access_key else None)
             for code, handler in self.controller.handlers().items():
                 self.server.register(code, handler)
             self.server.on_connection_closed(self.controller.connection_closed)

@@ -71,6 +71,11 @@ class NamesrvSettings:
     controller_self_id: str = "n0"
     """``controllerSelfId``: this instance's id in ``controllerPeers``, or its address there."""
 
+    access_key: str = ""
+    """``accessKey``/``secretKey``: the admin account controller instances sign their messages to each
+    other with, when the name servers check ACLs."""
+    secret_key: str = field(default="", repr=False)
+
     controller_broker_timeout_ms: int = 3000
     """``controllerBrokerTimeoutMs``: a master silent this long is replaced (at once when its connection closes)."""
 
@@ -122,6 +127,8 @@ class NamesrvSettings:
                 home or os.path.expanduser("~"), "controller" if home else "store/controller", "state.json"),
             controller_peers=(peers := _peers(get("controllerPeers"))),
             controller_self_id=_self_id(get("controllerSelfId") or "n0", peers),
+            access_key=get("accessKey") or "",
+            secret_key=get("secretKey") or "",
             controller_broker_timeout_ms=get_int("controllerBrokerTimeoutMs", 3000, 500, 600_000),
             extra={k: v for k, v in conf.items() if k not in used},
         )

@@ -47,9 +47,13 @@ NAMESRV_ADMIN_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGI
                                  RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.DELETE_TOPIC_IN_NAMESRV,
                                  RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG,
                                  RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
-                                 RequestCode.ADD_WRITE_PERM_OF_BROKER})
-"""The name server's requests that change what it serves: only admin accounts (brokers register with
-one) may send them. Apache 4.9's name server checks nothing; with ``aclEnable`` ours does."""
+                                 RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                                 RequestCode.CONTROLLER_BROKER_HEARTBEAT, RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
+                                 RequestCode.CONTROLLER_ELECT_MASTER, RequestCode.CONTROLLER_RAFT_VOTE,
+                                 RequestCode.CONTROLLER_RAFT_APPEND})
+"""The name server's requests that change what it serves (its controller's too): only admin accounts
+(brokers register with one; controller instances sign with ``accessKey``) may send them. Apache 4.9's
+name server checks nothing; with ``aclEnable`` ours does."""
 MIN_KEY_LENGTH = 7
 
 

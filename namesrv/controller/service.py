@@ -86,14 +86,15 @@ class Controller:
     ``{self_id: ""}``."""
 
     def __init__(self, store_path: str | None, *, timeout_ms: int = 3000, scan_interval_ms: int = 500,
-                 self_id: str = "n0", peers: dict[str, str] | None = None, clock: Callable[[], int] = _ms) -> None:
+                 self_id: str = "n0", peers: dict[str, str] | None = None, clock: Callable[[], int] = _ms,
+                 sign: Callable[[RemotingCommand], None] | None = None) -> None:
         self.state = ControllerState(timeout_ms)
         self.store_path = store_path
         self.clock = clock
         self.self_id = self_id
         self.peers = dict(peers or {self_id: ""})
         self.raft = RaftNode(self_id, list(self.peers))
-        self.client = RemotingClient(connect_timeout=RPC_TIMEOUT)
+        self.client = RemotingClient(connect_timeout=RPC_TIMEOUT, sign=sign)
         self._conns: dict[Connection, set[tuple[str, int]]] = {}
         self._committed = ""
         self._waiters: dict[int, asyncio.Future[bool]] = {}

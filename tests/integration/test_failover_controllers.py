@@ -5,7 +5,12 @@ nobody elects (no split brain) and the master keeps serving."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 
+import yaml
+
+from pyrocketmq.remoting.acl_sign import sign
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
@@ -131,3 +136,51 @@ async def _count(acked: Acked, n: int) -> bool:
     return len(acked.sent) >= n
 
 
+
+
+def test_controllers_with_acl_sign_their_consensus_and_only_admins_elect(tmp_path) -> None:
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text(yaml.safe_dump({"accounts": [
+        {"accessKey": "brokeradmin", "secretKey": "broker-admin-secret", "admin": True},
+        {"accessKey": "alice01", "secretKey": "alice-secret-key", "defaultTopicPerm": "PUB|SUB"},
+    ]}))
+    admin = {"accessKey": "brokeradmin", "secretKey": "broker-admin-secret"}
+    ports = [free_port() for _ in range(3)]
+    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+    ctls = [start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
+                                     controllerSelfId=f"n{i}", aclEnable="true", aclConfigFile=acl, **admin)
+            for i in range(3)]
+    addrs = ";".join(c.addr for c in ctls)
+    replicas = {}
+    try:
+        replicas.update({rid: start_replica(tmp_path, addrs, rid, aclEnable="true", aclConfigFile=acl, **admin)
+                         for rid in (1, 2)})
+        asyncio.run(_acl_scenario(addrs))
+    finally:
+        for r in replicas.values():
+            r.stop()
+        for c in ctls:
+            c.stop()
+
+
+async def _acl_scenario(addrs: str) -> None:
+    signed = RemotingClient(sign=functools.partial(sign, access_key="brokeradmin", secret_key="broker-admin-secret"))
+    alice = RemotingClient(sign=functools.partial(sign, access_key="alice01", secret_key="alice-secret-key"))
+    try:
+        await until("a master with both replicas in sync (signed heartbeats and consensus)",
+                    lambda: _in_sync(signed, addrs), timeout=60)
+        v = await view(signed, addrs)
+        leader = [a for a in addrs.split(";") if await _answers(signed, a)][0]
+        elect = RemotingCommand.request(RequestCode.CONTROLLER_ELECT_MASTER, {},
+                                        json.dumps({"brokerName": "broker-a", "replicaId": 3 - v["masterId"]}).encode())
+        resp = await alice.invoke(leader, elect, 5)
+        assert resp.code != ResponseCode.SUCCESS and "Need admin permission" in resp.remark, (resp.code, resp.remark)
+        assert (await view(signed, addrs))["masterId"] == v["masterId"]
+    finally:
+        await signed.close()
+        await alice.close()
+
+
+async def _answers(client: RemotingClient, addr: str) -> bool:
+    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {}, b"{}"), 2)
+    return resp.code == ResponseCode.SUCCESS
