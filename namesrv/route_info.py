@@ -106,7 +106,7 @@ class RouteInfoManager:
         # one address, one id: a slave switched to master must lose its slave entry
         for bid in [b for b, a in group.addrs.items() if a == broker_addr and b != broker_id]:
             del group.addrs[bid]
-        first = group.addrs.get(broker_id) is None or first
+        first = group.addrs.get(broker_id) != broker_addr or first  # new here, or a master elected elsewhere
         group.addrs[broker_id] = broker_addr
 
         version = DataVersion()

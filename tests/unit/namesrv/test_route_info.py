@@ -108,6 +108,16 @@ def test_slave_promoted_to_master_loses_slave_entry():
     assert r.pick_route("T").broker_datas[0].broker_addrs == {0: S_A}
 
 
+def test_a_slave_elected_while_the_old_master_is_still_registered_takes_id_0_and_its_topics():
+    r = RouteInfoManager()
+    register(r, M_A, "broker-a", 0, T4)
+    register(r, S_A, "broker-a", 1, T4)  # same data version as the master's (copied from it)
+    register(r, S_A, "broker-a", 0, T4, TopicConfig("NEW", 2, 2, 6))  # elected; the old master not gone yet
+    route = r.pick_route("T")
+    assert route.broker_datas[0].broker_addrs == {0: S_A}
+    assert r.pick_route("NEW") is not None  # a new address at id 0 is read, whatever its data version
+
+
 def test_two_brokers_and_clusters():
     r = RouteInfoManager()
     register(r, M_A, "broker-a", 0, T4)
