@@ -261,6 +261,8 @@ class HAClient:
                     raise ConnectionError("master closed the connection")
                 if data:
                     last_read = now
+                    if self.master_addr() != addr:  # a new master was chosen while this link was open
+                        raise ConnectionError(f"{addr} is no longer the master to follow")
                     frames.feed(data)
                     for frame in frames:
                         ours = store.get_max_phy_offset()
