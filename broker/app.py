@@ -196,6 +196,7 @@ class Broker:
             self.slave_sync = SlaveSync(
                 registrar=self.registrar, topics=self.topics, groups=self.groups, offsets=self.offsets,
                 schedule=self.schedule, interval=2.0 if controller_mode else 10.0,
+                timer=self.timer if controller_mode else None,
             )
         if controller_mode:
             assert self.ha_server is not None and self.ha_client is not None
@@ -238,7 +239,7 @@ class Broker:
             ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, producers=producers,
                            stats=stats),
             transactions,
-            ReplicationProcessor(offsets=offsets, schedule=self.schedule),
+            ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
         )
         for processor in processors:
             processor.register(self.server)

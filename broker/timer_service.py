@@ -150,6 +150,14 @@ class TimerService:
         self.scan = self.progress.low
         self.heap = []
 
+    def adopt(self, doc: dict[str, object]) -> None:
+        """A slave takes its master's progress (so it delivers from there once it is master itself)."""
+        progress = TimerProgress.from_json(doc)
+        if progress.as_json() == self.progress.as_json():
+            return
+        self.progress, self.scan, self.heap = progress, progress.low, []
+        self.persist(force=True)
+
     def persist(self, force: bool = False) -> None:
         if not (self._dirty or force):
             return

@@ -73,6 +73,8 @@ class RequestCode(IntEnum):
     QUERY_DATA_VERSION = 322
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_BROKER_RUNTIME_INFO = 28
+    GET_TIMER_CHECK_POINT = 60
+    """RocketMQ 5's slave sync of the timer's progress (our body: the ``timerCheckpoint.json`` document)."""
     # controller mode (numbers as Apache RocketMQ 5's controller codes; the bodies are pyrocketmq's JSON)
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001
     CONTROLLER_ELECT_MASTER = 1002

@@ -3,7 +3,8 @@
 Topic configs (GET_ALL_TOPIC_CONFIG 21) and subscription groups (201) replace the slave's tables
 when the master's data version differs; consumer offsets (GET_ALL_CONSUMER_OFFSET 43) are merged
 over the slave's (a consumer may have committed to the slave while the master was away); delay
-offsets (GET_ALL_DELAY_OFFSET 45) replace the slave's. Each is persisted like a local change.
+offsets (GET_ALL_DELAY_OFFSET 45) replace the slave's, and in controller mode the timer's progress
+(GET_TIMER_CHECK_POINT 60) too. Each is persisted like a local change.
 A failed round is logged and retried at the next tick.
 """
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ..registration import Registrar
     from ..schedule import ScheduleService
     from ..subscription_group import SubscriptionGroupManager
+    from ..timer_service import TimerService
     from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker.ha")
@@ -42,7 +44,10 @@ class SlaveSync:
         offsets: ConsumerOffsetManager,
         schedule: ScheduleService | None,
         interval: float = SYNC_INTERVAL,
+        timer: TimerService | None = None,
     ) -> None:
+        self.timer = timer
+        """Controller mode: the timer's progress is copied too (a promoted slave goes on from it)."""
         self.interval = interval
         """Seconds between rounds (controller mode: 2, so a failover repeats little consumption)."""
         self.registrar = registrar
@@ -86,6 +91,8 @@ class SlaveSync:
         if self.schedule is not None:
             self.schedule.offsets = {int(k): int(v) for k, v in delay.items()}
             self.schedule.persist(force=True)
+        if self.timer is not None:
+            self.timer.adopt(loads(await self._get(addr, RequestCode.GET_TIMER_CHECK_POINT)) or {})
         groups = SubscriptionGroupWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
         if groups.data_version != self.groups.data_version:
             self.groups.table.clear()

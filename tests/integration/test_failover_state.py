@@ -1,0 +1,99 @@
+"""Broker state a failover must carry over, with real processes (controller mode, two SYNC_MASTER
+replicas, kill -9 of the master):
+
+- half messages of open transactions: the new master's check-back asks the producer and delivers
+  the committed ones (the rolled-back one never);
+- timer messages: the ones still waiting are delivered by the new master at their time, and the
+  ones delivered before the kill are not delivered again (the timer's progress follows the master).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from pyrocketmq.client import Message, TransactionProducer, TransactionState
+from pyrocketmq.client.settings import ClientSettings
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import RemotingClient
+
+from .failover import read_queue, start_controller_namesrv, start_replica, until, view
+from .wire import create_topic
+
+TOPIC = "StateFailoverTopic"
+
+
+def test_open_transactions_and_timers_survive_a_master_kill(tmp_path) -> None:
+    ns = start_controller_namesrv(tmp_path)
+    conf = {"transactionCheckInterval": 1000, "transactionTimeOut": 2000}
+    replicas = {rid: start_replica(tmp_path, ns.addr, rid, **conf) for rid in (1, 2)}
+    try:
+        asyncio.run(_scenario(ns, replicas))
+    finally:
+        for r in replicas.values():
+            r.stop()
+        ns.stop()
+
+
+async def _scenario(ns, replicas) -> None:
+    client = RemotingClient()
+    try:
+        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr))
+        first = (await view(client, ns.addr))["masterId"]
+        other = 3 - first
+        assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, 1), 10)).code == 0
+        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+
+        def check(msg) -> TransactionState:
+            return TransactionState.ROLLBACK if msg.body == b"tx-rollback" else TransactionState.COMMIT
+
+        settings = ClientSettings(instance_name="txf", client_ip="127.0.0.1")
+        async with TransactionProducer("failover_tx_pg", ns.addr, client=settings, check_local_transaction=check) as p:
+            for body in (b"tx-commit-1", b"tx-commit-2", b"tx-rollback"):
+                r = await p.send_in_transaction(Message(TOPIC, body), lambda m, a: TransactionState.UNKNOWN)
+                assert r.status.name == "SEND_OK"
+            now = int(time.time() * 1000)
+            await p.send(Message(TOPIC, b"timer-early", deliver_time_ms=now + 1000))
+            await p.send(Message(TOPIC, b"timer-late", deliver_time_ms=now + 7000))
+            await until("the early timer delivered", lambda: _bodies_has(client, replicas[first].addr, b"timer-early"))
+            await asyncio.sleep(2.5)  # the slave copies the timer's progress (every 2 s)
+            replicas[first].kill9()
+            await until("the slave elected", lambda: _master_is(client, ns.addr, other), timeout=30)
+            await until("both committed transactions and the late timer delivered by the new master",
+                        lambda: _has_all(client, replicas[other].addr,
+                                         {b"tx-commit-1", b"tx-commit-2", b"timer-late"}), timeout=60)
+            await asyncio.sleep(3)  # more check-back and timer turns: nothing else may appear
+        bodies = await _bodies(client, replicas[other].addr)
+        assert b"tx-rollback" not in bodies
+        assert bodies.count(b"timer-early") == 1, "the timer delivered a message again after the failover"
+        assert bodies.count(b"timer-late") == 1
+    finally:
+        await client.close()
+
+
+async def _bodies(client: RemotingClient, addr: str) -> list[bytes]:
+    return [b.encode() for _, b in sorted((await read_queue(client, addr, TOPIC, 0)).items())]
+
+
+async def _bodies_has(client: RemotingClient, addr: str, body: bytes) -> bool:
+    return body in await _bodies(client, addr)
+
+
+async def _has_all(client: RemotingClient, addr: str, want: set[bytes]) -> bool:
+    return want <= set(await _bodies(client, addr))
+
+
+async def _in_sync(client: RemotingClient, ns: str) -> bool:
+    v = await view(client, ns)
+    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == 2
+
+
+async def _master_is(client: RemotingClient, ns: str, rid: int) -> bool:
+    v = await view(client, ns)
+    return v["masterId"] == rid and v["epochStart"] >= 0
+
+
+async def _has_topic(client: RemotingClient, addr: str) -> bool:
+    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
+    return TOPIC.encode() in bytes(resp.payload or b"")
