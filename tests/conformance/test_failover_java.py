@@ -11,7 +11,7 @@ import time
 
 from pyrocketmq.remoting.msg_id import decode_offset_msg_id
 from pyrocketmq.remoting.transport import RemotingClient
-from tests.integration.failover import Acked, lost, start_controller_namesrv, start_replica, until, view
+from tests.integration.failover import Acked, controller_group, lost, until, view
 from tests.integration.wire import create_topic
 
 TOPIC = "JavaFailoverTopic"
@@ -21,9 +21,7 @@ KILL_AFTER_S = 8
 
 
 def test_java_producer_through_a_master_kill(tmp_path, java) -> None:
-    ns = start_controller_namesrv(tmp_path)
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
-    try:
+    with controller_group(tmp_path, 2) as (ns, replicas):
         first, other = asyncio.run(_ready(ns, replicas))
         result: dict = {}
         runner = threading.Thread(target=lambda: result.update(
@@ -49,10 +47,6 @@ def test_java_producer_through_a_master_kill(tmp_path, java) -> None:
         assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
         print(f"\nJava client: kill -9 to the first SEND_OK on the new master {(min(new_ok_ms) - killed_ms) / 1000:.1f} s "
               f"(route refresh 30 s); {len(acked.sent)} acknowledged, {report['failures']} failed sends")
-    finally:
-        for r in replicas.values():
-            r.stop()
-        ns.stop()
 
 
 async def _ready(ns, replicas) -> tuple[int, int]:

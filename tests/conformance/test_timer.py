@@ -21,7 +21,11 @@ DELAY_MS = 3000
 
 def test_java_timer_messages_wait_for_their_time(tmp_path, java):
     ns = start_namesrv(tmp_path)
-    broker = start_broker(tmp_path, ns.addr)
+    try:
+        broker = start_broker(tmp_path, ns.addr)
+    except BaseException:
+        ns.stop()
+        raise
     topic = "JavaTimer"
     try:
         async def make_topic() -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,35 @@ def start_controller_namesrv(tmp: Path, name: str = "namesrv", **sets: object) -
 def start_replica(tmp: Path, ns: str, rid: int, role: str = "SYNC_MASTER", port: int | None = None, **extra: object) -> Proc:
     return start_broker(tmp, ns, name=f"{GROUP}-{rid}", port=port or free_port(span=1), brokerName=GROUP,
                         brokerId=rid, brokerRole=role, enableControllerMode="true", controllerAddr=ns, **extra)
+
+
+@contextmanager
+def all_stopped() -> Iterator[Callable[[Proc], Proc]]:
+    """``keep(proc)`` registers a started process; every one is stopped afterwards (resumed first if
+    a test paused it)."""
+    started: list[Proc] = []
+
+    def keep(proc: Proc) -> Proc:
+        started.append(proc)
+        return proc
+
+    try:
+        yield keep
+    finally:
+        for proc in reversed(started):
+            if proc.proc is not None and proc.proc.poll() is None:
+                os.kill(proc.proc.pid, signal.SIGCONT)
+            proc.stop()
+
+
+@contextmanager
+def controller_group(tmp: Path, replicas: int = 2, role: str = "SYNC_MASTER", ns_sets: dict[str, object] | None = None,
+                     **extra: object) -> Iterator[tuple[Proc, dict[int, Proc]]]:
+    """A name server with the controller and a group of ``replicas`` (ids 1..n); every process that
+    started is stopped afterwards, also when a later one failed to start."""
+    with all_stopped() as keep:
+        ns = keep(start_controller_namesrv(tmp, **(ns_sets or {})))
+        yield ns, {rid: keep(start_replica(tmp, ns.addr, rid, role, **extra)) for rid in range(1, replicas + 1)}
 
 
 async def view(client: RemotingClient, ns: str) -> dict[str, Any]:

@@ -65,7 +65,11 @@ class Proc:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(self.args, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         fh.close()
-        wait_port(self.port, self.proc, self.log)
+        try:
+            wait_port(self.port, self.proc, self.log)
+        except BaseException:
+            self.kill9()  # never leave a process that did not come up behind
+            raise
         return self
 
     @property

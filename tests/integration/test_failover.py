@@ -17,7 +17,7 @@ import urllib.request
 
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, lost, produce, read_queue, start_controller_namesrv, start_replica, until, view
+from .failover import Acked, controller_group, lost, produce, read_queue, until, view
 from .procs import free_port
 from .wire import create_topic
 
@@ -26,15 +26,9 @@ QUEUES = 4
 
 
 def test_sync_master_killed_under_sends_loses_nothing_acknowledged(tmp_path) -> None:
-    ns = start_controller_namesrv(tmp_path, metricsPort=(metrics_port := free_port()))
-    ns.metrics_port = metrics_port
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
-    try:
+    with controller_group(tmp_path, 2, ns_sets={"metricsPort": (metrics_port := free_port())}) as (ns, replicas):
+        ns.metrics_port = metrics_port
         asyncio.run(_kill_the_master(tmp_path, ns, replicas))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        ns.stop()
 
 
 async def _kill_the_master(tmp_path, ns, replicas) -> None:
@@ -97,16 +91,8 @@ async def _kill_the_master(tmp_path, ns, replicas) -> None:
 
 
 def test_a_paused_master_is_replaced_fenced_and_rejoins_as_slave(tmp_path) -> None:
-    ns = start_controller_namesrv(tmp_path)
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
-    try:
+    with controller_group(tmp_path, 2) as (ns, replicas):
         asyncio.run(_pause_the_master(ns, replicas))
-    finally:
-        for r in replicas.values():
-            if r.proc is not None and r.proc.poll() is None:
-                os.kill(r.proc.pid, signal.SIGCONT)
-            r.stop()
-        ns.stop()
 
 
 async def _pause_the_master(ns, replicas) -> None:
@@ -179,14 +165,8 @@ async def _same(client: RemotingClient, addr: str, q: int, want: dict[int, str])
 
 
 def test_switchover_moves_the_master_with_nothing_acknowledged_lost(tmp_path) -> None:
-    ns = start_controller_namesrv(tmp_path)
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
-    try:
+    with controller_group(tmp_path, 2) as (ns, replicas):
         asyncio.run(_switch(ns, replicas))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        ns.stop()
 
 
 def _admin(*args: str) -> subprocess.CompletedProcess[str]:

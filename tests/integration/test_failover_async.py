@@ -12,7 +12,7 @@ from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, produce, read_queue, start_controller_namesrv, start_replica, until, view
+from .failover import Acked, controller_group, produce, read_queue, until, view
 from .wire import create_topic
 
 TOPIC = "AsyncFailoverTopic"
@@ -21,14 +21,8 @@ SENDERS = 16
 
 
 def test_async_master_loses_at_most_the_unreplicated_tail(tmp_path) -> None:
-    ns = start_controller_namesrv(tmp_path)
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid, role="ASYNC_MASTER") for rid in (1, 2)}
-    try:
+    with controller_group(tmp_path, 2, role="ASYNC_MASTER") as (ns, replicas):
         asyncio.run(_scenario(ns, replicas))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        ns.stop()
 
 
 async def _scenario(ns, replicas) -> None:

@@ -15,7 +15,7 @@ from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, produce, start_controller_namesrv, start_replica, until, view
+from .failover import Acked, controller_group, produce, until, view
 from .push import consumer
 from .wire import create_topic
 
@@ -25,14 +25,8 @@ DELAYED = 20
 
 
 def test_a_push_consumer_and_delayed_messages_survive_a_master_kill(tmp_path) -> None:
-    ns = start_controller_namesrv(tmp_path)
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2)}
-    try:
+    with controller_group(tmp_path, 2) as (ns, replicas):
         asyncio.run(_scenario(ns, replicas))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        ns.stop()
 
 
 async def _scenario(ns, replicas) -> None:

@@ -15,7 +15,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
 
-from .failover import Acked, lost, produce, start_controller_namesrv, start_replica, until, view
+from .failover import Acked, all_stopped, lost, produce, start_controller_namesrv, start_replica, until, view
 from .procs import free_port
 from .wire import create_topic
 
@@ -26,19 +26,13 @@ QUEUES = 2
 def test_three_controllers_survive_one_loss_and_refuse_to_elect_without_a_majority(tmp_path) -> None:
     ports = [free_port() for _ in range(3)]
     peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
-    ctls = [start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
-                                     controllerSelfId=f"n{i}") for i in range(3)]
-    addrs = ";".join(c.addr for c in ctls)
-    replicas = {}
-    try:
+    with all_stopped() as keep:
+        ctls = [keep(start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
+                                              controllerSelfId=f"n{i}")) for i in range(3)]
+        addrs = ";".join(c.addr for c in ctls)
         asyncio.run(_until_leader(addrs))
-        replicas.update({rid: start_replica(tmp_path, addrs, rid) for rid in (1, 2)})
+        replicas = {rid: keep(start_replica(tmp_path, addrs, rid)) for rid in (1, 2)}
         asyncio.run(_scenario(ctls, addrs, replicas))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        for c in ctls:
-            c.stop()
 
 
 async def _until_leader(addrs: str) -> None:
@@ -147,20 +141,14 @@ def test_controllers_with_acl_sign_their_consensus_and_only_admins_elect(tmp_pat
     admin = {"accessKey": "brokeradmin", "secretKey": "broker-admin-secret"}
     ports = [free_port() for _ in range(3)]
     peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
-    ctls = [start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
-                                     controllerSelfId=f"n{i}", aclEnable="true", aclConfigFile=acl, **admin)
-            for i in range(3)]
-    addrs = ";".join(c.addr for c in ctls)
-    replicas = {}
-    try:
-        replicas.update({rid: start_replica(tmp_path, addrs, rid, aclEnable="true", aclConfigFile=acl, **admin)
-                         for rid in (1, 2)})
+    with all_stopped() as keep:
+        ctls = [keep(start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
+                                              controllerSelfId=f"n{i}", aclEnable="true", aclConfigFile=acl, **admin))
+                for i in range(3)]
+        addrs = ";".join(c.addr for c in ctls)
+        for rid in (1, 2):
+            keep(start_replica(tmp_path, addrs, rid, aclEnable="true", aclConfigFile=acl, **admin))
         asyncio.run(_acl_scenario(addrs))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        for c in ctls:
-            c.stop()
 
 
 async def _acl_scenario(addrs: str) -> None:

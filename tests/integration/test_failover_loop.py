@@ -15,7 +15,7 @@ from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, produce, read_queue, start_controller_namesrv, start_replica, until, view
+from .failover import Acked, controller_group, produce, read_queue, until, view
 from .wire import create_topic
 
 TOPIC = "LoopTopic"
@@ -26,14 +26,8 @@ ROUNDS = 20
 def test_twenty_random_kills_lose_nothing_acknowledged(tmp_path) -> None:
     seed = int(os.environ.get("FAILOVER_SEED", time.time()))
     print(f"\nseed {seed}")
-    ns = start_controller_namesrv(tmp_path)
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid) for rid in (1, 2, 3)}
-    try:
+    with controller_group(tmp_path, 3) as (ns, replicas):
         asyncio.run(_loop(ns, replicas, random.Random(seed)))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        ns.stop()
 
 
 async def _loop(ns, replicas, rng: random.Random) -> None:

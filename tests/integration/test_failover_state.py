@@ -18,22 +18,16 @@ from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import read_queue, start_controller_namesrv, start_replica, until, view
+from .failover import controller_group, read_queue, until, view
 from .wire import create_topic
 
 TOPIC = "StateFailoverTopic"
 
 
 def test_open_transactions_and_timers_survive_a_master_kill(tmp_path) -> None:
-    ns = start_controller_namesrv(tmp_path)
     conf = {"transactionCheckInterval": 1000, "transactionTimeOut": 2000}
-    replicas = {rid: start_replica(tmp_path, ns.addr, rid, **conf) for rid in (1, 2)}
-    try:
+    with controller_group(tmp_path, 2, **conf) as (ns, replicas):
         asyncio.run(_scenario(ns, replicas))
-    finally:
-        for r in replicas.values():
-            r.stop()
-        ns.stop()
 
 
 async def _scenario(ns, replicas) -> None:
