@@ -298,11 +298,13 @@ class BrokerReconcile:
         try:
             async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
                 target = str(((self.body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SWITCHOVER, ""))
-                done = str((self.previous.get("switchover") or {}).get("target", ""))
-                if target and target != done:
+                last = self.previous.get("switchover") or {}
+                # a refused switchover (the pod not in sync yet, not alive) is asked again at each resync
+                if target and (target != last.get("target") or last.get("result") != "Done"):
                     self.switchover = await request_switchover(admin, self.admin_addr, model, target)
-                    self.ctx.event("Normal" if self.switchover["result"] == "Done" else "Warning", "Switchover",
-                                   self.switchover["message"])
+                    if self.switchover != last:
+                        self.ctx.event("Normal" if self.switchover["result"] == "Done" else "Warning", "Switchover",
+                                       self.switchover["message"])
                 self.views = await controller_views(admin, self.admin_addr)
         except (RocketMQUnavailable, RocketMQRefused) as e:
             self.ctx.log.info("the controller did not answer: %s", e)

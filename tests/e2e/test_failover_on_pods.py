@@ -84,8 +84,12 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
 
         # a switchover moves the master back, gracefully
         kube.kubectl("annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite")
-        kube.wait_until(lambda: _group(kube, ns).get("master", {}).get("pod") == master, 90,
-                        f"{master} master again after the switchover", interval=1)
+        try:
+            kube.wait_until(lambda: _group(kube, ns).get("master", {}).get("pod") == master, 90,
+                            f"{master} master again after the switchover", interval=1)
+        except TimeoutError as e:
+            status = (get(kube, "broker", "orders", ns) or {}).get("status")
+            raise AssertionError(f"{e}; status: {status}") from None
         status = get(kube, "broker", "orders", ns)["status"]
         assert status["switchover"]["result"] == "Done", status["switchover"]
         n = len(sender.acked)
