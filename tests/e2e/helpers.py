@@ -204,6 +204,9 @@ class Sender:
     def __init__(self, namesrv: str, topic: str, pause: float = 0.02) -> None:
         self.namesrv, self.topic, self.pause = namesrv, topic, pause
         self.acked: dict[str, bytes] = {}
+        """Every send the broker answered (SEND_OK or another status: stored on the broker it reached)."""
+        self.ok: dict[str, bytes] = {}
+        """Those answered SEND_OK (with SYNC_MASTER: on every in-sync replica)."""
         self.failures: list[str] = []
         self.statuses: dict[str, int] = {}
         self._stop = threading.Event()
@@ -225,6 +228,8 @@ class Sender:
                 try:
                     result = producer.send(Message(self.topic, body))
                     self.acked[result.msg_id] = body
+                    if result.status.name == "SEND_OK":
+                        self.ok[result.msg_id] = body
                     self.statuses[result.status.name] = self.statuses.get(result.status.name, 0) + 1
                 except Exception as exc:  # noqa: BLE001 — counted, the test decides
                     self.failures.append(f"{type(exc).__name__}: {exc}")
@@ -248,3 +253,16 @@ def read_all(namesrv: str, topic: str, group: str, expect: int, timeout: float =
             got.extend(m.body for m in consumer.poll(timeout=2))
         consumer.commit_sync()
     return got
+
+
+def read_until(namesrv: str, topic: str, group: str, want: set[bytes], timeout: float = 90) -> set[bytes]:
+    """The bodies of ``topic`` read from the start until every one of ``want`` was seen (or ``timeout``);
+    unlike a count, this is not fooled by messages stored twice (a send retried after a failover)."""
+    seen: set[bytes] = set()
+    with SyncPullConsumer(group, namesrv) as consumer:
+        consumer.assign(consumer.fetch_queues(topic))
+        consumer.seek_to_begin()
+        deadline = time.monotonic() + timeout
+        while not want <= seen and time.monotonic() < deadline:
+            seen.update(m.body for m in consumer.poll(timeout=2))
+    return seen
