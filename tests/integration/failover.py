@@ -154,3 +154,19 @@ async def lost(client: RemotingClient, addr: str, topic: str, queues: int, acked
     """Acknowledged messages not found at their queue offset on ``addr``."""
     stored = {q: await read_queue(client, addr, topic, q) for q in range(queues)}
     return [body for body, (q, off, _) in acked.sent.items() if stored[q].get(off) != body]
+
+
+async def in_sync(client: RemotingClient, ns: str, n: int = 2) -> bool:
+    """A master that recorded its epoch start, with ``n`` replicas in the in-sync set."""
+    v = await view(client, ns)
+    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == n
+
+
+async def has_topic(client: RemotingClient, addr: str, topic: str) -> bool:
+    """The broker at ``addr`` has ``topic`` (a slave: once its config sync copied it)."""
+    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
+    return topic.encode() in bytes(resp.payload or b"")
+
+
+async def count(acked: Acked, n: int) -> bool:
+    return len(acked.sent) >= n

@@ -17,7 +17,18 @@ import urllib.request
 
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, controller_group, lost, produce, read_queue, until, view
+from .failover import (
+    Acked,
+    controller_group,
+    count,
+    has_topic,
+    in_sync,
+    lost,
+    produce,
+    read_queue,
+    until,
+    view,
+)
 from .procs import free_port
 from .wire import create_topic
 
@@ -34,14 +45,14 @@ def test_sync_master_killed_under_sends_loses_nothing_acknowledged(tmp_path) -> 
 async def _kill_the_master(tmp_path, ns, replicas) -> None:
     client = RemotingClient()
     try:
-        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr, 2))
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr, 2))
         v = await view(client, ns.addr)
         first = v["masterId"]
         other = 3 - first
         master_addr = replicas[first].addr
         resp = await client.invoke(master_addr, create_topic(TOPIC, QUEUES), 10)
         assert resp.code == 0, resp.remark
-        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
 
         acked, stop = Acked(), asyncio.Event()
         new_ok: list[float] = []
@@ -52,12 +63,12 @@ async def _kill_the_master(tmp_path, ns, replicas) -> None:
                 new_ok.append(time.monotonic())
 
         task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "k", on_ok))
-        await until("200 acknowledged sends", lambda: _count(acked, 200))
+        await until("200 acknowledged sends", lambda: count(acked, 200))
         replicas[first].kill9()
         killed_at.append(time.monotonic())
         await until("a send acknowledged by the new master", lambda: _true(bool(new_ok)), timeout=30)
         before = len(acked.sent)
-        await until("200 more acknowledged sends", lambda: _count(acked, before + 200))
+        await until("200 more acknowledged sends", lambda: count(acked, before + 200))
         stop.set()
         await task
 
@@ -78,7 +89,7 @@ async def _kill_the_master(tmp_path, ns, replicas) -> None:
 
         # the old master comes back: a slave of the new one, holding exactly its queues
         replicas[first].start()
-        await until("the old master back in the in-sync set", lambda: _in_sync(client, ns.addr, 2))
+        await until("the old master back in the in-sync set", lambda: in_sync(client, ns.addr, 2))
         v = await view(client, ns.addr)
         assert v["masterId"] == other, v
         for q in range(QUEUES):
@@ -98,23 +109,23 @@ def test_a_paused_master_is_replaced_fenced_and_rejoins_as_slave(tmp_path) -> No
 async def _pause_the_master(ns, replicas) -> None:
     client = RemotingClient()
     try:
-        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr, 2))
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr, 2))
         first = (await view(client, ns.addr))["masterId"]
         other = 3 - first
         resp = await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)
         assert resp.code == 0, resp.remark
-        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
         acked, stop = Acked(), asyncio.Event()
         task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "p"))
-        await until("100 acknowledged sends", lambda: _count(acked, 100))
+        await until("100 acknowledged sends", lambda: count(acked, 100))
         os.kill(replicas[first].proc.pid, signal.SIGSTOP)  # alive, silent: only the timeout finds it
         stopped = time.monotonic()
         await until("the slave elected", lambda: _master_is(client, ns.addr, other), timeout=30)
         elected = time.monotonic() - stopped
         os.kill(replicas[first].proc.pid, signal.SIGCONT)
         resumed = len(acked.sent)
-        await until("the old master back in the in-sync set as a slave", lambda: _in_sync(client, ns.addr, 2))
-        await until("100 more acknowledged sends", lambda: _count(acked, resumed + 100))
+        await until("the old master back in the in-sync set as a slave", lambda: in_sync(client, ns.addr, 2))
+        await until("100 more acknowledged sends", lambda: count(acked, resumed + 100))
         stop.set()
         await task
         v = await view(client, ns.addr)
@@ -139,21 +150,7 @@ async def _master_is(client: RemotingClient, ns: str, rid: int) -> bool:
     return v["masterId"] == rid and v["epochStart"] >= 0
 
 
-async def _in_sync(client: RemotingClient, ns: str, n: int) -> bool:
-    v = await view(client, ns)
-    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == n
 
-
-async def _has_topic(client: RemotingClient, addr: str) -> bool:
-    from pyrocketmq.remoting.code import RequestCode
-    from pyrocketmq.remoting.command import RemotingCommand
-
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
-    return TOPIC.encode() in bytes(resp.payload or b"")
-
-
-async def _count(acked: Acked, n: int) -> bool:
-    return len(acked.sent) >= n
 
 
 async def _true(value: bool) -> bool:
@@ -179,13 +176,13 @@ async def _switch(ns, replicas) -> None:
     acked, stop = Acked(), asyncio.Event()
     task = None
     try:
-        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr, 2))
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr, 2))
         first = (await view(client, ns.addr))["masterId"]
         other = 3 - first
         assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)).code == 0
-        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
         task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "s"))
-        await until("100 acknowledged sends", lambda: _count(acked, 100))
+        await until("100 acknowledged sends", lambda: count(acked, 100))
         bad = await asyncio.to_thread(_admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i", "9")
         assert bad.returncode == 1 and "not in the in-sync set" in bad.stderr, bad.stderr
         done = await asyncio.to_thread(_admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i",
@@ -199,7 +196,7 @@ async def _switch(ns, replicas) -> None:
         task = None
         missing = await lost(client, replicas[other].addr, TOPIC, QUEUES, acked)
         assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
-        await until("the old master back in sync as a slave", lambda: _in_sync(client, ns.addr, 2))
+        await until("the old master back in sync as a slave", lambda: in_sync(client, ns.addr, 2))
         shown = await asyncio.to_thread(_admin, "getSyncStateSet", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a")
         assert shown.returncode == 0 and json.loads(shown.stdout)["masterId"] == other, shown.stdout + shown.stderr
     finally:

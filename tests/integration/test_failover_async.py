@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, controller_group, produce, read_queue, until, view
+from .failover import Acked, controller_group, count, has_topic, in_sync, produce, read_queue, until, view
 from .wire import create_topic
 
 TOPIC = "AsyncFailoverTopic"
@@ -30,13 +28,13 @@ async def _scenario(ns, replicas) -> None:
     acked, stop = Acked(), asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
     try:
-        await until("a master with both in sync", lambda: _in_sync(client, ns.addr))
+        await until("a master with both in sync", lambda: in_sync(client, ns.addr))
         first = (await view(client, ns.addr))["masterId"]
         other = 3 - first
         assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)).code == 0
-        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
         tasks = [asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, f"a{i}")) for i in range(SENDERS)]
-        await until("2000 acknowledged sends", lambda: _count(acked, 2000))
+        await until("2000 acknowledged sends", lambda: count(acked, 2000))
         replicas[first].kill9()
         killed = time.monotonic()
         await until("the slave elected and writable",
@@ -66,18 +64,7 @@ async def _scenario(ns, replicas) -> None:
         await client.close()
 
 
-async def _in_sync(client: RemotingClient, ns: str) -> bool:
-    v = await view(client, ns)
-    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == 2
 
-
-async def _has_topic(client: RemotingClient, addr: str) -> bool:
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
-    return TOPIC.encode() in bytes(resp.payload or b"")
-
-
-async def _count(acked: Acked, n: int) -> bool:
-    return len(acked.sent) >= n
 
 
 async def _acked_by(acked: Acked, addr: str) -> bool:

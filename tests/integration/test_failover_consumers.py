@@ -11,11 +11,9 @@ import time
 
 from pyrocketmq.client import Message, Producer
 from pyrocketmq.client.settings import ClientSettings
-from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, controller_group, produce, until, view
+from .failover import Acked, controller_group, has_topic, in_sync, produce, until, view
 from .push import consumer
 from .wire import create_topic
 
@@ -43,11 +41,11 @@ async def _scenario(ns, replicas) -> None:
     task = None
     c = consumer(ns.addr, "failover_cg", "fc", TOPIC, listener)
     try:
-        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr))
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
         first = (await view(client, ns.addr))["masterId"]
         other = 3 - first
         assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)).code == 0
-        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
         await c.start()
         task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "c"))
         await until("300 consumed", lambda: _true(len(got) >= 300), timeout=60)
@@ -82,14 +80,6 @@ async def _scenario(ns, replicas) -> None:
         await client.close()
 
 
-async def _in_sync(client: RemotingClient, ns: str) -> bool:
-    v = await view(client, ns)
-    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == 2
-
-
-async def _has_topic(client: RemotingClient, addr: str) -> bool:
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
-    return TOPIC.encode() in bytes(resp.payload or b"")
 
 
 async def _true(value: bool) -> bool:

@@ -15,7 +15,19 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
 
-from .failover import Acked, all_stopped, lost, produce, start_controller_namesrv, start_replica, until, view
+from .failover import (
+    Acked,
+    all_stopped,
+    count,
+    has_topic,
+    in_sync,
+    lost,
+    produce,
+    start_controller_namesrv,
+    start_replica,
+    until,
+    view,
+)
 from .procs import free_port
 from .wire import create_topic
 
@@ -67,13 +79,13 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
     acked, stop = Acked(), asyncio.Event()
     task = None
     try:
-        await until("a master with both replicas in sync", lambda: _in_sync(client, addrs))
+        await until("a master with both replicas in sync", lambda: in_sync(client, addrs))
         first = (await view(client, addrs))["masterId"]
         other = 3 - first
         assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)).code == 0
-        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
         task = asyncio.create_task(produce(addrs, TOPIC, stop, acked, "q"))
-        await until("100 acknowledged sends", lambda: _count(acked, 100))
+        await until("100 acknowledged sends", lambda: count(acked, 100))
 
         # one controller lost (the leader): the other two elect a leader and still fail the group over
         ctls[await _leader(client, ctls)].kill9()
@@ -81,9 +93,9 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
         replicas[first].kill9()
         await until("the slave elected by the new leader", lambda: _master_is(client, addrs, other), timeout=30)
         n = len(acked.sent)
-        await until("100 sends acknowledged by the new master", lambda: _count(acked, n + 100), timeout=30)
+        await until("100 sends acknowledged by the new master", lambda: count(acked, n + 100), timeout=30)
         replicas[first].start()
-        await until("the old master back in sync", lambda: _in_sync(client, addrs))
+        await until("the old master back in sync", lambda: in_sync(client, addrs))
 
         # two lost: no majority, no leader, no election; the master keeps serving
         ctls[await _leader(client, ctls)].kill9()
@@ -93,7 +105,7 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
                                                                           b"{}"), 2)
         assert resp.code == ResponseCode.CONTROLLER_NOT_LEADER, (resp.code, resp.remark)
         n = len(acked.sent)
-        await until("100 more sends acknowledged without a controller", lambda: _count(acked, n + 100), timeout=30)
+        await until("100 more sends acknowledged without a controller", lambda: count(acked, n + 100), timeout=30)
         stop.set()
         await task
         task = None
@@ -111,23 +123,12 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
         await client.close()
 
 
-async def _in_sync(client: RemotingClient, addrs: str) -> bool:
-    v = await view(client, addrs)
-    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == 2
-
 
 async def _master_is(client: RemotingClient, addrs: str, rid: int) -> bool:
     v = await view(client, addrs)
     return v["masterId"] == rid and v["epochStart"] >= 0
 
 
-async def _has_topic(client: RemotingClient, addr: str) -> bool:
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
-    return TOPIC.encode() in bytes(resp.payload or b"")
-
-
-async def _count(acked: Acked, n: int) -> bool:
-    return len(acked.sent) >= n
 
 
 
@@ -156,7 +157,7 @@ async def _acl_scenario(addrs: str) -> None:
     alice = RemotingClient(sign=functools.partial(sign, access_key="alice01", secret_key="alice-secret-key"))
     try:
         await until("a master with both replicas in sync (signed heartbeats and consensus)",
-                    lambda: _in_sync(signed, addrs), timeout=60)
+                    lambda: in_sync(signed, addrs), timeout=60)
         v = await view(signed, addrs)
         leader = [a for a in addrs.split(";") if await _answers(signed, a)][0]
         elect = RemotingCommand.request(RequestCode.CONTROLLER_ELECT_MASTER, {},

@@ -11,11 +11,9 @@ import random
 import statistics
 import time
 
-from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import Acked, controller_group, produce, read_queue, until, view
+from .failover import Acked, controller_group, count, has_topic, in_sync, produce, read_queue, until, view
 from .wire import create_topic
 
 TOPIC = "LoopTopic"
@@ -36,14 +34,14 @@ async def _loop(ns, replicas, rng: random.Random) -> None:
     writable: list[float] = []
     task = None
     try:
-        await until("a master with all three in sync", lambda: _in_sync(client, ns.addr, 3))
+        await until("a master with all three in sync", lambda: in_sync(client, ns.addr, 3))
         master = (await view(client, ns.addr))["masterId"]
         assert (await client.invoke(replicas[master].addr, create_topic(TOPIC, QUEUES), 10)).code == 0
         for rid in replicas:
             if rid != master:
-                await until(f"the topic on replica {rid}", lambda rid=rid: _has_topic(client, replicas[rid].addr))
+                await until(f"the topic on replica {rid}", lambda rid=rid: has_topic(client, replicas[rid].addr, TOPIC))
         task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "l"))
-        await until("the first sends", lambda: _count(acked, 50))
+        await until("the first sends", lambda: count(acked, 50))
         for _ in range(ROUNDS):
             master = (await view(client, ns.addr))["masterId"]
             # the master more often than not (the failovers are what is measured), a slave otherwise
@@ -51,12 +49,12 @@ async def _loop(ns, replicas, rng: random.Random) -> None:
             before = len(acked.sent)
             replicas[victim].kill9()
             killed = time.monotonic()
-            await until(f"sends acknowledged after killing replica {victim}", lambda n=before: _count(acked, n + 20),
+            await until(f"sends acknowledged after killing replica {victim}", lambda n=before: count(acked, n + 20),
                         timeout=30)
             if victim == master:
                 writable.append(_first_ok_after(acked, before, replicas[victim].addr, killed))
             replicas[victim].start()
-            await until("all three in sync again", lambda: _in_sync(client, ns.addr, 3))
+            await until("all three in sync again", lambda: in_sync(client, ns.addr, 3))
         stop.set()
         await task
         task = None
@@ -96,15 +94,3 @@ async def _check(client: RemotingClient, addr: str, acked: Acked) -> int:
     return extra
 
 
-async def _in_sync(client: RemotingClient, ns: str, n: int) -> bool:
-    v = await view(client, ns)
-    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == n
-
-
-async def _has_topic(client: RemotingClient, addr: str) -> bool:
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
-    return TOPIC.encode() in bytes(resp.payload or b"")
-
-
-async def _count(acked: Acked, n: int) -> bool:
-    return len(acked.sent) >= n

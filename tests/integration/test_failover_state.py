@@ -14,11 +14,9 @@ import time
 
 from pyrocketmq.client import Message, TransactionProducer, TransactionState
 from pyrocketmq.client.settings import ClientSettings
-from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.transport import RemotingClient
 
-from .failover import controller_group, read_queue, until, view
+from .failover import controller_group, has_topic, in_sync, read_queue, until, view
 from .wire import create_topic
 
 TOPIC = "StateFailoverTopic"
@@ -33,11 +31,11 @@ def test_open_transactions_and_timers_survive_a_master_kill(tmp_path) -> None:
 async def _scenario(ns, replicas) -> None:
     client = RemotingClient()
     try:
-        await until("a master with both replicas in sync", lambda: _in_sync(client, ns.addr))
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
         first = (await view(client, ns.addr))["masterId"]
         other = 3 - first
         assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, 1), 10)).code == 0
-        await until("the topic on the slave", lambda: _has_topic(client, replicas[other].addr))
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
 
         def check(msg) -> TransactionState:
             return TransactionState.ROLLBACK if msg.body == b"tx-rollback" else TransactionState.COMMIT
@@ -78,16 +76,7 @@ async def _has_all(client: RemotingClient, addr: str, want: set[bytes]) -> bool:
     return want <= set(await _bodies(client, addr))
 
 
-async def _in_sync(client: RemotingClient, ns: str) -> bool:
-    v = await view(client, ns)
-    return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == 2
-
 
 async def _master_is(client: RemotingClient, ns: str, rid: int) -> bool:
     v = await view(client, ns)
     return v["masterId"] == rid and v["epochStart"] >= 0
-
-
-async def _has_topic(client: RemotingClient, addr: str) -> bool:
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
-    return TOPIC.encode() in bytes(resp.payload or b"")
