@@ -11,7 +11,7 @@ import time
 
 from pyrocketmq.remoting.msg_id import decode_offset_msg_id
 from pyrocketmq.remoting.transport import RemotingClient
-from tests.integration.failover import Acked, controller_group, lost, until, view
+from tests.integration.failover import Acked, controller_group, has_topic, in_sync, lost, until, view
 from tests.integration.wire import create_topic
 
 TOPIC = "JavaFailoverTopic"
@@ -52,24 +52,13 @@ def test_java_producer_through_a_master_kill(tmp_path, java) -> None:
 async def _ready(ns, replicas) -> tuple[int, int]:
     client = RemotingClient()
     try:
-        async def in_sync() -> bool:
-            v = await view(client, ns.addr)
-            return v.get("masterId", -1) > 0 and v["epochStart"] >= 0 and len(v["syncStateSet"]) == 2
-
-        await until("a master with both replicas in sync", in_sync)
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
         first = (await view(client, ns.addr))["masterId"]
         other = 3 - first
         resp = await client.invoke(replicas[first].addr, create_topic(TOPIC, QUEUES), 10)
         assert resp.code == 0, resp.remark
 
-        async def slave_has_topic() -> bool:
-            from pyrocketmq.remoting.code import RequestCode
-            from pyrocketmq.remoting.command import RemotingCommand
-
-            r = await client.invoke(replicas[other].addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
-            return TOPIC.encode() in bytes(r.payload or b"")
-
-        await until("the topic on the slave", slave_has_topic)
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
         return first, other
     finally:
         await client.close()
