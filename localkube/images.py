@@ -173,12 +173,44 @@ def build_project_images(
     tag: str = "dev", *, spark: bool = True, progress: Progress = lambda m: None
 ) -> list[str]:
     base = ensure_base(progress)
-    built = [build("docker/Dockerfile", f"{PROJECT_IMAGE}:{tag}", {"BASE_IMAGE": base}, progress)]
+    names = [f"{PROJECT_IMAGE}:{tag}"] + ([f"{SPARK_IMAGE}:{tag}"] if spark else [])
+    previous = [image_id(name) for name in names]
+    built = [build("docker/Dockerfile", names[0], {"BASE_IMAGE": base}, progress)]
     if spark:
-        built.append(
-            build("spark/k8s/Dockerfile", f"{SPARK_IMAGE}:{tag}", {"BASE_IMAGE": built[0]}, progress)
-        )
+        built.append(build("spark/k8s/Dockerfile", names[1], {"BASE_IMAGE": built[0]}, progress))
+    remove_replaced(previous, progress)
     return built
+
+
+def remove_replaced(previous: Sequence[str | None], progress: Progress = lambda m: None) -> None:
+    """Delete the images a rebuild untagged (each build leaves ~1.7 GB otherwise, until the disk fills).
+
+    ``previous`` lists parents before children; children go first, since buildah keeps a parent
+    that another image still builds on. An image still tagged (or used by a container) stays.
+    """
+    for iid in reversed([i for i in previous if i]):
+        if _tags(iid):
+            continue
+        done = subprocess.run(["buildah", "rmi", iid], capture_output=True, text=True)
+        if done.returncode == 0:
+            progress(f"removed the replaced image {iid.removeprefix('sha256:')[:12]}")
+        else:
+            progress(f"kept the replaced image {iid.removeprefix('sha256:')[:12]}: {done.stderr.strip()[-200:]}")
+
+
+def _tags(iid: str) -> list[str]:
+    """The names an image still carries (none once a rebuild moved its tag)."""
+    listing = _run(
+        ["buildah", "images", "--noheading", "--no-trunc", "--format", "{{.ID}} {{.Name}}:{{.Tag}}"]
+    )
+    short = iid.removeprefix("sha256:")
+    return [
+        name
+        for line in listing.splitlines()
+        if line.strip()
+        for got, name in [line.split(None, 1)]
+        if got.removeprefix("sha256:") == short and not name.startswith("<none>")
+    ]
 
 
 def import_into_containerd(names: Sequence[str], socket: Path, progress: Progress = lambda m: None) -> None:
