@@ -324,6 +324,233 @@ static PyObject *py_offset_msg_ids(PyObject *self, PyObject *args) {
     return s;
 }
 
+/* -- dispatching a batch: consume-queue units and index entries ----------------------------------- */
+
+/* A batch's metas list: [(record size, tags code, properties)], in commitlog order. */
+static int meta_at(PyObject *metas, Py_ssize_t i, long long *size, long long *tags, PyObject **props) {
+    PyObject *m = PyList_GET_ITEM(metas, i);
+    if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a batch meta is a (size, tags_code, properties) tuple");
+        return -1;
+    }
+    *size = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 0));
+    if (*size == -1 && PyErr_Occurred())
+        return -1;
+    if (tags != NULL) {
+        *tags = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 1));
+        if (*tags == -1 && PyErr_Occurred())
+            return -1;
+    }
+    if (props != NULL)
+        *props = PyTuple_GET_ITEM(m, 2);
+    return 0;
+}
+
+/* cq_units(phys, metas) -> bytes: the 20-byte consume-queue unit (phys, size, tags code) of each record. */
+static PyObject *py_cq_units(PyObject *self, PyObject *args) {
+    long long phys;
+    PyObject *metas;
+    if (!PyArg_ParseTuple(args, "LO!", &phys, &PyList_Type, &metas))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(metas);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 20);
+    if (out == NULL)
+        return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long size, tags;
+        if (meta_at(metas, i, &size, &tags, NULL) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        put64(o, (uint64_t)phys);
+        put32(o + 8, (uint32_t)size);
+        put64(o + 12, (uint64_t)tags);
+        o += 20;
+        phys += size;
+    }
+    return out;
+}
+
+static uint32_t positive(uint32_t h) { /* Java: Math.abs((int) h); Integer.MIN_VALUE gives 0 */
+    if (h & 0x80000000u)
+        return h == 0x80000000u ? 0 : (uint32_t)(0x100000000ull - h);
+    return h;
+}
+
+typedef struct {
+    uint32_t *hash;
+    int64_t *phys;
+    Py_ssize_t len, cap;
+} KeyList;
+
+static int keys_add(KeyList *k, uint32_t h, int64_t phys) {
+    if (k->len == k->cap) {
+        Py_ssize_t cap = k->cap ? k->cap * 2 : 64;
+        uint32_t *nh = PyMem_Realloc(k->hash, (size_t)cap * sizeof *nh);
+        if (nh == NULL)
+            return -1;
+        k->hash = nh;
+        int64_t *np = PyMem_Realloc(k->phys, (size_t)cap * sizeof *np);
+        if (np == NULL)
+            return -1;
+        k->phys = np;
+        k->cap = cap;
+    }
+    k->hash[k->len] = h;
+    k->phys[k->len++] = phys;
+    return 0;
+}
+
+/* index_keys(prefix_hash, metas, phys) -> (hashes, phys): the index keys of every record in order
+ * (its UNIQ_KEY, then each non-empty space-separated KEYS entry), as native uint32 key hashes of
+ * "topic#key" (prefix_hash = hash of "topic#") and native int64 commitlog offsets. */
+static PyObject *py_index_keys(PyObject *self, PyObject *args) {
+    unsigned long long prefix;
+    long long phys;
+    PyObject *metas;
+    if (!PyArg_ParseTuple(args, "KO!L", &prefix, &PyList_Type, &metas, &phys))
+        return NULL;
+    static PyObject *uniq_name = NULL, *keys_name = NULL, *space = NULL;
+    if (uniq_name == NULL && ((uniq_name = PyUnicode_InternFromString("UNIQ_KEY")) == NULL ||
+                              (keys_name = PyUnicode_InternFromString("KEYS")) == NULL ||
+                              (space = PyUnicode_InternFromString(" ")) == NULL))
+        return NULL;
+    KeyList k = {NULL, NULL, 0, 0};
+    PyObject *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(metas);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long size;
+        PyObject *props;
+        if (meta_at(metas, i, &size, NULL, &props) < 0)
+            goto done;
+        if (!PyDict_Check(props)) {
+            PyErr_SetString(PyExc_TypeError, "a batch meta's properties are a dict");
+            goto done;
+        }
+        PyObject *uniq = PyDict_GetItemWithError(props, uniq_name);
+        if (uniq == NULL && PyErr_Occurred())
+            goto done;
+        if (uniq != NULL && PyUnicode_Check(uniq) && PyUnicode_GET_LENGTH(uniq) > 0 &&
+            keys_add(&k, positive(java_hash_extend((uint32_t)prefix, uniq)), phys) < 0)
+            goto nomem;
+        PyObject *keys = PyDict_GetItemWithError(props, keys_name);
+        if (keys == NULL && PyErr_Occurred())
+            goto done;
+        if (keys != NULL && PyUnicode_Check(keys) && PyUnicode_GET_LENGTH(keys) > 0) {
+            PyObject *parts = PyUnicode_Split(keys, space, -1);
+            if (parts == NULL)
+                goto done;
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(parts); j++) {
+                PyObject *part = PyList_GET_ITEM(parts, j);
+                if (PyUnicode_GET_LENGTH(part) > 0 &&
+                    keys_add(&k, positive(java_hash_extend((uint32_t)prefix, part)), phys) < 0) {
+                    Py_DECREF(parts);
+                    goto nomem;
+                }
+            }
+            Py_DECREF(parts);
+        }
+        phys += size;
+    }
+    result = Py_BuildValue("(y#y#)", (const char *)k.hash, k.len * (Py_ssize_t)sizeof(uint32_t),
+                           (const char *)k.phys, k.len * (Py_ssize_t)sizeof(int64_t));
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    PyMem_Free(k.hash);
+    PyMem_Free(k.phys);
+    return result;
+}
+
+#define INDEX_HEADER 40
+#define INDEX_ENTRY 20
+#define INDEX_CHUNK 64
+
+/* index_write(file, slot_num, index_num, index_count, hash_slot_count, begin_ts, begin_phy, hashes,
+ *             phys, start, store_ts)
+ *   -> (written, index_count, hash_slot_count, begin_ts, begin_phy, end_phy)
+ * Appends the keys from ``start`` on to an index file's mapping while it has room, as
+ * IndexFile.put_keys does, in chunks that each write their entries, then the header, then the slots
+ * (a slot never points at an entry the header does not count). */
+static PyObject *py_index_write(PyObject *self, PyObject *args) {
+    Py_buffer file, hashes, physv;
+    long long slot_num, index_num, count, slot_count, begin_ts, begin_phy, start, store_ts;
+    if (!PyArg_ParseTuple(args, "w*LLLLLLy*y*LL", &file, &slot_num, &index_num, &count, &slot_count, &begin_ts,
+                          &begin_phy, &hashes, &physv, &start, &store_ts))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t total = hashes.len / (Py_ssize_t)sizeof(uint32_t);
+    long long entries_at = INDEX_HEADER + slot_num * 4;
+    if (slot_num < 1 || index_num < 2 || count < 1 || physv.len != total * (Py_ssize_t)sizeof(int64_t) ||
+        start < 0 || start > total || file.len < entries_at + index_num * INDEX_ENTRY) {
+        PyErr_SetString(PyExc_ValueError, "index_write: arguments do not describe an index file");
+        goto done;
+    }
+    const uint32_t *hs = hashes.buf;
+    const int64_t *ps = physv.buf;
+    unsigned char *m = file.buf;
+    long long room = index_num - count, todo = total - start;
+    long long n = todo < room ? todo : room, end_phy = 0;
+    if (n > 0 && count == 1) {
+        begin_ts = store_ts;
+        begin_phy = ps[start];
+    }
+    long long diff = (store_ts - begin_ts) / 1000;
+    if (store_ts - begin_ts < 0)
+        diff = 0; /* Python's floor division of a negative difference is negative too: clamped alike */
+    if (diff > 0x7FFFFFFF)
+        diff = 0x7FFFFFFF;
+    for (long long done = 0; done < n;) {
+        long long chunk = n - done < INDEX_CHUNK ? n - done : INDEX_CHUNK;
+        long long slot_pos[INDEX_CHUNK], heads[INDEX_CHUNK];
+        int used = 0;
+        for (long long j = 0; j < chunk; j++) {
+            uint32_t h = hs[start + done + j];
+            long long pos = INDEX_HEADER + (long long)(h % (uint64_t)slot_num) * 4, head = -1;
+            int at = -1;
+            for (int u = 0; u < used; u++)
+                if (slot_pos[u] == pos) {
+                    at = u;
+                    head = heads[u];
+                    break;
+                }
+            if (at < 0) {
+                head = (int32_t)get32(m + pos);
+                if (head <= 0 || head >= count) { /* empty, or left by a torn write */
+                    head = 0;
+                    slot_count++;
+                }
+                at = used++;
+                slot_pos[at] = pos;
+            }
+            unsigned char *e = m + entries_at + count * INDEX_ENTRY;
+            put32(e, h);
+            put64(e + 4, (uint64_t)ps[start + done + j]);
+            put32(e + 12, (uint32_t)diff);
+            put32(e + 16, (uint32_t)head);
+            heads[at] = count++;
+            end_phy = ps[start + done + j];
+        }
+        put64(m, (uint64_t)begin_ts);
+        put64(m + 8, (uint64_t)store_ts);
+        put64(m + 16, (uint64_t)begin_phy);
+        put64(m + 24, (uint64_t)end_phy);
+        put32(m + 32, (uint32_t)slot_count);
+        put32(m + 36, (uint32_t)count);
+        for (int u = 0; u < used; u++)
+            put32(m + slot_pos[u], (uint32_t)heads[u]);
+        done += chunk;
+    }
+    result = Py_BuildValue("(LLLLLL)", n > 0 ? n : 0, count, slot_count, begin_ts, begin_phy, end_phy);
+done:
+    PyBuffer_Release(&file);
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&physv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", py_encode_batch, METH_VARARGS,
      "encode_batch(data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, "
@@ -332,6 +559,12 @@ static PyMethodDef methods[] = {
      "patch_offsets(records, queue_offset, phys_offset): number the consecutive records in place"},
     {"offset_msg_ids", py_offset_msg_ids, METH_VARARGS,
      "offset_msg_ids(store_host, phys_offset, sizes) -> comma-joined offset message ids"},
+    {"cq_units", py_cq_units, METH_VARARGS, "cq_units(phys, metas) -> the consume-queue units of a batch's records"},
+    {"index_keys", py_index_keys, METH_VARARGS,
+     "index_keys(prefix_hash, metas, phys) -> (uint32 key hashes, int64 offsets) of a batch's index keys"},
+    {"index_write", py_index_write, METH_VARARGS,
+     "index_write(file, slot_num, index_num, index_count, hash_slot_count, begin_ts, begin_phy, hashes, phys, "
+     "start, store_ts) -> (written, index_count, hash_slot_count, begin_ts, begin_phy, end_phy)"},
     {"java_hash", py_java_hash, METH_VARARGS,
      "java_hash(s, start=0) -> Java hashCode of (a string hashing to start) + s, unsigned 32-bit"},
     {NULL, NULL, 0, NULL},

@@ -198,6 +198,24 @@ class ConsumeQueue:
         self.max_physic_offset = phys + size
         return True
 
+    def put_units(self, queue_offset: int, units: bytes) -> bool:
+        """Append the units of consecutive records from logical ``queue_offset`` in one write when
+        they are the next ones and fit the last file (a batch put); False otherwise (nothing written:
+        the caller puts them one by one)."""
+        files = self.queue.files
+        if not files or not units:
+            return False
+        last = files[-1]
+        if (
+            last.wrote_position + len(units) > self.file_size
+            or queue_offset * CQ_UNIT_SIZE != last.file_from_offset + last.wrote_position
+        ):
+            return False
+        last.append(units)
+        phys, size, _ = UNIT.unpack_from(units, len(units) - CQ_UNIT_SIZE)
+        self.max_physic_offset = phys + size
+        return True
+
     # -- reads ----------------------------------------------------------------------------------
     def units_from(self, offset: int) -> memoryview | None:
         """The written units from logical ``offset`` to the end of the file holding it."""

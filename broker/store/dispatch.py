@@ -18,6 +18,7 @@ from pyrocketmq.remoting.message import SysFlag
 
 from .consume_queue import ConsumeQueue
 from .index_service import IndexService
+from .native import Meta, cq_units
 from .settings import IndexSettings
 
 NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
@@ -46,9 +47,36 @@ class DispatchRequest:
     """The record's consume queue when the caller already holds it (the put path)."""
 
 
+@dataclass(slots=True)
+class DispatchBatch:
+    """The records of one batch put, consecutive in one queue and in the commitlog (never
+    transactional), as the store's batch path describes them: ``metas`` from :mod:`.native`."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    """Of the first record."""
+    phys: int
+    """Commitlog offset of the first record."""
+    metas: list[Meta]
+    store_timestamp: int
+    sys_flag: int
+    queue: ConsumeQueue
+
+    def requests(self) -> list[DispatchRequest]:
+        """One request per record (for a dispatcher with no faster way through a batch)."""
+        reqs: list[DispatchRequest] = []
+        phys = self.phys
+        for size, tags, props in self.metas:
+            reqs.append(DispatchRequest(self.topic, self.queue_id, self.queue_offset + len(reqs), phys, size, tags,
+                                        self.store_timestamp, props, self.sys_flag, True, self.queue))
+            phys += size
+        return reqs
+
+
 class Dispatcher(Protocol):
     def dispatch(self, req: DispatchRequest) -> None: ...
-    def dispatch_many(self, reqs: list[DispatchRequest]) -> None: ...
+    def dispatch_batch(self, batch: DispatchBatch) -> None: ...
 
 
 class ConsumeQueueDispatcher:
@@ -66,9 +94,10 @@ class ConsumeQueueDispatcher:
         if cq.put(req.queue_offset, req.phys, req.size, req.tags_code):
             self.rebuilt += 1
 
-    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
-        for req in reqs:
-            self.dispatch(req)
+    def dispatch_batch(self, batch: DispatchBatch) -> None:
+        if not batch.queue.put_units(batch.queue_offset, cq_units(batch.phys, batch.metas)):
+            for req in batch.requests():  # a new file, a hole, or a re-dispatch: the careful path
+                self.dispatch(req)
 
 
 class IndexDispatcher:
@@ -82,11 +111,9 @@ class IndexDispatcher:
         if self._settings.message_index_enable:
             self._index.build(req.topic, req.properties, req.phys, req.store_timestamp)
 
-    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
+    def dispatch_batch(self, batch: DispatchBatch) -> None:
         if self._settings.message_index_enable:
-            build = self._index.build
-            for req in reqs:
-                build(req.topic, req.properties, req.phys, req.store_timestamp)
+            self._index.build_batch(batch.topic, batch.metas, batch.phys, batch.store_timestamp)
 
 
 class HookDispatcher:
@@ -98,10 +125,16 @@ class HookDispatcher:
     def dispatch(self, req: DispatchRequest) -> None:
         self.hook(req.topic, req.queue_id, req.queue_offset + 1, req.tags_code, req.properties)
 
-    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
+    def dispatch_batch(self, batch: DispatchBatch) -> None:
+        """Once per distinct tags code, with the queue's new max offset: a held pull whose filter
+        matches any record of the batch wakes, and a batch of one tag costs one call, not one per record."""
         hook = self.hook
-        for req in reqs:
-            hook(req.topic, req.queue_id, req.queue_offset + 1, req.tags_code, req.properties)
+        end = batch.queue_offset + len(batch.metas)
+        told: set[int] = set()
+        for _, tags, props in batch.metas:
+            if tags not in told:
+                told.add(tags)
+                hook(batch.topic, batch.queue_id, end, tags, props)
 
 
 class DispatchChain:
@@ -127,12 +160,12 @@ class DispatchChain:
             return
         self.dispatch_checked(req)
 
-    def dispatch_batch(self, reqs: list[DispatchRequest]) -> None:
-        """Dispatch the records of one batch put (never transactional), each dispatcher over all of them."""
+    def dispatch_batch(self, batch: DispatchBatch) -> None:
+        """Dispatch the records of one batch put, each dispatcher over all of them."""
         for d in self.dispatchers:
-            d.dispatch_many(reqs)
-        if reqs and reqs[-1].store_timestamp > self.last_timestamp:
-            self.last_timestamp = reqs[-1].store_timestamp
+            d.dispatch_batch(batch)
+        if batch.store_timestamp > self.last_timestamp:
+            self.last_timestamp = batch.store_timestamp
 
     def dispatch_checked(self, req: DispatchRequest) -> None:
         """:meth:`dispatch` for a caller that has already ruled out the undispatched types (the put path)."""

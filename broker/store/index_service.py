@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from .index_file import (
     index_file_name,
     key_hash,
 )
+from .native import NATIVE, Meta
 from .settings import IndexSettings
 
 log = logging.getLogger("pyrocketmq.broker.store")
@@ -111,6 +113,29 @@ class IndexService:
             except OSError as e:  # no new file (disk full…): the message is stored, only unindexed
                 log.error("cannot index the record at commitlog offset %d: %s", phy, e)
         self.last_phy = phy
+
+    def build_batch(self, topic: str, metas: list[Meta], phys: int, store_ts: int) -> None:
+        """:meth:`build` for the consecutive records of one batch put (``metas`` from the store's
+        batch path, the first record at ``phys``): one compiled call hashes every key, one writes them."""
+        if NATIVE is None or phys <= self.last_phy:
+            for size, _, props in metas:
+                self.build(topic, props, phys, store_ts)
+                phys += size
+            return
+        prefix = self._prefix_hash.get(topic)
+        if prefix is None:
+            prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")
+        hashes, offsets = NATIVE.index_keys(prefix, metas, phys)
+        if hashes:
+            try:
+                files = self._files
+                total = len(hashes) // 4
+                done = files[-1].put_flat(hashes, offsets, 0, store_ts) if files else 0
+                while done < total:  # a new file has room for at least one: indexNum >= 2
+                    done += self._roll().put_flat(hashes, offsets, done, store_ts)
+            except OSError as e:  # no new file (disk full…): the messages are stored, only unindexed
+                log.error("cannot index the batch at commitlog offset %d: %s", phys, e)
+            self.last_phy = int.from_bytes(offsets[-8:], sys.byteorder, signed=True)
 
     def _key_hash(self, topic: str, prefix: int, key: str) -> int:
         # A client's UNIQ_KEY is a fixed per-process head (IP, pid, class-loader hash) and a varying

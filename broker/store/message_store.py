@@ -51,6 +51,7 @@ from .consume_queue import FILLER_SIZE, ConsumeQueue, load_consume_queues
 from .dispatch import (
     NO_DISPATCH,
     ConsumeQueueDispatcher,
+    DispatchBatch,
     DispatchChain,
     DispatchHook,
     DispatchRequest,
@@ -364,12 +365,7 @@ class MessageStore:
         except OSError as e:
             log.error("cannot create a commitlog segment: %s", e)
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-        phys = phys0
-        reqs: list[DispatchRequest] = []
-        for size, tags, props in metas:
-            reqs.append(DispatchRequest(topic, queue_id, qoff0 + len(reqs), phys, size, tags, now, props, sys_flag, True, cq))
-            phys += size
-        self.dispatch.dispatch_batch(reqs)  # a batch is never transactional
+        self.dispatch.dispatch_batch(DispatchBatch(topic, queue_id, qoff0, phys0, metas, now, sys_flag, cq))
         ids = offset_msg_ids(store_host, phys0, sizes)
         return PutResult(PutMessageStatus.PUT_OK, phys0, total, ids, qoff0, len(metas), now)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import struct
 from types import ModuleType
 
 from pyrocketmq.remoting.message import (
@@ -114,3 +115,18 @@ def offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
         return py_offset_msg_ids(store_host, phys, sizes)
     ids: str = NATIVE.offset_msg_ids(store_host, phys, sizes)
     return ids
+
+
+_UNIT = struct.Struct(">qiq")
+
+
+def cq_units(phys: int, metas: list[Meta]) -> bytes:
+    """The consume-queue units (commitlog offset, size, tags code) of a batch's records, the first at ``phys``."""
+    if NATIVE is not None:
+        units: bytes = NATIVE.cq_units(phys, metas)
+        return units
+    out = bytearray()
+    for size, tags, _ in metas:
+        out += _UNIT.pack(phys, size, tags)
+        phys += size
+    return bytes(out)

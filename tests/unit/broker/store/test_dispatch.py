@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyrocketmq.broker.store.dispatch import DispatchRequest
+from pyrocketmq.broker.store.dispatch import DispatchBatch, DispatchRequest
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import MessageInner
 from pyrocketmq.remoting.message import SysFlag
@@ -20,8 +20,8 @@ class Recorder:
     def dispatch(self, req: DispatchRequest) -> None:
         self.seen.append((req.topic, req.queue_id, req.queue_offset, req.phys, req.size, req.tags_code))
 
-    def dispatch_many(self, reqs: list[DispatchRequest]) -> None:
-        for req in reqs:
+    def dispatch_batch(self, batch: DispatchBatch) -> None:
+        for req in batch.requests():
             self.dispatch(req)
 
 
