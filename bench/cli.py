@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--scenarios", default="all",
                    help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency, grpc5); default all")
-    p.add_argument("--flush", default="ASYNC_FLUSH,SYNC_FLUSH", help="flush modes to run (default both)")
+    p.add_argument("--flush", default="ASYNC_FLUSH,SYNC_FLUSH,SYNC_MASTER",
+                   help="modes to run: ASYNC_FLUSH, SYNC_FLUSH (one broker), SYNC_MASTER (master + slave, "
+                        "asynchronous flush); default all three")
     p.add_argument("--brokers", default=",".join(clusters.KINDS), help="pyrocketmq,apache (default both)")
     p.add_argument("--duration", type=float, default=None, help="seconds per Producer run (default 22; >= 11)")
     p.add_argument("--batch-duration", type=float, default=None, help="seconds per batch run (default 16)")

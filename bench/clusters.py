@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conformance import apache, apache5, maven
-from tests.helpers.cluster import REPO_ROOT, Cluster, ManagedProcess, free_port, start_pyrocketmq_cluster
+from tests.helpers.cluster import (
+    REPO_ROOT,
+    Cluster,
+    ManagedProcess,
+    free_port,
+    start_pyrocketmq_cluster,
+    start_pyrocketmq_slave,
+)
 
 SEGMENT_SIZE = 1024 * 1024 * 1024
 QUEUES = 8
@@ -49,10 +56,17 @@ PEERS = ("apache", "apache5")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+MODES = ("ASYNC_FLUSH", "SYNC_FLUSH", "SYNC_MASTER")
+"""What a run varies: the flush mode of a lone master, or a SYNC_MASTER (asynchronous flush) whose
+every send waits for its slave, both on this machine (master and slave of the same implementation)."""
+
+
 def broker_settings(flush: str) -> dict[str, object]:
     """broker.conf keys both brokers share for a run."""
+    replicated = flush == "SYNC_MASTER"
     return {
-        "flushDiskType": flush,
+        "flushDiskType": "ASYNC_FLUSH" if replicated else flush,
+        "brokerRole": "SYNC_MASTER" if replicated else "ASYNC_MASTER",
         "mappedFileSizeCommitLog": SEGMENT_SIZE,
         "autoCreateTopicEnable": True,
         # 2 busy cores: a send queued for up to 1 s is not "busy" (the conformance harness does the same)
@@ -62,9 +76,49 @@ def broker_settings(flush: str) -> dict[str, object]:
 
 def start(kind: str, home: Path, flush: str, *, grpc: bool = False) -> tuple[Cluster, str | None]:
     """Start ``kind``'s name server + broker under ``home`` (wiped first); with ``grpc``, its 5.x
-    endpoint too. Returns the cluster and the gRPC endpoint (None without ``grpc``)."""
+    endpoint too; for SYNC_MASTER, its slave as well, returning once a send is acknowledged by both.
+    Returns the cluster and the gRPC endpoint (None without ``grpc``)."""
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
+    cluster, endpoint = _start_master(kind, home, flush, grpc=grpc)
+    if flush == "SYNC_MASTER":
+        try:
+            if kind == "apache":
+                slave, _ = apache.start_apache_slave(cluster.namesrv_addr, home / "slave",
+                                                     broker_overrides=broker_settings(flush),
+                                                     broker_heap=APACHE_BROKER_HEAP)  # fmt: skip
+            else:
+                slave, _ = start_pyrocketmq_slave(cluster.namesrv_addr, home / "slave",
+                                                  broker_overrides=broker_settings(flush))  # fmt: skip
+            cluster.processes.append(slave)
+            wait_replicated(cluster)
+        except BaseException:
+            cluster.stop()
+            raise
+    return cluster, endpoint
+
+
+def wait_replicated(cluster: Cluster, timeout: float = 90) -> None:
+    """Until a send to the master answers SEND_OK (a SYNC_MASTER without its slave answers
+    SLAVE_NOT_AVAILABLE)."""
+    from pyrocketmq.client import Message, SyncProducer
+
+    deadline = time.monotonic() + timeout
+    last = ""
+    with SyncProducer("BenchProbe", cluster.namesrv_addr) as producer:
+        while time.monotonic() < deadline:
+            try:
+                status = producer.send(Message("BenchProbe", b"probe")).status.name
+                if status == "SEND_OK":
+                    return
+                last = status
+            except Exception as exc:  # noqa: BLE001 — the route or the topic may not be there yet
+                last = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.5)
+    raise RuntimeError(f"the master did not acknowledge a replicated send in {timeout:.0f} s (last: {last})")
+
+
+def _start_master(kind: str, home: Path, flush: str, *, grpc: bool) -> tuple[Cluster, str | None]:
     if kind == "apache":
         return apache.start_apache_cluster(
             home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP

@@ -263,6 +263,9 @@ def catalogue() -> list[Scenario]:
             for threads in (16, 64):
                 out.append(Scenario(f"send-{size}-{threads}", flush, run_send(size, threads),
                                     f"benchmark.Producer, sync send {size} B, {threads} threads"))
+    for size, threads in ((128, 16), (1024, 64)):
+        out.append(Scenario(f"send-{size}-{threads}", "SYNC_MASTER", run_send(size, threads),
+                            f"benchmark.Producer, sync send {size} B, {threads} threads, each send on master and slave"))
     out += [
         Scenario("batch-java", "ASYNC_FLUSH", run_batch_java, "BatchSend (Java), 16 threads x 32 x 128 B"),
         Scenario("batch-python", "ASYNC_FLUSH", run_batch_python, "pyrocketmq bench produce --batch 32, 16 in flight"),

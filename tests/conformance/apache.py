@@ -140,3 +140,37 @@ def run_mqadmin(home: Path, args: Sequence[str], timeout: float = 120) -> subpro
            f"-Djava.io.tmpdir={home / 'tmp'}",
            "-cp", maven.classpath(lib), "org.apache.rocketmq.tools.command.MQAdminStartup", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def start_apache_slave(
+    namesrv_addr: str,
+    home: Path,
+    *,
+    broker_overrides: Mapping[str, object] | None = None,
+    broker_heap: Sequence[str] = SERVER_HEAP,
+    timeout: float = 90.0,
+) -> tuple[ManagedProcess, int]:
+    """Start an Apache broker as brokerId 1, SLAVE of broker-a (it finds the master's HA address
+    through the name server); returns the process, booted, and its listen port."""
+    conf_dir = home / "conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "logback_broker.xml").write_text(_LOGBACK)
+    port = free_broker_port()
+    values = {**apache_broker_conf(namesrv_addr, port, home), **dict(broker_overrides or {}),
+              "brokerId": 1, "brokerRole": "SLAVE"}  # fmt: skip
+    conf = write_properties(conf_dir / "broker.conf", values)
+    slave = ManagedProcess(
+        "apache-slave",
+        [jvm.java_executable(), *broker_heap, *jvm.SERVER_JDK17_FLAGS, f"-Drocketmq.home.dir={home}",
+         f"-Duser.home={home}", "-Dfile.encoding=UTF-8", "-cp", maven.classpath(maven.resolve(maven.SERVER)),
+         BROKER_MAIN, "-c", str(conf)],
+        home / "broker.log",
+        cwd=home,
+    )  # fmt: skip
+    slave.start()
+    try:
+        slave.wait_for_log("boot success", timeout)
+    except BaseException:
+        slave.stop()
+        raise
+    return slave, port

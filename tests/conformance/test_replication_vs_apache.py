@@ -5,23 +5,14 @@ pulls; the slave must hold each one at the queue offset and commitlog offset the
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import decode_messages
 from pyrocketmq.remoting.transport import RemotingClient, RemotingError
-from tests.conformance import apache, jvm, maven
-from tests.helpers.cluster import (
-    REPO_ROOT,
-    ManagedProcess,
-    free_broker_port,
-    pyrocketmq_broker_conf,
-    start_pyrocketmq_cluster,
-    wait_for_tcp,
-    write_properties,
-)
+from tests.conformance import apache
+from tests.helpers.cluster import start_pyrocketmq_cluster, start_pyrocketmq_slave
 from tests.integration.wire import create_topic, pull, send_v2
 
 TOPIC = "HaConformance"
@@ -83,19 +74,8 @@ def _until_slave_holds(addr: str, sent: dict) -> None:
 def test_our_slave_replicates_from_an_apache_master(rocketmq_jars, tmp_path: Path) -> None:
     cluster = apache.start_apache_cluster(tmp_path / "apache")
     try:
-        port = free_broker_port()
-        conf = pyrocketmq_broker_conf(
-            cluster.namesrv_addr, port, tmp_path / "slave" / "store", brokerId=1, brokerRole="SLAVE"
-        )
-        slave = ManagedProcess(
-            "pyrocketmq-slave",
-            [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(write_properties(tmp_path / "slave.conf", conf))],
-            tmp_path / "slave.log",
-            cwd=REPO_ROOT,
-            env={"PYTHONUNBUFFERED": "1"},
-        )
-        cluster.processes.append(slave.start())
-        wait_for_tcp("127.0.0.1", port, 30, slave.alive)
+        slave, port = start_pyrocketmq_slave(cluster.namesrv_addr, tmp_path / "slave")
+        cluster.processes.append(slave)
         sent = asyncio.run(_send_all(cluster.broker_addr))
         _until_slave_holds(f"127.0.0.1:{port}", sent)
     finally:
@@ -105,24 +85,8 @@ def test_our_slave_replicates_from_an_apache_master(rocketmq_jars, tmp_path: Pat
 def test_an_apache_slave_replicates_from_our_master(rocketmq_jars, tmp_path: Path) -> None:
     cluster = start_pyrocketmq_cluster(tmp_path / "ours")
     try:
-        home = tmp_path / "apache-slave"
-        conf_dir = home / "conf"
-        conf_dir.mkdir(parents=True)
-        (conf_dir / "logback_broker.xml").write_text(apache._LOGBACK)
-        port = free_broker_port()
-        values = {**apache.apache_broker_conf(cluster.namesrv_addr, port, home), "brokerId": 1, "brokerRole": "SLAVE"}
-        conf = write_properties(conf_dir / "broker.conf", values)
-        server_lib = maven.resolve(maven.SERVER)
-        slave = ManagedProcess(
-            "apache-slave",
-            [jvm.java_executable(), *apache.SERVER_HEAP, *jvm.SERVER_JDK17_FLAGS, f"-Drocketmq.home.dir={home}",
-             f"-Duser.home={home}", "-Dfile.encoding=UTF-8", "-cp", maven.classpath(server_lib), apache.BROKER_MAIN,
-             "-c", str(conf)],
-            home / "broker.log",
-            cwd=home,
-        )
-        cluster.processes.append(slave.start())
-        slave.wait_for_log("boot success", 90)
+        slave, port = apache.start_apache_slave(cluster.namesrv_addr, tmp_path / "apache-slave")
+        cluster.processes.append(slave)
         sent = asyncio.run(_send_all(cluster.broker_addr))
         _until_slave_holds(f"127.0.0.1:{port}", sent)
     finally:

@@ -291,3 +291,33 @@ def start_pyrocketmq_cluster(
         cluster.stop()
         raise RuntimeError(f"pyrocketmq cluster did not start: {exc}\n{tails}") from exc
     return cluster
+
+
+def start_pyrocketmq_slave(
+    namesrv_addr: str,
+    home: Path,
+    *,
+    python: str | None = None,
+    broker_overrides: Mapping[str, object] | None = None,
+    timeout: float = 30.0,
+) -> tuple[ManagedProcess, int]:
+    """Start our broker as brokerId 1, SLAVE of broker-a (the master's HA address comes from the
+    name server); returns the process, accepting TCP, and its listen port."""
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_broker_port()
+    conf = pyrocketmq_broker_conf(namesrv_addr, port, home / "store", **dict(broker_overrides or {}))
+    conf.update(brokerId=1, brokerRole="SLAVE")
+    slave = ManagedProcess(
+        "pyrocketmq-slave",
+        [python or sys.executable, "-m", "pyrocketmq", "broker", "-c", str(write_properties(home / "broker.conf", conf))],
+        home / "broker.log",
+        cwd=REPO_ROOT,
+        env={"PYTHONUNBUFFERED": "1"},
+    )
+    slave.start()
+    try:
+        wait_for_tcp("127.0.0.1", port, timeout, slave.alive)
+    except BaseException:
+        slave.stop()
+        raise
+    return slave, port
