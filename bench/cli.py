@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import clusters, report
+from bench import clusters, profile, report
 from bench.scenarios import BENCH_JAVA, BENCH_JAVA5, Context, Plan, Result, catalogue
 from tests.conformance import jvm, maven
 
@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s), ASYNC_FLUSH only")
     p.add_argument("--workdir", type=Path, default=None, help="stores and logs (default <cache>/bench)")
     p.add_argument("--json", type=Path, default=None, help="where to write the JSON (default <workdir>/results.json)")
+    p.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                   help="sample our broker with py-spy during each scenario: collapsed stacks and top frames in DIR")
     return p
 
 
@@ -121,10 +123,15 @@ def main(argv: list[str] | None = None) -> int:
                     window = [sampler.mark()]
                     ctx.restart_window = lambda w=window, sm=sampler: w.__setitem__(0, sm.mark())
                     t1 = time.monotonic()
+                    spy = profile.Recorder(pid, args.profile, f"{s.name}-{flush}") if args.profile and kind == "pyrocketmq" else None
                     try:
                         result.figures.update(s.run(ctx, plan))
                     except Exception as exc:
                         result.error = f"{type(exc).__name__}: {exc}"
+                    finally:
+                        if spy is not None:
+                            result.detail["profile"] = str(spy.raw)
+                            spy.stop()
                     usage = sampler.since(window[0])
                     result.figures["cpu_s"] = usage.cpu_seconds
                     result.figures["peak_rss_mib"] = usage.peak_rss_mib
