@@ -28,9 +28,11 @@ def frame_name(frame: str) -> str:
     return f"{m['func']} ({m['file'].rsplit('/', 1)[-1]})"
 
 
-def top_frames(collapsed: str, limit: int = 25) -> tuple[int, list[tuple[str, float, float]]]:
+def top_frames(collapsed: str, limit: int = 25, above: float = 80.0) -> tuple[int, list[tuple[str, float, float]]]:
     """(samples, [(frame, inclusive %, self %)]) of py-spy's collapsed output (``a;b;c N`` per line),
-    by inclusive share; a function counted once per stack however often it recurses."""
+    by inclusive share; a function counted once per stack however often it recurses. Frames in
+    more than ``above`` % of the samples (the entry chain: ``main``, the event loop, ``data_received``)
+    are left out unless they have self time."""
     total = 0
     inclusive: Counter[str] = Counter()
     own: Counter[str] = Counter()
@@ -46,8 +48,12 @@ def top_frames(collapsed: str, limit: int = 25) -> tuple[int, list[tuple[str, fl
         own[frames[-1]] += n
     if total == 0:
         return 0, []
-    rows = [(name, 100 * n / total, 100 * own[name] / total) for name, n in inclusive.most_common(limit)]
-    return total, rows
+    rows = [
+        (name, 100 * n / total, 100 * own[name] / total)
+        for name, n in inclusive.most_common()
+        if 100 * n / total <= above or 100 * own[name] / total >= 1.0
+    ]
+    return total, rows[:limit]
 
 
 def markdown(total: int, rows: list[tuple[str, float, float]]) -> str:

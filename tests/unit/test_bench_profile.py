@@ -18,10 +18,11 @@ def test_frames_are_named_by_function_and_module() -> None:
 
 
 def test_inclusive_and_self_shares() -> None:
-    total, rows = top_frames(STACKS)
+    total, rows = top_frames(STACKS, above=100.0)
     assert total == 10
     table = {name: (inc, own) for name, inc, own in rows}
     assert table["main (app.py)"] == (100.0, 0.0)
+    assert "main (app.py)" not in [r[0] for r in top_frames(STACKS)[1]], "the entry chain is left out"
     assert table["put (message_store.py)"] == (80.0, 20.0)  # two lines of one function are one frame
     assert table["append (mapped_file.py)"] == (60.0, 60.0)
     assert table["walk (x.py)"] == (20.0, 20.0)  # counted once per stack although it recurses
