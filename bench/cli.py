@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen or any(k not in clusters.KINDS for k in kinds):
         print("nothing to run: check --scenarios, --flush and --brokers", file=sys.stderr)
         return 2
+    if args.profile and profile.py_spy() is None:
+        print("--profile needs py-spy: pip install py-spy (scripts/setup.sh --test installs it)", file=sys.stderr)
+        return 2
     workdir = (args.workdir or maven.cache_root() / "bench").resolve()
     json_path = args.json or workdir / "results.json"
     began = time.time()

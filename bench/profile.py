@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -62,18 +63,24 @@ def markdown(total: int, rows: list[tuple[str, float, float]]) -> str:
     return "\n".join(lines)
 
 
+def py_spy() -> str | None:
+    """The py-spy executable: on PATH, or next to this interpreter (the project's virtualenv)."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return shutil.which("py-spy") or (str(beside) if beside.is_file() else None)
+
+
 class Recorder:
-    """py-spy on one process until :meth:`stop`; a missing py-spy is an error at start."""
+    """py-spy on one process until :meth:`stop` (the caller checked :func:`py_spy` first)."""
 
     def __init__(self, pid: int, out_dir: Path, stem: str) -> None:
-        exe = shutil.which("py-spy")
+        exe = py_spy()
         if exe is None:
             raise RuntimeError("--profile needs py-spy (pip install py-spy; scripts/setup.sh --test installs it)")
         out_dir.mkdir(parents=True, exist_ok=True)
         self.raw = out_dir / f"{stem}.collapsed"
         self.summary = out_dir / f"{stem}.md"
         self._proc = subprocess.Popen(
-            [exe, "record", "-p", str(pid), "-r", str(RATE_HZ), "-f", "raw", "-o", str(self.raw)],
+            [exe, "record", "--nonblocking", "-p", str(pid), "-r", str(RATE_HZ), "-f", "raw", "-o", str(self.raw)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
 
