@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--scenarios", default="all",
                    help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency, grpc5); default all")
-    p.add_argument("--flush", default="ASYNC_FLUSH,SYNC_FLUSH,SYNC_MASTER",
+    p.add_argument("--flush", default=",".join(clusters.MODES),
                    help="modes to run: ASYNC_FLUSH, SYNC_FLUSH (one broker), SYNC_MASTER (master + slave, "
                         "asynchronous flush); default all three")
     p.add_argument("--brokers", default=",".join(clusters.KINDS), help="pyrocketmq,apache (default both)")
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = make_plan(args)
     chosen, flushes = select(args)
     kinds = [k.strip() for k in args.brokers.split(",") if k.strip()]
-    if not chosen or any(k not in clusters.KINDS for k in kinds):
+    if not chosen or any(k not in clusters.KINDS for k in kinds) or any(f not in clusters.MODES for f in flushes):
         print("nothing to run: check --scenarios, --flush and --brokers", file=sys.stderr)
         return 2
     if args.profile and profile.py_spy() is None:

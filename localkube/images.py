@@ -73,8 +73,9 @@ def image_id(name: str) -> str | None:
     return out[0] if proc.returncode == 0 and out else None
 
 
-def _from_scratch(name: str, fill: Callable[[Path], None], config: Sequence[str]) -> None:
-    ctr = _run(["buildah", "from", "scratch"]).strip()
+def _from_scratch(name: str, fill: Callable[[Path], None], config: Sequence[str], base: str = "scratch") -> None:
+    """Commit ``name``: ``base`` with what ``fill`` writes into its mounted root, configured by ``config``."""
+    ctr = _run(["buildah", "from", base]).strip()
     try:
         mount = Path(_run(["buildah", "mount", ctr]).strip())
         fill(mount)

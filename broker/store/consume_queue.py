@@ -25,6 +25,7 @@ import struct
 
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
+from .native import NATIVE, Meta
 from .settings import CQ_UNIT_SIZE
 
 log = logging.getLogger("pyrocketmq.broker.store")
@@ -32,6 +33,19 @@ log = logging.getLogger("pyrocketmq.broker.store")
 UNIT = struct.Struct(">qiq")
 FILLER_SIZE = 0x7FFFFFFF
 _FILLER = UNIT.pack(0, FILLER_SIZE, 0)
+
+
+def cq_units(phys: int, metas: list[Meta]) -> bytes:
+    """The units (commitlog offset, size, tags code) of a batch's records, the first at ``phys``:
+    compiled when built, else packed here."""
+    if NATIVE is not None:
+        units: bytes = NATIVE.cq_units(phys, metas)
+        return units
+    out = bytearray()
+    for size, tags, _ in metas:
+        out += UNIT.pack(phys, size, tags)
+        phys += size
+    return bytes(out)
 
 
 class ConsumeQueue:

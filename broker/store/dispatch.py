@@ -16,9 +16,9 @@ from typing import Protocol
 
 from pyrocketmq.remoting.message import SysFlag
 
-from .consume_queue import ConsumeQueue
+from .consume_queue import ConsumeQueue, cq_units
 from .index_service import IndexService
-from .native import Meta, cq_units
+from .native import Meta
 from .settings import IndexSettings
 
 NO_DISPATCH = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)

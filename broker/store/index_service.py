@@ -128,11 +128,7 @@ class IndexService:
         hashes, offsets = NATIVE.index_keys(prefix, metas, phys)
         if hashes:
             try:
-                files = self._files
-                total = len(hashes) // 4
-                done = files[-1].put_flat(hashes, offsets, 0, store_ts) if files else 0
-                while done < total:  # a new file has room for at least one: indexNum >= 2
-                    done += self._roll().put_flat(hashes, offsets, done, store_ts)
+                self._fill(len(hashes) // 4, lambda f, done: f.put_flat(hashes, offsets, done, store_ts))
             except OSError as e:  # no new file (disk full…): the messages are stored, only unindexed
                 log.error("cannot index the batch at commitlog offset %d: %s", phys, e)
             self.last_phy = int.from_bytes(offsets[-8:], sys.byteorder, signed=True)
@@ -153,10 +149,15 @@ class IndexService:
         return _positive(_extend(prefix, key))
 
     def _put(self, hashes: list[int], phy: int, store_ts: int) -> None:
+        self._fill(len(hashes), lambda f, done: f.put_keys(hashes[done:], phy, store_ts))
+
+    def _fill(self, total: int, put: Callable[[IndexFile, int], int]) -> None:
+        """``put(file, done)`` writes keys from the ``done``-th on while ``file`` has room and says how
+        many it wrote; the newest file first, then new ones until all ``total`` are in."""
         files = self._files
-        done = files[-1].put_keys(hashes, phy, store_ts) if files else 0
-        while done < len(hashes):  # a new file has room for at least one: indexNum >= 2
-            done += self._roll().put_keys(hashes[done:], phy, store_ts)
+        done = put(files[-1], 0) if files else 0
+        while done < total:  # a new file has room for at least one: indexNum >= 2
+            done += put(self._roll(), done)
 
     def _roll(self) -> IndexFile:
         files = self._files

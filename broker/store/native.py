@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import struct
 from types import ModuleType
 
 from pyrocketmq.remoting.message import (
@@ -116,17 +115,3 @@ def offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
     ids: str = NATIVE.offset_msg_ids(store_host, phys, sizes)
     return ids
 
-
-_UNIT = struct.Struct(">qiq")
-
-
-def cq_units(phys: int, metas: list[Meta]) -> bytes:
-    """The consume-queue units (commitlog offset, size, tags code) of a batch's records, the first at ``phys``."""
-    if NATIVE is not None:
-        units: bytes = NATIVE.cq_units(phys, metas)
-        return units
-    out = bytearray()
-    for size, tags, _ in metas:
-        out += _UNIT.pack(phys, size, tags)
-        phys += size
-    return bytes(out)

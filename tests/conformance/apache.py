@@ -65,6 +65,13 @@ def apache_broker_conf(namesrv_addr: str, listen_port: int, home: Path) -> dict[
     }
 
 
+def _server_argv(home: Path, heap: Sequence[str], main: str, conf: Path) -> list[str]:
+    """The JVM command line of an Apache name server or broker living under ``home``."""
+    return [jvm.java_executable(), *heap, *jvm.SERVER_JDK17_FLAGS, f"-Drocketmq.home.dir={home}",
+            f"-Duser.home={home}", "-Dfile.encoding=UTF-8", "-cp", maven.classpath(maven.resolve(maven.SERVER)),
+            main, "-c", str(conf)]  # fmt: skip
+
+
 def start_apache_cluster(
     home: Path,
     *,
@@ -77,8 +84,6 @@ def start_apache_cluster(
     ``broker_overrides`` replaces broker.conf keys (the benchmarks set the flush mode);
     ``broker_heap`` replaces the broker JVM's heap flags (the name server keeps ``SERVER_HEAP``).
     """
-    server_lib = maven.resolve(maven.SERVER)
-    java = jvm.java_executable()
     conf_dir = home / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
     (conf_dir / "logback_namesrv.xml").write_text(_LOGBACK)
@@ -91,19 +96,11 @@ def start_apache_cluster(
     broker_values = {**apache_broker_conf(namesrv_addr, broker_port, home), **dict(broker_overrides or {})}
     broker_conf = write_properties(conf_dir / "broker.conf", broker_values)
 
-    common = [
-        *jvm.SERVER_JDK17_FLAGS,
-        f"-Drocketmq.home.dir={home}",
-        f"-Duser.home={home}",
-        "-Dfile.encoding=UTF-8",
-        "-cp",
-        maven.classpath(server_lib),
-    ]
     namesrv = ManagedProcess(
-        "apache-namesrv", [java, *SERVER_HEAP, *common, NAMESRV_MAIN, "-c", str(ns_conf)], home / "namesrv.log", cwd=home
+        "apache-namesrv", _server_argv(home, SERVER_HEAP, NAMESRV_MAIN, ns_conf), home / "namesrv.log", cwd=home
     )
     broker = ManagedProcess(
-        "apache-broker", [java, *broker_heap, *common, BROKER_MAIN, "-c", str(broker_conf)], home / "broker.log", cwd=home
+        "apache-broker", _server_argv(home, broker_heap, BROKER_MAIN, broker_conf), home / "broker.log", cwd=home
     )
     cluster = Cluster(
         "apache",
@@ -159,14 +156,7 @@ def start_apache_slave(
     values = {**apache_broker_conf(namesrv_addr, port, home), **dict(broker_overrides or {}),
               "brokerId": 1, "brokerRole": "SLAVE"}  # fmt: skip
     conf = write_properties(conf_dir / "broker.conf", values)
-    slave = ManagedProcess(
-        "apache-slave",
-        [jvm.java_executable(), *broker_heap, *jvm.SERVER_JDK17_FLAGS, f"-Drocketmq.home.dir={home}",
-         f"-Duser.home={home}", "-Dfile.encoding=UTF-8", "-cp", maven.classpath(maven.resolve(maven.SERVER)),
-         BROKER_MAIN, "-c", str(conf)],
-        home / "broker.log",
-        cwd=home,
-    )  # fmt: skip
+    slave = ManagedProcess("apache-slave", _server_argv(home, broker_heap, BROKER_MAIN, conf), home / "broker.log", cwd=home)
     slave.start()
     try:
         slave.wait_for_log("boot success", timeout)

@@ -15,21 +15,11 @@ from tests.k8s.cluster import KubeCluster
 
 def _image(name: str, content: str, parent: str | None = None) -> str:
     """Commit a one-file image, on ``parent`` when given; return its id."""
-    ctr = subprocess.run(
-        ["buildah", "from", parent or "scratch"], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    try:
-        mount = Path(
-            subprocess.run(
-                ["buildah", "mount", ctr], check=True, capture_output=True, text=True
-            ).stdout.strip()
-        )
-        (mount / f"layer-{uuid.uuid4().hex[:6]}").write_text(content)
-        subprocess.run(["buildah", "umount", ctr], check=True, capture_output=True)
-        subprocess.run(["buildah", "commit", "--rm", ctr, name], check=True, capture_output=True)
-    except BaseException:
-        subprocess.run(["buildah", "rm", ctr], capture_output=True)
-        raise
+
+    def fill(root: Path) -> None:
+        (root / f"layer-{uuid.uuid4().hex[:6]}").write_text(content)
+
+    lk_images._from_scratch(name, fill, [], base=parent or "scratch")
     iid = lk_images.image_id(name)
     assert iid is not None
     return iid

@@ -10,7 +10,8 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pyrocketmq.broker.store import native
+from pyrocketmq.broker.store import consume_queue, native
+from pyrocketmq.broker.store.consume_queue import cq_units
 from pyrocketmq.broker.store.encode import host_flags
 from pyrocketmq.broker.store.index_file import _py_extend
 from pyrocketmq.remoting.message import (
@@ -113,12 +114,12 @@ metas_st = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(metas_st, st.integers(0, 2**40))
 def test_the_compiled_consume_queue_units_are_the_python_ones(metas, phys):
-    compiled = native.cq_units(phys, metas)
-    keep, native.NATIVE = native.NATIVE, None
+    compiled = cq_units(phys, metas)
+    keep, consume_queue.NATIVE = consume_queue.NATIVE, None
     try:
-        assert compiled == native.cq_units(phys, metas)
+        assert compiled == cq_units(phys, metas)
     finally:
-        native.NATIVE = keep
+        consume_queue.NATIVE = keep
 
 
 def _index_files(directory) -> list[bytes]:
