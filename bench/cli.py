@@ -1,8 +1,11 @@
 """``python -m bench``: run the scenarios against both brokers and print the table.
 
 Order: for each flush mode, our broker then Apache's, each freshly started on an empty store; every
-scenario of that flush mode runs against it before it is stopped. The JSON document (``--json``)
-holds every figure, the plan and the machine; the table goes to stdout.
+scenario of that flush mode runs against it before it is stopped. ``--rounds N`` repeats that N
+times, the brokers' order swapped every round, and the table shows each figure's median over the
+rounds (this machine's figures move by a quarter between runs; a median of alternating runs is the
+fair comparison). The JSON document (``--json``) holds every run's figures, the plan and the
+machine; the table goes to stdout.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s), ASYNC_FLUSH only")
     p.add_argument("--workdir", type=Path, default=None, help="stores and logs (default <cache>/bench)")
     p.add_argument("--json", type=Path, default=None, help="where to write the JSON (default <workdir>/results.json)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run everything N times, the brokers' order swapped each round; the table shows medians")
     p.add_argument("--profile", type=Path, default=None, metavar="DIR",
                    help="sample our broker with py-spy during each scenario: collapsed stacks and top frames in DIR")
     return p
@@ -78,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     plan = make_plan(args)
     chosen, flushes = select(args)
     kinds = [k.strip() for k in args.brokers.split(",") if k.strip()]
+    if args.rounds < 1:
+        print("--rounds must be at least 1", file=sys.stderr)
+        return 2
     if not chosen or any(k not in clusters.KINDS for k in kinds) or any(f not in clusters.MODES for f in flushes):
         print("nothing to run: check --scenarios, --flush and --brokers", file=sys.stderr)
         return 2
@@ -102,17 +110,18 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     runs = [(flush, peer, [s for s in chosen if s.flush == flush and s.peer == peer])
             for flush in flushes for peer in clusters.PEERS]
-    for flush, peer, group in runs:
-        if not group:
-            continue
-        for kind in (peer if k == "apache" else k for k in kinds):
+    order = [(rnd, flush, peer, group) for rnd in range(args.rounds) for flush, peer, group in runs if group]
+    for rnd, flush, peer, group in order:
+        if args.rounds > 1:
+            print(f"round {rnd + 1}/{args.rounds}", flush=True)
+        for kind in report.round_order([peer if k == "apache" else k for k in kinds], rnd):
             home = workdir / f"{kind}-{flush.lower()}"
             t0 = time.monotonic()
             try:
                 cluster, endpoint = clusters.start(kind, home, flush, grpc=peer == "apache5")
             except Exception as exc:  # report and go on with the other broker
                 for s in group:
-                    results.append(Result(s.name, kind, flush, error=f"broker did not start: {exc}"))
+                    results.append(Result(s.name, kind, flush, detail={"round": rnd + 1}, error=f"broker did not start: {exc}"))
                 print(f"{kind} {flush}: did not start: {str(exc).splitlines()[0]}", flush=True)
                 continue
             pid = clusters.broker_process(cluster).pid
@@ -122,11 +131,11 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(cluster, java, home / "logs", grpc_endpoint=endpoint, java5=java5)
             try:
                 for s in group:
-                    result = Result(s.name, kind, flush)
+                    result = Result(s.name, kind, flush, detail={"round": rnd + 1})
                     window = [sampler.mark()]
                     ctx.restart_window = lambda w=window, sm=sampler: w.__setitem__(0, sm.mark())
                     t1 = time.monotonic()
-                    spy = profile.Recorder(pid, args.profile, f"{s.name}-{flush}") if args.profile and kind == "pyrocketmq" else None
+                    spy = profile.Recorder(pid, args.profile, f"{s.name}-{flush}" + (f"-r{rnd + 1}" if args.rounds > 1 else "")) if args.profile and kind == "pyrocketmq" else None
                     try:
                         result.figures.update(s.run(ctx, plan))
                     except Exception as exc:
@@ -152,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(home / "store", ignore_errors=True)
 
     elapsed = time.time() - began
-    table = report.markdown(results)
+    table = report.markdown(report.medians(results))
     print()
     print(table)
     meta = {
@@ -163,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         "apache_broker_jvm": clusters.APACHE_BROKER_HEAP,
         "segment_size": clusters.SEGMENT_SIZE,
         "queues": clusters.QUEUES,
+        "rounds": args.rounds,
     }
     report.write_json(json_path, results, meta)
     print(f"\n{len(results)} result(s) in {elapsed:.0f} s; JSON: {json_path}")

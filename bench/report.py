@@ -3,12 +3,15 @@
 One row per scenario and broker, then a ``ratio`` row (ours / theirs) for every figure both have
 (theirs: Apache 4.9.7's broker, or 5.2.0's proxy in local mode for the gRPC rows, ``apache5``).
 A figure a generator does not produce is ``-``; a failed scenario shows its error instead.
+With several rounds (``--rounds``) each cell is the median of that figure over the rounds, and the
+send TPS cell carries the range it moved in (``min-max``).
 """
 
 from __future__ import annotations
 
 import json
 import platform
+import statistics
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,38 @@ COLUMNS = [
     ("cpu_s", "CPU s", "{:.1f}"),
     ("peak_rss_mib", "peak RSS MiB", "{:.0f}"),
 ]
+
+
+def round_order(kinds: list[str], rnd: int) -> list[str]:
+    """The brokers in the order they run in round ``rnd`` (0-based): as given, reversed every other round."""
+    return list(kinds) if rnd % 2 == 0 else list(reversed(kinds))
+
+
+def medians(results: Iterable[Result]) -> list[Result]:
+    """One result per (scenario, flush, broker): each figure's median over the runs that produced it.
+
+    A key with a failed run keeps the failure (a broker that failed once is not reported by its good
+    runs alone). ``detail["runs"]`` counts the runs, ``detail["send_tps_range"]`` is (min, max).
+    """
+    groups: dict[tuple[str, str, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.scenario, r.flush, r.broker), []).append(r)
+    out = []
+    for (scenario, flush, broker), runs in groups.items():
+        failed = next((r for r in runs if r.error), None)
+        if len(runs) == 1 or failed is not None:
+            out.append(failed or runs[0])
+            continue
+        figures: dict[str, float | None] = {}
+        for key in dict.fromkeys(k for r in runs for k in r.figures):
+            values = [float(v) for r in runs if (v := r.figures.get(key)) is not None]
+            figures[key] = statistics.median(values) if values else None
+        tps = [float(v) for r in runs if (v := r.figures.get("send_tps")) is not None]
+        detail: dict[str, Any] = {"runs": len(runs)}
+        if tps:
+            detail["send_tps_range"] = (min(tps), max(tps))
+        out.append(Result(scenario, broker, flush, figures=figures, detail=detail))
+    return out
 
 
 def _cell(value: Any, fmt: str) -> str:
@@ -57,7 +92,11 @@ def rows(results: Iterable[Result]) -> list[list[str]]:
             if r.error:
                 out.append([scenario, flush, broker, f"FAILED: {r.error.splitlines()[0][:100]}"] + [""] * (len(COLUMNS) - 1))
                 continue
-            out.append([scenario, flush, broker] + [_cell(r.figures.get(k), f) for k, _, f in COLUMNS])
+            cells = [_cell(r.figures.get(k), f) for k, _, f in COLUMNS]
+            spread = r.detail.get("send_tps_range")
+            if spread and cells[0] != "-":
+                cells[0] += f" ({spread[0]:.0f}-{spread[1]:.0f})"
+            out.append([scenario, flush, broker] + cells)
         ours, theirs = pair.get("pyrocketmq"), pair.get("apache") or pair.get("apache5")
         if ours and theirs and not ours.error and not theirs.error:
             cells = [_cell(ratio(ours.figures.get(k), theirs.figures.get(k)), "{:.2f}") for k, _, _ in COLUMNS]
