@@ -4,14 +4,13 @@ Checks, in RocketMQ's order: writable broker, topic name, topic exists (or is cr
 TBW102), queue id in range, body size; then one store put. The stored properties are the
 producer's encoded properties with ``CLUSTER`` appended as bytes: nothing is re-encoded per message.
 With SYNC_FLUSH and ``WAIT=true`` the answer waits for the group commit that covers the message:
-the handler returns a future (no task per message) that the transport answers from; the flush
-thread hands a whole group commit's completions back to the loop in one ``call_soon_threadsafe``.
+the handler returns a future (no task per message) that the transport answers from, kept by
+:class:`~.durable.DurableWaiters` (one queue, one timer, one hand-back per sync).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import inspect
 import logging
 import random
@@ -47,6 +46,7 @@ from ..settings import BrokerRole
 from ..store.timer import TimerRefused, asks_for_timer, timer_due
 from ..store.values import MessageInner, PutMessageStatus, PutResult
 from ..transaction import half_inner, is_prepared
+from .durable import DurableWaiters
 
 if TYPE_CHECKING:
     from pyrocketmq.remoting.body import TopicConfig
@@ -103,11 +103,11 @@ class SendProcessor:
         self.cluster_prop = f"{Prop.CLUSTER}\x01{self.settings.identity.cluster_name}".encode()
         self.max_body = self.settings.store.max_message_size
         self._born_hosts: dict[str, bytes] = {}
-        # (future, response, durable?) from the flush thread, drained on the loop in one call
-        self._flushed: collections.deque[tuple[asyncio.Future[RemotingCommand], RemotingCommand, bool]] = (
-            collections.deque()
-        )
-        self._drain_scheduled = False
+        self.durable = DurableWaiters(self._flush_to, settings.store.sync_flush_timeout_ms / 1000)
+        """SYNC_FLUSH sends waiting for their group commit."""
+
+    def _flush_to(self, offset: int) -> None:
+        self.store.flush_to(offset, self.durable.on_durable)
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.SEND_MESSAGE, self.handle_send)
@@ -306,7 +306,7 @@ class SendProcessor:
             },
         )
         end = result.wrote_offset + result.wrote_bytes
-        flushed = self._wait_flush(cmd, response, end) if self.store.sync_flush and wait else None
+        flushed = self.durable.wait(end, response) if self.store.sync_flush and wait else None
         if wait and self.ha_server is not None and self.settings.identity.role == BrokerRole.SYNC_MASTER:
             return self._wait_slave(response, end, flushed)
         return response if flushed is None else flushed
@@ -328,25 +328,6 @@ class SendProcessor:
         dlq = dlq_topic(name)
         topics.create_in_send_back(dlq, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
         return dlq, 0
-
-    def _wait_flush(self, cmd: RemotingCommand, response: RemotingCommand, offset: int) -> asyncio.Future[RemotingCommand]:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[RemotingCommand] = loop.create_future()
-        flushed = self._flushed
-
-        def done(ok: bool) -> None:  # runs on the flush thread
-            flushed.append((fut, response, ok))
-            # benign race: the loop clears the flag *before* draining, so whatever is appended
-            # while the flag still reads True is drained by the call already scheduled
-            if not self._drain_scheduled:
-                self._drain_scheduled = True
-                loop.call_soon_threadsafe(self._drain_flushed)
-
-        timeout = self.settings.store.sync_flush_timeout_ms / 1000
-        timer = loop.call_later(timeout, _flush_timed_out, fut, response, offset)
-        fut.add_done_callback(lambda _f: timer.cancel())
-        self.store.request_flush(offset, done)
-        return fut
 
     def _wait_slave(
         self, response: RemotingCommand, end: int, flushed: asyncio.Future[RemotingCommand] | None
@@ -371,18 +352,6 @@ class SendProcessor:
             flushed.add_done_callback(done)
         return out
 
-    def _drain_flushed(self) -> None:
-        self._drain_scheduled = False
-        flushed = self._flushed
-        while flushed:
-            fut, response, ok = flushed.popleft()
-            if fut.done():
-                continue
-            if not ok:
-                log.warning("flush to disk failed or timed out (queue offset %s)", response.ext_fields.get("queueOffset"))
-                _mark_flush_timeout(response)
-            fut.set_result(response)
-
 
 def strip_property(raw: bytes, key: bytes) -> bytes:
     """``raw`` encoded properties without the pair for ``key`` (bytes in, bytes out: no decoding)."""
@@ -398,18 +367,6 @@ def strip_property(raw: bytes, key: bytes) -> bytes:
     if end < 0:  # the last pair: drop it with the separator before it
         return raw[: max(start - 1, 0)]
     return raw[:start] + raw[end + 1 :]
-
-
-def _mark_flush_timeout(response: RemotingCommand) -> None:
-    response.code = ResponseCode.FLUSH_DISK_TIMEOUT
-    response.remark = "flush disk timeout"
-
-
-def _flush_timed_out(fut: asyncio.Future[RemotingCommand], response: RemotingCommand, offset: int) -> None:
-    if not fut.done():
-        log.warning("flush to disk timed out for offset %d", offset)
-        _mark_flush_timeout(response)
-        fut.set_result(response)
 
 
 async def published_first(publish: Callable[[], Awaitable[object]], result: HandlerResult) -> RemotingCommand | None:

@@ -8,9 +8,14 @@ The flush service owns every disk sync of the commitlog and the consume queues::
                   put (event loop)                       flush thread
     ASYNC_FLUSH   append ─────────────────────────────▶  every flushIntervalCommitLog ms: fdatasync
     SYNC_FLUSH    append, request_flush(end, cb) ─────▶  wake; swap the pending list; ONE fdatasync
-                                                         covers them all; cb(True) for each
+                  or flush_to(end)                       covers them all (and every flush_to end);
+                                                         cb(True) for each; on_durable(offset) once
     both                                                 every flushIntervalConsumeQueue ms: consume
                                                          queues, then the checkpoint
+
+``flush_to`` is the cheap form for a caller that keeps its own waiters (the broker's send path):
+it raises the wanted offset and sets the wake-up event only when it is not set already, and the
+thread reports each sync once through ``on_durable`` instead of once per request.
 
 Invariants: a callback gets ``True`` only when the bytes up to its offset are durable; callbacks
 run on the flush thread (the broker hops back to its loop with ``call_soon_threadsafe``); a request
@@ -114,6 +119,10 @@ class FlushService(ServiceThread):
         self._last_logics_flush = 0
         self.flushed_offset = 0
         """Durable commitlog offset after the last flush."""
+        self._wanted = 0
+        self.on_durable: Callable[[int, bool, int], None] | None = None
+        """Told ``(durable offset, ok, offset the sync meant to reach)`` after each commitlog sync that
+        a ``flush_to`` asked for, on this thread."""
         self.on_flush: Callable[[str, float], None] | None = None
         """Told ``("commitlog" | "consumequeue", seconds)`` after each flush (metrics), on this thread."""
 
@@ -130,6 +139,18 @@ class FlushService(ServiceThread):
             self._pending.append((offset, callback))
         self._event.set()
 
+    def flush_to(self, offset: int) -> None:
+        """Ask for the commitlog to be durable up to ``offset``; the answer is ``on_durable``.
+
+        Called from one thread (the event loop): the flush thread clears the event *before* it
+        reads the wanted offset, and this raises the offset *before* it looks at the event, so a
+        request is never left unseen.
+        """
+        if offset > self._wanted:
+            self._wanted = offset
+        if not self._event.is_set():
+            self._event.set()
+
     @property
     def pending(self) -> int:
         return len(self._pending)
@@ -138,12 +159,14 @@ class FlushService(ServiceThread):
         now = _now_ms() if now_ms is None else now_ms
         with self._lock:
             requests, self._pending = self._pending, []
+        wanted = self._wanted
+        asked = wanted > self.flushed_offset
         due = now - self._last_commit_log_flush >= self.interval_ms
-        if requests or due:
+        if requests or due or asked:
             ok = True
+            target = max(max((off for off, _ in requests), default=0), wanted)
             try:
-                target = max((off for off, _ in requests), default=0)
-                if not requests or target > self.flushed_offset:
+                if not (requests or asked) or target > self.flushed_offset:
                     started = time.perf_counter()
                     self.flushed_offset = self._flush_commit_log()
                     self._observe("commitlog", started)
@@ -156,6 +179,12 @@ class FlushService(ServiceThread):
                     cb(ok and self.flushed_offset >= off)
                 except Exception:
                     log.exception("flush callback failed")
+            listener = self.on_durable
+            if asked and listener is not None:
+                try:
+                    listener(self.flushed_offset, ok, target)
+                except Exception:
+                    log.exception("durable listener failed")
         if now - self._last_logics_flush >= self.logics_interval_ms:
             try:
                 started = time.perf_counter()

@@ -16,6 +16,14 @@ change once written (except by recovery truncation); only one thread appends. Re
 ``memoryview`` slices of the mapping, with no copy; a slice stays valid after the segment is
 destroyed (the mapping lives until the last view is released).
 
+Why the segment being written is advised ``MADV_RANDOM``: on kernels whose page cache uses large
+folios (ext4 since Linux 6.x), a page fault in a sequentially faulted mapping brings in ever larger
+folios — up to megabytes — and a write dirties the whole folio, so every ``fdatasync`` writes back
+megabytes for the few kilobytes appended since the last one (measured here: 2.6 GB written for
+61 MB of 1 KiB records synced every 20 records, and syncs 40 % slower). Random advice keeps the
+writer's folios at one page. A segment that is full gets normal advice back (:meth:`seal`), so
+cold sequential reads of it still read ahead.
+
 Why ``fdatasync`` and not ``mmap.flush``: CPython's ``mmap.flush`` calls ``msync`` while holding the
 GIL, which would stall the event loop for the whole disk write; ``os.fdatasync`` releases it, and on
 Linux it writes back the same dirty page-cache pages of a shared mapping.
@@ -30,6 +38,8 @@ import os
 log = logging.getLogger("pyrocketmq.broker.store")
 
 NAME_DIGITS = 20
+_WRITING = getattr(mmap, "MADV_RANDOM", None)
+_READING = getattr(mmap, "MADV_NORMAL", None)
 
 
 def segment_name(offset: int) -> str:
@@ -83,6 +93,7 @@ class MappedFile:
             os.close(fd)
             raise
         self._mv = memoryview(self._mm)
+        self._advise(_WRITING)
         if keep_fd:
             self._fd: int | None = fd
         else:
@@ -91,6 +102,18 @@ class MappedFile:
 
     def __repr__(self) -> str:
         return f"MappedFile({self.path!r}, wrote={self.wrote_position}, flushed={self.flushed_position})"
+
+    def _advise(self, advice: int | None) -> None:
+        if advice is not None:
+            try:
+                self._mm.madvise(advice)
+            except OSError as e:  # advice only: a kernel that refuses it costs speed, not data
+                log.debug("madvise(%d) on %s refused: %s", advice, self.path, e)
+
+    def seal(self) -> None:
+        """The segment is full and only read from now on: normal readahead for its readers."""
+        if not self._destroyed:
+            self._advise(_READING)
 
     # -- positions ------------------------------------------------------------------------------
     @property
@@ -199,6 +222,7 @@ class MappedFile:
         finally:
             os.close(fd)
         self._mv = memoryview(self._mm)
+        self._advise(_WRITING)
         self.wrote_position = min(self.wrote_position, pos)
         self.flushed_position = min(self.flushed_position, pos)
 

@@ -71,6 +71,8 @@ class MappedFileQueue:
             if files and files[-1].file_from_offset + self.file_size != mf.file_from_offset:
                 log.warning("segment gap before %s: previous segment is %s", path, files[-1].path)
             files.append(mf)
+        for mf in files[:-1]:
+            mf.seal()
         self._files = files
 
     def first(self) -> MappedFile | None:
@@ -88,7 +90,10 @@ class MappedFileQueue:
             os.path.join(self.directory, segment_name(start_offset)), self.file_size, keep_fd=self._keep_fd
         )
         with self._lock:
-            self._files = [*self._files, mf]
+            previous = self._files
+            self._files = [*previous, mf]
+        if previous:
+            previous[-1].seal()
         return mf
 
     def last_for_write(self, start_offset: int = 0) -> MappedFile:

@@ -235,6 +235,12 @@ class MessageStore:
         """SYNC_FLUSH group commit: ``callback(ok)`` runs on the flush thread once ``phys_offset`` is durable."""
         self.flush_service.request_flush(phys_offset, callback)
 
+    def flush_to(self, phys_offset: int, listener: Callable[[int, bool, int], None]) -> None:
+        """The group commit without a callback per request: ``listener(durable, ok, attempted)`` hears
+        each sync on the flush thread (one listener per store: the broker's send path)."""
+        self.flush_service.on_durable = listener
+        self.flush_service.flush_to(phys_offset)
+
     def _flush_commit_log(self) -> int:
         ts = self.commit_log.last_store_timestamp  # captured before the sync: covered by it
         off = self.commit_log.flush()

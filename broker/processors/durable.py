@@ -1,0 +1,121 @@
+"""SYNC_FLUSH answers: sends waiting, on the event loop, for the commitlog to be durable past them.
+
+One queue per broker instead of one flush request, one timer and one flush-thread callback per
+message::
+
+    loop: put ─▶ wait(end, response) ─▶ queue (end, deadline, future, response); flush_to(end)
+    flush thread: one fdatasync covering every end asked so far ─▶ on_durable(offset, ok)
+    loop (one call_soon_threadsafe per sync): answer every queued send whose end <= offset
+
+``flush_to`` only raises a number and sets an event that is not already set, so a send costs the
+loop a deque append; the flush thread tells the loop once per sync whatever the group's size.
+Ends enter the queue in append order (the loop puts and queues in one step), so answering pops
+from the left. A failed sync answers the sends it was meant to cover with FLUSH_DISK_TIMEOUT at
+once; a send whose flush takes longer than ``timeout`` gets the same answer from the one timer
+armed for the oldest send. Either way the message stays stored, as in RocketMQ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Callable
+
+from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+
+log = logging.getLogger("pyrocketmq.broker")
+
+
+def mark_flush_timeout(response: RemotingCommand) -> None:
+    response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+    response.remark = "flush disk timeout"
+
+
+class DurableWaiters:
+    """The sends of one broker waiting for their flush, answered in order of their end offset."""
+
+    def __init__(self, flush_to: Callable[[int], None], timeout: float) -> None:
+        self._flush_to = flush_to
+        self.timeout = timeout
+        self._queue: collections.deque[tuple[int, float, asyncio.Future[RemotingCommand], RemotingCommand]] = (
+            collections.deque()
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        # written by the flush thread, read by the loop (plain attributes: each write is atomic)
+        self._durable = 0
+        self._failed_through = 0
+        self._drain_scheduled = False
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def wait(self, end: int, response: RemotingCommand) -> asyncio.Future[RemotingCommand]:
+        """A future answered with ``response`` once the commitlog is durable up to ``end`` (on the loop)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        if end <= self._durable:  # a sync already covered it (its drain has run or sees the queue)
+            fut.set_result(response)
+            return fut
+        self._queue.append((end, loop.time() + self.timeout, fut, response))
+        if self._timer is None:
+            self._timer = loop.call_later(self.timeout, self._expire)
+        self._flush_to(end)
+        return fut
+
+    # -- the flush thread ---------------------------------------------------------------------
+    def on_durable(self, offset: int, ok: bool, attempted: int) -> None:
+        """After each commitlog sync (flush thread): durable up to ``offset``; ``ok`` False when the
+        sync meant to reach ``attempted`` failed."""
+        if offset > self._durable:
+            self._durable = offset
+        if not ok and attempted > self._failed_through:
+            self._failed_through = attempted
+        loop = self._loop
+        if loop is not None and not self._drain_scheduled:
+            # benign race: the loop clears the flag *before* draining, so an offset raised while
+            # the flag still reads True is seen by the drain already scheduled
+            self._drain_scheduled = True
+            try:
+                loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+    # -- back on the loop ---------------------------------------------------------------------
+    def _drain(self) -> None:
+        self._drain_scheduled = False
+        durable, failed = self._durable, self._failed_through
+        queue = self._queue
+        while queue:
+            end, _deadline, fut, response = queue[0]
+            if end <= durable:
+                pass
+            elif end <= failed:
+                log.warning("flush to disk failed (commitlog offset %d)", end)
+                mark_flush_timeout(response)
+            else:
+                break
+            queue.popleft()
+            if not fut.done():
+                fut.set_result(response)
+
+    def _expire(self) -> None:
+        """The timer of the oldest send: answer every send past its deadline, re-arm for the next."""
+        self._timer = None
+        loop = self._loop
+        assert loop is not None
+        self._drain()
+        now = loop.time()
+        queue = self._queue
+        while queue and queue[0][1] <= now:
+            end, _deadline, fut, response = queue.popleft()
+            if not fut.done():
+                log.warning("flush to disk timed out for commitlog offset %d", end)
+                mark_flush_timeout(response)
+                fut.set_result(response)
+        if queue:
+            self._timer = loop.call_at(queue[0][1], self._expire)

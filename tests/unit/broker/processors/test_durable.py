@@ -1,0 +1,120 @@
+"""SYNC_FLUSH answers: DurableWaiters on the loop, FlushService.flush_to on the flush thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from pyrocketmq.broker.processors.durable import DurableWaiters
+from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+
+from ..store.storekit import make_settings, open_store, put
+
+
+def _response(n: int) -> RemotingCommand:
+    return RemotingCommand(code=ResponseCode.SUCCESS, remark=str(n))
+
+
+class _Asked:
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+
+    def __call__(self, offset: int) -> None:
+        self.offsets.append(offset)
+
+
+async def _from_thread(fn) -> None:  # type: ignore[no-untyped-def]
+    t = threading.Thread(target=fn)
+    t.start()
+    await asyncio.to_thread(t.join)
+
+
+def test_a_sync_answers_every_send_it_covers_in_order_and_no_other() -> None:
+    async def main() -> None:
+        asked = _Asked()
+        w = DurableWaiters(asked, timeout=5)
+        futs = [w.wait(end, _response(end)) for end in (100, 200, 300)]
+        assert asked.offsets == [100, 200, 300] and len(w) == 3
+        await _from_thread(lambda: w.on_durable(250, True, 300))
+        await asyncio.sleep(0.01)
+        assert [f.done() for f in futs] == [True, True, False]
+        assert [f.result().code for f in futs[:2]] == [ResponseCode.SUCCESS] * 2
+        await _from_thread(lambda: w.on_durable(300, True, 300))
+        assert (await futs[2]).remark == "300" and len(w) == 0
+        # already durable when it asks: answered at once, nothing queued
+        late = w.wait(280, _response(280))
+        assert late.done() and late.result().code == ResponseCode.SUCCESS and len(w) == 0
+
+    asyncio.run(main())
+
+
+def test_a_failed_sync_answers_what_it_was_meant_to_cover_with_flush_disk_timeout() -> None:
+    async def main() -> None:
+        w = DurableWaiters(_Asked(), timeout=5)
+        futs = [w.wait(end, _response(end)) for end in (100, 200, 300)]
+        await _from_thread(lambda: w.on_durable(100, False, 200))
+        await asyncio.sleep(0.01)
+        assert futs[0].result().code == ResponseCode.SUCCESS
+        assert futs[1].result().code == ResponseCode.FLUSH_DISK_TIMEOUT
+        assert futs[1].result().remark == "flush disk timeout"
+        assert not futs[2].done(), "a send after the failed sync's target still waits for the next"
+        await _from_thread(lambda: w.on_durable(300, True, 300))
+        assert (await futs[2]).code == ResponseCode.SUCCESS
+
+    asyncio.run(main())
+
+
+def test_a_send_not_flushed_in_time_is_answered_flush_disk_timeout_by_one_timer() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        w = DurableWaiters(_Asked(), timeout=0.05)
+        first = w.wait(100, _response(100))
+        await asyncio.sleep(0.03)
+        second = w.wait(200, _response(200))
+        assert (await asyncio.wait_for(first, 1)).code == ResponseCode.FLUSH_DISK_TIMEOUT
+        assert not second.done(), "its own deadline is later"
+        started = loop.time()
+        assert (await asyncio.wait_for(second, 1)).code == ResponseCode.FLUSH_DISK_TIMEOUT
+        assert loop.time() - started < 0.5 and len(w) == 0
+
+    asyncio.run(main())
+
+
+def test_flush_to_syncs_once_for_many_and_tells_the_listener_once(tmp_path: Path) -> None:
+    store = open_store(make_settings(tmp_path, sync=True))
+    heard: list[tuple[int, bool, int]] = []
+    try:
+        ends = [put(store, body=b"m" * 50).end_offset for _ in range(10)]
+        for end in ends:
+            store.flush_to(end, lambda *a: heard.append(a))
+        before = store.commit_log.queue.sync_count
+        store.flush_service.run_once()
+        assert store.commit_log.queue.sync_count == before + 1
+        assert heard == [(store.commit_log.queue.flushed_where, True, ends[-1])]
+        assert heard[0][0] >= ends[-1]
+        store.flush_service.run_once(now_ms=0)  # nothing asked since: the listener hears nothing
+        assert len(heard) == 1
+    finally:
+        store.shutdown()
+
+
+def test_sends_from_the_loop_are_answered_by_the_flush_thread_in_few_syncs(tmp_path: Path) -> None:
+    store = open_store(make_settings(tmp_path, sync=True))
+    store.start()
+
+    async def main() -> list[RemotingCommand]:
+        w = DurableWaiters(lambda end: store.flush_to(end, w.on_durable), timeout=5)
+        futs = [w.wait(put(store, body=b"x" * 100).end_offset, _response(i)) for i in range(300)]
+        return list(await asyncio.wait_for(asyncio.gather(*futs), 10))
+
+    try:
+        before = store.commit_log.queue.sync_count
+        answers = asyncio.run(main())
+        assert [a.remark for a in answers] == [str(i) for i in range(300)]
+        assert all(a.code == ResponseCode.SUCCESS for a in answers)
+        syncs = store.commit_log.queue.sync_count - before
+        assert 1 <= syncs < 300, syncs
+    finally:
+        store.shutdown()
