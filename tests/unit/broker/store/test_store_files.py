@@ -90,6 +90,32 @@ def test_queue_rolls_and_finds(tmp_path: Path) -> None:
     q.close()
 
 
+def _random_read_advice(path: str) -> bool:
+    """Whether this process maps ``path`` with MADV_RANDOM (``rr`` in its smaps VmFlags)."""
+    mapping = None
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            if "-" in line.split(" ", 1)[0] and ":" not in line.split(" ", 1)[0]:
+                mapping = line.rstrip("\n").endswith(path)
+            elif mapping and line.startswith("VmFlags:"):
+                return "rr" in line.split()
+    raise AssertionError(f"{path} is not mapped")
+
+
+def test_only_the_segment_being_written_is_advised_random(tmp_path: Path) -> None:
+    q = MappedFileQueue(str(tmp_path / "q"), 8192)
+    for _ in range(3):
+        q.last_for_write().append(b"x" * 4096)
+    first, second = q.files
+    assert not _random_read_advice(first.path), "a full segment reads ahead again"
+    assert _random_read_advice(second.path), "the written one keeps one-page folios"
+    q.close()
+    again = MappedFileQueue(str(tmp_path / "q"), 8192)
+    again.load()
+    assert [_random_read_advice(f.path) for f in again.files] == [False, True]
+    again.close()
+
+
 def test_queue_first_segment_placed_at_offset(tmp_path: Path) -> None:
     q = MappedFileQueue(str(tmp_path / "q"), 100)
     mf = q.last_for_write(250)
