@@ -117,7 +117,8 @@ class CommitLog:
     def __init__(self, settings: StoreSettings) -> None:
         self.settings = settings
         self.file_size = settings.mapped_file_size_commit_log
-        self.queue = MappedFileQueue(settings.commit_log_dir, self.file_size, keep_fd=True)
+        self.queue = MappedFileQueue(settings.commit_log_dir, self.file_size, keep_fd=True,
+                                     synced_often=settings.sync_flush)
         self.last_store_timestamp = 0
         """STORETIMESTAMP of the last record appended (read by the flush thread for the checkpoint)."""
 

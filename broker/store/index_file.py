@@ -231,11 +231,6 @@ class IndexFile:
             raise
         self._fd: int | None = fd
         self._mv = memoryview(self._mm)
-        if hasattr(mmap, "MADV_RANDOM"):  # slots are hit at random: one-page folios (see mapped_file)
-            try:
-                self._mm.madvise(mmap.MADV_RANDOM)
-            except OSError:
-                pass
         self._closed = False
         self.dirty = fresh
         if fresh:

@@ -29,8 +29,9 @@ class StoreError(Exception):
 
 
 class MappedFileQueue:
-    def __init__(self, directory: str, file_size: int, *, keep_fd: bool = True) -> None:
+    def __init__(self, directory: str, file_size: int, *, keep_fd: bool = True, synced_often: bool = False) -> None:
         self.directory = directory
+        self._synced_often = synced_often
         self.file_size = file_size
         self._keep_fd = keep_fd
         self._files: list[MappedFile] = []
@@ -66,7 +67,7 @@ class MappedFileQueue:
                     f"{path} is {size} bytes but segments here are {self.file_size}: "
                     "the segment size setting changed; restore it or move the files away"
                 )
-            mf = MappedFile(path, self.file_size, keep_fd=self._keep_fd)
+            mf = MappedFile(path, self.file_size, keep_fd=self._keep_fd, synced_often=self._synced_often)
             mf.wrote_position = mf.flushed_position = self.file_size
             if files and files[-1].file_from_offset + self.file_size != mf.file_from_offset:
                 log.warning("segment gap before %s: previous segment is %s", path, files[-1].path)
@@ -87,7 +88,8 @@ class MappedFileQueue:
         """Create (or open) the segment starting at ``start_offset`` and append it to the list."""
         os.makedirs(self.directory, exist_ok=True)
         mf = MappedFile(
-            os.path.join(self.directory, segment_name(start_offset)), self.file_size, keep_fd=self._keep_fd
+            os.path.join(self.directory, segment_name(start_offset)), self.file_size, keep_fd=self._keep_fd,
+            synced_often=self._synced_often,
         )
         with self._lock:
             previous = self._files

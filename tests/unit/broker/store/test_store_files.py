@@ -103,14 +103,17 @@ def _random_read_advice(path: str) -> bool:
 
 
 def test_only_the_segment_being_written_is_advised_random(tmp_path: Path) -> None:
-    q = MappedFileQueue(str(tmp_path / "q"), 8192)
+    plain = MappedFileQueue(str(tmp_path / "p"), 8192)
+    assert not _random_read_advice(plain.last_for_write().path), "only a queue synced often is advised"
+    plain.close()
+    q = MappedFileQueue(str(tmp_path / "q"), 8192, synced_often=True)
     for _ in range(3):
         q.last_for_write().append(b"x" * 4096)
     first, second = q.files
     assert not _random_read_advice(first.path), "a full segment reads ahead again"
     assert _random_read_advice(second.path), "the written one keeps one-page folios"
     q.close()
-    again = MappedFileQueue(str(tmp_path / "q"), 8192)
+    again = MappedFileQueue(str(tmp_path / "q"), 8192, synced_often=True)
     again.load()
     assert [_random_read_advice(f.path) for f in again.files] == [False, True]
     again.close()
