@@ -12,7 +12,8 @@ loop a deque append; the flush thread tells the loop once per sync whatever the 
 Ends enter the queue in append order (the loop puts and queues in one step), so answering pops
 from the left. A failed sync answers the sends it was meant to cover with FLUSH_DISK_TIMEOUT at
 once; a send whose flush takes longer than ``timeout`` gets the same answer from the one timer
-armed for the oldest send. Either way the message stays stored, as in RocketMQ.
+armed for the oldest send. Either way the message stays stored, as in RocketMQ. A cut of the log
+(failover) answers the sends past the cut the same way: their messages are gone.
 """
 
 from __future__ import annotations
@@ -102,6 +103,30 @@ class DurableWaiters:
             queue.popleft()
             if not fut.done():
                 fut.set_result(response)
+
+    def on_cut(self, offset: int) -> None:
+        """The log was cut at ``offset`` (a master stepping down; on the loop): what was durable is
+        answered, a send past the cut gets FLUSH_DISK_TIMEOUT now (its message is gone), and an offset
+        past the cut no longer counts as durable (new messages will be written there)."""
+        self._drain()
+        self._durable = min(self._durable, offset)
+        self._failed_through = min(self._failed_through, offset)
+        kept: collections.deque[tuple[int, float, asyncio.Future[RemotingCommand], RemotingCommand]] = (
+            collections.deque()
+        )
+        cut = 0
+        for entry in self._queue:
+            end, _deadline, fut, response = entry
+            if end <= offset:
+                kept.append(entry)
+            elif not fut.done():
+                cut += 1
+                mark_flush_timeout(response)
+                fut.set_result(response)
+        self._queue = kept
+        if cut:
+            log.warning("the commitlog was cut at offset %d: %d waiting send(s) past it answered FLUSH_DISK_TIMEOUT",
+                        offset, cut)
 
     def _expire(self) -> None:
         """The timer of the oldest send: answer every send past its deadline, re-arm for the next."""

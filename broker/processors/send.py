@@ -107,7 +107,7 @@ class SendProcessor:
         """SYNC_FLUSH sends waiting for their group commit."""
 
     def _flush_to(self, offset: int) -> None:
-        self.store.flush_to(offset, self.durable.on_durable)
+        self.store.flush_to(offset, self.durable)
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.SEND_MESSAGE, self.handle_send)

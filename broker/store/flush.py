@@ -9,13 +9,13 @@ The flush service owns every disk sync of the commitlog and the consume queues::
     ASYNC_FLUSH   append ─────────────────────────────▶  every flushIntervalCommitLog ms: fdatasync
     SYNC_FLUSH    append, request_flush(end, cb) ─────▶  wake; swap the pending list; ONE fdatasync
                   or flush_to(end)                       covers them all (and every flush_to end);
-                                                         cb(True) for each; on_durable(offset) once
+                                                         cb(True) for each; listener.on_durable once
     both                                                 every flushIntervalConsumeQueue ms: consume
                                                          queues, then the checkpoint
 
 ``flush_to`` is the cheap form for a caller that keeps its own waiters (the broker's send path):
 it raises the wanted offset and sets the wake-up event only when it is not set already, and the
-thread reports each sync once through ``on_durable`` instead of once per request.
+thread reports each sync once through ``listener.on_durable`` instead of once per request.
 
 Invariants: a callback gets ``True`` only when the bytes up to its offset are durable; callbacks
 run on the flush thread (the broker hops back to its loop with ``call_soon_threadsafe``); a request
@@ -28,10 +28,22 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 log = logging.getLogger("pyrocketmq.broker.store")
 
 FlushCallback = Callable[[bool], None]
+
+
+class DurableListener(Protocol):
+    """Who keeps the waiters of ``flush_to`` (the broker's send path)."""
+
+    def on_durable(self, offset: int, ok: bool, attempted: int) -> None:
+        """After a sync a ``flush_to`` asked for (flush thread): durable up to ``offset``; ``ok`` False
+        when the sync meant to reach ``attempted`` failed."""
+
+    def on_cut(self, offset: int) -> None:
+        """The log was cut at ``offset`` while running (failover, on the caller's thread)."""
 
 
 def _now_ms() -> int:
@@ -120,9 +132,8 @@ class FlushService(ServiceThread):
         self.flushed_offset = 0
         """Durable commitlog offset after the last flush."""
         self._wanted = 0
-        self.on_durable: Callable[[int, bool, int], None] | None = None
-        """Told ``(durable offset, ok, offset the sync meant to reach)`` after each commitlog sync that
-        a ``flush_to`` asked for, on this thread."""
+        self.listener: DurableListener | None = None
+        """Told about each commitlog sync a ``flush_to`` asked for, and about cuts."""
         self.on_flush: Callable[[str, float], None] | None = None
         """Told ``("commitlog" | "consumequeue", seconds)`` after each flush (metrics), on this thread."""
 
@@ -150,6 +161,14 @@ class FlushService(ServiceThread):
             self._wanted = offset
         if not self._event.is_set():
             self._event.set()
+
+    def rewind(self, offset: int) -> None:
+        """The commitlog was cut at ``offset`` while running: nothing past it is durable or wanted,
+        and the listener fails the sends waiting past it."""
+        self.flushed_offset = min(self.flushed_offset, offset)
+        self._wanted = min(self._wanted, offset)
+        if self.listener is not None:
+            self.listener.on_cut(offset)
 
     @property
     def pending(self) -> int:
@@ -179,10 +198,10 @@ class FlushService(ServiceThread):
                     cb(ok and self.flushed_offset >= off)
                 except Exception:
                     log.exception("flush callback failed")
-            listener = self.on_durable
+            listener = self.listener
             if asked and listener is not None:
                 try:
-                    listener(self.flushed_offset, ok, target)
+                    listener.on_durable(self.flushed_offset, ok, target)
                 except Exception:
                     log.exception("durable listener failed")
         if now - self._last_logics_flush >= self.logics_interval_ms:

@@ -59,7 +59,7 @@ from .dispatch import (
     IndexDispatcher,
 )
 from .encode import encode_inner, host_flags, tags_code_of, to_schedule_topic
-from .flush import CleanService, FlushCallback, FlushService
+from .flush import CleanService, DurableListener, FlushCallback, FlushService
 from .host import disk_usage_ratio, physical_memory
 from .index_service import IndexService
 from .mapped_file_queue import StoreError
@@ -235,10 +235,10 @@ class MessageStore:
         """SYNC_FLUSH group commit: ``callback(ok)`` runs on the flush thread once ``phys_offset`` is durable."""
         self.flush_service.request_flush(phys_offset, callback)
 
-    def flush_to(self, phys_offset: int, listener: Callable[[int, bool, int], None]) -> None:
-        """The group commit without a callback per request: ``listener(durable, ok, attempted)`` hears
-        each sync on the flush thread (one listener per store: the broker's send path)."""
-        self.flush_service.on_durable = listener
+    def flush_to(self, phys_offset: int, listener: DurableListener) -> None:
+        """The group commit without a callback per request: ``listener`` hears each sync on the flush
+        thread, and each cut of the log (one listener per store: the broker's send path)."""
+        self.flush_service.listener = listener
         self.flush_service.flush_to(phys_offset)
 
     def _flush_commit_log(self) -> int:
@@ -590,5 +590,6 @@ class MessageStore:
             for cq in list(self._cqs.values()):
                 cq.truncate_dirty(offset, live=True)
             self.index.truncate(offset, self._store_timestamp_at)
+            self.flush_service.rewind(offset)
         self._reput = offset
         return max(0, dropped)

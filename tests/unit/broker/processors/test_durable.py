@@ -82,13 +82,58 @@ def test_a_send_not_flushed_in_time_is_answered_flush_disk_timeout_by_one_timer(
     asyncio.run(main())
 
 
+class _Heard:
+    def __init__(self) -> None:
+        self.durable: list[tuple[int, bool, int]] = []
+        self.cuts: list[int] = []
+
+    def on_durable(self, offset: int, ok: bool, attempted: int) -> None:
+        self.durable.append((offset, ok, attempted))
+
+    def on_cut(self, offset: int) -> None:
+        self.cuts.append(offset)
+
+
+def test_a_cut_fails_the_sends_past_it_and_rewinds_what_counts_as_durable() -> None:
+    async def main() -> None:
+        w = DurableWaiters(_Asked(), timeout=5)
+        futs = [w.wait(end, _response(end)) for end in (100, 200, 300)]
+        w.on_durable(250, True, 300)  # the drain it schedules has not run yet
+        w.on_cut(150)
+        assert [f.result().code for f in futs] == [ResponseCode.SUCCESS, ResponseCode.SUCCESS,
+                                                  ResponseCode.FLUSH_DISK_TIMEOUT]
+        again = w.wait(180, _response(180))
+        assert not again.done(), "written again after the cut: it waits for a sync"
+        await asyncio.sleep(0.01)  # the drain scheduled before the cut runs and answers nothing more
+        assert not again.done()
+        w.on_durable(180, True, 180)
+        assert (await asyncio.wait_for(again, 1)).code == ResponseCode.SUCCESS
+
+    asyncio.run(main())
+
+
+def test_the_store_tells_the_listener_about_a_cut(tmp_path: Path) -> None:
+    store = open_store(make_settings(tmp_path, sync=True))
+    heard = _Heard()
+    try:
+        ends = [put(store, body=b"m" * 50).end_offset for _ in range(3)]
+        store.flush_to(ends[-1], heard)
+        store.flush_service.run_once()
+        assert store.flush_service.flushed_offset >= ends[-1]
+        store.truncate_to(ends[0], whole=True)
+        assert heard.cuts == [ends[0]] and store.flush_service.flushed_offset == ends[0]
+    finally:
+        store.shutdown()
+
+
 def test_flush_to_syncs_once_for_many_and_tells_the_listener_once(tmp_path: Path) -> None:
     store = open_store(make_settings(tmp_path, sync=True))
-    heard: list[tuple[int, bool, int]] = []
+    listener = _Heard()
+    heard = listener.durable
     try:
         ends = [put(store, body=b"m" * 50).end_offset for _ in range(10)]
         for end in ends:
-            store.flush_to(end, lambda *a: heard.append(a))
+            store.flush_to(end, listener)
         before = store.commit_log.queue.sync_count
         store.flush_service.run_once()
         assert store.commit_log.queue.sync_count == before + 1
@@ -105,7 +150,7 @@ def test_sends_from_the_loop_are_answered_by_the_flush_thread_in_few_syncs(tmp_p
     store.start()
 
     async def main() -> list[RemotingCommand]:
-        w = DurableWaiters(lambda end: store.flush_to(end, w.on_durable), timeout=5)
+        w = DurableWaiters(lambda end: store.flush_to(end, w), timeout=5)
         futs = [w.wait(put(store, body=b"x" * 100).end_offset, _response(i)) for i in range(300)]
         return list(await asyncio.wait_for(asyncio.gather(*futs), 10))
 
