@@ -103,11 +103,9 @@ class SendProcessor:
         self.cluster_prop = f"{Prop.CLUSTER}\x01{self.settings.identity.cluster_name}".encode()
         self.max_body = self.settings.store.max_message_size
         self._born_hosts: dict[str, bytes] = {}
-        self.durable = DurableWaiters(self._flush_to, settings.store.sync_flush_timeout_ms / 1000)
+        self.durable = DurableWaiters(store.flush_to, settings.store.sync_flush_timeout_ms / 1000)
         """SYNC_FLUSH sends waiting for their group commit."""
-
-    def _flush_to(self, offset: int) -> None:
-        self.store.flush_to(offset, self.durable)
+        store.watch_durable(self.durable)
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.SEND_MESSAGE, self.handle_send)

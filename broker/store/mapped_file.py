@@ -98,7 +98,7 @@ class MappedFile:
             os.close(fd)
             raise
         self._mv = memoryview(self._mm)
-        self._advise(_WRITING if synced_often else None)
+        self._advise_for_writes()
         if keep_fd:
             self._fd: int | None = fd
         else:
@@ -114,6 +114,10 @@ class MappedFile:
                 self._mm.madvise(advice)
             except OSError as e:  # advice only: a kernel that refuses it costs speed, not data
                 log.debug("madvise(%d) on %s refused: %s", advice, self.path, e)
+
+    def _advise_for_writes(self) -> None:
+        if self._synced_often:
+            self._advise(_WRITING)
 
     def seal(self) -> None:
         """The segment is full and only read from now on: normal readahead for its readers."""
@@ -227,7 +231,7 @@ class MappedFile:
         finally:
             os.close(fd)
         self._mv = memoryview(self._mm)
-        self._advise(_WRITING if self._synced_often else None)
+        self._advise_for_writes()
         self.wrote_position = min(self.wrote_position, pos)
         self.flushed_position = min(self.flushed_position, pos)
 

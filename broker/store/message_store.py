@@ -235,10 +235,13 @@ class MessageStore:
         """SYNC_FLUSH group commit: ``callback(ok)`` runs on the flush thread once ``phys_offset`` is durable."""
         self.flush_service.request_flush(phys_offset, callback)
 
-    def flush_to(self, phys_offset: int, listener: DurableListener) -> None:
-        """The group commit without a callback per request: ``listener`` hears each sync on the flush
-        thread, and each cut of the log (one listener per store: the broker's send path)."""
+    def watch_durable(self, listener: DurableListener) -> None:
+        """Who hears each sync a :meth:`flush_to` asked for (flush thread) and each cut of the log:
+        one per store, the broker's send path."""
         self.flush_service.listener = listener
+
+    def flush_to(self, phys_offset: int) -> None:
+        """The group commit without a callback per request: the listener hears the sync."""
         self.flush_service.flush_to(phys_offset)
 
     def _flush_commit_log(self) -> int:

@@ -117,7 +117,8 @@ def test_the_store_tells_the_listener_about_a_cut(tmp_path: Path) -> None:
     heard = _Heard()
     try:
         ends = [put(store, body=b"m" * 50).end_offset for _ in range(3)]
-        store.flush_to(ends[-1], heard)
+        store.watch_durable(heard)
+        store.flush_to(ends[-1])
         store.flush_service.run_once()
         assert store.flush_service.flushed_offset >= ends[-1]
         store.truncate_to(ends[0], whole=True)
@@ -132,8 +133,9 @@ def test_flush_to_syncs_once_for_many_and_tells_the_listener_once(tmp_path: Path
     heard = listener.durable
     try:
         ends = [put(store, body=b"m" * 50).end_offset for _ in range(10)]
+        store.watch_durable(listener)
         for end in ends:
-            store.flush_to(end, listener)
+            store.flush_to(end)
         before = store.commit_log.queue.sync_count
         store.flush_service.run_once()
         assert store.commit_log.queue.sync_count == before + 1
@@ -150,7 +152,8 @@ def test_sends_from_the_loop_are_answered_by_the_flush_thread_in_few_syncs(tmp_p
     store.start()
 
     async def main() -> list[RemotingCommand]:
-        w = DurableWaiters(lambda end: store.flush_to(end, w), timeout=5)
+        w = DurableWaiters(store.flush_to, timeout=5)
+        store.watch_durable(w)
         futs = [w.wait(put(store, body=b"x" * 100).end_offset, _response(i)) for i in range(300)]
         return list(await asyncio.wait_for(asyncio.gather(*futs), 10))
 
