@@ -18,7 +18,7 @@ from .json_body import (
     _version,
     jname,
 )
-from .lenient_json import _strs, dumps
+from .lenient_json import _items, _strs, dumps
 
 # -- clients ------------------------------------------------------------------------------------
 
@@ -57,7 +57,7 @@ class SubscriptionData(JsonBody):
     def from_dict(cls, d: dict[str, Any]) -> SubscriptionData:
         return cls(
             tags_set=tuple(_strs(d.get("tagsSet"))),
-            code_set=tuple(int(c) for c in d.get("codeSet") or ()),
+            code_set=tuple(int(c) for c in _items(d.get("codeSet"))),
             **cls._scalar_kwargs(d),
         )
 
@@ -78,7 +78,7 @@ class ConsumerData(JsonBody):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ConsumerData:
-        subs = tuple(SubscriptionData.from_dict(s) for s in d.get("subscriptionDataSet") or ())
+        subs = tuple(SubscriptionData.from_dict(s) for s in _items(d.get("subscriptionDataSet")))
         return cls(subscription_data_set=subs, **cls._scalar_kwargs(d))
 
 
@@ -105,8 +105,8 @@ class HeartbeatData(JsonBody):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HeartbeatData:
         return cls(
-            producer_data_set=[ProducerData.from_dict(p) for p in d.get("producerDataSet") or ()],
-            consumer_data_set=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or ()],
+            producer_data_set=[ProducerData.from_dict(p) for p in _items(d.get("producerDataSet"))],
+            consumer_data_set=[ConsumerData.from_dict(c) for c in _items(d.get("consumerDataSet"))],
             **cls._scalar_kwargs(d),
         )
 

@@ -88,8 +88,16 @@ class JsonBody:
 
     @classmethod
     def from_json(cls: type[B], data: bytes | bytearray | memoryview | str) -> B:
-        """Parse a body (strict JSON or fastjson's dialect); unknown keys are ignored."""
-        return cls.from_dict(_obj(data))
+        """Parse a body (strict JSON or fastjson's dialect); unknown keys are ignored.
+
+        A value of the wrong shape (a string where a list of objects belongs, a list where an
+        object does) is a :class:`ValueError` naming the body, like malformed JSON is.
+        """
+        d = _obj(data)
+        try:
+            return cls.from_dict(d)
+        except (AttributeError, TypeError, KeyError) as e:
+            raise ValueError(f"invalid JSON body for {cls.__name__}: a value has the wrong shape ({e})") from None
 
 
 B = TypeVar("B", bound=JsonBody)

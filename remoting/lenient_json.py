@@ -197,8 +197,17 @@ def _bool(v: Any, default: bool = False) -> bool:
     return v.lower() == "true" if isinstance(v, str) else bool(v)
 
 
+def _items(v: Any) -> list[Any]:
+    """A JSON array (or a missing/empty one); a string or an object in its place is malformed."""
+    if not v:
+        return []
+    if not isinstance(v, (list, tuple, set, frozenset)):
+        raise ValueError(f"invalid JSON body: expected an array, got {type(v).__name__}")
+    return list(v)
+
+
 def _strs(v: Any) -> list[str]:
-    return [str(x) for x in v] if v else []
+    return [str(x) for x in _items(v)]
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:

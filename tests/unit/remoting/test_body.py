@@ -145,6 +145,26 @@ def test_heartbeat_ignores_unknown_fields():
     assert hb.to_json() == case["reserialized"].encode()
 
 
+@pytest.mark.parametrize(
+    ("cls", "text"),
+    [
+        (HeartbeatData, '{"consumerDataSet":[{"groupName":"g","subscriptionDataSet":"p"}]}'),
+        (HeartbeatData, '{"consumerDataSet":"abc"}'),
+        (HeartbeatData, '{"producerDataSet":[1,2]}'),
+        (HeartbeatData, '{"consumerDataSet":[{"subscriptionDataSet":[{"tagsSet":"TagA"}]}]}'),
+        (HeartbeatData, '{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":{"a":1}}]}]}'),
+        (ConsumerIdList, '{"consumerIdList":{"a":1}}'),
+        (TopicList, '{"topicList":"T"}'),
+        (RegisterBrokerBody, '{"topicConfigSerializeWrapper":[1]}'),
+    ],
+)
+def test_a_value_of_the_wrong_shape_is_a_value_error(cls, text):
+    """Every handler answers a ValueError as a bad body; a string where a list belongs must not be
+    read character by character, nor escape as an AttributeError from inside the server."""
+    with pytest.raises(ValueError, match="invalid JSON body"):
+        cls.from_json(text.encode())
+
+
 def test_register_broker_golden():
     reg = RegisterBrokerBody.from_json(golden("body_register_broker"))
     wrapper = reg.topic_config_serialize_wrapper
