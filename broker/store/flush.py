@@ -132,6 +132,7 @@ class FlushService(ServiceThread):
         self.flushed_offset = 0
         """Durable commitlog offset after the last flush."""
         self._wanted = 0
+        self._told = 0  # the highest offset the listener has been answered for (durable, or failed)
         self.listener: DurableListener | None = None
         """Told about each commitlog sync a ``flush_to`` asked for, and about cuts."""
         self.on_flush: Callable[[str, float], None] | None = None
@@ -167,6 +168,7 @@ class FlushService(ServiceThread):
         and the listener fails the sends waiting past it."""
         self.flushed_offset = min(self.flushed_offset, offset)
         self._wanted = min(self._wanted, offset)
+        self._told = min(self._told, offset)
         if self.listener is not None:
             self.listener.on_cut(offset)
 
@@ -179,7 +181,9 @@ class FlushService(ServiceThread):
         with self._lock:
             requests, self._pending = self._pending, []
         wanted = self._wanted
-        asked = wanted > self.flushed_offset
+        # a flush_to not answered yet, even when a flush already covers it (a periodic one that ran
+        # while the send was being queued): the listener must hear of it, or the send waits in vain
+        asked = wanted > self._told
         due = now - self._last_commit_log_flush >= self.interval_ms
         if requests or due or asked:
             ok = True
@@ -199,6 +203,8 @@ class FlushService(ServiceThread):
                 except Exception:
                     log.exception("flush callback failed")
             listener = self.listener
+            if asked:
+                self._told = max(self._told, self.flushed_offset if ok else target)
             if asked and listener is not None:
                 try:
                     listener.on_durable(self.flushed_offset, ok, target)
