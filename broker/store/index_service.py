@@ -107,12 +107,12 @@ class IndexService:
             for k in keys.split(KEY_SEPARATOR):
                 if k:
                     hashes.append(self._key_hash(topic, prefix, k))
-        if hashes:
+        if hashes:  # (KEYS of separators only index nothing, and leave last_phy as the batch path does)
             try:
                 self._put(hashes, phy, store_ts)
             except OSError as e:  # no new file (disk full…): the message is stored, only unindexed
                 log.error("cannot index the record at commitlog offset %d: %s", phy, e)
-        self.last_phy = phy
+            self.last_phy = phy
 
     def build_batch(self, topic: str, metas: list[Meta], phys: int, store_ts: int) -> None:
         """:meth:`build` for the consecutive records of one batch put (``metas`` from the store's

@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from pyrocketmq.broker.store import consume_queue, native
 from pyrocketmq.broker.store.consume_queue import cq_units
@@ -128,6 +128,7 @@ def _index_files(directory) -> list[bytes]:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(metas_st, min_size=1, max_size=4), st.integers(1, 9), st.integers(2, 23))
+@example(batches=[[(36, 0, {"KEYS": " "})]], slot_num=1, index_num=2)  # KEYS of separators only: nothing indexed
 def test_a_batch_indexes_like_its_records_one_by_one(batches, slot_num, index_num):
     """Same index files byte for byte (entries, slot chains, headers, rolls to new files) whether a
     batch is indexed by the compiled build_batch or record by record; few slots force shared chains."""
