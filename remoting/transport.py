@@ -106,6 +106,8 @@ class Connection(asyncio.Protocol):
         self._refuse = refuse
         self.in_flight = 0
         """Requests dispatched and not yet answered."""
+        self._started = 0.0  # the request being dispatched: its start (observer) and whether it was held
+        self._held = False
         self.writing_paused = False
         """True while the peer is not reading what this side writes (above the high-water mark)."""
         self._drained: asyncio.Future[None] | None = None
@@ -269,7 +271,8 @@ class Connection(asyncio.Protocol):
     def _dispatch_observed(self, cmd: RemotingCommand) -> None:
         """:meth:`_dispatch` that also tells the observer each request's answer and time (kept
         apart so that a server without an observer pays nothing for it)."""
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
+        self._held = False
         observer = self._observer
         assert observer is not None
         handler = self._handlers.get(cmd.code)
@@ -291,7 +294,27 @@ class Connection(asyncio.Protocol):
             return
         if result is not None:
             self._reply(cmd, result)
+        elif self._held:  # observed when answered
+            return
         self._observe(observer, cmd.code, result, started)
+
+    holds_answers = True
+    """Whether a handler may :meth:`hold` a request (not on channels that are no socket)."""
+
+    def hold(self, cmd: RemotingCommand) -> float:
+        """From a handler that returns None: ``cmd`` is answered later with :meth:`answer` (a future
+        costs more); the result is the token :meth:`answer` takes (when the request started)."""
+        self._hold(cmd)
+        self._held = True
+        return self._started
+
+    def answer(self, cmd: RemotingCommand, response: RemotingCommand, token: float) -> None:
+        """The answer to a request :meth:`hold` kept (on the loop), as if a handler's future completed."""
+        self.in_flight -= 1
+        if self.is_open:
+            self._reply(cmd, response)
+        if self._observer is not None:
+            self._observe(self._observer, cmd.code, response, token)
 
     def _hold(self, cmd: RemotingCommand) -> None:
         """One more request answered later; past ``max_in_flight`` the connection is closed."""

@@ -3,7 +3,7 @@
 One queue per broker instead of one flush request, one timer and one flush-thread callback per
 message::
 
-    loop: put ─▶ wait(end, response) ─▶ queue (end, deadline, future, response); flush_to(end)
+    loop: put ─▶ hold(end, ...) or wait(end, response) ─▶ queue (end, deadline, whom, response); flush_to(end)
     flush thread: one fdatasync covering every end asked so far ─▶ on_durable(offset, ok)
     loop (one call_soon_threadsafe per sync): answer every queued send whose end <= offset
 
@@ -14,6 +14,10 @@ from the left. A failed sync answers the sends it was meant to cover with FLUSH_
 once; a send whose flush takes longer than ``timeout`` gets the same answer from the one timer
 armed for the oldest send. Either way the message stays stored, as in RocketMQ. A cut of the log
 (failover) answers the sends past the cut the same way: their messages are gone.
+
+``hold`` is the cheap form for a plain SYNC_FLUSH send: the connection keeps the request
+(:meth:`Connection.hold`) and the drain answers it directly, with no future, done-callback or extra
+loop callback per message; ``wait`` gives a future for a caller that combines it (SYNC_MASTER).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Callable
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.transport import Connection
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -34,15 +39,31 @@ def mark_flush_timeout(response: RemotingCommand) -> None:
     response.remark = "flush disk timeout"
 
 
+Held = tuple[Connection, RemotingCommand, float]
+"""A request its connection keeps (:meth:`Connection.hold`): connection, request, token."""
+Whom = asyncio.Future[RemotingCommand] | Held
+Entry = tuple[int, float, Whom, RemotingCommand]
+
+
+def _give(whom: Whom, response: RemotingCommand) -> None:
+    if isinstance(whom, tuple):
+        conn, cmd, token = whom
+        conn.answer(cmd, response, token)
+    elif not whom.done():
+        whom.set_result(response)
+
+
+def _given(whom: Whom) -> bool:
+    return not isinstance(whom, tuple) and whom.done()
+
+
 class DurableWaiters:
     """The sends of one broker waiting for their flush, answered in order of their end offset."""
 
     def __init__(self, flush_to: Callable[[int], None], timeout: float) -> None:
         self._flush_to = flush_to
         self.timeout = timeout
-        self._queue: collections.deque[tuple[int, float, asyncio.Future[RemotingCommand], RemotingCommand]] = (
-            collections.deque()
-        )
+        self._queue: collections.deque[Entry] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         # written by the flush thread, read by the loop (plain attributes: each write is atomic)
@@ -52,6 +73,20 @@ class DurableWaiters:
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    def hold(self, end: int, conn: Connection, cmd: RemotingCommand, response: RemotingCommand) -> bool:
+        """Answer ``cmd`` on ``conn`` with ``response`` once the commitlog is durable up to ``end``
+        (True: held, the handler returns None); False when a sync already covered it (answer now)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        if end <= self._durable:
+            return False
+        self._queue.append((end, loop.time() + self.timeout, (conn, cmd, conn.hold(cmd)), response))
+        if self._timer is None:
+            self._timer = loop.call_later(self.timeout, self._expire)
+        self._flush_to(end)
+        return True
 
     def wait(self, end: int, response: RemotingCommand) -> asyncio.Future[RemotingCommand]:
         """A future answered with ``response`` once the commitlog is durable up to ``end`` (on the loop)."""
@@ -92,7 +127,7 @@ class DurableWaiters:
         durable, failed = self._durable, self._failed_through
         queue = self._queue
         while queue:
-            end, _deadline, fut, response = queue[0]
+            end, _deadline, whom, response = queue[0]
             if end <= durable:
                 pass
             elif end <= failed:
@@ -101,8 +136,7 @@ class DurableWaiters:
             else:
                 break
             queue.popleft()
-            if not fut.done():
-                fut.set_result(response)
+            _give(whom, response)
 
     def on_cut(self, offset: int) -> None:
         """The log was cut at ``offset`` (a master stepping down; on the loop): what was durable is
@@ -111,18 +145,16 @@ class DurableWaiters:
         self._drain()
         self._durable = min(self._durable, offset)
         self._failed_through = min(self._failed_through, offset)
-        kept: collections.deque[tuple[int, float, asyncio.Future[RemotingCommand], RemotingCommand]] = (
-            collections.deque()
-        )
+        kept: collections.deque[Entry] = collections.deque()
         cut = 0
         for entry in self._queue:
-            end, _deadline, fut, response = entry
+            end, _deadline, whom, response = entry
             if end <= offset:
                 kept.append(entry)
-            elif not fut.done():
+            elif not _given(whom):
                 cut += 1
                 mark_flush_timeout(response)
-                fut.set_result(response)
+                _give(whom, response)
         self._queue = kept
         if cut:
             log.warning("the commitlog was cut at offset %d: %d waiting send(s) past it answered FLUSH_DISK_TIMEOUT",
@@ -137,10 +169,10 @@ class DurableWaiters:
         now = loop.time()
         queue = self._queue
         while queue and queue[0][1] <= now:
-            end, _deadline, fut, response = queue.popleft()
-            if not fut.done():
+            end, _deadline, whom, response = queue.popleft()
+            if not _given(whom):
                 log.warning("flush to disk timed out for commitlog offset %d", end)
                 mark_flush_timeout(response)
-                fut.set_result(response)
+                _give(whom, response)
         if queue:
             self._timer = loop.call_at(queue[0][1], self._expire)

@@ -30,6 +30,8 @@ TELEMETRY_QUEUE = 1024
 class ProxyChannel(Connection):
     """A 5.x client seen by the 4.x processors: its address, and check-backs sent over Telemetry."""
 
+    holds_answers = False  # the proxy awaits each handler's result: answers come as results or futures
+
     def __init__(self, session: ClientSession) -> None:
         super().__init__({}, name="grpc")
         self.session = session

@@ -166,3 +166,51 @@ def test_sends_from_the_loop_are_answered_by_the_flush_thread_in_few_syncs(tmp_p
         assert 1 <= syncs < 300, syncs
     finally:
         store.shutdown()
+
+
+def test_held_requests_are_answered_on_their_connection_by_sync_cut_and_timer() -> None:
+    """The future-less form: the connection keeps each request and the waiters answer it there."""
+    from pyrocketmq.remoting.command import FrameDecoder
+    from pyrocketmq.remoting.transport import Connection
+
+    from .conftest import _Transport
+
+    async def main() -> None:
+        conn = Connection({}, name="test")
+        transport = _Transport()
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        w = DurableWaiters(_Asked(), timeout=0.2)
+        cmds = [RemotingCommand.request(10, {}) for _ in range(4)]
+        for i, c in enumerate(cmds):
+            c.opaque = 1000 + i
+        assert [w.hold(end, conn, c, _response(end)) for end, c in zip((100, 200, 300, 400), cmds, strict=True)] == [True] * 4
+        assert conn.in_flight == 4
+        await _from_thread(lambda: w.on_durable(200, True, 200))
+        await asyncio.sleep(0.02)
+        w.on_cut(300)  # 400 is gone with the cut
+        await asyncio.sleep(0.4)  # 300 is never synced: its timer answers it
+        answers = {a.opaque: a for a in FrameDecoder().feed(bytes(transport.written))}
+        codes = [answers[c.opaque].code for c in cmds]
+        assert codes == [ResponseCode.SUCCESS, ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
+                         ResponseCode.FLUSH_DISK_TIMEOUT]
+        assert conn.in_flight == 0 and len(w) == 0
+        assert w.hold(150, conn, RemotingCommand.request(10, {}), _response(150)) is False, "already durable"
+
+    asyncio.run(main())
+
+
+def test_a_send_already_covered_by_a_periodic_flush_is_still_answered(tmp_path: Path) -> None:
+    """The periodic flush can sync a message between its put and its flush_to: the listener must
+    still hear that it is durable (else the send waits for its timeout and gets FLUSH_DISK_TIMEOUT)."""
+    store = open_store(make_settings(tmp_path, sync=True))
+    listener = _Heard()
+    try:
+        store.watch_durable(listener)
+        end = put(store, body=b"p" * 40).end_offset
+        store.flush_service.run_once()  # due: syncs the message; nobody asked yet
+        assert store.flush_service.flushed_offset >= end and listener.durable == []
+        store.flush_to(end)
+        store.flush_service.run_once()
+        assert listener.durable and listener.durable[-1][0] >= end and listener.durable[-1][1] is True
+    finally:
+        store.shutdown()
