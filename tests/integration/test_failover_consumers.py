@@ -65,8 +65,17 @@ async def _scenario(ns, replicas) -> None:
         await task
         task = None
         want = set(acked.sent) | set(delayed)
-        await until("every acknowledged and delayed message consumed",
-                    lambda: _true(want <= {b for b, _ in got}), timeout=90)
+        try:
+            await until("every acknowledged and delayed message consumed",
+                        lambda: _true(want <= {b for b, _ in got}), timeout=90)
+        except AssertionError as e:
+            seen = {b for b, _ in got}
+            lost_delayed = sorted(set(delayed) - seen)
+            lost_acked = sorted(set(acked.sent) - seen)
+            raise AssertionError(f"{e}: {len(lost_acked)} of {len(acked.sent)} acknowledged missing "
+                                 f"(first {lost_acked[:5]}), {len(lost_delayed)} of {DELAYED} delayed missing; "
+                                 f"{len(got)} consumed, the last {time.monotonic() - got[-1][1]:.1f} s ago"
+                                 if got else str(e)) from None
         dupes = len(got) - len({b for b, _ in got})
         recent = sum(1 for _, t in got if killed - 10 <= t <= killed)
         assert dupes <= recent, f"{dupes} duplicates, more than the {recent} consumed in the 10 s before the kill"
