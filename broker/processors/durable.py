@@ -77,31 +77,33 @@ class DurableWaiters:
     def hold(self, end: int, conn: Connection, cmd: RemotingCommand, response: RemotingCommand) -> bool:
         """Answer ``cmd`` on ``conn`` with ``response`` once the commitlog is durable up to ``end``
         (True: held, the handler returns None); False when a sync already covered it (answer now)."""
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
+        loop = self._bound_loop()
         if end <= self._durable:
             return False
-        self._queue.append((end, loop.time() + self.timeout, (conn, cmd, conn.hold(cmd)), response))
-        if self._timer is None:
-            self._timer = loop.call_later(self.timeout, self._expire)
-        self._flush_to(end)
+        self._enqueue(loop, end, (conn, cmd, conn.hold(cmd)), response)
         return True
 
     def wait(self, end: int, response: RemotingCommand) -> asyncio.Future[RemotingCommand]:
         """A future answered with ``response`` once the commitlog is durable up to ``end`` (on the loop)."""
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
+        loop = self._bound_loop()
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
         if end <= self._durable:  # a sync already covered it (its drain has run or sees the queue)
             fut.set_result(response)
-            return fut
-        self._queue.append((end, loop.time() + self.timeout, fut, response))
+        else:
+            self._enqueue(loop, end, fut, response)
+        return fut
+
+    def _bound_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
+
+    def _enqueue(self, loop: asyncio.AbstractEventLoop, end: int, whom: Whom, response: RemotingCommand) -> None:
+        self._queue.append((end, loop.time() + self.timeout, whom, response))
         if self._timer is None:
             self._timer = loop.call_later(self.timeout, self._expire)
         self._flush_to(end)
-        return fut
 
     # -- the flush thread ---------------------------------------------------------------------
     def on_durable(self, offset: int, ok: bool, attempted: int) -> None:

@@ -138,11 +138,11 @@ class SendProcessor:
         if self.publish_routes is not None and self.topics.data_version.counter != version:
             # the send created its topic: the name servers route it before the producer hears back
             # (a future, not a held answer: the answer must wait for the routes too)
-            return published_first(self.publish_routes, self._send(conn, cmd, h, body, batch, target, may_hold=False))
-        return self._send(conn, cmd, h, body, batch, target, may_hold=conn.holds_answers)
+            return published_first(self.publish_routes, self._send(conn, cmd, h, body, batch, target, holder=None))
+        return self._send(conn, cmd, h, body, batch, target, holder=conn if conn.holds_answers else None)
 
     def _send(self, conn: Connection, cmd: RemotingCommand, h: SendMessageRequestHeader, body: bytes | bytearray | memoryview,
-              batch: bool, target: tuple[str, int, TopicConfig] | RemotingCommand, may_hold: bool) -> HandlerResult:
+              batch: bool, target: tuple[str, int, TopicConfig] | RemotingCommand, holder: Connection | None) -> HandlerResult:
         if isinstance(target, RemotingCommand):
             return target
         topic, queue_id, config = target
@@ -184,7 +184,7 @@ class SendProcessor:
             result = self.store.put_message(
                 self._inner(h, topic, queue_id, sys_flag, born_host, body, raw_props, props_bytes)
             )
-        return self._answer(conn if may_hold else None, cmd, result, topic, queue_id, wait)
+        return self._answer(holder, cmd, result, topic, queue_id, wait)
 
     def _timer_problem(self, raw_props: bytes) -> str | None:
         """Why the timer the message asks for cannot be kept (RocketMQ 5's "timer message illegal")."""
@@ -288,10 +288,10 @@ class SendProcessor:
             inner = half_inner(inner)
         return inner
 
-    def _answer(self, conn: Connection | None, cmd: RemotingCommand, result: PutResult, topic: str, queue_id: int,
+    def _answer(self, holder: Connection | None, cmd: RemotingCommand, result: PutResult, topic: str, queue_id: int,
                 wait: bool) -> HandlerResult:
-        """The send's answer: at once, or once the flush / the slave covers the message (``conn``: it may
-        hold the request until the sync, else the answer is a future)."""
+        """The send's answer: at once, or once the flush / the slave covers the message (``holder``: the
+        connection that keeps the request until the sync; None: the answer is a future)."""
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code != ResponseCode.SUCCESS:
             return cmd.response(code, f"putting the message failed: {result.status.name}")
@@ -313,9 +313,9 @@ class SendProcessor:
             return self._wait_slave(response, end, self.durable.wait(end, response) if self.store.sync_flush else None)
         if not self.store.sync_flush:
             return response
-        if conn is None:
+        if holder is None:
             return self.durable.wait(end, response)
-        return None if self.durable.hold(end, conn, cmd, response) else response  # None: the sync answers
+        return None if self.durable.hold(end, holder, cmd, response) else response  # None: the sync answers
 
     def _retry_or_dlq(self, h: SendMessageRequestHeader) -> tuple[str, int | None] | str:
         """A send to ``%RETRY%<group>`` (a client whose send-back failed): its ``(topic, queue id)``,
