@@ -47,6 +47,8 @@ def test_the_broker_refuses_messages_of_another_type(tmp_path, namesrv):
             await wait_until(lambda: _routed(admin, topic), 30, f"{topic} routed")
 
     async def go():
+        async with Admin(namesrv.addr) as admin:  # the operator retries until the group has registered
+            await wait_until(lambda: _registered(admin), 30, "broker-a registered with the name server")
         for topic, kind in (("TypedTx", "TRANSACTION"), ("TypedDelay", "DELAY"), ("TypedFifo", "FIFO"),
                             ("TypedPlain", "NORMAL")):
             await apply(topic, kind)
@@ -85,6 +87,10 @@ def test_the_broker_refuses_messages_of_another_type(tmp_path, namesrv):
     assert tx.status.name == "SEND_OK" and refused.code == ResponseCode.MESSAGE_ILLEGAL
     assert types == {"TypedTx": "TRANSACTION", "TypedDelay": "DELAY", "TypedFifo": "FIFO", "TypedPlain": "DELAY"}
     assert kept == types
+
+
+async def _registered(admin: Admin) -> bool:
+    return bool((await admin.cluster_info()).cluster_addr_table.get("DefaultCluster"))
 
 
 async def _routed(admin: Admin, topic: str) -> bool:
