@@ -43,7 +43,7 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import PullMessageRequestHeader
 from pyrocketmq.remoting.message import MessageExt
 
-from .errors import MQClientError, MQError
+from .errors import MQClientError, MQConnectionError, MQError, MQTimeoutError, ServiceNotAvailableError
 from .process_queue import ProcessQueue, flow_control, now_ms
 from .pulling import PullStatus, PullSysFlag, pull_result_from_response
 from .push_parts import ConsumerParts
@@ -163,6 +163,11 @@ class PullService:
         except Exception as e:
             if not pq.dropped:
                 log.warning("group %s: pull of %s at %d failed: %s", c.group, mq, req.next_offset, e)
+            if isinstance(e, MQConnectionError | MQTimeoutError | ServiceNotAvailableError):
+                # the broker is gone or unwell (a failover?): ask the master next time, and look for
+                # a new one now rather than at the 30 s route refresh
+                self.suggested.pop(mq, None)
+                await inst.refresh_after_failure(mq.topic)
             self.execute(req, s.pull.delay_on_error)
             return
         c.stats.record_pull(mq.topic, time.monotonic() - started, len(result.messages))

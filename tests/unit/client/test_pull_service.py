@@ -13,6 +13,12 @@ import pytest
 
 from pyrocketmq.client import pull_service as ps
 from pyrocketmq.client.consumer_stats import ConsumerStats
+from pyrocketmq.client.errors import (
+    MQBrokerError,
+    MQConnectionError,
+    MQTimeoutError,
+    ServiceNotAvailableError,
+)
 from pyrocketmq.client.offset_store import OffsetStore
 from pyrocketmq.client.process_queue import ProcessQueue
 from pyrocketmq.client.pull_service import PullRequest, PullService
@@ -33,6 +39,10 @@ class FakeInstance:
         self.answer = answer
         self.broker_id = broker_id
         self.sent: list[RemotingCommand] = []
+        self.refreshed: list[str] = []
+
+    async def refresh_after_failure(self, topic):
+        self.refreshed.append(topic)
 
     def find_broker_addr(self, name, bid=0, *, only_this=False):
         return ("127.0.0.1:1", self.broker_id)
@@ -42,6 +52,8 @@ class FakeInstance:
 
     async def invoke(self, addr, cmd, timeout=None):
         self.sent.append(cmd)
+        if isinstance(self.answer, Exception):
+            raise self.answer
         return self.answer
 
 
@@ -171,6 +183,32 @@ def test_flow_control_and_errors_delay_the_next_pull():
     assert c.instance.sent == [] and c.later_calls == [c.settings.flow.delay]
     pull_once(c, PullRequest(MQ, ProcessQueue(), 0))
     assert c.later_calls[-1] == c.settings.pull.delay_on_error
+
+
+@pytest.mark.parametrize(
+    ("error", "refreshed"),
+    [
+        (MQConnectionError("connection refused"), ["T"]),  # the broker is gone: a failover?
+        (MQTimeoutError("no answer"), ["T"]),
+        (ServiceNotAvailableError(ResponseCode.SERVICE_NOT_AVAILABLE, "stepping down"), ["T"]),
+        (MQBrokerError(ResponseCode.SYSTEM_ERROR, "busy"), []),  # the broker is there: no new route
+    ],
+)
+def test_a_pull_to_a_broker_that_is_gone_refreshes_the_route_and_asks_the_master_next(error, refreshed):
+    c = FakeConsumer(error)
+    req = PullRequest(MQ, ProcessQueue(), 0)
+
+    async def go():
+        svc = c.fetcher()
+        svc.queue = asyncio.Queue()
+        svc.suggested[MQ] = 1  # the last answer suggested the slave
+        await svc.pull(req)
+        return svc
+
+    svc = asyncio.run(go())
+    assert c.instance.refreshed == refreshed
+    assert (MQ in svc.suggested) == (not refreshed)
+    assert c.later_calls == [c.settings.pull.delay_on_error]
 
 
 def test_orderly_queue_without_its_lock_is_not_pulled():
