@@ -188,3 +188,8 @@ class ConsumerNotOnlineError(MQBrokerError):
     """No consumer of the group is connected to the broker."""
 
     codes = (ResponseCode.CONSUMER_NOT_ONLINE,)
+
+
+BROKER_GONE: tuple[type[MQError], ...] = (MQConnectionError, MQTimeoutError, ServiceNotAvailableError)
+"""Failures that say the broker asked is gone or stepping down (a failover?), not that it refused:
+a consumer refreshes the topic's route at once and asks the master next."""

@@ -43,9 +43,9 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import PullMessageRequestHeader
 from pyrocketmq.remoting.message import MessageExt
 
-from .errors import MQClientError, MQConnectionError, MQError, MQTimeoutError, ServiceNotAvailableError
+from .errors import BROKER_GONE, MQClientError, MQError
 from .process_queue import ProcessQueue, flow_control, now_ms
-from .pulling import PullStatus, PullSysFlag, pull_result_from_response
+from .pulling import PullResult, PullStatus, PullSysFlag, Subscription, pull_result_from_response
 from .push_parts import ConsumerParts
 from .route import MASTER_ID
 from .tasks import TaskSet
@@ -136,34 +136,15 @@ class PullService:
             self.execute(req, NOT_LOCKED_DELAY)
             return
         inst = c.instance
-        commit_offset = c.offset_store.read_memory(mq) if c.clustering else -1
         started = time.monotonic()
         try:
-            bid = self.suggested.get(mq, MASTER_ID)
-            found = inst.find_broker_addr(mq.broker_name, bid)
-            if found is None:
-                await inst.update_route(mq.topic)
-                found = inst.find_broker_addr(mq.broker_name, bid)
-            if found is None:
-                raise MQClientError(f"broker {mq.broker_name!r} of {mq.topic} is not in the route")
-            addr, broker_id = found
-            sys_flag = PullSysFlag.SUSPEND
-            if commit_offset > 0 and broker_id == MASTER_ID:
-                sys_flag |= PullSysFlag.COMMIT_OFFSET
-            fields = PullMessageRequestHeader(
-                consumer_group=c.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=req.next_offset,
-                max_msg_nums=s.pull.batch_size, sys_flag=sys_flag, commit_offset=max(0, commit_offset),
-                suspend_timeout_millis=s.pull.suspend_ms, sub_version=c.state.sub_version,
-                expression_type=sub.expression_type,
-            ).to_ext()
-            resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), s.pull.timeout)
-            result = pull_result_from_response(resp, sub, c.group, addr)
+            result = await self._request(req, sub)
         except asyncio.CancelledError:
             raise
         except Exception as e:
             if not pq.dropped:
                 log.warning("group %s: pull of %s at %d failed: %s", c.group, mq, req.next_offset, e)
-            if isinstance(e, MQConnectionError | MQTimeoutError | ServiceNotAvailableError):
+            if isinstance(e, BROKER_GONE):
                 # the broker is gone or unwell (a failover?): ask the master next time, and look for
                 # a new one now rather than at the 30 s route refresh
                 self.suggested.pop(mq, None)
@@ -195,6 +176,31 @@ class PullService:
             pq.dropped = True
             offset = result.next_begin_offset
             self.tasks.later(OFFSET_MOVED_DELAY, lambda: self.tasks.spawn(self._offset_moved(mq, pq, offset)))
+
+    async def _request(self, req: PullRequest, sub: Subscription) -> PullResult:
+        """One PULL_MESSAGE for ``req`` to the broker the last answer suggested (the master at first)."""
+        c = self.parts
+        mq, s, inst = req.mq, c.settings, c.instance
+        commit_offset = c.offset_store.read_memory(mq) if c.clustering else -1
+        bid = self.suggested.get(mq, MASTER_ID)
+        found = inst.find_broker_addr(mq.broker_name, bid)
+        if found is None:
+            await inst.update_route(mq.topic)
+            found = inst.find_broker_addr(mq.broker_name, bid)
+        if found is None:
+            raise MQClientError(f"broker {mq.broker_name!r} of {mq.topic} is not in the route")
+        addr, broker_id = found
+        sys_flag = PullSysFlag.SUSPEND
+        if commit_offset > 0 and broker_id == MASTER_ID:
+            sys_flag |= PullSysFlag.COMMIT_OFFSET
+        fields = PullMessageRequestHeader(
+            consumer_group=c.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=req.next_offset,
+            max_msg_nums=s.pull.batch_size, sys_flag=sys_flag, commit_offset=max(0, commit_offset),
+            suspend_timeout_millis=s.pull.suspend_ms, sub_version=c.state.sub_version,
+            expression_type=sub.expression_type,
+        ).to_ext()
+        resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), s.pull.timeout)
+        return pull_result_from_response(resp, sub, c.group, addr)
 
     async def _offset_moved(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         c = self.parts
