@@ -76,21 +76,22 @@ def test_order_totals_stream_mode_emits_each_minute_once(spark, rmq, tmp_path):
     rmq.create_topic("PipeStreamOrders", queues=2)
     rmq.create_topic("PipeStreamTotals", queues=2)
     # Events arrive roughly in time order, as real ones do (late ones beyond the watermark are dropped).
-    # The watermark (10 minutes) is wider than the events' span: the two queues are read in proportion
-    # to their backlogs, not in event time, and a send retried onto the other queue lands at its end,
-    # so a tight watermark would drop events by the luck of the reads rather than by their lateness.
     orders = sorted(_orders(90, seed=11), key=lambda e: e[1]["ts"])
     last_ts = max(o["ts"] for _, o in orders)
-    # An event thirty minutes later moves the watermark past every minute above, so all of them close.
-    flush = ("flush", {"orderId": "late", "amount": "1.00", "ts": last_ts + 30 * 60_000})
-    events = [*orders, flush]
-    rmq.produce("PipeStreamOrders", [json.dumps(o).encode() for _, o in events], tags=[t for t, _ in events])
+    rmq.produce("PipeStreamOrders", [json.dumps(o).encode() for _, o in orders], tags=[t for t, _ in orders])
 
     out = tmp_path / "totals"
     args = parse_args(["--name-server", rmq.ns, "--mode", "stream", "--input-topic", "PipeStreamOrders",
                        "--output-topic", "PipeStreamTotals", "--parquet", str(out), "--checkpoint",
                        str(tmp_path / "ckpt"), "--max-records-per-batch", "40", "--group", "pipe-stream",
-                       "--watermark", "10 minutes"])
+                       "--watermark", "2 minutes"])
+    run_stream(spark, args)  # every order read; the last minutes stay open below the watermark
+    # An event ten minutes later, read by a second run from the checkpoint once every order has been
+    # read, moves the watermark past every minute above, so all of them close. (Sent with the orders
+    # it could be read before the other queue's last orders: the queues are read in proportion to
+    # their backlogs, not in event time, and those orders would be dropped as late.)
+    flush = ("flush", {"orderId": "late", "amount": "1.00", "ts": last_ts + 10 * 60_000})
+    rmq.produce("PipeStreamOrders", [json.dumps(flush[1]).encode()], tags=[flush[0]])
     run_stream(spark, args)
 
     rows = spark.read.parquet(str(out)).collect()
