@@ -26,6 +26,7 @@ from pyrocketmq.service import Service, Services
 
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
+from .ha.confirmed import ConfirmedArrivals
 from .ha.replica import ReplicaManager
 from .ha.service import RECONNECT_DELAY, HAClient, HAServer
 from .ha.slave_sync import SlaveSync
@@ -103,6 +104,8 @@ class Broker:
         """Slaves: the periodic copy of the master's topics, groups and offsets."""
         self.replica: ReplicaManager | None = None
         """Controller mode: heartbeats to the controller and the role changes it orders."""
+        self.arrivals: ConfirmedArrivals | None = None
+        """Controller mode: notices for held pulls, given once the in-sync replicas hold the message."""
         self.fast_server: RemotingServer | None = None
         self.grpc: GrpcEndpoint | None = None
         """``grpcListenPort``: the RocketMQ 5 gRPC endpoint (5.x clients), served by this broker's processors."""
@@ -204,6 +207,9 @@ class Broker:
                                           start_master=self._start_master_services,
                                           stop_master=self._stop_master_services)
             self.replica.load()
+            self.arrivals = ConfirmedArrivals(self.replica.readable_offset, store.get_max_phy_offset, self._tell_readers)
+            store.read_limit = self.replica.readable_offset
+            self.ha_server.table.on_progress = self.arrivals.release
             self.registrar.controller_mode = True
             self.registrar.role_fresh = self._role_fresh
         return store
@@ -308,11 +314,17 @@ class Broker:
         return readiness(self.serving, len(self.settings.network.namesrv_addrs), len(self.registrar.registered))
 
     def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties: dict[str, str] | None = None) -> None:
+        if self.arrivals is not None:  # controller mode: readers hear of it once the in-sync slaves hold it
+            self.arrivals.arrived(topic, queue_id, max_offset, tags_code)
+        else:
+            self._tell_readers(topic, queue_id, max_offset, tags_code)
+        if self.ha_server is not None:
+            self.ha_server.notify()
+
+    def _tell_readers(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
         self.holds.notify(topic, queue_id, max_offset, tags_code)
         if self.grpc is not None:
             self.grpc.pop.wake(topic)
-        if self.ha_server is not None:
-            self.ha_server.notify()
 
     def _ha_master_addr(self) -> str | None:
         if self.replica is not None:

@@ -44,7 +44,14 @@ from pyrocketmq.remoting.message import (
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.service import Service
 
-from .errors import MQBrokerError, MQClientError, MQError, NoPermissionError, SubscriptionGroupNotFoundError
+from .errors import (
+    BROKER_GONE,
+    MQBrokerError,
+    MQClientError,
+    MQError,
+    NoPermissionError,
+    SubscriptionGroupNotFoundError,
+)
 from .instance import ClientInstance
 from .message import check_topic
 from .pulling import (
@@ -373,6 +380,9 @@ class PullConsumer:
                 if state.refused is not None and self._data is not None:
                     self._data.set()  # poll() reports it
                 log.warning("pull of %s failed: %s; retrying in %.1fs", mq, e, s.pull_delay_on_error)
+                if isinstance(e, BROKER_GONE):  # a failover? find the new master now, not at the 30 s refresh
+                    self._suggested.pop(mq, None)
+                    await self.instance.refresh_after_failure(mq.topic)
                 await asyncio.sleep(s.pull_delay_on_error)
                 continue
             except Exception:

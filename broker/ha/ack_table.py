@@ -36,6 +36,8 @@ class AckTable:
         self.required: frozenset[int] | None = None
         """Controller mode: the replica ids that must all hold a message before it is acknowledged
         (the in-sync set without the master); None = any one connected slave suffices (4.x)."""
+        self.on_progress: Callable[[], object] | None = None
+        """Called after each acknowledgement and in-sync set change (the confirm offset may have moved)."""
 
     # -- slaves ---------------------------------------------------------------------------------
     def connect(self, key: object) -> None:
@@ -58,7 +60,10 @@ class AckTable:
     def set_required(self, required: frozenset[int] | None) -> int:
         """Change whose acknowledgements count; wakes the waiters that now hold. How many woke."""
         self.required = required
-        return self._wake_upto(self.progress)
+        woken = self._wake_upto(self.progress)
+        if self.on_progress is not None:
+            self.on_progress()
+        return woken
 
     @property
     def progress(self) -> int:
@@ -83,7 +88,10 @@ class AckTable:
         """Record a slave's report; wakes every waiter at or below it. Returns how many woke."""
         if offset > self.slaves.get(key, -1):
             self.slaves[key] = offset
-        return self._wake_upto(self.progress)
+        woken = self._wake_upto(self.progress)
+        if self.on_progress is not None:
+            self.on_progress()
+        return woken
 
     def _wake_upto(self, best: int) -> int:
         heap = self._by_offset

@@ -125,6 +125,14 @@ class ReplicaManager:
             return view
         return None
 
+    def readable_offset(self) -> int | None:
+        """The confirm offset consumers may read up to (see :mod:`.confirmed`): as the master, what
+        every in-sync slave acknowledged and at least this epoch's start; None (no limit) otherwise."""
+        table = self.ha_server.table
+        if not self.master or table.required is None:
+            return None
+        return max(table.progress, self.epoch_start)
+
     async def round(self) -> None:
         ident = self.settings.identity
         view = await self._call(RequestCode.CONTROLLER_BROKER_HEARTBEAT, {

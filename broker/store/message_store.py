@@ -64,9 +64,9 @@ from .host import disk_usage_ratio, physical_memory
 from .index_service import IndexService
 from .mapped_file_queue import StoreError
 from .native import Meta, encode_batch, offset_msg_ids
-from .reads import offset_by_time, query_by_key, scan_units
+from .reads import offset_by_time, query_by_key, readable_end, scan_units
 from .retention import clean_expired, clean_tick
-from .settings import StoreSettings
+from .settings import CQ_UNIT_SIZE, StoreSettings
 from .timer import TimerRefused, hold_for_timer
 from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult, QueryMessageResult
 
@@ -112,14 +112,14 @@ class MessageStore:
         self.dispatch.add(IndexDispatcher(self.index, settings.index))
         self._hook: HookDispatcher | None = None
         self.disk_usage_ratio: Callable[[], float] = self._disk_usage_ratio
+        self.read_limit: Callable[[], int | None] | None = None
+        """Controller mode: the commitlog offset consumers may read up to (every in-sync replica
+        holds it; None: everything), RocketMQ 5's confirm offset; unset: no limit."""
         """Fraction of the commitlog's disk in use (replaceable in tests)."""
         fs = settings.flush
         self.flush_service = FlushService(
-            flush_commit_log=self._flush_commit_log,
-            flush_logics=self._flush_logics,
-            sync=settings.sync_flush,
-            interval_ms=fs.flush_interval_commit_log,
-            logics_interval_ms=fs.flush_interval_consume_queue,
+            flush_commit_log=self._flush_commit_log, flush_logics=self._flush_logics, sync=settings.sync_flush,
+            interval_ms=fs.flush_interval_commit_log, logics_interval_ms=fs.flush_interval_consume_queue,
             group_wait_ms=fs.group_commit_wait_ms,
         )
         self.clean_service = CleanService(lambda: clean_tick(self), settings.retention.clean_resource_interval)
@@ -141,9 +141,7 @@ class MessageStore:
         index = self.index
         indexing = s.index.message_index_enable
 
-        start = self.commit_log.recovery_start(
-            abnormal=abnormal, checkpoint_min_ts=self.checkpoint.min_timestamp
-        )
+        start = self.commit_log.recovery_start(abnormal=abnormal, checkpoint_min_ts=self.checkpoint.min_timestamp)
         scan_from = self._index_recovery_start(start) if abnormal and indexing else start
 
         def redispatch(msg: MessageExt, phys: int, size: int) -> None:
@@ -152,16 +150,13 @@ class MessageStore:
             self._dispatch_record(msg, phys, size, rebuild_unit=phys >= start)
 
         self._units.rebuilt = 0
-
         if abnormal:
             # Units of records from `start` on may be torn or missing (their flush raced the crash):
             # cut them and derive them again from the validated commitlog records.
             for cq in self._cqs.values():
                 cq.truncate_dirty(start, routine=True)
         index_before = index.last_phy
-        max_phys = self.commit_log.recover(
-            scan_from, abnormal=abnormal, dispatch=redispatch if abnormal else None
-        )
+        max_phys = self.commit_log.recover(scan_from, abnormal=abnormal, dispatch=redispatch if abnormal else None)
         if self._units.rebuilt:
             log.warning("rebuilt %d consume-queue unit(s) from the commitlog", self._units.rebuilt)
         if index.last_phy != index_before:
@@ -402,27 +397,23 @@ class MessageStore:
         if cq is None:
             return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
         min_off = cq.min_offset
-        max_off = cq.max_offset
+        written = cq.max_offset
+        max_off = self._readable_max(cq, max(offset, min_off))
         S = GetMessageStatus
-        if max_off == 0:
+        if written == 0:
             return GetResult(S.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
         if offset < min_off:
             return GetResult(S.OFFSET_TOO_SMALL, min_off, min_off, max_off)
-        if offset == max_off:
+        if max_off <= offset <= written:  # the end, or written but not yet held by every in-sync replica
             return GetResult(S.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
-        if offset > max_off:
+        if offset > written:
             return GetResult(S.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
         units = cq.units_from(offset)
         if units is None:
-            log.warning(
-                "consume queue %s/%d: no unit at offset %d (min %d, max %d)",
-                topic,
-                queue_id,
-                offset,
-                min_off,
-                max_off,
-            )
+            log.warning("consume queue %s/%d: no unit at offset %d (min %d, max %d)", topic, queue_id, offset,
+                        min_off, max_off)
             return GetResult(S.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
+        units = units[: (max_off - offset) * CQ_UNIT_SIZE]
 
         scan = scan_units(units, self.commit_log, self.settings, self.memory_window, max_msgs, max_bytes, tag_filter,
                           record_filter)
@@ -439,8 +430,17 @@ class MessageStore:
 
     # -- offsets and lookups --------------------------------------------------------------------
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The end of what consumers may read (see :attr:`read_limit`)."""
         cq = self._cqs.get((topic, queue_id))
-        return cq.max_offset if cq else 0
+        return self._readable_max(cq, cq.min_offset) if cq else 0
+
+    def _readable_max(self, cq: ConsumeQueue, lo: int) -> int:
+        """``cq``'s max offset, or in controller mode the end of its records within :attr:`read_limit`
+        (searched from ``lo`` on)."""
+        hi = cq.max_offset
+        if self.read_limit is None or (limit := self.read_limit()) is None or cq.max_physic_offset <= limit:
+            return hi
+        return readable_end(cq.get, min(lo, hi), hi, limit)
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self._cqs.get((topic, queue_id))

@@ -1,5 +1,6 @@
 """The store's read paths as functions of the files they read: a pull's scan of consume-queue
-units, the binary search of an offset by store time, and a query by key checked record by record."""
+units, the end of what consumers may read (controller mode), the binary search of an offset by
+store time, and a query by key checked record by record."""
 
 from __future__ import annotations
 
@@ -97,6 +98,21 @@ def scan_units(
         status = S.FOUND
         next_phy_file_start = -1
     return _Scan(status, scanned, buffers, count, total, max_phy_pulling)
+
+
+def readable_end(unit_at: Callable[[int], tuple[int, int, int] | None], lo: int, hi: int, limit: int) -> int:
+    """The first logical offset in ``[lo, hi)`` whose record ends past commitlog offset ``limit``
+    (``hi`` when none does): a queue's records end in increasing commitlog order, so a binary
+    search over ``unit_at(offset)`` (commitlog offset, size, tags code) finds it. A filler or a
+    missing unit counts as readable."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        unit = unit_at(mid)
+        if unit is None or unit[1] == FILLER_SIZE or unit[0] + unit[1] <= limit:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def offset_by_time(min_off: int, max_off: int, time_at: Callable[[int], int], ts_ms: int) -> int:

@@ -2,14 +2,16 @@
 the SYNC_MASTER is killed continues on the new master from the group's committed offsets (they
 follow the master to its slave every 2 s), so it gets every acknowledged message with duplicates
 only from its last seconds before the kill; delayed messages waiting on the dead master are
-delivered by the new one."""
+delivered by the new one. A lite pull consumer whose route timer would only run in ten minutes
+finds the new master by itself when its pulls fail."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
-from pyrocketmq.client import Message, Producer
+from pyrocketmq.client import Message, Producer, PullConsumer
 from pyrocketmq.client.settings import ClientSettings
 from pyrocketmq.remoting.transport import RemotingClient
 
@@ -93,3 +95,54 @@ async def _scenario(ns, replicas) -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+def test_a_lite_pull_consumer_finds_the_new_master_without_its_route_timer(tmp_path) -> None:
+    with controller_group(tmp_path, 2) as (ns, replicas):
+        asyncio.run(_lite_scenario(ns, replicas))
+
+
+async def _lite_scenario(ns, replicas) -> None:
+    topic = "LiteFailoverTopic"
+    client = RemotingClient()
+    acked, stop = Acked(), asyncio.Event()
+    seen: set[str] = set()
+
+    async def polled(pc: PullConsumer, want: Callable[[], bool]) -> bool:
+        seen.update(m.body.decode() for m in await pc.poll(timeout=0.5))
+        return want()
+
+    task = None
+    # the 30 s route refresh pushed out of the test's reach: only a refresh after a failed pull helps
+    settings = ClientSettings(instance_name="fl", client_ip="127.0.0.1", poll_namesrv_interval=600)
+    pc = PullConsumer("failover_lite", ns.addr, client=settings)
+    try:
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
+        first = (await view(client, ns.addr))["masterId"]
+        other = 3 - first
+        assert (await client.invoke(replicas[first].addr, create_topic(topic, QUEUES), 10)).code == 0
+        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, topic))
+        await pc.start()
+        await pc.assign(await pc.fetch_queues(topic))
+        await pc.seek_to_begin()
+        task = asyncio.create_task(produce(ns.addr, topic, stop, acked, "l"))
+        await until("100 polled", lambda: polled(pc, lambda: len(seen) >= 100), timeout=60)
+        replicas[first].kill9()
+        n = len(acked.sent)
+        await until("100 sends on the new master", lambda: _true(len(acked.sent) >= n + 100), timeout=30)
+        stop.set()
+        await task
+        task = None
+        try:
+            await until("every acknowledged message polled from the new master",
+                        lambda: polled(pc, lambda: set(acked.sent) <= seen), timeout=60)
+        except AssertionError as e:
+            missing = sorted((acked.sent[b][:2], b) for b in set(acked.sent) - seen)
+            raise AssertionError(f"{e}: {len(missing)} of {len(acked.sent)} missing, (queue, offset) of the first: "
+                                 f"{missing[:5]}") from None
+    finally:
+        stop.set()
+        if task is not None:
+            await task
+        await pc.shutdown()
+        await client.close()

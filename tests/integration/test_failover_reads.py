@@ -1,0 +1,74 @@
+"""Controller mode: a master serves consumers only what every in-sync replica holds (RocketMQ 5's
+confirm offset). A message its slave has not received yet would be lost with the master, and a
+consumer that had read it would skip the message the elected slave writes at the same queue
+offset; so it is not pulled, nor announced to a held pull, until the slave holds it, and a pull
+held meanwhile answers as soon as the slave acknowledges."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.message import decode_messages
+from pyrocketmq.remoting.transport import RemotingClient
+
+from .failover import controller_group, has_topic, in_sync, until, view
+from .wire import create_topic, max_phy_offset, pull, send_v2
+
+TOPIC = "ConfirmedReadTopic"
+HOLD_MS = 20_000
+
+
+def test_a_message_is_read_only_once_the_in_sync_slave_holds_it(tmp_path) -> None:
+    with controller_group(tmp_path, 2) as (ns, replicas):
+        asyncio.run(_scenario(ns, replicas))
+
+
+async def _scenario(ns, replicas) -> None:
+    client = RemotingClient()
+    try:
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
+        first = (await view(client, ns.addr))["masterId"]
+        master, slave = replicas[first], replicas[3 - first]
+        assert (await client.invoke(master.addr, create_topic(TOPIC, 1), 10)).code == 0
+        await until("the topic on the slave", lambda: has_topic(client, slave.addr, TOPIC))
+        assert (await client.invoke(master.addr, send_v2(TOPIC, b"first"), 10)).code == ResponseCode.SUCCESS
+        assert await _bodies(client, master.addr, 0) == ["first"]
+
+        before = await max_phy_offset(client, master.addr)
+        os.kill(slave.proc.pid, signal.SIGSTOP)  # connected, silent: it acknowledges nothing
+        try:
+            sending = asyncio.create_task(client.invoke(master.addr, send_v2(TOPIC, b"second"), 30))
+            await until("the second message in the master's commitlog",
+                        lambda: _grew(client, master.addr, before), timeout=10)
+            resp = await client.invoke(master.addr, pull(TOPIC, 0, 1), 10)
+            assert resp.code == ResponseCode.PULL_NOT_FOUND, f"read before the slave holds it: {resp.code} {resp.remark}"
+            held = asyncio.create_task(client.invoke(master.addr, pull(TOPIC, 0, 1, suspend_ms=HOLD_MS), 40))
+            await asyncio.sleep(1.0)
+            assert not held.done(), "a held pull was answered before the slave held the message"
+        finally:
+            os.kill(slave.proc.pid, signal.SIGCONT)
+        resumed = time.monotonic()
+        resp = await held
+        waited = time.monotonic() - resumed
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        assert [m.body.decode() for m in decode_messages(resp.body)] == ["second"]
+        # held for 20 s: answered well before, it was woken by the slave's acknowledgement
+        assert waited < HOLD_MS / 2000, f"the held pull answered {waited:.1f} s after the slave resumed"
+        assert (await sending).code == ResponseCode.SUCCESS
+        print(f"\nheld pull answered {waited * 1000:.0f} ms after the slave resumed")
+    finally:
+        await client.close()
+
+
+async def _bodies(client: RemotingClient, addr: str, offset: int) -> list[str]:
+    resp = await client.invoke(addr, pull(TOPIC, 0, offset), 10)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    return [m.body.decode() for m in decode_messages(resp.body)]
+
+
+async def _grew(client: RemotingClient, addr: str, before: int) -> bool:
+    return await max_phy_offset(client, addr) > before
