@@ -410,6 +410,20 @@ class ClientInstance:
         """``(address, id)`` of a broker by name and id; any of that name unless ``only_this``."""
         return choose_broker_addr(self.broker_addrs.get(broker_name), broker_id, only_this=only_this)
 
+    async def broker_addr_of(self, topic: str, broker_name: str, broker_id: int = MASTER_ID) -> tuple[str, int]:
+        """``(address, id)`` of broker ``broker_name`` (``broker_id`` if in the route, else another of that
+        name), refreshing ``topic``'s route once when the name is not known."""
+        found = self.find_broker_addr(broker_name, broker_id)
+        if found is None:
+            await self.update_route(topic)
+            found = self.find_broker_addr(broker_name, broker_id)
+        if found is None:
+            raise MQClientError(
+                f"broker {broker_name!r} is not in the route of topic {topic!r} (a new topic's route reaches the "
+                "name servers a moment after its first message); retry, and check the broker runs"
+            )
+        return found
+
     async def master_addr_of(self, topic: str, broker_name: str) -> str:
         """The master's address, refreshing ``topic``'s route once when it is not known."""
         addr = self.master_addr(broker_name)

@@ -429,17 +429,7 @@ class PullConsumer:
         if offset < 0:
             raise MQClientError(f"offset {offset} is negative")
         sub = parse_expression(expression)
-        bid = self._suggested.get(mq, MASTER_ID)
-        found = inst.find_broker_addr(mq.broker_name, bid)
-        if found is None:
-            await inst.update_route(mq.topic)
-            found = inst.find_broker_addr(mq.broker_name, bid)
-        if found is None:
-            raise MQClientError(
-                f"broker {mq.broker_name!r} is not in the route of topic {mq.topic!r} (a new topic's route "
-                "reaches the name servers a moment after its first message); retry, and check the broker runs"
-            )
-        addr, _ = found
+        addr, _ = await inst.broker_addr_of(mq.topic, mq.broker_name, self._suggested.get(mq, MASTER_ID))
         fields = build_pull_header(
             group=self.group, mq=mq, offset=offset, max_nums=max_nums, subscription=sub,
             suspend_ms=suspend_ms, sub_version=self._sub_version,

@@ -43,7 +43,7 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import PullMessageRequestHeader
 from pyrocketmq.remoting.message import MessageExt
 
-from .errors import BROKER_GONE, MQClientError, MQError
+from .errors import BROKER_GONE, MQError
 from .process_queue import ProcessQueue, flow_control, now_ms
 from .pulling import PullResult, PullStatus, PullSysFlag, Subscription, pull_result_from_response
 from .push_parts import ConsumerParts
@@ -182,14 +182,7 @@ class PullService:
         c = self.parts
         mq, s, inst = req.mq, c.settings, c.instance
         commit_offset = c.offset_store.read_memory(mq) if c.clustering else -1
-        bid = self.suggested.get(mq, MASTER_ID)
-        found = inst.find_broker_addr(mq.broker_name, bid)
-        if found is None:
-            await inst.update_route(mq.topic)
-            found = inst.find_broker_addr(mq.broker_name, bid)
-        if found is None:
-            raise MQClientError(f"broker {mq.broker_name!r} of {mq.topic} is not in the route")
-        addr, broker_id = found
+        addr, broker_id = await inst.broker_addr_of(mq.topic, mq.broker_name, self.suggested.get(mq, MASTER_ID))
         sys_flag = PullSysFlag.SUSPEND
         if commit_offset > 0 and broker_id == MASTER_ID:
             sys_flag |= PullSysFlag.COMMIT_OFFSET

@@ -145,6 +145,29 @@ def test_route_storage_updates_addresses_and_publish_info() -> None:
     assert sorted(i.all_broker_addrs()) == ["m:1", "s:1"] and i.all_broker_addrs(masters_only=True) == ["m:1"]
 
 
+def test_broker_addr_of_refreshes_the_route_once_when_the_broker_is_unknown() -> None:
+    i = inst()
+    route = TopicRouteData.from_json(
+        b'{"brokerDatas":[{"brokerAddrs":{"1":"s:1"},"brokerName":"b","cluster":"C"}],'
+        b'"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":2,"writeQueueNums":2,"topicSysFlag":0}]}'
+    )
+    refreshed: list[str] = []
+
+    async def update_route(topic: str, **_: object) -> bool:
+        refreshed.append(topic)
+        if topic == "T":
+            i._store_route(topic, route)
+        return True
+
+    i.update_route = update_route  # type: ignore[method-assign]
+    assert asyncio.run(i.broker_addr_of("T", "b")) == ("s:1", 1)  # no master: the slave of that name
+    assert asyncio.run(i.broker_addr_of("T", "b", 1)) == ("s:1", 1)
+    assert refreshed == ["T"]
+    with pytest.raises(MQClientError, match="'x' is not in the route of topic 'U'"):
+        asyncio.run(i.broker_addr_of("U", "x"))
+    assert refreshed == ["T", "U"]
+
+
 def test_acquire_shares_per_loop_and_name_servers() -> None:
     async def go():
         s = ClientSettings(namesrv_addr="ns:1", client_ip="10.0.0.5")

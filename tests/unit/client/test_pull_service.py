@@ -44,11 +44,8 @@ class FakeInstance:
     async def refresh_after_failure(self, topic):
         self.refreshed.append(topic)
 
-    def find_broker_addr(self, name, bid=0, *, only_this=False):
+    async def broker_addr_of(self, topic, name, bid=0):
         return ("127.0.0.1:1", self.broker_id)
-
-    async def update_route(self, topic):
-        return True
 
     async def invoke(self, addr, cmd, timeout=None):
         self.sent.append(cmd)
