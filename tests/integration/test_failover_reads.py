@@ -2,19 +2,26 @@
 confirm offset). A message its slave has not received yet would be lost with the master, and a
 consumer that had read it would skip the message the elected slave writes at the same queue
 offset; so it is not pulled, nor announced to a held pull, until the slave holds it, and a pull
-held meanwhile answers as soon as the slave acknowledges."""
+held meanwhile answers as soon as the slave acknowledges. The second test plays the loss itself:
+the replication stream cut (iptables, removed afterwards), the master killed holding a message,
+and a reader that goes on at its own offset on the elected slave gets the message written there."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
+import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import decode_messages
 from pyrocketmq.remoting.transport import RemotingClient
 
+from ..helpers.prereq import missing_prerequisite
 from .failover import controller_group, has_topic, in_sync, until, view
 from .wire import create_topic, max_phy_offset, pull, send_v2
 
@@ -62,6 +69,83 @@ async def _scenario(ns, replicas) -> None:
         print(f"\nheld pull answered {waited * 1000:.0f} ms after the slave resumed")
     finally:
         await client.close()
+
+
+def test_a_reader_following_a_failover_misses_nothing(tmp_path) -> None:
+    if os.geteuid() != 0 or shutil.which("iptables") is None:
+        missing_prerequisite("failover", "cutting the replication stream needs root and iptables")
+    with controller_group(tmp_path, 2) as (ns, replicas):
+        asyncio.run(_failover(ns, replicas))
+
+
+@contextmanager
+def replication_cut(master_port: int) -> Iterator[None]:
+    """Drop what the master's HA port (``listenPort + 1``) sends on loopback: its slave gets nothing more."""
+    rule = ["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(master_port + 1), "-m", "comment", "--comment",
+            f"pyrocketmq-test-{os.getpid()}", "-j", "DROP"]
+    subprocess.run(["iptables", "-I", *rule], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["iptables", "-D", *rule], check=True)
+
+
+async def _failover(ns, replicas) -> None:
+    """The master dies holding a message its slave never got; the reader goes on at its own offset
+    on the elected slave and gets the message written there in its place."""
+    client = RemotingClient()
+    try:
+        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
+        first = (await view(client, ns.addr))["masterId"]
+        other = 3 - first
+        master, slave = replicas[first], replicas[other]
+        assert (await client.invoke(master.addr, create_topic(TOPIC, 1), 10)).code == 0
+        await until("the topic on the slave", lambda: has_topic(client, slave.addr, TOPIC))
+        assert (await client.invoke(master.addr, send_v2(TOPIC, b"kept"), 10)).code == ResponseCode.SUCCESS
+        assert await _bodies(client, master.addr, 0) == ["kept"]
+        before = await max_phy_offset(client, master.addr)
+        # The cut stays until the slave is elected and has written: the dead master's socket still
+        # holds the doomed bytes, and the kernel keeps sending them after the process is gone.
+        with replication_cut(master.port):
+            doomed = asyncio.create_task(client.invoke(master.addr, send_v2(TOPIC, b"doomed"), 30))
+            await until("the doomed message in the master's commitlog",
+                        lambda: _grew(client, master.addr, before), timeout=10)
+            resp = await client.invoke(master.addr, pull(TOPIC, 0, 1), 10)
+            got = [m.body.decode() for m in decode_messages(resp.body)] if resp.code == ResponseCode.SUCCESS else []
+            nxt = int(resp.ext_fields["nextBeginOffset"])
+            master.kill9()
+            assert isinstance((await asyncio.gather(doomed, return_exceptions=True))[0], Exception)
+            await until("the slave elected", lambda: _master_is(client, ns.addr, other), timeout=30)
+            sent = await _send_until_stored(client, slave.addr, b"instead")
+        assert sent.ext_fields["queueOffset"] == "1", sent.ext_fields  # where the doomed one was
+        await until("the reader's next pull on the new master",
+                    lambda: _read_on(client, slave.addr, nxt, got), timeout=10)
+        assert got == ["instead"], f"the reader saw {got}"
+    finally:
+        await client.close()
+
+
+async def _master_is(client: RemotingClient, ns: str, rid: int) -> bool:
+    v = await view(client, ns)
+    return v["masterId"] == rid and v["epochStart"] >= 0
+
+
+async def _send_until_stored(client: RemotingClient, addr: str, body: bytes):
+    deadline = time.monotonic() + 30
+    while True:
+        resp = await client.invoke(addr, send_v2(TOPIC, body), 10)
+        if resp.code == ResponseCode.SUCCESS or time.monotonic() > deadline:
+            assert resp.code == ResponseCode.SUCCESS, resp.remark
+            return resp
+        await asyncio.sleep(0.2)  # not serving writes yet
+
+
+async def _read_on(client: RemotingClient, addr: str, offset: int, got: list[str]) -> bool:
+    resp = await client.invoke(addr, pull(TOPIC, 0, offset), 10)
+    if resp.code == ResponseCode.SUCCESS:
+        got.extend(m.body.decode() for m in decode_messages(resp.body))
+        return True
+    return False
 
 
 async def _bodies(client: RemotingClient, addr: str, offset: int) -> list[str]:
