@@ -60,10 +60,7 @@ class AckTable:
     def set_required(self, required: frozenset[int] | None) -> int:
         """Change whose acknowledgements count; wakes the waiters that now hold. How many woke."""
         self.required = required
-        woken = self._wake_upto(self.progress)
-        if self.on_progress is not None:
-            self.on_progress()
-        return woken
+        return self._progressed()
 
     @property
     def progress(self) -> int:
@@ -88,6 +85,10 @@ class AckTable:
         """Record a slave's report; wakes every waiter at or below it. Returns how many woke."""
         if offset > self.slaves.get(key, -1):
             self.slaves[key] = offset
+        return self._progressed()
+
+    def _progressed(self) -> int:
+        """Acknowledgements or their rule changed: wake the waiters that now hold, tell ``on_progress``."""
         woken = self._wake_upto(self.progress)
         if self.on_progress is not None:
             self.on_progress()

@@ -112,10 +112,10 @@ class MessageStore:
         self.dispatch.add(IndexDispatcher(self.index, settings.index))
         self._hook: HookDispatcher | None = None
         self.disk_usage_ratio: Callable[[], float] = self._disk_usage_ratio
+        """Fraction of the commitlog's disk in use (replaceable in tests)."""
         self.read_limit: Callable[[], int | None] | None = None
         """Controller mode: the commitlog offset consumers may read up to (every in-sync replica
         holds it; None: everything), RocketMQ 5's confirm offset; unset: no limit."""
-        """Fraction of the commitlog's disk in use (replaceable in tests)."""
         fs = settings.flush
         self.flush_service = FlushService(
             flush_commit_log=self._flush_commit_log, flush_logics=self._flush_logics, sync=settings.sync_flush,
