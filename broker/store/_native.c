@@ -16,6 +16,8 @@
 #define MAX_PROPERTIES_BYTES 32767
 #define MAX_TOPIC_BYTES 127
 #define BATCH_ITEM_HEAD 20
+#define SYSFLAG_BORNHOST_V6 0x10
+#define SYSFLAG_STOREHOST_V6 0x20
 
 /* -- CRC32 (zlib's: reflected, polynomial 0xEDB88320), slicing by 8 ------------------------------ */
 
@@ -256,6 +258,84 @@ done:
     PyBuffer_Release(&born_host);
     PyBuffer_Release(&store_host);
     return result;
+}
+
+/* -- encode_record: one message's record ------------------------------------------------------------ */
+
+/* encode_record(topic, body, flag, properties, queue_id, sys_flag, born_ts, born_host, store_ts, store_host,
+ *               reconsume_times, prepared_transaction_offset, magic) -> bytearray
+ * The record of one message with QUEUEOFFSET and PHYSICALOFFSET zero, as message.encode_record writes it
+ * (the same checks, the same ValueErrors). */
+static PyObject *py_encode_record(PyObject *self, PyObject *args) {
+    Py_buffer topic, body, props, born_host, store_host;
+    int flag, queue_id, sys_flag, reconsume_times;
+    long long born_ts, store_ts, prepared;
+    unsigned int magic;
+    if (!PyArg_ParseTuple(args, "y*y*iy*iiLy*Ly*iLI", &topic, &body, &flag, &props, &queue_id, &sys_flag, &born_ts,
+                          &born_host, &store_ts, &store_host, &reconsume_times, &prepared, &magic))
+        return NULL;
+    PyObject *rec = NULL;
+    if (topic.len > MAX_TOPIC_BYTES) {
+        PyErr_Format(PyExc_ValueError, "topic is %zd bytes; at most %d fit in a record", topic.len, MAX_TOPIC_BYTES);
+        goto done;
+    }
+    if (props.len > MAX_PROPERTIES_BYTES) {
+        PyErr_Format(PyExc_ValueError, "properties are %zd bytes; at most %d fit in a record", props.len,
+                     MAX_PROPERTIES_BYTES);
+        goto done;
+    }
+    if (born_host.len != ((sys_flag & SYSFLAG_BORNHOST_V6) ? 20 : 8)) {
+        PyErr_Format(PyExc_ValueError, "born host of %zd bytes does not match sys_flag 0x%x", born_host.len, sys_flag);
+        goto done;
+    }
+    if (store_host.len != ((sys_flag & SYSFLAG_STOREHOST_V6) ? 20 : 8)) {
+        PyErr_Format(PyExc_ValueError, "store host of %zd bytes does not match sys_flag 0x%x", store_host.len, sys_flag);
+        goto done;
+    }
+    Py_ssize_t size = 48 + born_host.len + 8 + store_host.len + 16 + body.len + 3 + topic.len + props.len;
+    if (size > 0x7FFFFFFF) {
+        PyErr_SetString(PyExc_ValueError, "a record over 2 GiB");
+        goto done;
+    }
+    rec = PyByteArray_FromStringAndSize(NULL, size);
+    if (rec == NULL)
+        goto done;
+    unsigned char *r = (unsigned char *)PyByteArray_AS_STRING(rec);
+    put32(r, (uint32_t)size);
+    put32(r + 4, magic);
+    put32(r + 8, crc32_bytes(body.buf, body.len) & 0x7FFFFFFFu);
+    put32(r + 12, (uint32_t)queue_id);
+    put32(r + 16, (uint32_t)flag);
+    put64(r + 20, 0);
+    put64(r + 28, 0);
+    put32(r + 36, (uint32_t)sys_flag);
+    put64(r + 40, (uint64_t)born_ts);
+    r += 48;
+    memcpy(r, born_host.buf, (size_t)born_host.len);
+    r += born_host.len;
+    put64(r, (uint64_t)store_ts);
+    r += 8;
+    memcpy(r, store_host.buf, (size_t)store_host.len);
+    r += store_host.len;
+    put32(r, (uint32_t)reconsume_times);
+    put64(r + 4, (uint64_t)prepared);
+    put32(r + 12, (uint32_t)body.len);
+    r += 16;
+    memcpy(r, body.buf, (size_t)body.len);
+    r += body.len;
+    *r++ = (unsigned char)topic.len;
+    memcpy(r, topic.buf, (size_t)topic.len);
+    r += topic.len;
+    *r++ = (unsigned char)(props.len >> 8);
+    *r++ = (unsigned char)props.len;
+    memcpy(r, props.buf, (size_t)props.len);
+done:
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&props);
+    PyBuffer_Release(&born_host);
+    PyBuffer_Release(&store_host);
+    return rec;
 }
 
 /* -- patch_offsets: QUEUEOFFSET and PHYSICALOFFSET of consecutive records -------------------------- */
@@ -555,6 +635,9 @@ static PyMethodDef methods[] = {
     {"encode_batch", py_encode_batch, METH_VARARGS,
      "encode_batch(data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, "
      "reconsume_times, max_body, magic) -> (bytearray of records, [(size, tags_code, properties)])"},
+    {"encode_record", py_encode_record, METH_VARARGS,
+     "encode_record(topic, body, flag, properties, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, "
+     "reconsume_times, prepared_transaction_offset, magic) -> bytearray: one record, offsets zero"},
     {"patch_offsets", py_patch_offsets, METH_VARARGS,
      "patch_offsets(records, queue_offset, phys_offset): number the consecutive records in place"},
     {"offset_msg_ids", py_offset_msg_ids, METH_VARARGS,

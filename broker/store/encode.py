@@ -12,13 +12,13 @@ from pyrocketmq.remoting.message import (
     Prop,
     SysFlag,
     encode_properties,
-    encode_record,
     set_raw_properties,
     tags_code,
 )
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC, TIMER_TOPIC
 
 from .dispatch import NO_DISPATCH
+from .native import encode_one
 from .timer import timer_tags_code
 from .values import MessageInner, PutMessageStatus
 
@@ -67,7 +67,7 @@ def encode_inner(msg: MessageInner, now: int, default_store_host: bytes) -> tupl
     store_host = msg.store_host or default_store_host
     sys_flag = host_flags(msg.sys_flag, msg.born_host, store_host)
     try:
-        rec = encode_record(
+        rec = encode_one(
             topic=topic,
             body=msg.body,
             flag=msg.flag,

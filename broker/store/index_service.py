@@ -99,6 +99,9 @@ class IndexService:
         keys = properties.get(Prop.KEYS)
         if not uniq and not keys:
             return
+        if NATIVE is not None:  # one compiled call hashes the keys, one writes them (as for a batch)
+            self.build_batch(topic, [(0, 0, properties)], phy, store_ts)
+            return
         prefix = self._prefix_hash.get(topic)
         if prefix is None:
             prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")

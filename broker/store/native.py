@@ -3,6 +3,7 @@ install) when present, else the pure-Python functions below, which write the sam
 the reference the tests hold the compiled code to. ``PYROCKETMQ_PURE_PYTHON=1`` picks them even when
 the compiled module is there (to compare, or to rule it out).
 
+``encode_one`` is the record of one message (a single send);
 ``encode_batch`` turns a SEND_BATCH_MESSAGE body into the records of all its messages (offsets left
 zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets`` numbers the
 records once the commitlog position is known; ``offset_msg_ids`` makes their offset message ids.
@@ -100,6 +101,22 @@ def encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_props
         data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, reconsume_times,
         max_body, MAGIC)
     return result
+
+
+def encode_one(*, topic: bytes, body: bytes | bytearray | memoryview, flag: int, properties: bytes, queue_id: int,
+               sys_flag: int, born_timestamp: int, born_host: bytes, store_timestamp: int, store_host: bytes,
+               reconsume_times: int, prepared_transaction_offset: int) -> bytearray:
+    """:func:`~pyrocketmq.remoting.message.encode_record`, compiled when it can be (the same bytes, the same
+    ValueErrors)."""
+    if NATIVE is None:
+        return encode_record(topic=topic, body=body, flag=flag, properties=properties, queue_id=queue_id,
+                             sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
+                             store_timestamp=store_timestamp, store_host=store_host, reconsume_times=reconsume_times,
+                             prepared_transaction_offset=prepared_transaction_offset)
+    record: bytearray = NATIVE.encode_record(topic, body, flag, properties, queue_id, sys_flag, born_timestamp,
+                                             born_host, store_timestamp, store_host, reconsume_times,
+                                             prepared_transaction_offset, MAGIC)
+    return record
 
 
 def patch_offsets(block: bytearray, queue_offset: int, phys: int, sizes: list[int]) -> None:

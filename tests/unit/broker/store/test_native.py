@@ -5,12 +5,13 @@ module skips these (CI fails instead: CI builds it)."""
 
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from pyrocketmq.broker.store import consume_queue, native
+from pyrocketmq.broker.store import consume_queue, index_service, native
 from pyrocketmq.broker.store.consume_queue import cq_units
 from pyrocketmq.broker.store.encode import host_flags
 from pyrocketmq.broker.store.index_file import _py_extend
@@ -19,6 +20,7 @@ from pyrocketmq.remoting.message import (
     decode_messages,
     encode_batch,
     encode_properties,
+    encode_record,
     pack_host,
     tags_code,
 )
@@ -72,6 +74,44 @@ def test_the_compiled_records_are_the_python_ones(items, born, store, batch_prop
         assert decoded_props == given_props and tags == tags_code(given_props.get("TAGS"))
 
 
+def _records(**kw):
+    """The record of one message from the Python encoder and from the compiled one (or their ValueErrors)."""
+    out = []
+    for fn in (lambda: encode_record(**kw), lambda: native.encode_one(**kw)):
+        try:
+            out.append(fn())
+        except ValueError as e:
+            out.append((ValueError, str(e)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(topic=st.binary(min_size=1, max_size=127), body=st.binary(max_size=600), flag=st.integers(-(2**31), 2**31 - 1),
+       props=props, queue_id=st.integers(0, 2**31 - 1), sys_flag=st.integers(0, 2**20), born=hosts, store=hosts,
+       born_ts=st.integers(0, 2**62), store_ts=st.integers(0, 2**62), reconsume=st.integers(0, 2**31 - 1),
+       prepared=st.integers(0, 2**62))
+def test_a_single_record_is_the_python_one(topic, body, flag, props, queue_id, sys_flag, born, store, born_ts, store_ts,
+                                           reconsume, prepared):
+    kw = dict(topic=topic, body=body, flag=flag, properties=encode_properties(props), queue_id=queue_id,
+              sys_flag=host_flags(sys_flag, born, store), born_timestamp=born_ts, born_host=born,
+              store_timestamp=store_ts, store_host=store, reconsume_times=reconsume,
+              prepared_transaction_offset=prepared)
+    py, c = _records(**kw)
+    assert type(c) is bytearray and c == py
+    (decoded,) = decode_messages(bytes(c))
+    assert decoded.body == body and decoded.properties == props
+
+
+def test_a_single_record_is_refused_alike():
+    ok = dict(topic=b"T", body=memoryview(b"body"), flag=0, properties=b"a\x01b", queue_id=1, sys_flag=0,
+              born_timestamp=1, born_host=pack_host("10.1.2.3", 1), store_timestamp=2,
+              store_host=pack_host("10.1.2.4", 2), reconsume_times=0, prepared_transaction_offset=0)
+    assert _records(**ok)[0] == _records(**ok)[1]
+    for bad in ({"topic": b"t" * 128}, {"properties": b"k\x01" + b"v" * 32766}, {"sys_flag": 0x10}, {"sys_flag": 0x20}):
+        py, c = _records(**{**ok, **bad})
+        assert isinstance(py, tuple) and c == py, (bad, py, c)
+
+
 def test_the_same_refusals():
     good = encode_batch([(b"x" * 10, 0, {"a": "b"})])
     cases = [good[:-3], good + b"\x00" * 5, struct.pack(">i", 999) + good[4:], b""]
@@ -122,6 +162,16 @@ def test_the_compiled_consume_queue_units_are_the_python_ones(metas, phys):
         consume_queue.NATIVE = keep
 
 
+@contextlib.contextmanager
+def pure_python(module):
+    """``module`` without its compiled helpers for a while (its pure-Python path)."""
+    keep, module.NATIVE = module.NATIVE, None
+    try:
+        yield
+    finally:
+        module.NATIVE = keep
+
+
 def _index_files(directory) -> list[bytes]:
     return [p.read_bytes() for p in sorted(directory.iterdir())] if directory.is_dir() else []
 
@@ -140,17 +190,23 @@ def test_a_batch_indexes_like_its_records_one_by_one(batches, slot_num, index_nu
 
     settings_ = IndexSettings(max_hash_slot_num=slot_num, max_index_num=index_num)
     with tempfile.TemporaryDirectory() as tmp:
-        fast, slow = IndexService(f"{tmp}/fast", settings_), IndexService(f"{tmp}/slow", settings_)
+        names = ("batch", "single", "python")
+        batch, single, python = (IndexService(f"{tmp}/{n}", settings_) for n in names)
         phys, ts = 1000, 1_700_000_000_000
         for metas in batches:
-            fast.build_batch("Topic", metas, phys, ts)
+            batch.build_batch("Topic", metas, phys, ts)
+            at = phys
             for size, _, p in metas:
-                slow.build("Topic", p, phys, ts)
-                phys += size
+                single.build("Topic", p, at, ts)  # compiled, one record at a time
+                with pure_python(index_service):
+                    python.build("Topic", p, at, ts)
+                at += size
+            phys = at
             ts += 1500
-            assert fast.last_phy == slow.last_phy
-        for svc in (fast, slow):
+            assert batch.last_phy == single.last_phy == python.last_phy
+        for svc in (batch, single, python):
             svc.flush()
-        assert _index_files(Path(f"{tmp}/fast")) == _index_files(Path(f"{tmp}/slow"))
-        for svc in (fast, slow):
+        files = [_index_files(Path(f"{tmp}/{n}")) for n in names]
+        assert files[0] == files[1] == files[2]
+        for svc in (batch, single, python):
             svc.close()
