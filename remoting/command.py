@@ -273,7 +273,8 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
         ext = doc.get("extFields") or {}
         if not isinstance(ext, dict):
             raise FrameError("extFields is not an object")
-        ext_fields = {str(k): v if isinstance(v, str) else _java_str(v) for k, v in ext.items() if v is not None}
+        # JSON object keys are strings already; only a non-string value needs converting
+        ext_fields = {k: v if type(v) is str else _java_str(v) for k, v in ext.items() if v is not None}
         remark = doc.get("remark")
         return RemotingCommand(
             code=code,

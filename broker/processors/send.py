@@ -296,16 +296,14 @@ class SendProcessor:
         if code != ResponseCode.SUCCESS:
             return cmd.response(code, f"putting the message failed: {result.status.name}")
         self.stats.on_put(topic, result.message_count, result.wrote_bytes)
-        response = cmd.response(
-            ResponseCode.SUCCESS,
-            ext_fields={
-                "msgId": result.msg_id,
-                "queueId": queue_id,
-                "queueOffset": result.queue_offset,
-                "MSG_REGION": "DefaultRegion",
-                "TRACE_ON": "true",
-            },
-        )
+        response = cmd.response(ResponseCode.SUCCESS)
+        response.ext_fields = {  # strings already: no stringify pass per send
+            "msgId": result.msg_id,
+            "queueId": str(queue_id),
+            "queueOffset": str(result.queue_offset),
+            "MSG_REGION": "DefaultRegion",
+            "TRACE_ON": "true",
+        }
         end = result.wrote_offset + result.wrote_bytes
         if not wait:
             return response
