@@ -1,8 +1,9 @@
 /*
- * The store's per-message hot path for batch sends, compiled: one call turns a SEND_BATCH_MESSAGE
- * body into the commitlog records of all its messages (CRC32 of each body, properties decoded for
- * the dispatchers, tags hash for the consume queue), one call patches queue and commitlog offsets
- * into those records, one call makes their offset message ids. The GIL is held throughout: each
+ * The store's per-message hot path, compiled: one call turns a SEND_BATCH_MESSAGE body into the
+ * commitlog records of all its messages (CRC32 of each body, properties decoded for the dispatchers,
+ * tags hash for the consume queue), one call patches queue and commitlog offsets into those records,
+ * one call makes their offset message ids; one call writes the record of a single message; two calls
+ * hash and write the index entries of a batch or of one message. The GIL is held throughout: each
  * call is short and allocates Python objects as it goes.
  *
  * pyrocketmq.broker.store.native is the Python side: it loads this module when it was built and

@@ -1,7 +1,8 @@
-"""The batch put path's per-message work, compiled when it can be: ``_native`` (``_native.c``, built at
-install) when present, else the pure-Python functions below, which write the same bytes — they are
-the reference the tests hold the compiled code to. ``PYROCKETMQ_PURE_PYTHON=1`` picks them even when
-the compiled module is there (to compare, or to rule it out).
+"""The put path's per-message work (a batch's, and a single message's record), compiled when it can
+be: ``_native`` (``_native.c``, built at install) when present, else the pure-Python functions below,
+which write the same bytes — they are the reference the tests hold the compiled code to.
+``PYROCKETMQ_PURE_PYTHON=1`` picks them even when the compiled module is there (to compare, or to
+rule it out).
 
 ``encode_one`` is the record of one message (a single send);
 ``encode_batch`` turns a SEND_BATCH_MESSAGE body into the records of all its messages (offsets left
