@@ -127,6 +127,52 @@ static PyObject *decode_props(const unsigned char *p, Py_ssize_t n) {
     return d;
 }
 
+/* -- one record ----------------------------------------------------------------------------------- */
+
+/* Writes the record of one message at ``r`` (``size`` bytes, QUEUEOFFSET and PHYSICALOFFSET zero). Its
+ * properties are ``props`` (``plen`` bytes), a 0x02 separator when ``add_sep``, then ``tail`` (``tail_len``
+ * bytes: a batch's own properties): ``props_len`` bytes in all. The caller checked every length. */
+static void write_record(unsigned char *r, Py_ssize_t size, unsigned int magic, const unsigned char *body, Py_ssize_t blen,
+                         int queue_id, int flag, int sys_flag, long long born_ts, const Py_buffer *born_host,
+                         long long store_ts, const Py_buffer *store_host, int reconsume_times, long long prepared,
+                         const Py_buffer *topic, Py_ssize_t props_len, const unsigned char *props, Py_ssize_t plen,
+                         int add_sep, const void *tail, Py_ssize_t tail_len) {
+    put32(r, (uint32_t)size);
+    put32(r + 4, magic);
+    put32(r + 8, crc32_bytes(body, blen) & 0x7FFFFFFFu);
+    put32(r + 12, (uint32_t)queue_id);
+    put32(r + 16, (uint32_t)flag);
+    put64(r + 20, 0);
+    put64(r + 28, 0);
+    put32(r + 36, (uint32_t)sys_flag);
+    put64(r + 40, (uint64_t)born_ts);
+    r += 48;
+    memcpy(r, born_host->buf, (size_t)born_host->len);
+    r += born_host->len;
+    put64(r, (uint64_t)store_ts);
+    r += 8;
+    memcpy(r, store_host->buf, (size_t)store_host->len);
+    r += store_host->len;
+    put32(r, (uint32_t)reconsume_times);
+    put64(r + 4, (uint64_t)prepared);
+    put32(r + 12, (uint32_t)blen);
+    r += 16;
+    memcpy(r, body, (size_t)blen);
+    r += blen;
+    *r++ = (unsigned char)topic->len;
+    memcpy(r, topic->buf, (size_t)topic->len);
+    r += topic->len;
+    *r++ = (unsigned char)(props_len >> 8);
+    *r++ = (unsigned char)props_len;
+    if (plen)
+        memcpy(r, props, (size_t)plen);
+    r += plen;
+    if (add_sep)
+        *r++ = 0x02;
+    if (tail_len)
+        memcpy(r, tail, (size_t)tail_len);
+}
+
 /* -- encode_batch ---------------------------------------------------------------------------------- */
 
 static PyObject *py_encode_batch(PyObject *self, PyObject *args) {
@@ -194,39 +240,8 @@ static PyObject *py_encode_batch(PyObject *self, PyObject *args) {
         int add_sep = plen > 0 && props[plen - 1] != 0x02;
         Py_ssize_t props_len = plen + add_sep + batch_props.len;
         Py_ssize_t rec = fixed + blen + props_len;
-        unsigned char *r = out;
-        put32(r, (uint32_t)rec);
-        put32(r + 4, magic);
-        put32(r + 8, crc32_bytes(body, blen) & 0x7FFFFFFFu);
-        put32(r + 12, (uint32_t)queue_id);
-        put32(r + 16, (uint32_t)flag);
-        put64(r + 20, 0);
-        put64(r + 28, 0);
-        put32(r + 36, (uint32_t)sys_flag);
-        put64(r + 40, (uint64_t)born_ts);
-        r += 48;
-        memcpy(r, born_host.buf, (size_t)born_host.len);
-        r += born_host.len;
-        put64(r, (uint64_t)store_ts);
-        r += 8;
-        memcpy(r, store_host.buf, (size_t)store_host.len);
-        r += store_host.len;
-        put32(r, (uint32_t)reconsume_times);
-        put64(r + 4, 0);
-        put32(r + 12, (uint32_t)blen);
-        r += 16;
-        memcpy(r, body, (size_t)blen);
-        r += blen;
-        *r++ = (unsigned char)topic.len;
-        memcpy(r, topic.buf, (size_t)topic.len);
-        r += topic.len;
-        *r++ = (unsigned char)(props_len >> 8);
-        *r++ = (unsigned char)props_len;
-        memcpy(r, props, (size_t)plen);
-        r += plen;
-        if (add_sep)
-            *r++ = 0x02;
-        memcpy(r, batch_props.buf, (size_t)batch_props.len);
+        write_record(out, rec, magic, body, blen, queue_id, flag, sys_flag, born_ts, &born_host, store_ts, &store_host,
+                     reconsume_times, 0, &topic, props_len, props, plen, add_sep, batch_props.buf, batch_props.len);
         out += rec;
 
         PyObject *d = decode_props(props, plen);
@@ -301,35 +316,9 @@ static PyObject *py_encode_record(PyObject *self, PyObject *args) {
     rec = PyByteArray_FromStringAndSize(NULL, size);
     if (rec == NULL)
         goto done;
-    unsigned char *r = (unsigned char *)PyByteArray_AS_STRING(rec);
-    put32(r, (uint32_t)size);
-    put32(r + 4, magic);
-    put32(r + 8, crc32_bytes(body.buf, body.len) & 0x7FFFFFFFu);
-    put32(r + 12, (uint32_t)queue_id);
-    put32(r + 16, (uint32_t)flag);
-    put64(r + 20, 0);
-    put64(r + 28, 0);
-    put32(r + 36, (uint32_t)sys_flag);
-    put64(r + 40, (uint64_t)born_ts);
-    r += 48;
-    memcpy(r, born_host.buf, (size_t)born_host.len);
-    r += born_host.len;
-    put64(r, (uint64_t)store_ts);
-    r += 8;
-    memcpy(r, store_host.buf, (size_t)store_host.len);
-    r += store_host.len;
-    put32(r, (uint32_t)reconsume_times);
-    put64(r + 4, (uint64_t)prepared);
-    put32(r + 12, (uint32_t)body.len);
-    r += 16;
-    memcpy(r, body.buf, (size_t)body.len);
-    r += body.len;
-    *r++ = (unsigned char)topic.len;
-    memcpy(r, topic.buf, (size_t)topic.len);
-    r += topic.len;
-    *r++ = (unsigned char)(props.len >> 8);
-    *r++ = (unsigned char)props.len;
-    memcpy(r, props.buf, (size_t)props.len);
+    write_record((unsigned char *)PyByteArray_AS_STRING(rec), size, magic, body.buf, body.len, queue_id, flag, sys_flag,
+                 born_ts, &born_host, store_ts, &store_host, reconsume_times, prepared, &topic, props.len, props.buf,
+                 props.len, 0, NULL, 0);
 done:
     PyBuffer_Release(&topic);
     PyBuffer_Release(&body);
