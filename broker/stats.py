@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from .stats_items import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, StatsTable
+from .stats_items import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, StatsItem, StatsTable
 
 
 def _now_ms() -> int:
@@ -30,6 +30,7 @@ class BrokerStats:
         """Messages that went to ``%DLQ%<group>``, per group."""
         self.table = StatsTable()
         """Last minute / hour / day per topic and per ``topic@group`` (VIEW_BROKER_STATS_DATA)."""
+        self._put_items: dict[str, tuple[StatsItem, StatsItem]] = {}
         self._mark = (time.monotonic(), 0, 0)
 
     def on_put(self, topic: str, count: int, nbytes: int) -> None:
@@ -37,9 +38,18 @@ class BrokerStats:
         self.put_bytes += nbytes
         self.put_by_topic[topic] += count
         self.put_bytes_by_topic[topic] += nbytes
-        now = _now_ms()
-        self.table.add(TOPIC_PUT_NUMS, topic, count, now)
-        self.table.add(TOPIC_PUT_SIZE, topic, nbytes, now)
+        items = self._put_items.get(topic)
+        if items is None:  # every send comes here: the topic's two items are looked up once
+            now = _now_ms()
+            self.table.add(TOPIC_PUT_NUMS, topic, 0, now, 0)
+            self.table.add(TOPIC_PUT_SIZE, topic, 0, now, 0)
+            items = self._put_items[topic] = (self.table.items[TOPIC_PUT_NUMS][topic],
+                                              self.table.items[TOPIC_PUT_SIZE][topic])
+        nums, size = items
+        nums.value += count
+        nums.times += 1
+        size.value += nbytes
+        size.times += 1
 
     def on_send_back(self, group: str, dead_letter: bool) -> None:
         (self.dead_letter_by_group if dead_letter else self.send_back_by_group)[group] += 1

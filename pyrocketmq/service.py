@@ -51,10 +51,12 @@ class Service:
         self._first_wait = first_wait
         self._chooses_wait = chooses_wait
         self._log = logger or log
-        self._wake = asyncio.Event()
+        self._woken = False  # wakeup() came while no wait was in progress: skip the next one
+        self._waiter: asyncio.Future[None] | None = None
         self._started = asyncio.Event()
         self._stopped = False
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.rounds = 0
         """Rounds begun so far (tests and metrics read it)."""
 
@@ -64,11 +66,17 @@ class Service:
         if self._task is not None:
             return
         self._stopped = False
-        self._task = asyncio.get_running_loop().create_task(self._main(), name=self.name)
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._main(), name=self.name)
 
     def wakeup(self) -> None:
         """Run the next round now instead of after the rest of the interval."""
-        self._wake.set()
+        waiter = self._waiter
+        if waiter is not None:
+            if not waiter.done():
+                waiter.set_result(None)
+        else:
+            self._woken = True
 
     async def wait_running(self) -> None:
         """Return once the first round has begun."""
@@ -96,12 +104,19 @@ class Service:
         return float(interval() if callable(interval) else interval)
 
     async def _sleep(self, seconds: float) -> None:
-        if self._wake.is_set():
-            self._wake.clear()
+        # One future and one timer per wait (not wait_for's task, timer and event waiter): the delay
+        # levels alone wait ~180 times a second.
+        if self._woken:
+            self._woken = False
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
-        self._wake.clear()
+        loop = self._loop or asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(seconds, _wake_up, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
 
     async def _main(self) -> None:
         chosen: object = None
@@ -122,6 +137,11 @@ class Service:
             if self._stopped:
                 return
             await self._sleep(self._wait_seconds(chosen))
+
+
+def _wake_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class Services:

@@ -162,18 +162,18 @@ def encode_header(cmd: RemotingCommand) -> bytes:
     return _encode_json_header(cmd)
 
 
+_LANG_NAMES = {m.value: m.name for m in LanguageCode}
+
+
 def _language_name(language: int) -> str:
-    try:
-        return LanguageCode(language).name
-    except ValueError:
-        return LanguageCode.OTHER.name
+    return _LANG_NAMES.get(language, "OTHER")
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
     doc: dict[str, Any] = {
         "code": cmd.code,
         "flag": cmd.flag,
-        "language": _language_name(cmd.language),
+        "language": _LANG_NAMES.get(cmd.language, "OTHER"),
         "opaque": cmd.opaque,
         "serializeTypeCurrentRPC": "JSON",
         "version": cmd.version,

@@ -92,13 +92,22 @@ def check_topic_name(topic: str | None) -> str | None:
     >>> check_topic_name("Orders"), check_topic_name("a/b") is not None
     (None, True)
     """
+    if topic in _VALID_TOPICS:  # every send asks: the names already checked answer from a set
+        return None
     if not topic:
         return "the topic name is empty"
     if len(topic.encode()) > MAX_TOPIC_LENGTH:
         return f"the topic name is longer than {MAX_TOPIC_LENGTH} bytes"
     if not TOPIC_PATTERN.match(topic):
         return f"the topic name {topic[:64]!r} contains characters other than ^[%|a-zA-Z0-9_-]+$"
+    if len(_VALID_TOPICS) >= _VALID_TOPICS_MAX:
+        _VALID_TOPICS.clear()
+    _VALID_TOPICS.add(topic)
     return None
+
+
+_VALID_TOPICS: set[str] = set()
+_VALID_TOPICS_MAX = 8192
 
 
 def check_group_name(group: str | None) -> str | None:

@@ -50,13 +50,52 @@ def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+class Wake:
+    """``threading.Event``'s set / is_set / clear / wait for one waiting thread, with a ``set`` that
+    never blocks: a lock that stays held while nothing is asked, released to wake the waiter.
+
+    ``Event.set`` takes the condition lock the woken thread holds while it leaves ``wait``; with the
+    GIL that is a hand-over in both directions, and a SYNC_FLUSH send sets the event about once per
+    group commit. A release is one call. Two racing ``set`` calls release once (the second finds
+    the lock free and is ignored); a ``set`` after the waiter left ``wait`` but before ``clear`` is
+    lost as with an Event, so the waiter reads what it was woken for *after* ``clear``.
+    """
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._set = False
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            try:
+                self._lock.release()
+            except RuntimeError:  # another set released it first
+                pass
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def clear(self) -> None:
+        self._set = False
+
+    def wait(self, timeout: float) -> bool:
+        """Until :meth:`set` or ``timeout`` seconds; True when set."""
+        if self._lock.acquire(timeout=max(timeout, 0.0)):
+            return True
+        return self._set
+
+
 class ServiceThread:
     """A daemon thread that runs :meth:`run_once` every ``interval_ms`` or when woken."""
 
     def __init__(self, name: str, interval_ms: int) -> None:
         self.name = name
         self.interval_ms = interval_ms
-        self._event = threading.Event()
+        self._event = Wake()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 

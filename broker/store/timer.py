@@ -35,6 +35,9 @@ class TimerRefused(ValueError):
 
 
 def asks_for_timer(raw_properties: bytes) -> bool:
+    # every send asks this: two substring tests rule out nearly all of them before the exact ones
+    if b"TIMER_" not in raw_properties and b"__STARTDELIVERTIME" not in raw_properties:
+        return False
     return any(marker in raw_properties for marker in RAW_MARKERS)
 
 
@@ -73,7 +76,7 @@ def timer_due(properties: Mapping[str, str], now_ms: int, max_delay_s: int) -> i
 
 def hold_for_timer(msg: MessageInner, now_ms: int, max_delay_s: int) -> MessageInner:
     """``msg`` in the timer store when it asks for a later time, else ``msg``; TimerRefused."""
-    if not any(k in msg.properties for k in REQUEST_KEYS):
+    if msg.properties.keys().isdisjoint(REQUEST_KEYS):  # every put asks: one C-level test
         return msg
     due = timer_due(msg.properties, now_ms, max_delay_s)
     return msg if due is None else to_timer_topic(msg, due, now_ms)

@@ -121,3 +121,35 @@ def test_services_stop_in_reverse_order():
         return order
 
     assert asyncio.run(main()) == ["second", "first"]
+
+
+def test_a_wakeup_during_a_round_skips_the_next_wait():
+    async def main():
+        calls = []
+        s: Service
+
+        def round_() -> None:
+            calls.append(1)
+            if len(calls) == 1:
+                s.wakeup()  # no wait in progress: the next one is skipped
+
+        s = Service("self-waking", round_, 60.0, first_wait=False)
+        s.start()
+        await asyncio.sleep(0.05)
+        await s.stop()
+        return len(calls)
+
+    assert asyncio.run(main()) == 2
+
+
+def test_stop_during_a_wait_leaves_no_timer_behind():
+    async def main():
+        s = Service("sleeper", lambda: None, 60.0, first_wait=False)
+        s.start()
+        await s.wait_running()
+        await asyncio.sleep(0.01)
+        await s.stop()
+        loop = asyncio.get_running_loop()
+        return [h for h in getattr(loop, "_scheduled", []) if not h.cancelled()]
+
+    assert asyncio.run(main()) == []

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pyrocketmq.broker.store.checkpoint import Checkpoint
+from pyrocketmq.broker.store.flush import Wake
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.retention import clean_tick
 from pyrocketmq.broker.store.settings import StoreSettings
@@ -188,3 +189,22 @@ def test_the_timer_only_cleans_at_delete_when_or_when_space_runs_short(
     settings.retention.delete_when = f"{(hour + 12) % 24:02d};{hour:02d}"
     clean_tick(store)
     assert len(segment_paths(settings)) == 1
+
+
+def test_wake_is_an_event_for_one_waiter() -> None:
+    w = Wake()
+    assert not w.is_set() and w.wait(0.01) is False
+    w.set()
+    w.set()  # a second set before the wait changes nothing
+    assert w.is_set() and w.wait(5) is True
+    w.clear()
+    started = time.monotonic()
+    assert w.wait(0.05) is False and time.monotonic() - started >= 0.04
+
+    woken = []
+    t = threading.Thread(target=lambda: woken.append(w.wait(5)))
+    t.start()
+    time.sleep(0.05)
+    w.set()
+    t.join(5)
+    assert woken == [True]
