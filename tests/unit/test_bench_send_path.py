@@ -39,7 +39,7 @@ class _Answerer:
     def __init__(self, code: int) -> None:
         self.code = code
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.addr = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.addr = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.requests = 0
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
