@@ -261,8 +261,15 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
     if not isinstance(doc, dict):
         raise FrameError("header JSON is not an object")
     try:
-        code = _int32(doc, "code", None)
-        lang = doc.get("language", "JAVA")
+        get = doc.get
+        code, opaque, flag, version = get("code"), get("opaque", 0), get("flag", 0), get("version", 0)
+        if not (type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int
+                and _INT32_MIN <= code <= _INT32_MAX and _INT32_MIN <= opaque <= _INT32_MAX
+                and _INT32_MIN <= flag <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX):
+            # not the plain form every peer sends: the field by field reading names what is wrong
+            code = _int32(doc, "code", None)
+            opaque, flag, version = _int32(doc, "opaque", 0), _int32(doc, "flag", 0), _int32(doc, "version", 0)
+        lang = get("language", "JAVA")
         language: int
         if isinstance(lang, str):
             language = _LANG_BY_NAME.get(lang, LanguageCode.OTHER)
@@ -270,21 +277,15 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
             language = lang
         else:
             raise FrameError(f"header field language {lang!r:.40} is neither a name nor a byte")
-        ext = doc.get("extFields") or {}
+        ext = get("extFields") or {}
         if not isinstance(ext, dict):
             raise FrameError("extFields is not an object")
         # JSON object keys are strings already; only a non-string value needs converting
         ext_fields = {k: v if type(v) is str else _java_str(v) for k, v in ext.items() if v is not None}
-        remark = doc.get("remark")
-        return RemotingCommand(
-            code=code,
-            opaque=_int32(doc, "opaque", 0),
-            flag=_int32(doc, "flag", 0),
-            remark=None if remark is None else str(remark),
-            ext_fields=ext_fields,
-            language=language,
-            version=_int32(doc, "version", 0),
-        )
+        remark = get("remark")
+        # positional: this runs for every frame (code, opaque, flag, remark, ext, body, language, version)
+        return RemotingCommand(code, opaque, flag, None if remark is None else str(remark), ext_fields, None,
+                               language, version)
     except FrameError:
         raise
     except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as e:
