@@ -178,6 +178,12 @@ class Usage:
     peak_rss_mib: float
 
 
+def stat_cpu_seconds(stat: str) -> float:
+    """utime + stime (fields 14 and 15) of a ``/proc/<pid>/stat`` or ``/proc/<pid>/task/<tid>/stat`` text."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
 class ProcessSampler:
     """Samples one process's CPU time and RSS every ``interval`` seconds on a daemon thread."""
 
@@ -193,10 +199,9 @@ class ProcessSampler:
     def cpu_seconds(self) -> float:
         try:
             with open(f"/proc/{self.pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
+                return stat_cpu_seconds(fh.read())
         except OSError:
             return 0.0
-        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
 
     def rss_bytes(self) -> int:
         try:

@@ -27,8 +27,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import clusters
+
 TOPIC = "Bench_send_path"
-_TICKS = os.sysconf("SC_CLK_TCK")
 _LEN = struct.Struct(">i")
 
 
@@ -65,10 +66,8 @@ class Threads:
                 stat = (task / "stat").read_text()
             except OSError:
                 continue
-            name = stat[stat.index("(") + 1 : stat.rindex(")")]
-            fields = stat.rsplit(")", 1)[1].split()
-            key = "main" if task.name == str(pid) else name
-            out[key] = out.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / _TICKS
+            key = "main" if task.name == str(pid) else stat[stat.index("(") + 1 : stat.rindex(")")]
+            out[key] = out.get(key, 0.0) + clusters.stat_cpu_seconds(stat)
         return cls(out)
 
     def minus(self, before: Threads) -> dict[str, float]:
@@ -122,8 +121,6 @@ class Result:
 
 
 def run_once(flush: str, depth: int, size: int, seconds: float, warmup: float) -> Result:
-    from bench import clusters
-
     with tempfile.TemporaryDirectory(prefix="send-path-") as tmp:
         cluster, _ = clusters.start("pyrocketmq", Path(tmp) / "home", flush)
         try:

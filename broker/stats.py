@@ -41,15 +41,10 @@ class BrokerStats:
         items = self._put_items.get(topic)
         if items is None:  # every send comes here: the topic's two items are looked up once
             now = _now_ms()
-            self.table.add(TOPIC_PUT_NUMS, topic, 0, now, 0)
-            self.table.add(TOPIC_PUT_SIZE, topic, 0, now, 0)
-            items = self._put_items[topic] = (self.table.items[TOPIC_PUT_NUMS][topic],
-                                              self.table.items[TOPIC_PUT_SIZE][topic])
-        nums, size = items
-        nums.value += count
-        nums.times += 1
-        size.value += nbytes
-        size.times += 1
+            items = self._put_items[topic] = (self.table.item(TOPIC_PUT_NUMS, topic, now),
+                                              self.table.item(TOPIC_PUT_SIZE, topic, now))
+        items[0].add(count)
+        items[1].add(nbytes)
 
     def on_send_back(self, group: str, dead_letter: bool) -> None:
         (self.dead_letter_by_group if dead_letter else self.send_back_by_group)[group] += 1

@@ -62,11 +62,15 @@ class StatsTable:
         self._last = dict.fromkeys(WINDOWS, 0)
 
     def add(self, name: str, key: str, value: int, now_ms: int, times: int = 1) -> None:
+        self.item(name, key, now_ms).add(value, times)
+
+    def item(self, name: str, key: str, now_ms: int) -> StatsItem:
+        """``(name, key)``'s item, made (starting at ``now_ms``) when there is none yet."""
         table = self.items[name]
         item = table.get(key)
         if item is None:
             item = table[key] = StatsItem(now_ms)
-        item.add(value, times)
+        return item
 
     def get(self, name: str, key: str) -> StatsItem | None:
         return self.items.get(name, {}).get(key)

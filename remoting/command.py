@@ -165,7 +165,8 @@ def encode_header(cmd: RemotingCommand) -> bytes:
 _LANG_NAMES = {m.value: m.name for m in LanguageCode}
 
 
-def _language_name(language: int) -> str:
+def language_name(language: int) -> str:
+    """The name a JSON header gives a language code (``OTHER`` for a code RocketMQ does not know)."""
     return _LANG_NAMES.get(language, "OTHER")
 
 
@@ -173,7 +174,7 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
     doc: dict[str, Any] = {
         "code": cmd.code,
         "flag": cmd.flag,
-        "language": _LANG_NAMES.get(cmd.language, "OTHER"),
+        "language": _LANG_NAMES.get(cmd.language, "OTHER"),  # language_name, inlined: every frame
         "opaque": cmd.opaque,
         "serializeTypeCurrentRPC": "JSON",
         "version": cmd.version,

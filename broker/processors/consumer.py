@@ -24,8 +24,8 @@ from pyrocketmq.remoting.body import (
     ResetOffsetBody,
     UnlockBatchRequestBody,
 )
-from pyrocketmq.remoting.code import LanguageCode, RequestCode, ResponseCode
-from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand, language_name
 from pyrocketmq.remoting.header import HeaderError, ResetOffsetRequestHeader
 from pyrocketmq.remoting.message import decode_offset_msg_id
 from pyrocketmq.remoting.names import check_group_name
@@ -69,13 +69,6 @@ def _guarded(fn: _Method[_Self]) -> _Method[_Self]:
     handler.__name__ = fn.__name__
     handler.__doc__ = fn.__doc__
     return handler
-
-
-def _language_name(code: int) -> str:
-    try:
-        return LanguageCode(code).name
-    except ValueError:
-        return "OTHER"
 
 
 class ConsumerProcessor:
@@ -136,7 +129,7 @@ class ConsumerProcessor:
                 ClientConnection(
                     client_id=ch.client_id,
                     client_addr=getattr(ch.conn, "remote_addr", ""),
-                    language=_language_name(ch.language),
+                    language=language_name(ch.language),
                     version=ch.version,
                 )
                 for ch in sorted(info.channels.values(), key=lambda c: c.client_id)

@@ -16,13 +16,12 @@ import orjson
 
 from pyrocketmq.remoting.body import ClientConnection, GetConsumerStatusBody, MessageQueue, ProducerConnection
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
-from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.command import RemotingCommand, language_name
 from pyrocketmq.remoting.names import check_group_name
 from pyrocketmq.remoting.properties import format_properties, parse_properties
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 from ..hot_config import ConfigRefused, apply_updates
-from .consumer import _language_name
 
 if TYPE_CHECKING:
     from ..client_manager import ConsumerManager, ProducerManager
@@ -116,7 +115,7 @@ class ToolsProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
         body = ProducerConnection([
             ClientConnection(client_id=ch.client_id, client_addr=getattr(ch.conn, "remote_addr", ""),
-                             language=_language_name(ch.language), version=ch.version)
+                             language=language_name(ch.language), version=ch.version)
             for ch in sorted(channels.values(), key=lambda c: c.client_id)
         ])  # fmt: skip
         return cmd.response(ResponseCode.SUCCESS, body=body.to_json())

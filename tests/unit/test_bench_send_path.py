@@ -11,7 +11,7 @@ import pytest
 
 from bench import send_path
 from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand, decode_frame, encode
+from pyrocketmq.remoting.command import FrameDecoder, RemotingCommand, decode_frame, encode
 from pyrocketmq.remoting.header import SendMessageRequestHeader
 from pyrocketmq.remoting.message import decode_properties
 
@@ -46,18 +46,14 @@ class _Answerer:
 
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
-        buf = b""
+        decoder = FrameDecoder()
         with conn:
             while True:
                 chunk = conn.recv(65536)
                 if not chunk:
                     return
-                buf += chunk
                 answers = []
-                while len(buf) >= 4 and len(buf) - 4 >= struct.unpack_from(">i", buf)[0]:
-                    n = struct.unpack_from(">i", buf)[0]
-                    cmd = decode_frame(buf[4 : 4 + n])
-                    buf = buf[4 + n :]
+                for cmd in decoder.feed(chunk):
                     self.requests += 1
                     answers.append(encode(RemotingCommand(self.code, opaque=cmd.opaque, flag=1)))
                 try:
