@@ -16,13 +16,20 @@ name. ROCKETMQ binary header::
 
 Flag bit 0 marks a response, bit 1 a oneway request. This module is pure: bytes in, commands out.
 A malformed frame raises :class:`FrameError`; the transport closes that one connection.
+
+A frame whose JSON header has the plain form every peer writes is decoded by the compiled
+``_frames`` module (``_frames.c``) when it was built; any other frame, or every frame when it was not
+built or ``PYROCKETMQ_PURE_PYTHON=1``, by the Python code here, which gives the same commands.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import logging
+import os
 import struct
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,8 +233,17 @@ def encode(cmd: RemotingCommand) -> bytes:
 # -- decoding ---------------------------------------------------------------------------------
 
 
-def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
+def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode one frame *without* its leading length field (``H | header | body``)."""
+    if _compiled is not None:
+        cmd = _compiled(frame, 0, len(frame))
+        if cmd is not None:
+            return cmd
+    return py_decode_frame(frame)
+
+
+def py_decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
+    """:func:`decode_frame` in Python only: every form of header, and the reason a bad one is refused."""
     n = len(frame)
     if n < 4:
         raise FrameError(f"frame of {n} bytes is shorter than its header-length field")
@@ -319,7 +335,7 @@ def _java_str(v: Any) -> str:
     return str(v)
 
 
-def _decode_binary_header(raw: bytes | memoryview) -> RemotingCommand:
+def _decode_binary_header(raw: bytes | bytearray | memoryview) -> RemotingCommand:
     try:
         code, language, version, opaque, flag = _BIN_HEAD.unpack_from(raw, 0)
         pos = _BIN_HEAD.size
@@ -388,10 +404,31 @@ class FrameDecoder:
                     break
                 start = pos + 4
                 pos = start + length
-                yield decode_frame(memoryview(buf)[start:pos])
+                cmd = _compiled(buf, start, pos) if _compiled is not None else None
+                yield cmd if cmd is not None else py_decode_frame(memoryview(buf)[start:pos])
         finally:
             if pos:
                 try:
                     del buf[:pos]
                 except BufferError:  # a view is still held (by an exception's traceback): copy instead
                     self._buf = bytearray(buf[pos:])
+
+
+def _load_compiled() -> Callable[[bytes | bytearray | memoryview, int, int], RemotingCommand | None] | None:
+    """``_frames.decode_json_frame``, ready to make RemotingCommands; None when it is not built or not
+    wanted (``PYROCKETMQ_PURE_PYTHON``)."""
+    if os.environ.get("PYROCKETMQ_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        module = importlib.import_module(f"{__package__}._frames")
+    except ImportError:
+        logging.getLogger("pyrocketmq.remoting").warning(
+            "the compiled frame decoder (pyrocketmq.remoting._frames) is not built: frames are decoded in pure "
+            "Python (reinstall with a C compiler and Python's headers to build it)")
+        return None
+    module.configure(RemotingCommand, _LANG_BY_NAME, LanguageCode.OTHER, LanguageCode.JAVA)
+    decode: Callable[[bytes | bytearray | memoryview, int, int], RemotingCommand | None] = module.decode_json_frame
+    return decode
+
+
+_compiled = _load_compiled()

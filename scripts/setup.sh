@@ -12,7 +12,7 @@ case "${1:-}" in
   --test) extras="[test]"; kind=test ;;
   *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
 esac
-hash=$(cat pyproject.toml setup.py broker/store/_native.c | sha1sum | cut -c1-12)  # the compiled part rebuilds when its source changes
+hash=$(cat pyproject.toml setup.py broker/store/_native.c remoting/_frames.c | sha1sum | cut -c1-12)  # the compiled part rebuilds when its source changes
 stamp=.venv/.installed-$kind-$hash
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
