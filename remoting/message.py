@@ -215,6 +215,22 @@ def decode_properties(raw: bytes | bytearray | memoryview) -> dict[str, str]:
     return out
 
 
+def strip_property(raw: bytes, key: bytes) -> bytes:
+    """``raw`` encoded properties without the pair for ``key`` (bytes in, bytes out: no decoding)."""
+    needle = key + b"\x01"
+    if raw.startswith(needle):
+        start = 0
+    else:
+        i = raw.find(b"\x02" + needle)
+        if i < 0:
+            return raw
+        start = i + 1
+    end = raw.find(b"\x02", start)
+    if end < 0:  # the last pair: drop it with the separator before it
+        return raw[: max(start - 1, 0)]
+    return raw[:start] + raw[end + 1 :]
+
+
 # -- hosts and ids ------------------------------------------------------------------------------
 
 

@@ -43,6 +43,7 @@ from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerRe
 
 from ..delay import DLQ_QUEUE_NUMS
 from ..settings import BrokerRole
+from ..store.native import send_properties
 from ..store.timer import TimerRefused, asks_for_timer, timer_due
 from ..store.values import MessageInner, PutMessageStatus, PutResult
 from ..transaction import half_inner, is_prepared
@@ -146,19 +147,14 @@ class SendProcessor:
         if isinstance(target, RemotingCommand):
             return target
         topic, queue_id, config = target
-        raw_props = (h.properties or "").encode()
-        wait = b"WAIT\x01false" not in raw_props
-        # Like Java 4.9: WAIT only steers this answer, so it is not stored (9 bytes per message).
-        raw_props = strip_property(raw_props, b"WAIT")
-        if topic != h.topic:  # a retry turned dead letter: it waits for nothing
-            raw_props = strip_property(raw_props, b"DELAY")
-        if raw_props and not raw_props.endswith(b"\x02"):
-            raw_props += b"\x02"
-        props_bytes = raw_props + self.cluster_prop
+        try:  # (a retry turned dead letter waits for nothing: its DELAY goes)
+            raw_props, props_bytes, props, wait = send_properties(h.properties, self.cluster_prop, topic != h.topic)
+        except UnicodeEncodeError:
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "the message properties are not valid Unicode")
         if len(props_bytes) > MAX_PROPERTIES_BYTES:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"the message properties are over {MAX_PROPERTIES_BYTES} bytes")
         if config.attributes and topic == h.topic:
-            problem = self._type_problem(topic, config.message_type, raw_props, body if batch else None)
+            problem = self._type_problem(topic, config.message_type, props, body if batch else None)
             if problem is not None:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
         if not batch and asks_for_timer(raw_props):
@@ -182,7 +178,7 @@ class SendProcessor:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem if problem == "empty batch" else f"bad batch body: {e}")
         else:
             result = self.store.put_message(
-                self._inner(h, topic, queue_id, sys_flag, born_host, body, raw_props, props_bytes)
+                self._inner(h, topic, queue_id, sys_flag, born_host, body, props, props_bytes)
             )
         return self._answer(holder, cmd, result, topic, queue_id, wait)
 
@@ -198,10 +194,9 @@ class SendProcessor:
         return None
 
     @staticmethod
-    def _type_problem(topic: str, topic_type: str | None, raw_props: bytes,
+    def _type_problem(topic: str, topic_type: str | None, props: dict[str, str],
                       batch_body: bytes | bytearray | memoryview | None) -> str | None:
         """Why the message (or a message of the batch) does not fit the topic's ``message.type``."""
-        props = decode_properties(raw_props) if raw_props else {}
         if batch_body is None:
             return type_problem(topic, topic_type, props)
         try:
@@ -264,10 +259,9 @@ class SendProcessor:
 
     def _inner(
         self, h: SendMessageRequestHeader, topic: str, queue_id: int, sys_flag: int, born_host: bytes,
-        body: bytes | bytearray | memoryview, raw_props: bytes, props_bytes: bytes,
+        body: bytes | bytearray | memoryview, props: dict[str, str], props_bytes: bytes,
     ) -> MessageInner:
         """The one message of a single send (a half message when it is a prepared transaction)."""
-        props = decode_properties(raw_props) if raw_props else {}
         inner = MessageInner(
             topic=topic,
             body=body,
@@ -355,22 +349,6 @@ class SendProcessor:
         if flushed is not None:
             flushed.add_done_callback(done)
         return out
-
-
-def strip_property(raw: bytes, key: bytes) -> bytes:
-    """``raw`` encoded properties without the pair for ``key`` (bytes in, bytes out: no decoding)."""
-    needle = key + b"\x01"
-    if raw.startswith(needle):
-        start = 0
-    else:
-        i = raw.find(b"\x02" + needle)
-        if i < 0:
-            return raw
-        start = i + 1
-    end = raw.find(b"\x02", start)
-    if end < 0:  # the last pair: drop it with the separator before it
-        return raw[: max(start - 1, 0)]
-    return raw[:start] + raw[end + 1 :]
 
 
 async def published_first(publish: Callable[[], Awaitable[object]], result: HandlerResult) -> RemotingCommand | None:

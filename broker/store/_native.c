@@ -2,7 +2,8 @@
  * The store's per-message hot path, compiled: one call turns a SEND_BATCH_MESSAGE body into the
  * commitlog records of all its messages (CRC32 of each body, properties decoded for the dispatchers,
  * tags hash for the consume queue), one call patches queue and commitlog offsets into those records,
- * one call makes their offset message ids; one call writes the record of a single message; two calls
+ * one call makes their offset message ids; one call writes the record of a single message, one makes
+ * the properties it is stored with (WAIT dropped, the cluster added, decoded for the dispatchers); two calls
  * hash and write the index entries of a batch or of one message. The GIL is held throughout: each
  * call is short and allocates Python objects as it goes.
  *
@@ -621,6 +622,114 @@ done:
     return result;
 }
 
+/* -- a single send's properties --------------------------------------------------------------------- */
+
+/* Drops the first `key` pair from buf[0:*n] as pyrocketmq.remoting.message.strip_property does. */
+static void strip_pair(char *buf, Py_ssize_t *n, const char *key) {
+    Py_ssize_t len = *n, klen = (Py_ssize_t)strlen(key), start = -1;
+    if (len > klen && memcmp(buf, key, (size_t)klen) == 0 && buf[klen] == '\x01') {
+        start = 0;
+    } else {
+        for (Py_ssize_t i = 0; i + klen + 1 < len; i++) {
+            if (buf[i] == '\x02' && memcmp(buf + i + 1, key, (size_t)klen) == 0 && buf[i + 1 + klen] == '\x01') {
+                start = i + 1;
+                break;
+            }
+        }
+    }
+    if (start < 0)
+        return;
+    Py_ssize_t end = -1;
+    for (Py_ssize_t i = start; i < len; i++) {
+        if (buf[i] == '\x02') {
+            end = i;
+            break;
+        }
+    }
+    if (end < 0) {
+        *n = start > 0 ? start - 1 : 0;
+        return;
+    }
+    memmove(buf + start, buf + end + 1, (size_t)(len - end - 1));
+    *n = len - (end + 1 - start);
+}
+
+static int contains(const char *buf, Py_ssize_t n, const char *needle) {
+    Py_ssize_t m = (Py_ssize_t)strlen(needle);
+    for (Py_ssize_t i = 0; i + m <= n; i++)
+        if (buf[i] == needle[0] && memcmp(buf + i, needle, (size_t)m) == 0)
+            return 1;
+    return 0;
+}
+
+/* send_properties(text, cluster_prop, drop_delay) -> (raw, props_bytes, properties, wait): see native.py */
+static PyObject *py_send_properties(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_buffer cluster;
+    int drop_delay;
+    if (!PyArg_ParseTuple(args, "Oy*p", &text, &cluster, &drop_delay))
+        return NULL;
+    const char *src = "";
+    Py_ssize_t n = 0;
+    PyObject *result = NULL, *raw = NULL, *stored = NULL, *props = NULL;
+    char *buf = NULL;
+    if (text != Py_None) {
+        if (!PyUnicode_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "send_properties: text must be a str or None");
+            goto done;
+        }
+        src = PyUnicode_AsUTF8AndSize(text, &n);
+        if (src == NULL)
+            goto done;
+    }
+    buf = PyMem_Malloc((size_t)n + 1);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(buf, src, (size_t)n);
+    int wait = !contains(buf, n, "WAIT\x01" "false");
+    strip_pair(buf, &n, "WAIT");
+    if (drop_delay)
+        strip_pair(buf, &n, "DELAY");
+    if (n > 0 && buf[n - 1] != '\x02')
+        buf[n++] = '\x02';
+    raw = PyBytes_FromStringAndSize(buf, n);
+    stored = PyBytes_FromStringAndSize(NULL, n + cluster.len);
+    props = PyDict_New();
+    if (raw == NULL || stored == NULL || props == NULL)
+        goto done;
+    memcpy(PyBytes_AS_STRING(stored), buf, (size_t)n);
+    memcpy(PyBytes_AS_STRING(stored) + n, cluster.buf, (size_t)cluster.len);
+    Py_ssize_t s = 0;
+    while (s < n) {
+        Py_ssize_t e = s, sep = -1;
+        while (e < n && buf[e] != '\x02') {
+            if (sep < 0 && buf[e] == '\x01')
+                sep = e;
+            e++;
+        }
+        if (sep > s && e > sep + 1) {
+            PyObject *k = PyUnicode_DecodeUTF8(buf + s, sep - s, "replace");
+            PyObject *v = k == NULL ? NULL : PyUnicode_DecodeUTF8(buf + sep + 1, e - sep - 1, "replace");
+            int rc = v == NULL ? -1 : PyDict_SetItem(props, k, v);
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (rc < 0)
+                goto done;
+        }
+        s = e + 1;
+    }
+    result = Py_BuildValue("(OOON)", raw, stored, props, PyBool_FromLong(wait));
+done:
+    Py_XDECREF(raw);
+    Py_XDECREF(stored);
+    Py_XDECREF(props);
+    PyMem_Free(buf);
+    PyBuffer_Release(&cluster);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", py_encode_batch, METH_VARARGS,
      "encode_batch(data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, "
@@ -638,6 +747,8 @@ static PyMethodDef methods[] = {
     {"index_write", py_index_write, METH_VARARGS,
      "index_write(file, slot_num, index_num, index_count, hash_slot_count, begin_ts, begin_phy, hashes, phys, "
      "start, store_ts) -> (written, index_count, hash_slot_count, begin_ts, begin_phy, end_phy)"},
+    {"send_properties", py_send_properties, METH_VARARGS,
+     "send_properties(text, cluster_prop, drop_delay) -> (raw, props_bytes, properties, wait) of a single send"},
     {"java_hash", py_java_hash, METH_VARARGS,
      "java_hash(s, start=0) -> Java hashCode of (a string hashing to start) + s, unsigned 32-bit"},
     {NULL, NULL, 0, NULL},

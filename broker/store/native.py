@@ -4,7 +4,8 @@ which write the same bytes — they are the reference the tests hold the compile
 ``PYROCKETMQ_PURE_PYTHON=1`` picks them even when the compiled module is there (to compare, or to
 rule it out).
 
-``encode_one`` is the record of one message (a single send);
+``encode_one`` is the record of one message (a single send), ``send_properties`` the properties it is
+stored with;
 ``encode_batch`` turns a SEND_BATCH_MESSAGE body into the records of all its messages (offsets left
 zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets`` numbers the
 records once the commitlog position is known; ``offset_msg_ids`` makes their offset message ids.
@@ -25,6 +26,7 @@ from pyrocketmq.remoting.message import (
     encode_record,
     iter_batch_raw,
     patch_record,
+    strip_property,
     tags_code,
 )
 from pyrocketmq.remoting.msg_id import create_offset_msg_id
@@ -133,3 +135,29 @@ def offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
     ids: str = NATIVE.offset_msg_ids(store_host, phys, sizes)
     return ids
 
+
+
+def py_send_properties(text: str | None, cluster_prop: bytes, drop_delay: bool) -> tuple[bytes, bytes, dict[str, str], bool]:
+    """Pure-Python :func:`send_properties`."""
+    raw = (text or "").encode()
+    wait = b"WAIT\x01false" not in raw
+    # Like Java 4.9: WAIT only steers the answer, so it is not stored (9 bytes per message).
+    raw = strip_property(raw, b"WAIT")
+    if drop_delay:
+        raw = strip_property(raw, b"DELAY")
+    if raw and not raw.endswith(b"\x02"):
+        raw += b"\x02"
+    return raw, raw + cluster_prop, decode_properties(raw), wait
+
+
+def send_properties(text: str | None, cluster_prop: bytes, drop_delay: bool) -> tuple[bytes, bytes, dict[str, str], bool]:
+    """A single send's properties as the producer encoded them (``text``, the header's ``properties``)
+    made into what the store keeps: ``(raw, props_bytes, properties, wait)``. ``raw`` is them without
+    ``WAIT`` (and without ``DELAY`` when ``drop_delay``: a retry turned dead letter), ending in the pair
+    separator when not empty; ``props_bytes`` is ``raw`` + ``cluster_prop`` (what the record holds);
+    ``properties`` is ``raw`` decoded; ``wait`` is False when the producer asked not to wait for the
+    flush (``WAIT=false``). UnicodeEncodeError for a text that is not valid Unicode (lone surrogates)."""
+    if NATIVE is None:
+        return py_send_properties(text, cluster_prop, drop_delay)
+    result: tuple[bytes, bytes, dict[str, str], bool] = NATIVE.send_properties(text, cluster_prop, drop_delay)
+    return result

@@ -46,7 +46,7 @@ def test_hold_times_out_and_is_forgotten():
 
 
 def test_strip_property_removes_only_that_pair():
-    from pyrocketmq.broker.processors.send import strip_property
+    from pyrocketmq.remoting.message import strip_property
 
     assert strip_property(b"WAIT\x01true\x02TAGS\x01a", b"WAIT") == b"TAGS\x01a"
     assert strip_property(b"TAGS\x01a\x02WAIT\x01true", b"WAIT") == b"TAGS\x01a"

@@ -210,3 +210,26 @@ def test_a_batch_indexes_like_its_records_one_by_one(batches, slot_num, index_nu
         assert files[0] == files[1] == files[2]
         for svc in (batch, single, python):
             svc.close()
+
+
+pairs = st.lists(st.tuples(st.one_of(st.sampled_from(["WAIT", "DELAY", "TAGS", "KEYS", "UNIQ_KEY", "XWAIT", ""]), text),
+                           st.one_of(st.sampled_from(["true", "false", "3", ""]), text, st.just("a\x01b"))), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pairs, st.booleans(), st.booleans(), st.sampled_from([b"", b"CLUSTER\x01DefaultCluster"]))
+def test_a_sends_properties_are_the_python_ones(items, trailing, drop_delay, cluster):
+    text = "\x02".join(f"{k}\x01{v}" for k, v in items) + ("\x02" if trailing and items else "")
+    for t in (text, None, "", "\x02", "\x01", "WAIT\x01false", "a\x02\x02b\x01c"):
+        assert native.NATIVE.send_properties(t, cluster, drop_delay) == native.py_send_properties(t, cluster, drop_delay)
+
+
+def test_a_sends_properties():
+    raw, stored, props, wait = native.send_properties("TAGS\x01a\x02WAIT\x01false\x02DELAY\x013", b"CLUSTER\x01C", True)
+    assert (raw, stored, props, wait) == (b"TAGS\x01a\x02", b"TAGS\x01a\x02CLUSTER\x01C", {"TAGS": "a"}, False)
+    assert native.send_properties("KEYS\x01k \u00e9\x02WAIT\x01true", b"", False) == (
+        "KEYS\x01k \u00e9\x02".encode(), "KEYS\x01k \u00e9\x02".encode(), {"KEYS": "k \u00e9"}, True)
+    with pytest.raises(UnicodeEncodeError):
+        native.send_properties("TAGS\x01\ud800", b"", False)
+    with pytest.raises(UnicodeEncodeError):
+        native.py_send_properties("TAGS\x01\ud800", b"", False)
