@@ -65,7 +65,7 @@ headers = st.fixed_dictionaries(
         "serializeTypeCurrentRPC": st.one_of(st.just("JSON"), st.integers(0, 2)),
         "remark": st.one_of(st.none(), any_text, st.integers(0, 9)),
         "extFields": st.one_of(st.none(), st.dictionaries(any_text, ext_value, max_size=6)),
-        "other": st.one_of(any_text, st.integers(-9, 9), st.booleans(), st.none(), st.lists(st.integers(), max_size=2)),
+        "other": st.one_of(any_text, st.integers(-9, 9), st.booleans(), st.none(), st.lists(st.integers(-9, 9), max_size=2)),
     },
 )
 
