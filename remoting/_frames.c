@@ -1,6 +1,7 @@
 /*
  * A remoting frame with a JSON header, decoded in one call: the header's fields, its extFields and
- * the body, into a RemotingCommand.
+ * the body, into a RemotingCommand. And the SEND_MESSAGE_V2 header of a send (its one-letter
+ * extFields) into a SendMessageRequestHeader, when every field has the plain form.
  *
  * It reads the form every peer writes (a flat object: the four integer fields, the language, the
  * remark, extFields of strings; strings with JSON escapes and UTF-8), and nothing else: for any
@@ -461,6 +462,156 @@ done:
     return result;
 }
 
+/* -- SEND_MESSAGE_V2's header ---------------------------------------------------------------------- */
+
+static PyObject *send_header_type; /* SendMessageRequestHeader */
+static PyObject *v2_key[13];       /* "a" .. "m" */
+
+/* A str of ASCII digits with an optional minus, at most 18 digits, within [lo, hi]. */
+static int plain_int(PyObject *s, long long lo, long long hi, long long *out) {
+    if (!PyUnicode_Check(s) || !PyUnicode_IS_ASCII(s))
+        return OTHER;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    const char *p = (const char *)PyUnicode_DATA(s);
+    int neg = n > 0 && p[0] == '-';
+    if (n - neg < 1 || n - neg > 18)
+        return OTHER;
+    long long v = 0;
+    for (Py_ssize_t i = neg; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return OTHER;
+        v = v * 10 + (p[i] - '0');
+    }
+    if (neg)
+        v = -v;
+    if (v < lo || v > hi)
+        return OTHER;
+    *out = v;
+    return PLAIN;
+}
+
+static PyObject *v2_get(PyObject *ext, int letter) {
+    return PyDict_GetItemWithError(ext, v2_key[letter - 'a']); /* borrowed; NULL: absent or error */
+}
+
+/* An int field that must be there: a new int, or NULL with *rc OTHER (not plain) or ERROR. */
+static PyObject *v2_int(PyObject *ext, int letter, long long lo, long long hi, int *rc) {
+    PyObject *s = v2_get(ext, letter);
+    long long v;
+    if (s == NULL) {
+        *rc = PyErr_Occurred() ? ERROR : OTHER;
+        return NULL;
+    }
+    if (plain_int(s, lo, hi, &v) != PLAIN) {
+        *rc = OTHER;
+        return NULL;
+    }
+    PyObject *o = PyLong_FromLongLong(v);
+    if (o == NULL)
+        *rc = ERROR;
+    return o;
+}
+
+/* An optional int field: None when absent, "" or "null". */
+static PyObject *v2_opt_int(PyObject *ext, int letter, int *rc) {
+    PyObject *s = v2_get(ext, letter);
+    if (s == NULL) {
+        if (PyErr_Occurred()) {
+            *rc = ERROR;
+            return NULL;
+        }
+        return Py_NewRef(Py_None);
+    }
+    if (PyUnicode_Check(s) && (PyUnicode_GET_LENGTH(s) == 0 || PyUnicode_CompareWithASCIIString(s, "null") == 0))
+        return Py_NewRef(Py_None);
+    return v2_int(ext, letter, INT32_MIN, INT32_MAX, rc);
+}
+
+/* A flag field: False when absent; "true" / "false" as they are (other spellings: OTHER). */
+static PyObject *v2_bool(PyObject *ext, int letter, int *rc) {
+    PyObject *s = v2_get(ext, letter);
+    if (s == NULL) {
+        if (PyErr_Occurred()) {
+            *rc = ERROR;
+            return NULL;
+        }
+        return Py_NewRef(Py_False);
+    }
+    if (PyUnicode_Check(s)) {
+        if (PyUnicode_CompareWithASCIIString(s, "true") == 0)
+            return Py_NewRef(Py_True);
+        if (PyUnicode_CompareWithASCIIString(s, "false") == 0)
+            return Py_NewRef(Py_False);
+    }
+    *rc = OTHER;
+    return NULL;
+}
+
+static PyObject *v2_str(PyObject *ext, int letter, int required, int *rc) {
+    PyObject *s = v2_get(ext, letter);
+    if (s == NULL) {
+        if (PyErr_Occurred())
+            *rc = ERROR;
+        else if (required)
+            *rc = OTHER;
+        else
+            return Py_NewRef(Py_None);
+        return NULL;
+    }
+    if (!PyUnicode_CheckExact(s)) {
+        *rc = OTHER;
+        return NULL;
+    }
+    return Py_NewRef(s);
+}
+
+/* send_v2_header(ext) -> SendMessageRequestHeader | None */
+static PyObject *send_v2_header(PyObject *self, PyObject *ext) {
+    if (send_header_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_frames.configure_send_header() was not called");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(ext))
+        Py_RETURN_NONE;
+    int rc = PLAIN;
+    /* SendMessageRequestHeader(a, b, c, d, e, f, g, h, i, j, k, m, l): the dataclass's field order */
+    PyObject *f[13] = {NULL};
+    f[0] = v2_str(ext, 'a', 1, &rc);
+    if (f[0]) f[1] = v2_str(ext, 'b', 1, &rc);
+    if (f[1]) f[2] = v2_str(ext, 'c', 1, &rc);
+    if (f[2]) f[3] = v2_int(ext, 'd', INT32_MIN, INT32_MAX, &rc);
+    if (f[3]) f[4] = v2_int(ext, 'e', INT32_MIN, INT32_MAX, &rc);
+    if (f[4]) f[5] = v2_int(ext, 'f', INT32_MIN, INT32_MAX, &rc);
+    if (f[5]) f[6] = v2_int(ext, 'g', INT64_MIN, INT64_MAX, &rc);
+    if (f[6]) f[7] = v2_int(ext, 'h', INT32_MIN, INT32_MAX, &rc);
+    if (f[7]) f[8] = v2_str(ext, 'i', 0, &rc);
+    if (f[8]) f[9] = v2_opt_int(ext, 'j', &rc);
+    if (f[9]) f[10] = v2_bool(ext, 'k', &rc);
+    if (f[10]) f[11] = v2_bool(ext, 'm', &rc);
+    if (f[11]) f[12] = v2_opt_int(ext, 'l', &rc);
+    PyObject *result = NULL;
+    if (f[12] != NULL)
+        result = PyObject_Vectorcall(send_header_type, f, 13, NULL);
+    else if (rc == OTHER)
+        result = Py_NewRef(Py_None);
+    for (int i = 0; i < 13; i++)
+        Py_XDECREF(f[i]);
+    return result;
+}
+
+static PyObject *configure_send_header(PyObject *self, PyObject *cls) {
+    for (int i = 0; i < 13; i++) {
+        if (v2_key[i] == NULL) {
+            char name[2] = {(char)('a' + i), 0};
+            v2_key[i] = PyUnicode_InternFromString(name);
+            if (v2_key[i] == NULL)
+                return NULL;
+        }
+    }
+    Py_XSETREF(send_header_type, Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyObject *cmd, *langs, *other, *dflt;
     if (!PyArg_ParseTuple(args, "OO!OO", &cmd, &PyDict_Type, &langs, &other, &dflt))
@@ -476,6 +627,10 @@ static PyMethodDef methods[] = {
     {"decode_json_frame", (PyCFunction)(void (*)(void))decode_json_frame, METH_FASTCALL,
      "decode_json_frame(buffer, start, end) -> RemotingCommand | None: the frame buffer[start:end] (after its "
      "length field) when its header is JSON in the plain form; None otherwise (decode it in Python)"},
+    {"send_v2_header", send_v2_header, METH_O,
+     "send_v2_header(ext_fields) -> SendMessageRequestHeader | None: a SEND_MESSAGE_V2 header when every field has "
+     "the plain form; None otherwise (read it in Python)"},
+    {"configure_send_header", configure_send_header, METH_O, "configure_send_header(SendMessageRequestHeader)"},
     {"configure", configure, METH_VARARGS,
      "configure(command_type, language_by_name, other_language, default_language)"},
     {NULL, NULL, 0, NULL},

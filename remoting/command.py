@@ -414,9 +414,9 @@ class FrameDecoder:
                     self._buf = bytearray(buf[pos:])
 
 
-def _load_compiled() -> Callable[[bytes | bytearray | memoryview, int, int], RemotingCommand | None] | None:
-    """``_frames.decode_json_frame``, ready to make RemotingCommands; None when it is not built or not
-    wanted (``PYROCKETMQ_PURE_PYTHON``)."""
+def _load_frames() -> Any:
+    """The compiled ``_frames`` module, configured to make RemotingCommands; None when it is not built or
+    not wanted (``PYROCKETMQ_PURE_PYTHON``)."""
     if os.environ.get("PYROCKETMQ_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
@@ -427,8 +427,11 @@ def _load_compiled() -> Callable[[bytes | bytearray | memoryview, int, int], Rem
             "Python (reinstall with a C compiler and Python's headers to build it)")
         return None
     module.configure(RemotingCommand, _LANG_BY_NAME, LanguageCode.OTHER, LanguageCode.JAVA)
-    decode: Callable[[bytes | bytearray | memoryview, int, int], RemotingCommand | None] = module.decode_json_frame
-    return decode
+    return module
 
 
-_compiled = _load_compiled()
+compiled_frames = _load_frames()
+"""The compiled module (None without it); :mod:`.header` configures its send-header reader."""
+_compiled: Callable[[bytes | bytearray | memoryview, int, int], RemotingCommand | None] | None = (
+    None if compiled_frames is None else compiled_frames.decode_json_frame
+)

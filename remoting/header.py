@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeAlias, TypeVar
 
-from .command import RemotingCommand, stringify
+from .command import RemotingCommand, compiled_frames, stringify
 
 H = TypeVar("H", bound="Header")
 
@@ -166,7 +167,11 @@ class SendMessageRequestHeader(Header):
         """V2 (codes 310/320, keys ``a``..``m``) or V1 (code 10, long names)."""
         ext = cmd.ext_fields
         if cmd.code in _SEND_V2_CODES or ("b" in ext and "topic" not in ext):
-            try:  # every send goes through here: no generic field loop when the header is well formed
+            if _send_v2_compiled is not None:  # every send goes through here
+                h = _send_v2_compiled(ext)
+                if h is not None:
+                    return h
+            try:  # no generic field loop when the header is well formed
                 return _send_v2_fast(ext)
             except (KeyError, ValueError):
                 return _read(cls, ext, _send_v2_spec())  # raises the HeaderError naming the field
@@ -175,6 +180,14 @@ class SendMessageRequestHeader(Header):
     def to_ext_v2(self) -> dict[str, str]:
         """The one-letter form a 4.x producer sends with SEND_MESSAGE_V2."""
         return stringify({short: getattr(self, attr) for attr, short in _SEND_V2})
+
+
+_send_v2_compiled: Callable[[dict[str, str]], SendMessageRequestHeader | None] | None = None
+"""``_frames.send_v2_header``: the header when every field has the plain form, else None (and
+``_send_v2_fast`` or ``_read`` reads it); None when the compiled module is not there."""
+if compiled_frames is not None:
+    compiled_frames.configure_send_header(SendMessageRequestHeader)
+    _send_v2_compiled = compiled_frames.send_v2_header
 
 
 def _opt_int(raw: str | None) -> int | None:

@@ -8,6 +8,7 @@ these (CI fails instead: CI builds it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 
@@ -15,7 +16,7 @@ import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pyrocketmq.remoting import command as C
+from pyrocketmq.remoting import command as C, header
 from pyrocketmq.remoting.code import LanguageCode, RequestCode
 from pyrocketmq.remoting.command import FrameDecoder, FrameError, RemotingCommand, encode
 from tests.helpers.prereq import missing_prerequisite
@@ -183,3 +184,54 @@ def test_the_decoder_takes_the_compiled_path_for_each_frame_of_a_stream() -> Non
         out.extend(dec.feed(stream[i:i + 7]))
     assert [fields_of(c) for c in out] == [fields_of(C.py_decode_frame(encode(c)[4:])) for c in cmds]
     assert [c.opaque for c in out] == list(range(5)) and dec.pending == 0
+
+
+# -- SEND_MESSAGE_V2's header ---------------------------------------------------------------------
+
+def python_v2(ext: dict[str, str]):
+    """What the Python path reads from these fields: the header, or the HeaderError's type."""
+    try:
+        return header._send_v2_fast(ext)
+    except (KeyError, ValueError):
+        try:
+            return header._read(header.SendMessageRequestHeader, ext, header._send_v2_spec())
+        except header.HeaderError:
+            return header.HeaderError
+
+
+def v2_fields(h) -> tuple:
+    return tuple((f.name, getattr(h, f.name), type(getattr(h, f.name))) for f in dataclasses.fields(h))
+
+
+number = st.one_of(st.integers(-(2**31), 2**31 - 1).map(str), st.integers(-(2**64), 2**64).map(str),
+                   st.sampled_from(["", "null", " 5", "+5", "1_0", "007", "-0", "-", "1.5", "\u0665", "abc",
+                                    "9223372036854775807", "-9223372036854775808", "999999999999999999"]))
+v2_ext = st.fixed_dictionaries(
+    {"a": st.text(max_size=5), "b": st.text(max_size=5), "c": st.just("TBW102"), "d": number, "e": number,
+     "f": number, "g": number, "h": number},
+    optional={"i": st.text(max_size=8), "j": number, "l": number,
+              "k": st.sampled_from(["true", "false", "TRUE", " true", "x", ""]),
+              "m": st.sampled_from(["true", "false", "False", "1"])},
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(v2_ext, st.sets(st.sampled_from("abcdefgh"), max_size=2))
+def test_the_compiled_send_header_is_the_python_one(ext, missing) -> None:
+    for k in missing:
+        ext.pop(k, None)
+    want = python_v2(ext)
+    got = header._send_v2_compiled(ext)
+    if got is None:
+        return
+    assert want is not header.HeaderError, f"compiled read a header Python refuses: {ext}"
+    assert v2_fields(got) == v2_fields(want)
+
+
+def test_a_java_send_header_takes_the_compiled_path() -> None:
+    ext = {"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1700000000000", "h": "0",
+           "i": "UNIQ_KEY\x01A\x02", "j": "0", "k": "false", "m": "false"}
+    got = header._send_v2_compiled(ext)
+    assert got is not None and v2_fields(got) == v2_fields(python_v2(ext))
+    assert header._send_v2_compiled({**ext, "l": "16", "m": "true", "j": "null"}).batch is True
+    assert header._send_v2_compiled({**ext, "d": " 4"}) is None  # Python reads it (int() strips spaces)
