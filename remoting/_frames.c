@@ -1,7 +1,9 @@
 /*
  * A remoting frame with a JSON header, decoded in one call: the header's fields, its extFields and
  * the body, into a RemotingCommand. And the SEND_MESSAGE_V2 header of a send (its one-letter
- * extFields) into a SendMessageRequestHeader, when every field has the plain form.
+ * extFields) into a SendMessageRequestHeader, when every field has the plain form. And the other way:
+ * a command's length fields and JSON header, byte for byte what the Python encoder (orjson) writes,
+ * for a command whose strings need no escaping (else None, and Python encodes it).
  *
  * It reads the form every peer writes (a flat object: the four integer fields, the language, the
  * remark, extFields of strings; strings with JSON escapes and UTF-8), and nothing else: for any
@@ -612,10 +614,190 @@ static PyObject *configure_send_header(PyObject *self, PyObject *cls) {
     Py_RETURN_NONE;
 }
 
-static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *cmd, *langs, *other, *dflt;
-    if (!PyArg_ParseTuple(args, "OO!OO", &cmd, &PyDict_Type, &langs, &other, &dflt))
+/* -- encoding: length fields + JSON header ---------------------------------------------------------- */
+
+static PyObject *lang_names; /* {LanguageCode value: name} */
+static PyObject *a_code, *a_flag, *a_language, *a_opaque, *a_version, *a_remark, *a_ext, *a_body, *a_stype;
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} Out;
+
+static int out_put(Out *o, const char *s, Py_ssize_t n) {
+    if (o->len + n > o->cap) {
+        Py_ssize_t cap = o->cap * 2 > o->len + n ? o->cap * 2 : o->len + n + 256;
+        char *grown = PyMem_Realloc(o->buf, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return ERROR;
+        }
+        o->buf = grown;
+        o->cap = cap;
+    }
+    memcpy(o->buf + o->len, s, (size_t)n);
+    o->len += n;
+    return PLAIN;
+}
+
+static int out_lit(Out *o, const char *s) { return out_put(o, s, (Py_ssize_t)strlen(s)); }
+
+/* An int (not a bool) in 64 bits, written as orjson writes it. */
+static int out_int(Out *o, PyObject *v) {
+    if (v == NULL || !PyLong_Check(v) || PyBool_Check(v))
+        return OTHER;
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow)
+        return OTHER;
+    if (x == -1 && PyErr_Occurred())
+        return ERROR;
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", x);
+    return out_put(o, tmp, n);
+}
+
+/* A str written between quotes as it is: OTHER when it needs escaping (or is not UTF-8 encodable). */
+static int out_str(Out *o, PyObject *v) {
+    if (!PyUnicode_Check(v))
+        return OTHER;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+    if (s == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return ERROR;
+        PyErr_Clear();
+        return OTHER;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == '"' || c == '\\')
+            return OTHER;
+    }
+    if (out_put(o, "\"", 1) < 0 || out_put(o, s, n) < 0 || out_put(o, "\"", 1) < 0)
+        return ERROR;
+    return PLAIN;
+}
+
+static int write_header(Out *o, PyObject *cmd, Py_ssize_t *body_len) {
+    PyObject *v[9] = {NULL};
+    PyObject *names[9] = {a_code, a_flag, a_language, a_opaque, a_version, a_remark, a_ext, a_body, a_stype};
+    int rc = PLAIN;
+    for (int i = 0; i < 9; i++) {
+        v[i] = PyObject_GetAttr(cmd, names[i]);
+        if (v[i] == NULL) {
+            rc = ERROR;
+            goto done;
+        }
+    }
+    PyObject *code = v[0], *flag = v[1], *language = v[2], *opaque = v[3], *version = v[4], *remark = v[5],
+             *ext = v[6], *body = v[7], *stype = v[8];
+    if (!PyLong_Check(stype) || PyLong_AsLong(stype) != 0 || !PyDict_CheckExact(ext)) {
+        rc = PyErr_Occurred() ? ERROR : OTHER;
+        goto done;
+    }
+    /* the body's length: none, one buffer, or a list of buffers */
+    Py_ssize_t blen = 0;
+    if (body == Py_None) {
+        blen = 0;
+    } else if (PyList_CheckExact(body)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(body); i++) {
+            Py_ssize_t n = PyObject_Length(PyList_GET_ITEM(body, i));
+            if (n < 0) {
+                rc = ERROR;
+                goto done;
+            }
+            blen += n;
+        }
+    } else {
+        blen = PyObject_Length(body);
+        if (blen < 0) {
+            rc = ERROR;
+            goto done;
+        }
+    }
+    *body_len = blen;
+    PyObject *lang = PyDict_GetItemWithError(lang_names, language);
+    if (lang == NULL && PyErr_Occurred()) {
+        rc = ERROR;
+        goto done;
+    }
+    if ((rc = out_lit(o, "{\"code\":")) != PLAIN || (rc = out_int(o, code)) != PLAIN ||
+        (rc = out_lit(o, ",\"flag\":")) != PLAIN || (rc = out_int(o, flag)) != PLAIN ||
+        (rc = out_lit(o, ",\"language\":")) != PLAIN)
+        goto done;
+    if (lang != NULL)
+        rc = out_str(o, lang);
+    else
+        rc = out_lit(o, "\"OTHER\"");
+    if (rc != PLAIN || (rc = out_lit(o, ",\"opaque\":")) != PLAIN || (rc = out_int(o, opaque)) != PLAIN ||
+        (rc = out_lit(o, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":")) != PLAIN ||
+        (rc = out_int(o, version)) != PLAIN)
+        goto done;
+    if (remark != Py_None && ((rc = out_lit(o, ",\"remark\":")) != PLAIN || (rc = out_str(o, remark)) != PLAIN))
+        goto done;
+    if (PyDict_GET_SIZE(ext) > 0) {
+        if ((rc = out_lit(o, ",\"extFields\":{")) != PLAIN)
+            goto done;
+        Py_ssize_t pos = 0, i = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(ext, &pos, &k, &val)) {
+            if ((i++ && (rc = out_lit(o, ",")) != PLAIN) || (rc = out_str(o, k)) != PLAIN ||
+                (rc = out_lit(o, ":")) != PLAIN || (rc = out_str(o, val)) != PLAIN)
+                goto done;
+        }
+        if ((rc = out_lit(o, "}")) != PLAIN)
+            goto done;
+    }
+    rc = out_lit(o, "}");
+done:
+    for (int i = 0; i < 9; i++)
+        Py_XDECREF(v[i]);
+    return rc;
+}
+
+/* encode_json_prefix(cmd) -> bytes | None */
+static PyObject *encode_json_prefix(PyObject *self, PyObject *cmd) {
+    if (lang_names == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_frames.configure() was not called");
         return NULL;
+    }
+    Out o = {NULL, 0, 0};
+    PyObject *result = NULL;
+    Py_ssize_t body_len = 0;
+    if (out_put(&o, "\0\0\0\0\0\0\0\0", 8) < 0)
+        goto done;
+    int rc = write_header(&o, cmd, &body_len);
+    if (rc == ERROR)
+        goto done;
+    Py_ssize_t hlen = o.len - 8;
+    long long total = 4LL + hlen + body_len;
+    if (rc == OTHER || hlen > 0xFFFFFF || total > INT32_MAX) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    unsigned char *p = (unsigned char *)o.buf;
+    p[0] = (unsigned char)(total >> 24); p[1] = (unsigned char)(total >> 16); p[2] = (unsigned char)(total >> 8);
+    p[3] = (unsigned char)total;
+    p[4] = 0; p[5] = (unsigned char)(hlen >> 16); p[6] = (unsigned char)(hlen >> 8); p[7] = (unsigned char)hlen;
+    result = PyBytes_FromStringAndSize(o.buf, o.len);
+done:
+    PyMem_Free(o.buf);
+    return result;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *cmd, *langs, *other, *dflt, *names;
+    if (!PyArg_ParseTuple(args, "OO!OOO!", &cmd, &PyDict_Type, &langs, &other, &dflt, &PyDict_Type, &names))
+        return NULL;
+    struct { PyObject **slot; const char *name; } attrs[] = {
+        {&a_code, "code"}, {&a_flag, "flag"}, {&a_language, "language"}, {&a_opaque, "opaque"},
+        {&a_version, "version"}, {&a_remark, "remark"}, {&a_ext, "ext_fields"}, {&a_body, "body"},
+        {&a_stype, "serialize_type"}};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        if (*attrs[i].slot == NULL && (*attrs[i].slot = PyUnicode_InternFromString(attrs[i].name)) == NULL)
+            return NULL;
+    Py_XSETREF(lang_names, Py_NewRef(names));
     Py_XSETREF(command_type, Py_NewRef(cmd));
     Py_XSETREF(lang_by_name, Py_NewRef(langs));
     Py_XSETREF(lang_other, Py_NewRef(other));
@@ -631,8 +813,11 @@ static PyMethodDef methods[] = {
      "send_v2_header(ext_fields) -> SendMessageRequestHeader | None: a SEND_MESSAGE_V2 header when every field has "
      "the plain form; None otherwise (read it in Python)"},
     {"configure_send_header", configure_send_header, METH_O, "configure_send_header(SendMessageRequestHeader)"},
+    {"encode_json_prefix", encode_json_prefix, METH_O,
+     "encode_json_prefix(cmd) -> bytes | None: the length fields and JSON header of cmd as the Python encoder "
+     "writes them, when no string needs escaping; None otherwise (encode it in Python)"},
     {"configure", configure, METH_VARARGS,
-     "configure(command_type, language_by_name, other_language, default_language)"},
+     "configure(command_type, language_by_name, other_language, default_language, language_names)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,7 +19,9 @@ A malformed frame raises :class:`FrameError`; the transport closes that one conn
 
 A frame whose JSON header has the plain form every peer writes is decoded by the compiled
 ``_frames`` module (``_frames.c``) when it was built; any other frame, or every frame when it was not
-built or ``PYROCKETMQ_PURE_PYTHON=1``, by the Python code here, which gives the same commands.
+built or ``PYROCKETMQ_PURE_PYTHON=1``, by the Python code here, which gives the same commands. The
+compiled module also writes the JSON header of a command whose strings need no escaping, the same
+bytes as the Python encoder.
 """
 
 from __future__ import annotations
@@ -216,6 +218,15 @@ def _encode_binary_header(cmd: RemotingCommand) -> bytes:
 
 def encode_prefix(cmd: RemotingCommand) -> bytes:
     """Length fields + header: write this, then ``cmd.body`` as it is (no copy of the body)."""
+    if _encode_compiled is not None:
+        prefix = _encode_compiled(cmd)
+        if prefix is not None:
+            return prefix
+    return py_encode_prefix(cmd)
+
+
+def py_encode_prefix(cmd: RemotingCommand) -> bytes:
+    """:func:`encode_prefix` in Python only (any header: escapes, the binary form)."""
     header = encode_header(cmd)
     body = cmd.body
     body_len = 0 if body is None else (sum(map(len, body)) if isinstance(body, list) else len(body))
@@ -426,7 +437,7 @@ def _load_frames() -> Any:
             "the compiled frame decoder (pyrocketmq.remoting._frames) is not built: frames are decoded in pure "
             "Python (reinstall with a C compiler and Python's headers to build it)")
         return None
-    module.configure(RemotingCommand, _LANG_BY_NAME, LanguageCode.OTHER, LanguageCode.JAVA)
+    module.configure(RemotingCommand, _LANG_BY_NAME, LanguageCode.OTHER, LanguageCode.JAVA, _LANG_NAMES)
     return module
 
 
@@ -434,4 +445,7 @@ compiled_frames = _load_frames()
 """The compiled module (None without it); :mod:`.header` configures its send-header reader."""
 _compiled: Callable[[bytes | bytearray | memoryview, int, int], RemotingCommand | None] | None = (
     None if compiled_frames is None else compiled_frames.decode_json_frame
+)
+_encode_compiled: Callable[[RemotingCommand], bytes | None] | None = (
+    None if compiled_frames is None else compiled_frames.encode_json_prefix
 )

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pyrocketmq.remoting import command as C, header
-from pyrocketmq.remoting.code import LanguageCode, RequestCode
+from pyrocketmq.remoting.code import LanguageCode, RequestCode, ResponseCode
 from pyrocketmq.remoting.command import FrameDecoder, FrameError, RemotingCommand, encode
 from tests.helpers.prereq import missing_prerequisite
 
@@ -235,3 +235,44 @@ def test_a_java_send_header_takes_the_compiled_path() -> None:
     assert got is not None and v2_fields(got) == v2_fields(python_v2(ext))
     assert header._send_v2_compiled({**ext, "l": "16", "m": "true", "j": "null"}).batch is True
     assert header._send_v2_compiled({**ext, "d": " 4"}) is None  # Python reads it (int() strips spaces)
+
+
+# -- encoding -------------------------------------------------------------------------------------
+
+wide_int = st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**70), 2**70), st.booleans(),
+                     st.sampled_from(list(ResponseCode)[:5]))
+wild_text = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(["a\"b", "a\\b", "\x7f", "\u2028",
+                                                                                  "\ud800", "\x00", "\t"])
+commands = st.builds(
+    RemotingCommand,
+    code=wide_int, opaque=wide_int, flag=wide_int, version=wide_int,
+    remark=st.none() | wild_text,
+    ext_fields=st.dictionaries(wild_text, wild_text | st.integers(0, 9), max_size=5),
+    body=st.none() | st.binary(max_size=20) | st.lists(st.binary(max_size=8).map(memoryview), max_size=3),
+    language=st.sampled_from(list(LanguageCode)) | st.integers(0, 300),
+    serialize_type=st.sampled_from([0, 0, 0, 1]),
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(commands)
+def test_the_compiled_prefix_is_the_python_one(cmd) -> None:
+    got = C._encode_compiled(cmd)
+    try:
+        want = C.py_encode_prefix(cmd)
+    except Exception:
+        assert got is None, f"compiled encoded a command Python cannot: {cmd!r}"
+        return
+    assert got is None or got == want, cmd
+
+
+def test_an_answer_takes_the_compiled_path_and_decodes_back() -> None:
+    req = RemotingCommand(code=310, opaque=77, language=LanguageCode.JAVA)
+    answer = req.response(ResponseCode.SUCCESS)
+    answer.ext_fields = {"msgId": "0A0000010000000000001234", "queueId": "3", "queueOffset": "12",
+                         "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+    answer.remark = "caf\u00e9"
+    prefix = C._encode_compiled(answer)
+    assert prefix is not None and prefix == C.py_encode_prefix(answer)
+    back = C.decode_frame(prefix[4:])
+    assert (back.code, back.opaque, back.remark, back.ext_fields) == (0, 77, "caf\u00e9", answer.ext_fields)
