@@ -473,19 +473,54 @@ static int keys_add(KeyList *k, uint32_t h, int64_t phys) {
     return 0;
 }
 
+static PyObject *uniq_name, *keys_name, *space;
+
+/* Adds the index keys of one record (its UNIQ_KEY, then each non-empty space-separated KEYS entry),
+ * hashed as "topic#key" from prefix (the hash of "topic#"), at commitlog offset phys. -1: error set. */
+static int keys_of(KeyList *k, uint32_t prefix, PyObject *props, long long phys) {
+    if (uniq_name == NULL && ((uniq_name = PyUnicode_InternFromString("UNIQ_KEY")) == NULL ||
+                              (keys_name = PyUnicode_InternFromString("KEYS")) == NULL ||
+                              (space = PyUnicode_InternFromString(" ")) == NULL))
+        return -1;
+    if (!PyDict_Check(props)) {
+        PyErr_SetString(PyExc_TypeError, "a record's properties are a dict");
+        return -1;
+    }
+    PyObject *uniq = PyDict_GetItemWithError(props, uniq_name);
+    if (uniq == NULL && PyErr_Occurred())
+        return -1;
+    if (uniq != NULL && PyUnicode_Check(uniq) && PyUnicode_GET_LENGTH(uniq) > 0 &&
+        keys_add(k, positive(java_hash_extend(prefix, uniq)), phys) < 0)
+        goto nomem;
+    PyObject *keys = PyDict_GetItemWithError(props, keys_name);
+    if (keys == NULL && PyErr_Occurred())
+        return -1;
+    if (keys != NULL && PyUnicode_Check(keys) && PyUnicode_GET_LENGTH(keys) > 0) {
+        PyObject *parts = PyUnicode_Split(keys, space, -1);
+        if (parts == NULL)
+            return -1;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(parts); j++) {
+            PyObject *part = PyList_GET_ITEM(parts, j);
+            if (PyUnicode_GET_LENGTH(part) > 0 && keys_add(k, positive(java_hash_extend(prefix, part)), phys) < 0) {
+                Py_DECREF(parts);
+                goto nomem;
+            }
+        }
+        Py_DECREF(parts);
+    }
+    return 0;
+nomem:
+    PyErr_NoMemory();
+    return -1;
+}
+
 /* index_keys(prefix_hash, metas, phys) -> (hashes, phys): the index keys of every record in order
- * (its UNIQ_KEY, then each non-empty space-separated KEYS entry), as native uint32 key hashes of
- * "topic#key" (prefix_hash = hash of "topic#") and native int64 commitlog offsets. */
+ * (keys_of each), as native uint32 key hashes and native int64 commitlog offsets. */
 static PyObject *py_index_keys(PyObject *self, PyObject *args) {
     unsigned long long prefix;
     long long phys;
     PyObject *metas;
     if (!PyArg_ParseTuple(args, "KO!L", &prefix, &PyList_Type, &metas, &phys))
-        return NULL;
-    static PyObject *uniq_name = NULL, *keys_name = NULL, *space = NULL;
-    if (uniq_name == NULL && ((uniq_name = PyUnicode_InternFromString("UNIQ_KEY")) == NULL ||
-                              (keys_name = PyUnicode_InternFromString("KEYS")) == NULL ||
-                              (space = PyUnicode_InternFromString(" ")) == NULL))
         return NULL;
     KeyList k = {NULL, NULL, 0, 0};
     PyObject *result = NULL;
@@ -493,42 +528,12 @@ static PyObject *py_index_keys(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         long long size;
         PyObject *props;
-        if (meta_at(metas, i, &size, NULL, &props) < 0)
+        if (meta_at(metas, i, &size, NULL, &props) < 0 || keys_of(&k, (uint32_t)prefix, props, phys) < 0)
             goto done;
-        if (!PyDict_Check(props)) {
-            PyErr_SetString(PyExc_TypeError, "a batch meta's properties are a dict");
-            goto done;
-        }
-        PyObject *uniq = PyDict_GetItemWithError(props, uniq_name);
-        if (uniq == NULL && PyErr_Occurred())
-            goto done;
-        if (uniq != NULL && PyUnicode_Check(uniq) && PyUnicode_GET_LENGTH(uniq) > 0 &&
-            keys_add(&k, positive(java_hash_extend((uint32_t)prefix, uniq)), phys) < 0)
-            goto nomem;
-        PyObject *keys = PyDict_GetItemWithError(props, keys_name);
-        if (keys == NULL && PyErr_Occurred())
-            goto done;
-        if (keys != NULL && PyUnicode_Check(keys) && PyUnicode_GET_LENGTH(keys) > 0) {
-            PyObject *parts = PyUnicode_Split(keys, space, -1);
-            if (parts == NULL)
-                goto done;
-            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(parts); j++) {
-                PyObject *part = PyList_GET_ITEM(parts, j);
-                if (PyUnicode_GET_LENGTH(part) > 0 &&
-                    keys_add(&k, positive(java_hash_extend((uint32_t)prefix, part)), phys) < 0) {
-                    Py_DECREF(parts);
-                    goto nomem;
-                }
-            }
-            Py_DECREF(parts);
-        }
         phys += size;
     }
     result = Py_BuildValue("(y#y#)", (const char *)k.hash, k.len * (Py_ssize_t)sizeof(uint32_t),
                            (const char *)k.phys, k.len * (Py_ssize_t)sizeof(int64_t));
-    goto done;
-nomem:
-    PyErr_NoMemory();
 done:
     PyMem_Free(k.hash);
     PyMem_Free(k.phys);
@@ -545,28 +550,20 @@ done:
  * Appends the keys from ``start`` on to an index file's mapping while it has room, as
  * IndexFile.put_keys does, in chunks that each write their entries, then the header, then the slots
  * (a slot never points at an entry the header does not count). */
-static PyObject *py_index_write(PyObject *self, PyObject *args) {
-    Py_buffer file, hashes, physv;
-    long long slot_num, index_num, count, slot_count, begin_ts, begin_phy, start, store_ts;
-    if (!PyArg_ParseTuple(args, "w*LLLLLLy*y*LL", &file, &slot_num, &index_num, &count, &slot_count, &begin_ts,
-                          &begin_phy, &hashes, &physv, &start, &store_ts))
-        return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t total = hashes.len / (Py_ssize_t)sizeof(uint32_t);
+/* Writes hs[0:total] / ps[0:total] while the file has room; returns how many went in. */
+static long long index_write_core(unsigned char *m, long long slot_num, long long index_num, long long *countp,
+                                  long long *slot_countp, long long *begin_tsp, long long *begin_phyp,
+                                  const uint32_t *hs, const int64_t *ps, long long total, long long store_ts,
+                                  long long *end_phyp) {
+    long long count = *countp, slot_count = *slot_countp, begin_ts = *begin_tsp, begin_phy = *begin_phyp;
     long long entries_at = INDEX_HEADER + slot_num * 4;
-    if (slot_num < 1 || index_num < 2 || count < 1 || physv.len != total * (Py_ssize_t)sizeof(int64_t) ||
-        start < 0 || start > total || file.len < entries_at + index_num * INDEX_ENTRY) {
-        PyErr_SetString(PyExc_ValueError, "index_write: arguments do not describe an index file");
-        goto done;
-    }
-    const uint32_t *hs = hashes.buf;
-    const int64_t *ps = physv.buf;
-    unsigned char *m = file.buf;
-    long long room = index_num - count, todo = total - start;
-    long long n = todo < room ? todo : room, end_phy = 0;
-    if (n > 0 && count == 1) {
+    long long room = index_num - count;
+    long long n = total < room ? total : room, end_phy = 0;
+    if (n <= 0)
+        return 0;
+    if (count == 1) {
         begin_ts = store_ts;
-        begin_phy = ps[start];
+        begin_phy = ps[0];
     }
     long long diff = (store_ts - begin_ts) / 1000;
     if (store_ts - begin_ts < 0)
@@ -578,7 +575,7 @@ static PyObject *py_index_write(PyObject *self, PyObject *args) {
         long long slot_pos[INDEX_CHUNK], heads[INDEX_CHUNK];
         int used = 0;
         for (long long j = 0; j < chunk; j++) {
-            uint32_t h = hs[start + done + j];
+            uint32_t h = hs[done + j];
             long long pos = INDEX_HEADER + (long long)(h % (uint64_t)slot_num) * 4, head = -1;
             int at = -1;
             for (int u = 0; u < used; u++)
@@ -598,11 +595,11 @@ static PyObject *py_index_write(PyObject *self, PyObject *args) {
             }
             unsigned char *e = m + entries_at + count * INDEX_ENTRY;
             put32(e, h);
-            put64(e + 4, (uint64_t)ps[start + done + j]);
+            put64(e + 4, (uint64_t)ps[done + j]);
             put32(e + 12, (uint32_t)diff);
             put32(e + 16, (uint32_t)head);
             heads[at] = count++;
-            end_phy = ps[start + done + j];
+            end_phy = ps[done + j];
         }
         put64(m, (uint64_t)begin_ts);
         put64(m + 8, (uint64_t)store_ts);
@@ -614,11 +611,76 @@ static PyObject *py_index_write(PyObject *self, PyObject *args) {
             put32(m + slot_pos[u], (uint32_t)heads[u]);
         done += chunk;
     }
-    result = Py_BuildValue("(LLLLLL)", n > 0 ? n : 0, count, slot_count, begin_ts, begin_phy, end_phy);
+    *countp = count;
+    *slot_countp = slot_count;
+    *begin_tsp = begin_ts;
+    *begin_phyp = begin_phy;
+    *end_phyp = end_phy;
+    return n;
+}
+
+static int index_file_ok(Py_buffer *file, long long slot_num, long long index_num, long long count) {
+    if (slot_num < 1 || index_num < 2 || count < 1 || file->len < INDEX_HEADER + slot_num * 4 + index_num * INDEX_ENTRY) {
+        PyErr_SetString(PyExc_ValueError, "arguments do not describe an index file");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *py_index_write(PyObject *self, PyObject *args) {
+    Py_buffer file, hashes, physv;
+    long long slot_num, index_num, count, slot_count, begin_ts, begin_phy, start, store_ts;
+    if (!PyArg_ParseTuple(args, "w*LLLLLLy*y*LL", &file, &slot_num, &index_num, &count, &slot_count, &begin_ts,
+                          &begin_phy, &hashes, &physv, &start, &store_ts))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t total = hashes.len / (Py_ssize_t)sizeof(uint32_t);
+    if (!index_file_ok(&file, slot_num, index_num, count))
+        goto done;
+    if (physv.len != total * (Py_ssize_t)sizeof(int64_t) || start < 0 || start > total) {
+        PyErr_SetString(PyExc_ValueError, "index_write: hashes and offsets do not match");
+        goto done;
+    }
+    long long end_phy = 0;
+    long long n = index_write_core(file.buf, slot_num, index_num, &count, &slot_count, &begin_ts, &begin_phy,
+                                   (const uint32_t *)hashes.buf + start, (const int64_t *)physv.buf + start,
+                                   total - start, store_ts, &end_phy);
+    result = Py_BuildValue("(LLLLLL)", n, count, slot_count, begin_ts, begin_phy, end_phy);
 done:
     PyBuffer_Release(&file);
     PyBuffer_Release(&hashes);
     PyBuffer_Release(&physv);
+    return result;
+}
+
+/* index_one(file, slot_num, index_num, index_count, hash_slot_count, begin_ts, begin_phy, prefix_hash,
+ *           properties, phys, store_ts) -> (written, index_count, hash_slot_count, begin_ts, begin_phy) | None
+ * The keys of one record (as index_keys finds them) into one index file, all of them or none: None
+ * when they do not all fit (the caller takes the batch path, which rolls to a new file). */
+static PyObject *py_index_one(PyObject *self, PyObject *args) {
+    Py_buffer file;
+    long long slot_num, index_num, count, slot_count, begin_ts, begin_phy, phys, store_ts;
+    unsigned long long prefix;
+    PyObject *props;
+    if (!PyArg_ParseTuple(args, "w*LLLLLLKO!LL", &file, &slot_num, &index_num, &count, &slot_count, &begin_ts,
+                          &begin_phy, &prefix, &PyDict_Type, &props, &phys, &store_ts))
+        return NULL;
+    PyObject *result = NULL;
+    KeyList k = {NULL, NULL, 0, 0};
+    if (!index_file_ok(&file, slot_num, index_num, count) || keys_of(&k, (uint32_t)prefix, props, phys) < 0)
+        goto done;
+    if (k.len > index_num - count) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    long long end_phy = 0;
+    long long n = index_write_core(file.buf, slot_num, index_num, &count, &slot_count, &begin_ts, &begin_phy,
+                                   k.hash, k.phys, k.len, store_ts, &end_phy);
+    result = Py_BuildValue("(LLLLL)", n, count, slot_count, begin_ts, begin_phy);
+done:
+    PyMem_Free(k.hash);
+    PyMem_Free(k.phys);
+    PyBuffer_Release(&file);
     return result;
 }
 
@@ -749,6 +811,9 @@ static PyMethodDef methods[] = {
      "start, store_ts) -> (written, index_count, hash_slot_count, begin_ts, begin_phy, end_phy)"},
     {"send_properties", py_send_properties, METH_VARARGS,
      "send_properties(text, cluster_prop, drop_delay) -> (raw, props_bytes, properties, wait) of a single send"},
+    {"index_one", py_index_one, METH_VARARGS,
+     "index_one(file, slot_num, index_num, index_count, hash_slot_count, begin_ts, begin_phy, prefix_hash, properties, "
+     "phys, store_ts) -> (written, index_count, hash_slot_count, begin_ts, begin_phy), or None when they do not all fit"},
     {"java_hash", py_java_hash, METH_VARARGS,
      "java_hash(s, start=0) -> Java hashCode of (a string hashing to start) + s, unsigned 32-bit"},
     {NULL, NULL, 0, NULL},

@@ -338,6 +338,22 @@ class IndexFile:
             self.dirty = True
         return int(written)
 
+    def put_one(self, prefix: int, properties: dict[str, str], phy: int, store_ts: int) -> int | None:
+        """The index keys of one record (``prefix``: the hash of ``topic#``) in one compiled call, all
+        of them or none: how many were written (0: the record has none), or None when they do not all
+        fit (then :meth:`put_flat` and a new file take them)."""
+        assert NATIVE is not None
+        done = NATIVE.index_one(self._mv, self.slot_num, self.index_num, self.index_count, self.hash_slot_count,
+                                self.begin_timestamp, self.begin_phy_offset, prefix, properties, phy, store_ts)
+        if done is None:
+            return None
+        written, self.index_count, self.hash_slot_count, self.begin_timestamp, self.begin_phy_offset = done
+        if written:
+            self.end_timestamp = store_ts
+            self.end_phy_offset = phy
+            self.dirty = True
+        return int(written)
+
     # -- read -----------------------------------------------------------------------------------
     def time_matched(self, begin: int, end: int) -> bool:
         return not self.empty and begin <= self.end_timestamp and end >= self.begin_timestamp

@@ -99,8 +99,18 @@ class IndexService:
         keys = properties.get(Prop.KEYS)
         if not uniq and not keys:
             return
-        if NATIVE is not None:  # one compiled call hashes the keys, one writes them (as for a batch)
-            self.build_batch(topic, [(0, 0, properties)], phy, store_ts)
+        if NATIVE is not None:
+            files = self._files
+            if files:  # one compiled call hashes the keys and writes them, when they fit the newest file
+                prefix = self._prefix_hash.get(topic)
+                if prefix is None:
+                    prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")
+                written = files[-1].put_one(prefix, properties, phy, store_ts)
+                if written is not None:
+                    if written:
+                        self.last_phy = phy
+                    return
+            self.build_batch(topic, [(0, 0, properties)], phy, store_ts)  # the first file, or a roll
             return
         prefix = self._prefix_hash.get(topic)
         if prefix is None:
