@@ -56,8 +56,8 @@ def test_a_rebuild_removes_the_images_it_replaced(node_cluster: KubeCluster) -> 
 
 
 def test_the_project_image_carries_the_compiled_store_path(images: E2EImages) -> None:
-    """The build stage compiles broker/store/_native.c (gcc and Python's headers come from apt there),
-    so brokers on pods run the compiled batch path, not the pure-Python fallback."""
+    """The build stage compiles broker/store/_native.c and remoting/_frames.c (gcc and Python's headers
+    come from apt there), so brokers on pods run the compiled paths, not the pure-Python fallbacks."""
     ctr = subprocess.run(
         ["buildah", "from", images.project], check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -72,6 +72,10 @@ def test_the_project_image_carries_the_compiled_store_path(images: E2EImages) ->
         )
         assert found, (
             "no compiled pyrocketmq/broker/store/_native*.so in the image: pods would run the pure-Python path"
+        )
+        site = "opt/pyrocketmq/lib/python3*/site-packages/pyrocketmq"
+        assert sorted(mount.glob(f"{site}/remoting/_frames*.so")), (
+            "no compiled pyrocketmq/remoting/_frames*.so in the image: pods would decode frames in pure Python"
         )
         assert not list(mount.glob("usr/bin/gcc*")), "the compiler belongs to the build stage only"
     finally:
