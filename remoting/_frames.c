@@ -692,8 +692,10 @@ static int write_header(Out *o, PyObject *cmd, Py_ssize_t *body_len) {
     }
     PyObject *code = v[0], *flag = v[1], *language = v[2], *opaque = v[3], *version = v[4], *remark = v[5],
              *ext = v[6], *body = v[7], *stype = v[8];
-    if (!PyLong_Check(stype) || PyLong_AsLong(stype) != 0 || !PyDict_CheckExact(ext)) {
-        rc = PyErr_Occurred() ? ERROR : OTHER;
+    int overflow = 0;
+    if (!PyLong_Check(stype) || PyLong_AsLongAndOverflow(stype, &overflow) != 0 || overflow ||
+        !PyDict_CheckExact(ext)) { /* the binary form, or something Python's encoder refuses in its own words */
+        rc = OTHER;
         goto done;
     }
     /* the body's length: none, one buffer, or a list of buffers */

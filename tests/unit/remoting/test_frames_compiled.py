@@ -250,7 +250,7 @@ commands = st.builds(
     ext_fields=st.dictionaries(wild_text, wild_text | st.integers(0, 9), max_size=5),
     body=st.none() | st.binary(max_size=20) | st.lists(st.binary(max_size=8).map(memoryview), max_size=3),
     language=st.sampled_from(list(LanguageCode)) | st.integers(0, 300),
-    serialize_type=st.sampled_from([0, 0, 0, 1]),
+    serialize_type=st.sampled_from([0, 0, 0, 1, 5, 2**70]),
 )
 
 
