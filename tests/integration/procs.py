@@ -54,19 +54,37 @@ def tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+def wait_logged(line: str, proc: subprocess.Popen, log: Path, start: int, timeout: float = 30.0) -> None:
+    """Until the process has written ``line`` to its log past byte ``start`` (this run's part)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            if line.encode() in fh.read():
+                return
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before logging {line!r}:\n{tail(log)}")
+        time.sleep(0.05)
+    raise RuntimeError(f"no {line!r} in the log within {timeout}s:\n{tail(log)}")
+
+
 class Proc:
-    def __init__(self, name: str, args: list[str], log: Path, port: int) -> None:
-        self.name, self.args, self.log, self.port = name, args, log, port
+    def __init__(self, name: str, args: list[str], log: Path, port: int, ready: str | None = None) -> None:
+        """``ready``: a line the process logs once it is ready, beyond its port being open."""
+        self.name, self.args, self.log, self.port, self.ready = name, args, log, port, ready
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> Proc:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         fh = open(self.log, "ab")
+        start = fh.tell()  # a restart appends: only what this run logs counts
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(self.args, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         fh.close()
         try:
             wait_port(self.port, self.proc, self.log)
+            if self.ready is not None:
+                wait_logged(self.ready, self.proc, self.log, start)
         except BaseException:
             self.kill9()  # never leave a process that did not come up behind
             raise
@@ -105,6 +123,10 @@ def start_namesrv(tmp: Path, name: str = "namesrv", port: int | None = None, **s
     return Proc(name, args, tmp / "logs" / f"{name}.log", port).start()
 
 
+BROKER_READY = "; registered with "
+"""What a broker logs once its first registration with the name servers has ended (well or not)."""
+
+
 def write_broker_conf(tmp: Path, namesrv: str, port: int, name: str = "broker-a", **extra: object) -> Path:
     conf = {
         "brokerClusterName": "DefaultCluster",
@@ -127,9 +149,12 @@ def write_broker_conf(tmp: Path, namesrv: str, port: int, name: str = "broker-a"
 def start_broker(tmp: Path, namesrv: str, name: str = "broker-a", port: int | None = None, **extra: object) -> Proc:
     port = port or free_port(span=1)
     conf = write_broker_conf(tmp, namesrv, port, name, **extra)
+    # A broker serves before its first registration with the name servers ends: a client that routes
+    # through them (a send to a topic the broker would create from TBW102) could find no route yet.
     return Proc(
         name,
         [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(conf)],
         tmp / "logs" / f"{name}.log",
         port,
+        ready=BROKER_READY,
     ).start()
