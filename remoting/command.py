@@ -26,10 +26,7 @@ bytes as the Python encoder.
 
 from __future__ import annotations
 
-import importlib
 import json
-import logging
-import os
 import struct
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -38,6 +35,7 @@ from typing import Any
 import orjson
 
 from .code import VERSION_4_9_7, LanguageCode, ResponseCode, SerializeType
+from .compiled import load_compiled
 
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 """Largest accepted value of the length field (RocketMQ's ``com.rocketmq.remoting.frameMaxLength``)."""
@@ -428,14 +426,8 @@ class FrameDecoder:
 def _load_frames() -> Any:
     """The compiled ``_frames`` module, configured to make RemotingCommands; None when it is not built or
     not wanted (``PYROCKETMQ_PURE_PYTHON``)."""
-    if os.environ.get("PYROCKETMQ_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        module = importlib.import_module(f"{__package__}._frames")
-    except ImportError:
-        logging.getLogger("pyrocketmq.remoting").warning(
-            "the compiled frame decoder (pyrocketmq.remoting._frames) is not built: frames are decoded in pure "
-            "Python (reinstall with a C compiler and Python's headers to build it)")
+    module = load_compiled(f"{__package__}._frames", "frame decoding and encoding")
+    if module is None:
         return None
     module.configure(RemotingCommand, _LANG_BY_NAME, LanguageCode.OTHER, LanguageCode.JAVA, _LANG_NAMES)
     return module

@@ -158,7 +158,7 @@ class SendProcessor:
             if problem is not None:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
         if not batch and asks_for_timer(raw_props):
-            problem = self._timer_problem(raw_props)
+            problem = self._timer_problem(props)
             if problem is not None:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
         sys_flag = h.sys_flag
@@ -182,13 +182,13 @@ class SendProcessor:
             )
         return self._answer(holder, cmd, result, topic, queue_id, wait)
 
-    def _timer_problem(self, raw_props: bytes) -> str | None:
+    def _timer_problem(self, props: dict[str, str]) -> str | None:
         """Why the timer the message asks for cannot be kept (RocketMQ 5's "timer message illegal")."""
         store = self.settings.store
         if not store.timer_wheel_enable:
             return None
         try:
-            timer_due(decode_properties(raw_props), int(time.time() * 1000), store.timer_max_delay_sec)
+            timer_due(props, int(time.time() * 1000), store.timer_max_delay_sec)
         except TimerRefused as e:
             return str(e)
         return None

@@ -102,9 +102,7 @@ class IndexService:
         if NATIVE is not None:
             files = self._files
             if files:  # one compiled call hashes the keys and writes them, when they fit the newest file
-                prefix = self._prefix_hash.get(topic)
-                if prefix is None:
-                    prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")
+                prefix = self._prefix(topic)
                 written = files[-1].put_one(prefix, properties, phy, store_ts)
                 if written is not None:
                     if written:
@@ -112,9 +110,7 @@ class IndexService:
                     return
             self.build_batch(topic, [(0, 0, properties)], phy, store_ts)  # the first file, or a roll
             return
-        prefix = self._prefix_hash.get(topic)
-        if prefix is None:
-            prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")
+        prefix = self._prefix(topic)
         hashes = [self._key_hash(topic, prefix, uniq)] if uniq else []
         if keys:
             for k in keys.split(KEY_SEPARATOR):
@@ -135,9 +131,7 @@ class IndexService:
                 self.build(topic, props, phys, store_ts)
                 phys += size
             return
-        prefix = self._prefix_hash.get(topic)
-        if prefix is None:
-            prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")
+        prefix = self._prefix(topic)
         hashes, offsets = NATIVE.index_keys(prefix, metas, phys)
         if hashes:
             try:
@@ -145,6 +139,13 @@ class IndexService:
             except OSError as e:  # no new file (disk full…): the messages are stored, only unindexed
                 log.error("cannot index the batch at commitlog offset %d: %s", phys, e)
             self.last_phy = int.from_bytes(offsets[-8:], sys.byteorder, signed=True)
+
+    def _prefix(self, topic: str) -> int:
+        """The hash of ``topic#``, which every key of the topic extends (remembered per topic)."""
+        prefix = self._prefix_hash.get(topic)
+        if prefix is None:
+            prefix = self._prefix_hash[topic] = _hash_u32(topic + "#")
+        return prefix
 
     def _key_hash(self, topic: str, prefix: int, key: str) -> int:
         # A client's UNIQ_KEY is a fixed per-process head (IP, pid, class-loader hash) and a varying

@@ -13,11 +13,7 @@ records once the commitlog position is known; ``offset_msg_ids`` makes their off
 
 from __future__ import annotations
 
-import importlib
-import logging
-import os
-from types import ModuleType
-
+from pyrocketmq.remoting.compiled import load_compiled
 from pyrocketmq.remoting.message import (
     MAGIC,
     MAX_PROPERTIES_BYTES,
@@ -31,25 +27,10 @@ from pyrocketmq.remoting.message import (
 )
 from pyrocketmq.remoting.msg_id import create_offset_msg_id
 
-log = logging.getLogger("pyrocketmq.broker.store")
-
 Meta = tuple[int, int, dict[str, str]]
 """(record size, tags code, properties) of one message of a batch."""
 
-
-def _load() -> ModuleType | None:
-    if os.environ.get("PYROCKETMQ_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:  # by name: ``from . import _native`` would import this package's __init__ (the whole store) first
-        module = importlib.import_module(f"{__package__}._native")
-    except ImportError:
-        log.warning("the compiled store path (pyrocketmq.broker.store._native) is not built: batch sends run in "
-                    "pure Python (reinstall with a C compiler and Python's headers to build it)")
-        return None
-    return module
-
-
-NATIVE = _load()
+NATIVE = load_compiled(f"{__package__}._native", "batch sends and the store's put path")
 
 
 def py_encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_props: bytes, queue_id: int,

@@ -91,7 +91,6 @@ def test_producer_traces_and_query_msg_trace_by_id(tmp_path, namesrv):
 
     broker = start_broker(tmp_path, namesrv.addr, "broker-t", traceTopicEnable="true")
     try:
-        _wait_registered(namesrv.addr, "broker-t")
         async def go():
             async with Producer("traced_pg", namesrv.addr, ProducerSettings(trace=True)) as p:
                 return await p.send(Message("Traced", b"hello", tags="t1", keys=["order-1"]))
@@ -133,7 +132,6 @@ def test_transactions_are_traced(tmp_path, namesrv):
 
     broker = start_broker(tmp_path, namesrv.addr, "broker-t", traceTopicEnable="true")
     try:
-        _wait_registered(namesrv.addr, "broker-t")
         async def go():
             async with TransactionProducer("traced_tx", namesrv.addr, ProducerSettings(trace=True)) as p:
                 result = await p.send_in_transaction(Message("TracedTx", b"tx"), lambda m, a: TransactionState.COMMIT)
@@ -146,16 +144,3 @@ def test_transactions_are_traced(tmp_path, namesrv):
         broker.stop()
     assert sorted(r.kind for r in records) == ["EndTransaction", "Pub"] and all(r.group == "traced_tx" for r in records)
 
-
-def _wait_registered(namesrv_addr: str, broker_name: str) -> None:
-    """Until the name server routes ``broker_name``: a broker accepts connections before it has
-    registered, and a send to a topic only it would auto-create needs its TBW102 route."""
-
-    async def go() -> None:
-        async with Admin(namesrv_addr) as admin:
-            async def there() -> bool:
-                return broker_name in (await admin.cluster_info()).broker_addr_table
-
-            await wait_until(there, 30, f"{broker_name} registered with the name server")
-
-    asyncio.run(go())
