@@ -158,8 +158,10 @@ def readiness(store_ready: bool, namesrv_configured: int, namesrv_registered: in
     return None
 
 
-def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter) -> Callable[_P, _R]:
-    """``fn`` that also records how long each call took.
+def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter,
+          unless_none: bool = False) -> Callable[_P, _R]:
+    """``fn`` that also records how long each call took (``unless_none``: each call that returned
+    something other than None, for a function whose None means "not done here, ask the next one").
 
     >>> rec = LatencyRecorder((1.0,)); ticks = iter([0.0, 0.5])
     >>> timed(lambda x: x * 2, rec, lambda: next(ticks))(21), rec.count, rec.sum
@@ -168,10 +170,13 @@ def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], f
 
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         started = clock()
+        result: object = None
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            return result
         finally:
-            recorder.observe(clock() - started)
+            if result is not None or not unless_none:
+                recorder.observe(clock() - started)
 
     call.__wrapped__ = fn  # type: ignore[attr-defined]  # functools' convention for the wrapped function
     return call
@@ -236,6 +241,8 @@ class BrokerMetrics:
         and its flushes (the flush thread's hook)."""
         store.put_message = timed(store.put_message, self.put_latency)  # type: ignore[method-assign]  # wrapped on purpose: no cost when metrics are off
         store.put_messages = timed(store.put_messages, self.put_latency)  # type: ignore[method-assign]  # as above
+        store.put_batch_body = timed(store.put_batch_body, self.put_latency)  # type: ignore[method-assign]  # as above
+        store.put_plain = timed(store.put_plain, self.put_latency, unless_none=True)  # type: ignore[method-assign]  # as above
         store.flush_service.on_flush = self._on_flush
 
     def grpc_call(self, rpc: str, code: str) -> None:

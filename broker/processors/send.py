@@ -177,7 +177,12 @@ class SendProcessor:
                 problem = str(e)
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem if problem == "empty batch" else f"bad batch body: {e}")
         else:
-            result = self.store.put_message(
+            # the common send in one compiled call; anything else (delay, timer, a half message, a full
+            # segment...) through the general put
+            plain = self.store.put_plain(topic, queue_id, body, h.flag, props, props_bytes, sys_flag,
+                                         h.born_timestamp or int(time.time() * 1000), born_host, self.store_host,
+                                         h.reconsume_times or 0, tags_code(props.get(Prop.TAGS)))
+            result = plain if plain is not None else self.store.put_message(
                 self._inner(h, topic, queue_id, sys_flag, born_host, body, props, props_bytes)
             )
         return self._answer(holder, cmd, result, topic, queue_id, wait)

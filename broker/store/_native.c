@@ -355,13 +355,29 @@ static PyObject *py_patch_offsets(PyObject *self, PyObject *args) {
 
 /* -- offset_msg_ids: "HOSTPORT+OFFSET" hex of each record, comma-joined ---------------------------- */
 
+static const char hex_digits[] = "0123456789ABCDEF";
+
+/* The offset message id of the record at ``phys`` (store host then offset, upper-case hex) at ``o``;
+ * returns the end. */
+static Py_UCS1 *write_msg_id(Py_UCS1 *o, const unsigned char *h, Py_ssize_t hlen, long long phys) {
+    for (Py_ssize_t k = 0; k < hlen; k++) {
+        *o++ = hex_digits[h[k] >> 4];
+        *o++ = hex_digits[h[k] & 15];
+    }
+    for (int k = 7; k >= 0; k--) {
+        unsigned char b = (unsigned char)((uint64_t)phys >> (8 * k));
+        *o++ = hex_digits[b >> 4];
+        *o++ = hex_digits[b & 15];
+    }
+    return o;
+}
+
 static PyObject *py_offset_msg_ids(PyObject *self, PyObject *args) {
     Py_buffer host;
     long long phys;
     PyObject *sizes;
     if (!PyArg_ParseTuple(args, "y*LO!", &host, &phys, &PyList_Type, &sizes))
         return NULL;
-    static const char hex[] = "0123456789ABCDEF";
     Py_ssize_t count = PyList_GET_SIZE(sizes), one = (host.len + 8) * 2;
     Py_ssize_t len = count ? count * (one + 1) - 1 : 0;
     PyObject *s = PyUnicode_New(len, 127);
@@ -374,15 +390,7 @@ static PyObject *py_offset_msg_ids(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < count; i++) {
         if (i)
             *o++ = ',';
-        for (Py_ssize_t k = 0; k < host.len; k++) {
-            *o++ = hex[h[k] >> 4];
-            *o++ = hex[h[k] & 15];
-        }
-        for (int k = 7; k >= 0; k--) {
-            unsigned char b = (unsigned char)((uint64_t)phys >> (8 * k));
-            *o++ = hex[b >> 4];
-            *o++ = hex[b & 15];
-        }
+        o = write_msg_id(o, h, host.len, phys);
         long long size = PyLong_AsLongLong(PyList_GET_ITEM(sizes, i));
         if (size == -1 && PyErr_Occurred()) {
             Py_DECREF(s);
@@ -393,6 +401,68 @@ static PyObject *py_offset_msg_ids(PyObject *self, PyObject *args) {
     }
     PyBuffer_Release(&host);
     return s;
+}
+
+/* -- put_record: a single send's record and consume-queue unit, written in place ------------------- */
+
+/* put_record(segment, position, segment_offset, units, unit_position, topic, body, flag, properties, queue_id,
+ *            sys_flag, born_ts, born_host, store_ts, store_host, reconsume_times, queue_offset, tags_code, magic,
+ *            max_size) -> (size, offset message id) | None
+ * The record of one message (prepared offset 0; the BORNHOST_V6 / STOREHOST_V6 bits of ``sys_flag`` set from
+ * the hosts' lengths) written at ``position`` of the commitlog segment ``segment`` (which starts at commitlog
+ * offset ``segment_offset``) with its QUEUEOFFSET and PHYSICALOFFSET, and its consume-queue unit (offset,
+ * size, tags code) at ``unit_position`` of ``units``. None, with nothing written, when this is not such a
+ * plain put: the record would not leave a segment end's 8 bytes free, the unit does not fit, the record is
+ * over ``max_size``, or a field does not fit a record (the caller's general path says which). */
+static PyObject *py_put_record(PyObject *self, PyObject *args) {
+    Py_buffer seg, units, topic, body, props, born_host, store_host;
+    Py_ssize_t pos, unit_pos;
+    long long seg_offset, born_ts, store_ts, qoff, tags, max_size;
+    int flag, queue_id, sys_flag, reconsume_times;
+    unsigned int magic;
+    if (!PyArg_ParseTuple(args, "w*nLw*ny*y*iy*iiLy*Ly*iLLIL", &seg, &pos, &seg_offset, &units, &unit_pos, &topic,
+                          &body, &flag, &props, &queue_id, &sys_flag, &born_ts, &born_host, &store_ts, &store_host,
+                          &reconsume_times, &qoff, &tags, &magic, &max_size))
+        return NULL;
+    PyObject *result = NULL;
+    sys_flag &= ~(SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6);
+    if (born_host.len == 20)
+        sys_flag |= SYSFLAG_BORNHOST_V6;
+    if (store_host.len == 20)
+        sys_flag |= SYSFLAG_STOREHOST_V6;
+    Py_ssize_t size = 48 + born_host.len + 8 + store_host.len + 16 + body.len + 3 + topic.len + props.len;
+    int plain = topic.len <= MAX_TOPIC_BYTES && props.len <= MAX_PROPERTIES_BYTES &&
+                (born_host.len == 8 || born_host.len == 20) && (store_host.len == 8 || store_host.len == 20) &&
+                size <= max_size && size <= 0x7FFFFFFF && pos >= 0 && pos <= seg.len && size + 8 <= seg.len - pos &&
+                unit_pos >= 0 && unit_pos <= units.len - 20;
+    if (!plain) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    unsigned char *r = (unsigned char *)seg.buf + pos;
+    long long phys = seg_offset + pos;
+    write_record(r, size, magic, body.buf, body.len, queue_id, flag, sys_flag, born_ts, &born_host, store_ts,
+                 &store_host, reconsume_times, 0, &topic, props.len, props.buf, props.len, 0, NULL, 0);
+    put64(r + 20, (uint64_t)qoff);
+    put64(r + 28, (uint64_t)phys);
+    unsigned char *u = (unsigned char *)units.buf + unit_pos;
+    put64(u, (uint64_t)phys);
+    put32(u + 8, (uint32_t)size);
+    put64(u + 12, (uint64_t)tags);
+    PyObject *msg_id = PyUnicode_New((store_host.len + 8) * 2, 127);
+    if (msg_id == NULL)
+        goto done;
+    write_msg_id(PyUnicode_1BYTE_DATA(msg_id), store_host.buf, store_host.len, phys);
+    result = Py_BuildValue("(nN)", size, msg_id);
+done:
+    PyBuffer_Release(&seg);
+    PyBuffer_Release(&units);
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&props);
+    PyBuffer_Release(&born_host);
+    PyBuffer_Release(&store_host);
+    return result;
 }
 
 /* -- dispatching a batch: consume-queue units and index entries ----------------------------------- */
@@ -803,6 +873,10 @@ static PyMethodDef methods[] = {
      "patch_offsets(records, queue_offset, phys_offset): number the consecutive records in place"},
     {"offset_msg_ids", py_offset_msg_ids, METH_VARARGS,
      "offset_msg_ids(store_host, phys_offset, sizes) -> comma-joined offset message ids"},
+    {"put_record", py_put_record, METH_VARARGS,
+     "put_record(segment, position, segment_offset, units, unit_position, topic, body, flag, properties, queue_id, "
+     "sys_flag, born_ts, born_host, store_ts, store_host, reconsume_times, queue_offset, tags_code, magic, max_size) "
+     "-> (size, offset message id), or None when it is not a plain put (nothing written)"},
     {"cq_units", py_cq_units, METH_VARARGS, "cq_units(phys, metas) -> the consume-queue units of a batch's records"},
     {"index_keys", py_index_keys, METH_VARARGS,
      "index_keys(prefix_hash, metas, phys) -> (uint32 key hashes, int64 offsets) of a batch's index keys"},

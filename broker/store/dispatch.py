@@ -143,16 +143,42 @@ class DispatchChain:
 
     def __init__(self, dispatchers: list[Dispatcher] | None = None) -> None:
         self.dispatchers: list[Dispatcher] = list(dispatchers or [])
-        self._calls = tuple(d.dispatch for d in self.dispatchers)
         self.last_timestamp = 0
+        self._arrange()
 
     def add(self, dispatcher: Dispatcher) -> None:
         self.dispatchers.append(dispatcher)
-        self._calls = tuple(d.dispatch for d in self.dispatchers)
+        self._arrange()
 
     def remove(self, dispatcher: Dispatcher) -> None:
         self.dispatchers.remove(dispatcher)
-        self._calls = tuple(d.dispatch for d in self.dispatchers)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        ds = self.dispatchers
+        self._calls = tuple(d.dispatch for d in ds)
+        kinds = tuple(type(d) for d in ds)
+        self.units_first = kinds in ((ConsumeQueueDispatcher, IndexDispatcher),
+                                     (ConsumeQueueDispatcher, IndexDispatcher, HookDispatcher))
+        """The chain is the store's own (units, index, optionally the listener): a put may write a
+        record's unit itself and hand the rest to :meth:`after_unit`."""
+        self._index = ds[1] if self.units_first else None
+        self._hook = ds[2] if self.units_first and len(ds) == 3 else None
+
+    def after_unit(self, topic: str, queue_id: int, queue_offset: int, phys: int, tags_code: int, store_timestamp: int,
+                   properties: dict[str, str]) -> None:
+        """The chain past the consume-queue unit, for a record whose unit the put wrote itself (only
+        while :attr:`units_first`): what :meth:`dispatch_checked` does after the unit, without a request."""
+        index = self._index
+        assert isinstance(index, IndexDispatcher)
+        if index._settings.message_index_enable:
+            index._index.build(topic, properties, phys, store_timestamp)
+        hook = self._hook
+        if hook is not None:
+            assert isinstance(hook, HookDispatcher)
+            hook.hook(topic, queue_id, queue_offset + 1, tags_code, properties)
+        if store_timestamp > self.last_timestamp:
+            self.last_timestamp = store_timestamp
 
     def dispatch(self, req: DispatchRequest) -> None:
         """Run every dispatcher on ``req`` unless its transaction type is never dispatched."""

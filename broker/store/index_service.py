@@ -87,6 +87,22 @@ class IndexService:
                 return f.end_phy_offset
         return -1
 
+    def recovery_start(self, start: int, segment_size: int, checkpoint_ts: int,
+                       start_by_time: Callable[..., int]) -> int:
+        """Where an abnormal recovery that would start at commitlog offset ``start`` must start scanning so
+        the index gets every record after the newest one it holds: that record's segment, or the segment
+        of the index's checkpoint time ``checkpoint_ts`` if later (``start_by_time``: the commitlog's
+        ``recovery_start``; records up to that time were offered to the index and flushed, those after
+        ``last_phy`` had no keys). With no index files it is ``start``: the index begins with what is
+        re-dispatched."""
+        last = self.last_phy
+        if last < 0:
+            return start
+        seg = last - last % segment_size
+        if checkpoint_ts > 0:
+            seg = max(seg, start_by_time(abnormal=True, checkpoint_min_ts=max(0, checkpoint_ts - 3000)))
+        return min(start, seg)
+
     # -- build ----------------------------------------------------------------------------------
     def build(self, topic: str, properties: dict[str, str], phy: int, store_ts: int) -> None:
         """Index one dispatched record by ``topic#UNIQ_KEY`` and ``topic#k`` for each KEYS entry.

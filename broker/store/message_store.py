@@ -15,7 +15,8 @@ the clean thread deletes expired files (segment lists are copy-on-write, so it c
 
 Put path: encode the record once, pick the segment (blank + roll if needed), patch QUEUEOFFSET and
 PHYSICALOFFSET in the encoded bytes, copy them into the mapping, append the consume-queue unit, index
-the keys, call ``on_dispatch``. So when ``put_message`` returns, a pull (or a query by key) can already
+the keys, call ``on_dispatch``; a plain single send (``put_plain``, :mod:`.plain_put`) does the first
+steps up to the unit in one compiled call, in place. So when ``put_message`` returns, a pull (or a query by key) can already
 read the message.
 
 Recovery (``load``): with no abort file (clean stop) the last 3 commitlog segments are checked;
@@ -64,6 +65,7 @@ from .host import disk_usage_ratio, physical_memory
 from .index_service import IndexService
 from .mapped_file_queue import StoreError
 from .native import Meta, encode_batch, offset_msg_ids
+from .plain_put import plain_enough, put_in_place
 from .reads import offset_by_time, query_by_key, readable_end, scan_units
 from .retention import clean_expired, clean_tick
 from .settings import CQ_UNIT_SIZE, StoreSettings
@@ -142,7 +144,8 @@ class MessageStore:
         indexing = s.index.message_index_enable
 
         start = self.commit_log.recovery_start(abnormal=abnormal, checkpoint_min_ts=self.checkpoint.min_timestamp)
-        scan_from = self._index_recovery_start(start) if abnormal and indexing else start
+        scan_from = index.recovery_start(start, self.commit_log.file_size, self.checkpoint.index_msg_timestamp,
+                                         self.commit_log.recovery_start) if abnormal and indexing else start
 
         def redispatch(msg: MessageExt, phys: int, size: int) -> None:
             # Records before `start` (scanned for the index only) keep their units: re-deriving
@@ -177,21 +180,6 @@ class MessageStore:
         with open(s.abort_path, "wb"):
             pass
         self._loaded = self._running = True
-
-    def _index_recovery_start(self, start: int) -> int:
-        """Where an abnormal recovery must start scanning so the index gets every record after the
-        newest one it holds: that record's segment, or the segment of the index's checkpoint time if
-        later (records up to it were offered to the index and flushed; those after ``last_phy`` had
-        no keys). With no index files it is ``start``: the index begins with what is re-dispatched."""
-        last = self.index.last_phy
-        if last < 0:
-            return start
-        seg = last - last % self.commit_log.file_size
-        ts = self.checkpoint.index_msg_timestamp
-        if ts > 0:
-            by_time = self.commit_log.recovery_start(abnormal=True, checkpoint_min_ts=max(0, ts - 3000))
-            seg = max(seg, by_time)
-        return min(start, seg)
 
     def _store_timestamp_at(self, phys: int) -> int:
         rec = self.commit_log.get_record(phys)
@@ -319,6 +307,20 @@ class MessageStore:
             )
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
         return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
+
+    def put_plain(self, topic: str, queue_id: int, body: bytes | bytearray | memoryview, flag: int,
+                  properties: dict[str, str], properties_bytes: bytes, sys_flag: int, born_timestamp: int,
+                  born_host: bytes, store_host: bytes, reconsume_times: int, tags_code: int) -> PutResult | None:
+        """:meth:`put_message` of a single send that needs only its record, unit and index keys, in one
+        compiled call (:mod:`.plain_put`). None, with nothing written, when the put is not such a one:
+        :meth:`put_message` then does it (and says what is wrong, if anything)."""
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None or not self._running or not plain_enough(topic, properties, sys_flag,
+                                                                 self.settings.timer_wheel_enable):
+            return None
+        return put_in_place(self.commit_log, cq, self.dispatch, self._next_timestamp(), self.settings.max_message_size,
+                            topic, queue_id, body, flag, properties, properties_bytes, sys_flag, born_timestamp,
+                            born_host, store_host, reconsume_times, tags_code)
 
     def put_messages(self, msgs: list[MessageInner]) -> PutResult:
         """Append a decoded batch as consecutive records of ONE queue (that of ``msgs[0]``), in one segment."""

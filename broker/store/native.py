@@ -5,7 +5,7 @@ which write the same bytes — they are the reference the tests hold the compile
 rule it out).
 
 ``encode_one`` is the record of one message (a single send), ``send_properties`` the properties it is
-stored with;
+stored with, ``put_record`` the record and consume-queue unit of a plain single send written in place;
 ``encode_batch`` turns a SEND_BATCH_MESSAGE body into the records of all its messages (offsets left
 zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets`` numbers the
 records once the commitlog position is known; ``offset_msg_ids`` makes their offset message ids.
@@ -101,6 +101,24 @@ def encode_one(*, topic: bytes, body: bytes | bytearray | memoryview, flag: int,
                                              born_host, store_timestamp, store_host, reconsume_times,
                                              prepared_transaction_offset, MAGIC)
     return record
+
+
+def put_record(segment: memoryview, position: int, segment_offset: int, units: memoryview, unit_position: int,
+               topic: bytes, body: bytes | bytearray | memoryview, flag: int, properties: bytes, queue_id: int,
+               sys_flag: int, born_timestamp: int, born_host: bytes, store_timestamp: int, store_host: bytes,
+               reconsume_times: int, queue_offset: int, tags_code: int, max_size: int) -> tuple[int, str] | None:
+    """A single send's record written at ``position`` of the commitlog segment ``segment`` (at commitlog
+    offset ``segment_offset``), numbered, and its consume-queue unit at ``unit_position`` of ``units``, in
+    one compiled call: ``(record size, offset message id)``. None, with nothing written, when it is not such
+    a plain put (no room left, a field that does not fit) and always without the compiled module: the
+    store's general path, which writes the same bytes, does it then."""
+    if NATIVE is None:
+        return None
+    done: tuple[int, str] | None = NATIVE.put_record(
+        segment, position, segment_offset, units, unit_position, topic, body, flag, properties, queue_id, sys_flag,
+        born_timestamp, born_host, store_timestamp, store_host, reconsume_times, queue_offset, tags_code, MAGIC,
+        max_size)
+    return done
 
 
 def patch_offsets(block: bytearray, queue_offset: int, phys: int, sizes: list[int]) -> None:
