@@ -119,6 +119,8 @@ class MessageStore:
         """Controller mode: the commitlog offset consumers may read up to (every in-sync replica
         holds it; None: everything), RocketMQ 5's confirm offset; unset: no limit."""
         fs = settings.flush
+        self.sync_flush = settings.sync_flush
+        """SYNC_FLUSH: sends wait for the group commit (fixed for the store's life, as its flush thread is)."""
         self.flush_service = FlushService(
             flush_commit_log=self._flush_commit_log, flush_logics=self._flush_logics, sync=settings.sync_flush,
             interval_ms=fs.flush_interval_commit_log, logics_interval_ms=fs.flush_interval_consume_queue,
@@ -209,10 +211,6 @@ class MessageStore:
             pass
         self._loaded = False
         log.info("store shut down at physical offset %d", self.commit_log.max_offset)
-
-    @property
-    def sync_flush(self) -> bool:
-        return self.settings.sync_flush
 
     def request_flush(self, phys_offset: int, callback: FlushCallback) -> None:
         """SYNC_FLUSH group commit: ``callback(ok)`` runs on the flush thread once ``phys_offset`` is durable."""
