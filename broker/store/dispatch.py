@@ -111,6 +111,11 @@ class IndexDispatcher:
         if self._settings.message_index_enable:
             self._index.build(req.topic, req.properties, req.phys, req.store_timestamp)
 
+    def index(self, topic: str, properties: dict[str, str], phys: int, store_timestamp: int) -> None:
+        """:meth:`dispatch` of a record given by its fields."""
+        if self._settings.message_index_enable:
+            self._index.build(topic, properties, phys, store_timestamp)
+
     def dispatch_batch(self, batch: DispatchBatch) -> None:
         if self._settings.message_index_enable:
             self._index.build_batch(batch.topic, batch.metas, batch.phys, batch.store_timestamp)
@@ -162,21 +167,18 @@ class DispatchChain:
                                      (ConsumeQueueDispatcher, IndexDispatcher, HookDispatcher))
         """The chain is the store's own (units, index, optionally the listener): a put may write a
         record's unit itself and hand the rest to :meth:`after_unit`."""
-        self._index = ds[1] if self.units_first else None
-        self._hook = ds[2] if self.units_first and len(ds) == 3 else None
+        index, hook = (ds + [None, None])[1:3] if self.units_first else (None, None)
+        self._index = index if isinstance(index, IndexDispatcher) else None
+        self._hook = hook if isinstance(hook, HookDispatcher) else None
 
     def after_unit(self, topic: str, queue_id: int, queue_offset: int, phys: int, tags_code: int, store_timestamp: int,
                    properties: dict[str, str]) -> None:
         """The chain past the consume-queue unit, for a record whose unit the put wrote itself (only
         while :attr:`units_first`): what :meth:`dispatch_checked` does after the unit, without a request."""
-        index = self._index
-        assert isinstance(index, IndexDispatcher)
-        if index._settings.message_index_enable:
-            index._index.build(topic, properties, phys, store_timestamp)
-        hook = self._hook
-        if hook is not None:
-            assert isinstance(hook, HookDispatcher)
-            hook.hook(topic, queue_id, queue_offset + 1, tags_code, properties)
+        if self._index is not None:
+            self._index.index(topic, properties, phys, store_timestamp)
+        if self._hook is not None:
+            self._hook.hook(topic, queue_id, queue_offset + 1, tags_code, properties)
         if store_timestamp > self.last_timestamp:
             self.last_timestamp = store_timestamp
 
