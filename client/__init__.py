@@ -50,6 +50,7 @@ from .errors import (
     MQConnectionError,
     MQError,
     MQTimeoutError,
+    NoMasterError,
     TopicNotFoundError,
 )
 from .loop_thread import LoopThread, shared_loop
@@ -85,6 +86,7 @@ __all__ = [
     "MQBrokerError",
     "MQClientError",
     "MQConnectionError",
+    "NoMasterError",
     "MQError",
     "MQTimeoutError",
     "Message",

@@ -52,6 +52,11 @@ class MQConnectionError(MQError, ConnectionError):
     retriable = True
 
 
+class NoMasterError(MQClientError, MQConnectionError):
+    """The broker has no master in the topic's route (restarting, or failing over): nothing there
+    takes writes now. A producer tries another broker, as the Java producer does."""
+
+
 # Codes on which the Java producer retries on another broker (DefaultMQProducer.retryResponseCodes).
 SEND_RETRY_CODES = frozenset(
     {

@@ -58,7 +58,7 @@ from pyrocketmq.remoting.transport import (
 from pyrocketmq.service import Service, Services
 
 from .broker_requests import BrokerRequests
-from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
+from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError, NoMasterError
 from .route import (
     MASTER_ID,
     TopicPublishInfo,
@@ -431,7 +431,7 @@ class ClientInstance:
             await self.update_route(topic)
             addr = self.master_addr(broker_name)
         if addr is None:
-            raise MQClientError(f"broker {broker_name!r} has no master in the route of topic {topic!r}; is it running?")
+            raise NoMasterError(f"broker {broker_name!r} has no master in the route of topic {topic!r}; is it running?")
         return addr
 
     def all_broker_addrs(self, *, masters_only: bool = False) -> list[str]:

@@ -13,6 +13,7 @@ from pyrocketmq.client.errors import (
     MQClientError,
     MQConnectionError,
     MQTimeoutError,
+    NoMasterError,
     TopicNotFoundError,
 )
 from pyrocketmq.client.message import Message, SendStatus
@@ -421,3 +422,21 @@ def test_send_async_calls_back() -> None:
 def test_unstarted_producer_says_start_it() -> None:
     with pytest.raises(MQClientError, match="start"):
         asyncio.run(Producer("pg").send(Message("T", b"x")))
+
+
+def test_a_broker_whose_master_left_the_route_is_skipped_for_another() -> None:
+    """The queue was chosen while ``a`` had a master; by the send its route has none (a master pod
+    restarting): the send goes to another broker, as the Java producer's does, not fails."""
+
+    class MasterGone(FakeInstance):
+        async def master_addr_of(self, topic, broker_name):
+            if broker_name == "a":
+                raise NoMasterError(f"broker {broker_name!r} has no master in the route of topic {topic!r}")
+            return await super().master_addr_of(topic, broker_name)
+
+    fake = MasterGone({}, QUEUES)
+    results = [asyncio.run(_producer(fake).send(Message("T", b"x"))) for _ in range(6)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    assert fake.calls and all(broker != "a" for broker, _, _ in fake.calls)
+    assert fake.refreshed  # the route is asked again after such a failure
+    assert should_retry(NoMasterError("x")) and isinstance(NoMasterError("x"), MQClientError)
