@@ -228,6 +228,9 @@ class ReplicaManager:
         ident.role, ident.broker_id = BrokerRole.SLAVE, ident.replica_id
         self.master = False
         self.epoch_start = -1
+        # The sends still waiting for the in-sync set fail first: unset, the rule becomes "any slave
+        # holds it", which would acknowledge what the next master may not have.
+        self.ha_server.table.fail_all()
         self.ha_server.table.set_required(None)
         await self.ha_server.drop_slaves()
         if was_writing:
