@@ -15,7 +15,7 @@ from .consume_queue import ConsumeQueue
 from .dispatch import NO_DISPATCH, DispatchChain
 from .native import put_record
 from .settings import CQ_UNIT_SIZE
-from .timer import REQUEST_KEYS
+from .timer import names_a_timer
 from .values import PutMessageStatus, PutResult
 
 
@@ -24,7 +24,7 @@ def plain_enough(topic: str, properties: dict[str, str], sys_flag: int, timers: 
     are kept), not a prepared or rolled-back transaction, not for the schedule or timer topic."""
     return not (
         Prop.DELAY in properties
-        or (timers and not properties.keys().isdisjoint(REQUEST_KEYS))
+        or (timers and names_a_timer(properties))
         or (sys_flag & SysFlag.TRANSACTION_MASK) in NO_DISPATCH
         or topic == SCHEDULE_TOPIC
         or topic == TIMER_TOPIC

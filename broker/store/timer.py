@@ -74,9 +74,14 @@ def timer_due(properties: Mapping[str, str], now_ms: int, max_delay_s: int) -> i
     return due
 
 
+def names_a_timer(properties: Mapping[str, str]) -> bool:
+    """Whether the properties hold any timer request key (every put asks: one C-level test)."""
+    return not properties.keys().isdisjoint(REQUEST_KEYS)
+
+
 def hold_for_timer(msg: MessageInner, now_ms: int, max_delay_s: int) -> MessageInner:
     """``msg`` in the timer store when it asks for a later time, else ``msg``; TimerRefused."""
-    if msg.properties.keys().isdisjoint(REQUEST_KEYS):  # every put asks: one C-level test
+    if not names_a_timer(msg.properties):
         return msg
     due = timer_due(msg.properties, now_ms, max_delay_s)
     return msg if due is None else to_timer_topic(msg, due, now_ms)
