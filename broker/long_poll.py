@@ -2,8 +2,10 @@
 
 The store calls :meth:`PullHoldService.notify` synchronously right after it dispatches a message
 into a consume queue, on the event-loop thread, so a held pull is woken in the same loop turn the
-send is acknowledged in; there is no window between "found nothing" and "holding" because both
-happen on that one thread. Each hold also ends at its own deadline.
+send is acknowledged in. :meth:`PullHoldService.hold` registers a pull in the same call, on the
+same thread, as the read that found nothing: a message dispatched after that read (by a send
+handled later in the same loop turn, say) finds the pull already registered. Each hold also ends
+at its own deadline.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ class HeldPull:
     """The queue offset the consumer asked for: wake when the queue grows past it."""
     matches: Callable[[int], bool] | None
     """Tag filter on the consume-queue tags code; ``None`` matches everything."""
-    future: asyncio.Future[None]
+    future: asyncio.Future[bool]
 
 
 class PullHoldService:
@@ -30,26 +32,30 @@ class PullHoldService:
     def held_count(self) -> int:
         return sum(len(v) for v in self._held.values())
 
-    async def wait(self, topic: str, queue_id: int, offset: int, matches: Callable[[int], bool] | None, timeout: float) -> bool:
-        """Wait until a matching message lands at or after ``offset``; False on timeout."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def hold(self, topic: str, queue_id: int, offset: int, matches: Callable[[int], bool] | None,
+             timeout: float) -> asyncio.Future[bool]:
+        """Hold a pull from now on: the future is True once a matching message lands at or after
+        ``offset`` (or on shutdown), False at the deadline. Cancelling it forgets the pull."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
         key = (topic, queue_id)
         entry = HeldPull(offset, matches, fut)
         self._held.setdefault(key, []).append(entry)
+        deadline = loop.call_later(timeout, _expire, fut)
+        fut.add_done_callback(lambda _: self._forget(key, entry, deadline))
+        return fut
+
+    def _forget(self, key: tuple[str, int], entry: HeldPull, deadline: asyncio.TimerHandle) -> None:
+        deadline.cancel()
+        waiting = self._held.get(key)
+        if waiting is None:
+            return
         try:
-            await asyncio.wait_for(fut, timeout)
-            return True
-        except TimeoutError:
-            return False
-        finally:
-            waiting = self._held.get(key)
-            if waiting is not None:
-                try:
-                    waiting.remove(entry)
-                except ValueError:
-                    pass
-                if not waiting:
-                    del self._held[key]
+            waiting.remove(entry)
+        except ValueError:
+            pass
+        if not waiting:
+            del self._held[key]
 
     def notify(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
         """A message was dispatched; the queue's max offset is now ``max_offset``."""
@@ -60,11 +66,16 @@ class PullHoldService:
             if entry.future.done() or max_offset <= entry.offset:
                 continue
             if entry.matches is None or tags_code is None or entry.matches(tags_code):
-                entry.future.set_result(None)
+                entry.future.set_result(True)
 
     def wake_all(self) -> None:
         """Shutdown: answer every held pull now."""
         for waiting in self._held.values():
             for entry in waiting:
                 if not entry.future.done():
-                    entry.future.set_result(None)
+                    entry.future.set_result(True)
+
+
+def _expire(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)

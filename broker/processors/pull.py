@@ -11,7 +11,7 @@ at max → 19; past max → 21 (next = max); scanned but nothing matched → 20.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -198,12 +198,19 @@ class PullProcessor:
             code, remark = parse_failed
             return self._answer(cmd, code, f"{remark}: {e}" if code == ResponseCode.SUBSCRIPTION_PARSE_FAILED else remark)
 
-    async def _hold(
+    def _hold(
         self, conn: Connection, cmd: RemotingCommand, topic: str, queue_id: int, offset: int,
         matches: Callable[[int], bool] | None, timeout: float,
+    ) -> Awaitable[RemotingCommand | None]:
+        # Registered here, in the call that found nothing: the transport runs the coroutine returned
+        # only in a later loop turn, and a message dispatched before then must still wake the pull.
+        woken = self.holds.hold(topic, queue_id, offset, matches, timeout)
+        return self._answer_when(conn, cmd, woken)
+
+    async def _answer_when(
+        self, conn: Connection, cmd: RemotingCommand, woken: Awaitable[bool]
     ) -> RemotingCommand | None:
-        # Leave a little room below the client's own RPC timeout (suspend + 15 s in Java).
-        await self.holds.wait(topic, queue_id, offset, matches, timeout)
+        await woken
         if conn.closed:
             return None
         answer = self._pull(conn, cmd, allow_suspend=False)  # allow_suspend=False: never held again

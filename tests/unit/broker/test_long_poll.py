@@ -21,9 +21,8 @@ def test_hold_woken_by_matching_dispatch_only():
     async def run():
         svc = PullHoldService()
         only_a = tag_filter(parse_tag_expression("A"))
-        waiter = asyncio.ensure_future(svc.wait("T", 0, 5, only_a, 5.0))
-        await asyncio.sleep(0)
-        assert svc.held_count == 1
+        waiter = svc.hold("T", 0, 5, only_a, 5.0)
+        assert svc.held_count == 1  # held from the call on, before the loop turns
         svc.notify("T", 1, 10, tags_code("A"))  # other queue
         svc.notify("T", 0, 5, tags_code("A"))  # not past the offset asked for
         svc.notify("T", 0, 6, tags_code("B"))  # other tag
@@ -31,6 +30,7 @@ def test_hold_woken_by_matching_dispatch_only():
         assert not waiter.done()
         svc.notify("T", 0, 6, tags_code("A"))
         assert await waiter is True
+        await asyncio.sleep(0)
         assert svc.held_count == 0
 
     asyncio.run(run())
@@ -39,8 +39,31 @@ def test_hold_woken_by_matching_dispatch_only():
 def test_hold_times_out_and_is_forgotten():
     async def run():
         svc = PullHoldService()
-        assert await svc.wait("T", 0, 0, None, 0.05) is False
+        assert await svc.hold("T", 0, 0, None, 0.05) is False
+        await asyncio.sleep(0)
         assert svc.held_count == 0
+
+    asyncio.run(run())
+
+
+def test_a_cancelled_hold_is_forgotten_and_a_later_message_is_harmless():
+    async def run():
+        svc = PullHoldService()
+        waiter = svc.hold("T", 0, 0, None, 5.0)
+        waiter.cancel()
+        await asyncio.sleep(0)
+        assert svc.held_count == 0
+        svc.notify("T", 0, 1, None)
+
+    asyncio.run(run())
+
+
+def test_shutdown_answers_every_held_pull():
+    async def run():
+        svc = PullHoldService()
+        held = [svc.hold("T", q, 0, None, 5.0) for q in range(3)]
+        svc.wake_all()
+        assert [await h for h in held] == [True, True, True]
 
     asyncio.run(run())
 

@@ -161,6 +161,23 @@ async def test_a_held_pull_answers_when_a_message_arrives(services):
     assert resp.code == ResponseCode.SUCCESS
 
 
+@on_loop
+async def test_a_message_dispatched_before_a_held_pull_first_runs_still_wakes_it(services):
+    # The transport runs a held pull's coroutine a loop turn after the handler returned it; a send it
+    # handles in between (same turn) must still wake the pull, not leave it for the full suspend.
+    services.create_topic("orders", queues=1)
+    services.store.on_dispatch = lambda topic, qid, max_offset, tags, props=None: services.holds.notify(
+        topic, qid, max_offset, tags
+    )
+    pull = services.make(PullProcessor)
+    pending = pull.handle_pull(Peer().conn, wire.pull("orders", 0, 0, suspend_ms=5000))
+    assert services.holds.held_count == 1
+    await answer(services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"in between")))
+    resp = await asyncio.wait_for(answer(pending), 2)
+    assert resp.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_messages(body_of(resp))] == [b"in between"]
+
+
 # -- offsets ------------------------------------------------------------------------------------
 
 
