@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                     usage = sampler.since(window[0])
                     result.figures["cpu_s"] = usage.cpu_seconds
                     result.figures["peak_rss_mib"] = usage.peak_rss_mib
+                    result.figures["peak_anon_mib"] = usage.peak_anon_mib
                     result.detail["wall_s"] = round(time.monotonic() - t1, 1)
                     results.append(result)
                     shown = {k: v for k, v in result.figures.items() if v is not None}

@@ -176,6 +176,11 @@ def client5_lib() -> Path:
 class Usage:
     cpu_seconds: float
     peak_rss_mib: float
+    """Resident set: the process's own memory plus the file pages of its mappings that are resident
+    (the commitlog segments written in the window and before, so it grows with the data written)."""
+    peak_anon_mib: float
+    """Anonymous resident memory only (``RssAnon``): heap, stacks, the interpreter or the JVM; what the
+    process holds whatever it has written."""
 
 
 def stat_cpu_seconds(stat: str) -> float:
@@ -190,7 +195,7 @@ class ProcessSampler:
     def __init__(self, pid: int, interval: float = 0.25) -> None:
         self.pid = pid
         self.interval = interval
-        self._peak_since_mark = 0
+        self._peaks = (0, 0)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"sampler-{pid}", daemon=True)
@@ -203,33 +208,40 @@ class ProcessSampler:
         except OSError:
             return 0.0
 
-    def rss_bytes(self) -> int:
+    def memory(self) -> tuple[int, int]:
+        """(VmRSS, RssAnon) in bytes; zeros once the process is gone."""
+        rss = anon = 0
         try:
             with open(f"/proc/{self.pid}/status") as fh:
                 for line in fh:
                     if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) * 1024
+                        rss = int(line.split()[1]) * 1024
+                    elif line.startswith("RssAnon:"):
+                        anon = int(line.split()[1]) * 1024
         except OSError:
             pass
-        return 0
+        return rss, anon
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            rss = self.rss_bytes()
-            with self._lock:
-                self._peak_since_mark = max(self._peak_since_mark, rss)
+            self._note(self.memory())
+
+    def _note(self, sample: tuple[int, int]) -> None:
+        with self._lock:
+            self._peaks = (max(self._peaks[0], sample[0]), max(self._peaks[1], sample[1]))
 
     def mark(self) -> float:
         """Start a window: resets the peak; returns the CPU seconds so far (pass it to ``since``)."""
+        sample = self.memory()
         with self._lock:
-            self._peak_since_mark = self.rss_bytes()
+            self._peaks = sample
         return self.cpu_seconds()
 
     def since(self, cpu_mark: float) -> Usage:
-        rss = self.rss_bytes()
+        self._note(self.memory())
         with self._lock:
-            peak = max(self._peak_since_mark, rss)
-        return Usage(round(self.cpu_seconds() - cpu_mark, 2), round(peak / 2**20, 1))
+            rss, anon = self._peaks
+        return Usage(round(self.cpu_seconds() - cpu_mark, 2), round(rss / 2**20, 1), round(anon / 2**20, 1))
 
     def close(self) -> None:
         self._stop.set()

@@ -27,6 +27,7 @@ COLUMNS = [
     ("e2e_p99_ms", "e2e p99 ms", "{:.2f}"),
     ("cpu_s", "CPU s", "{:.1f}"),
     ("peak_rss_mib", "peak RSS MiB", "{:.0f}"),
+    ("peak_anon_mib", "peak anon MiB", "{:.0f}"),
 ]
 
 

@@ -55,6 +55,7 @@ def test_smoke_run_gives_figures_for_both_brokers(rocketmq_jars, tmp_path) -> No
         assert r["error"] is None, (scenario, broker, r["error"])
         figures = r["figures"]
         assert figures["cpu_s"] > 0 and figures["peak_rss_mib"] > 0, (scenario, broker, figures)
+        assert 0 < figures["peak_anon_mib"] <= figures["peak_rss_mib"], (scenario, broker, figures)
         key = {"send-128-16": "send_tps", "drain": "consume_tps", "latency": "e2e_p99_ms",
                "grpc5-receive": "consume_tps"}[scenario]
         assert figures[key] > 0, (scenario, broker, figures)
