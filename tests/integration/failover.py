@@ -108,6 +108,8 @@ class Acked:
     sent: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     at: dict[str, float] = field(default_factory=dict)
     """body → monotonic time of its acknowledgement."""
+    stored_at: dict[str, int] = field(default_factory=dict)
+    """body → the commitlog offset it was stored at (from its offset message id)."""
     failures: int = 0
 
 
@@ -127,9 +129,10 @@ async def produce(ns: str, topic: str, stop: asyncio.Event, acked: Acked, tag: s
                 await asyncio.sleep(0.05)
                 continue
             if r.status.name == "SEND_OK":
-                host, port, _ = decode_offset_msg_id(r.offset_msg_id)  # the broker that stored it
+                host, port, phy = decode_offset_msg_id(r.offset_msg_id)  # the broker that stored it, and where
                 addr = f"{host}:{port}"
                 acked.sent[body] = (r.message_queue.queue_id, r.queue_offset, addr)
+                acked.stored_at[body] = phy
                 acked.at[body] = time.monotonic()
                 if on_ok is not None:
                     on_ok(addr)
