@@ -47,13 +47,8 @@ class PullHoldService:
 
     def _forget(self, key: tuple[str, int], entry: HeldPull, deadline: asyncio.TimerHandle) -> None:
         deadline.cancel()
-        waiting = self._held.get(key)
-        if waiting is None:
-            return
-        try:
-            waiting.remove(entry)
-        except ValueError:
-            pass
+        waiting = self._held[key]  # each entry is forgotten once, by its own future's callback
+        waiting.remove(entry)
         if not waiting:
             del self._held[key]
 
