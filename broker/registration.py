@@ -17,7 +17,8 @@ from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.body import RegisterBrokerBody
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError
 
 if TYPE_CHECKING:
     from .settings import BrokerSettings

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from pyrocketmq.remoting.limits import ConnectionLimits
+from pyrocketmq.remoting.names import check_broker_name
 from pyrocketmq.remoting.tls import ClientTls, ServerTls, TlsConfigError
 
 from .store.settings import StoreSettings
@@ -99,7 +100,9 @@ class NetworkSettings:
     """``tls.enable`` and ``tls.client.*``: TLS to the name servers."""
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     """``serverMaxConnections`` (10000), ``serverMaxRequestsInFlight`` (65536 per connection),
-    ``serverMaxQueuedBytes`` (64 MiB of unread answers per connection); 0 = no limit."""
+    ``serverMaxQueuedBytes`` (64 MiB of unread answers per connection), ``serverFrameTimeoutSeconds``
+    (30: from a frame's first byte to its last), ``serverMaxUnprovenBytes`` (64 MiB of partial frames
+    of all the connections with no request accepted yet); 0 = no limit."""
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
@@ -302,6 +305,9 @@ def _identity(get: Callable[[str, str], str], get_int: Callable[[str, int], int]
     except ValueError:
         raise ConfigError(f"brokerRole={role_raw!r}: expected ASYNC_MASTER, SYNC_MASTER or SLAVE") from None
     broker_id = get_int("brokerId", 0)
+    for key, what in (("brokerName", "broker-a"), ("brokerClusterName", "DefaultCluster")):
+        if (problem := check_broker_name(get(key, what), key)) is not None:  # name servers refuse it
+            raise ConfigError(problem)
     if controller_mode:
         if broker_id < 1:
             raise ConfigError(f"brokerId={broker_id}: in controller mode each replica of the group needs its own "
@@ -340,6 +346,8 @@ def _limits(get_int: Callable[[str, int], int]) -> ConnectionLimits:
         max_connections=read("serverMaxConnections", 10_000),
         max_in_flight=read("serverMaxRequestsInFlight", 65_536),
         max_queued_bytes=read("serverMaxQueuedBytes", 64 << 20),
+        frame_timeout_s=read("serverFrameTimeoutSeconds", 30),
+        max_unproven_bytes=read("serverMaxUnprovenBytes", 64 << 20),
     )
 
 

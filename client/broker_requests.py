@@ -13,7 +13,8 @@ from pyrocketmq.remoting.body import GetConsumerStatusBody, MessageQueue
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import Connection, RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import Connection
 
 
 class _Client(Protocol):

@@ -2,7 +2,7 @@
 
 A :class:`ClientInstance` owns what producers, consumers and admins of one process share:
 
-- the connections (one :class:`~pyrocketmq.remoting.transport.RemotingClient`);
+- the connections (one :class:`~pyrocketmq.remoting.remoting_client.RemotingClient`);
 - the name-server list, with failover: a request goes to the last name server that answered,
   and on a transport failure to the next one in the list;
 - the route cache: ``TopicRouteData`` per topic, refreshed every ``poll_namesrv_interval`` for the
@@ -50,11 +50,8 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
-from pyrocketmq.remoting.transport import (
-    RemotingClient,
-    RemotingError,
-    RemotingTimeoutError,
-)
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError, RemotingTimeoutError
 from pyrocketmq.service import Service, Services
 
 from .broker_requests import BrokerRequests

@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt, Prop
-from pyrocketmq.remoting.names import MAX_TOPIC_LENGTH, NOT_ALLOWED_SEND_TOPICS, TOPIC_PATTERN
+from pyrocketmq.remoting.names import MAX_TOPIC_LENGTH, NOT_ALLOWED_SEND_TOPICS, is_legal_name
 
 from .errors import MQClientError
 
@@ -48,7 +48,7 @@ def check_topic(topic: str) -> None:
         raise MQClientError("the topic is empty: give a topic name")
     if len(topic.encode()) > MAX_TOPIC_LENGTH:
         raise MQClientError(f"topic {topic[:40]!r}… is {len(topic.encode())} bytes; at most {MAX_TOPIC_LENGTH} allowed")
-    if not TOPIC_PATTERN.match(topic):
+    if not is_legal_name(topic):
         raise MQClientError(f"topic {topic!r} is invalid: use only letters, digits, '%', '|', '_' and '-'")
 
 

@@ -136,7 +136,8 @@ class NameServer:
     def _connection_closed(self, conn: Connection) -> None:
         removed = self.routes.on_channel_closed(conn)
         if removed:
-            log.info("connection %s closed (%s): brokers removed: %s", conn.remote_addr, conn.close_reason, ", ".join(removed))
+            self.routes.events.info("connection %s closed (%s): brokers removed: %s", conn.remote_addr,
+                                    conn.close_reason, ", ".join(removed[:20]))
 
 
 # -- command line ---------------------------------------------------------------------------------

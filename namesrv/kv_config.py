@@ -17,6 +17,7 @@ import orjson
 
 from pyrocketmq.remoting.body import KVTable
 from pyrocketmq.remoting.lenient_json import loads
+from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.names import ORDER_TOPIC_CONFIG_NAMESPACE
 
 log = logging.getLogger("pyrocketmq.namesrv")
@@ -40,6 +41,7 @@ class KVConfigManager:
     def __init__(self, path: str | None = None) -> None:
         self.path = path
         self.table: dict[str, dict[str, str]] = {}
+        self._events = RateLimitedLog(log)  # what PUT/DELETE_KV_CONFIG make us log
 
     def load(self) -> None:
         """Read the file if there is one (a missing file is an empty table)."""
@@ -94,7 +96,8 @@ class KVConfigManager:
         if old == value:
             return
         ns[key] = value
-        log.info("KV config %s: %s=%s%s", namespace, key, value, "" if old is None else f" (was {old})")
+        self._events.info("KV config %.127s: %.127s=%.255s%s", namespace, key, value,
+                          "" if old is None else f" (was {old[:255]})")
         self.persist()
 
     def get(self, namespace: str, key: str) -> str | None:
@@ -107,7 +110,7 @@ class KVConfigManager:
         del ns[key]
         if not ns:
             del self.table[namespace]
-        log.info("KV config %s: %s deleted", namespace, key)
+        self._events.info("KV config %.127s: %.127s deleted", namespace, key)
         self.persist()
         return True
 

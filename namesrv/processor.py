@@ -4,14 +4,17 @@ Every handler answers synchronously (the state is in memory), never raises for a
 (a malformed header or body gets SYSTEM_ERROR with a remark saying which field or why), and
 follows the Java name server's answers (PROTOCOL.md §2, §6):
 
-- REGISTER_BROKER checks ``bodyCrc32`` (``crc32(body) & 0x7FFFFFFF``; 0 = unchecked), reads a
-  plain or zlib-compressed body, answers ``masterAddr``/``haServerAddr`` for a slave and the
-  ORDER_TOPIC_CONFIG namespace as a KVTable body (or no body);
+- REGISTER_BROKER refuses a broker or cluster name that is no name and an address that is no
+  ``host:port`` (SYSTEM_ERROR, the remark says which), checks ``bodyCrc32`` (``crc32(body) &
+  0x7FFFFFFF``; 0 = unchecked), reads a plain or zlib-compressed body (refused, not inflated, past
+  :data:`~pyrocketmq.remoting.body.MAX_INFLATED_REGISTER_BODY`), answers ``masterAddr``/
+  ``haServerAddr`` for a slave and the ORDER_TOPIC_CONFIG namespace as a KVTable body (or no body);
 - GET_ROUTEINFO_BY_TOPIC answers TOPIC_NOT_EXIST with no body when the topic has no route, and
   adds ``orderTopicConf`` from ORDER_TOPIC_CONFIG when present;
 - KV reads of a missing item answer QUERY_NOT_FOUND.
 
-Codes not handled here are answered by the transport (REQUEST_CODE_NOT_SUPPORTED).
+Codes not handled here are answered by the transport (REQUEST_CODE_NOT_SUPPORTED). Whatever a
+peer makes the name server log is rate-limited (:class:`~pyrocketmq.remoting.log_limit.RateLimitedLog`).
 """
 
 from __future__ import annotations
@@ -22,20 +25,25 @@ import zlib
 from collections.abc import Callable
 from typing import TypeVar
 
+from pyrocketmq.remoting.address import address_problem
 from pyrocketmq.remoting.body import DataVersion, RegisterBrokerBody, TopicList
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.config_checks import MAX_ROUTED_QUEUE_NUMS, topic_config_problem
 from pyrocketmq.remoting.header import (
-    DeleteKVConfigRequestHeader,
     DeleteTopicRequestHeader,
+    Header,
+    HeaderError,
+)
+from pyrocketmq.remoting.log_limit import RateLimitedLog
+from pyrocketmq.remoting.names import check_broker_name
+from pyrocketmq.remoting.namesrv_header import (
+    DeleteKVConfigRequestHeader,
     GetKVConfigRequestHeader,
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicsByClusterRequestHeader,
-    Header,
-    HeaderError,
     PutKVConfigRequestHeader,
     QueryDataVersionRequestHeader,
     QueryDataVersionResponseHeader,
@@ -45,7 +53,6 @@ from pyrocketmq.remoting.header import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.transport import Connection, Handler, HandlerRegistry
 
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
@@ -53,6 +60,19 @@ from .route_info import RouteInfoManager
 
 log = logging.getLogger("pyrocketmq.namesrv")
 
+
+def registration_problem(h: RegisterBrokerRequestHeader) -> str | None:
+    """Why a REGISTER_BROKER header names no broker we can route to, or None."""
+    if h.broker_id < 0:
+        return f"brokerId {h.broker_id} is negative: 0 is the master, 1.. the slaves"
+    for what, name in (("brokerName", h.broker_name), ("clusterName", h.cluster_name)):
+        if (problem := check_broker_name(name, what)) is not None:
+            return problem
+    if (problem := address_problem(h.broker_addr)) is not None:
+        return f"brokerAddr: {problem}"
+    if h.ha_server_addr and (problem := address_problem(h.ha_server_addr)) is not None:
+        return f"haServerAddr: {problem}"
+    return None
 
 
 def _ms() -> int:
@@ -105,13 +125,13 @@ class NamesrvProcessor:
         for code, handler in self.handlers().items():
             server.register(code, handler)
 
-    @staticmethod
-    def _guarded(fn: Callable[[Connection, RemotingCommand], RemotingCommand]) -> Handler:
+    def _guarded(self, fn: Callable[[Connection, RemotingCommand], RemotingCommand]) -> Handler:
         def handle(conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
             try:
                 return fn(conn, cmd)
             except _BadRequest as e:
-                log.warning("bad request code %d from %s: %s", cmd.code, conn.remote_addr if conn else "?", e)
+                self._refusals.warning("bad request code %d from %s: %.300s", cmd.code,
+                                       conn.remote_addr if conn else "?", e)
                 return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
 
         handle.__name__ = fn.__name__
@@ -120,13 +140,14 @@ class NamesrvProcessor:
     # -- brokers ------------------------------------------------------------------------------------
     def handle_register_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: RegisterBrokerRequestHeader = _header(RegisterBrokerRequestHeader, cmd)
-        if h.broker_id < 0:
-            raise _BadRequest(f"brokerId {h.broker_id} is negative: 0 is the master, 1.. the slaves")
+        if (problem := registration_problem(h)) is not None:
+            raise _BadRequest(f"register refused: {problem}")
         body = bytes(cmd.payload) if cmd.body else b""
         if h.body_crc32 != 0:
             crc = zlib.crc32(body) & 0x7FFFFFFF
             if crc != h.body_crc32:
-                log.warning("register from %s (%s): body crc32 %d, header says %d", h.broker_addr, h.broker_name, crc, h.body_crc32)
+                self._refusals.warning("register from %s (%s): body crc32 %d, header says %d", h.broker_addr,
+                                       h.broker_name, crc, h.body_crc32)
                 return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         if body:
             try:
@@ -175,7 +196,8 @@ class NamesrvProcessor:
     def handle_wipe_write_perm(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: WipeWritePermOfBrokerRequestHeader = _header(WipeWritePermOfBrokerRequestHeader, cmd)
         count = self.routes.wipe_write_perm(h.broker_name)
-        log.info("write permission of broker %s wiped on %d topics (from %s)", h.broker_name, count, conn.remote_addr)
+        self.routes.events.info("write permission of broker %.127s wiped on %d topics (from %s)", h.broker_name, count,
+                                conn.remote_addr)
         return cmd.response(ResponseCode.SUCCESS, ext_fields=WipeWritePermOfBrokerResponseHeader(count).to_ext())
 
     # -- routes and topics ----------------------------------------------------------------------------
@@ -205,8 +227,8 @@ class NamesrvProcessor:
     def handle_delete_topic(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: DeleteTopicRequestHeader = _header(DeleteTopicRequestHeader, cmd)
         if self.routes.delete_topic(h.topic, h.cluster_name):
-            where = f" on cluster {h.cluster_name}" if h.cluster_name else ""
-            log.info("topic %s deleted%s (requested by %s)", h.topic, where, conn.remote_addr)
+            where = f" on cluster {h.cluster_name[:127]}" if h.cluster_name else ""
+            self.routes.events.info("topic %s deleted%s (requested by %s)", h.topic, where, conn.remote_addr)
         return cmd.response(ResponseCode.SUCCESS)
 
     # -- KV config ----------------------------------------------------------------------------------

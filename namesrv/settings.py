@@ -41,7 +41,10 @@ class NamesrvSettings:
     """``serverChannelMaxIdleTimeSeconds``: a connection silent both ways this long is closed (0 = never)."""
 
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
-    """``serverMaxConnections``, ``serverMaxRequestsInFlight``, ``serverMaxQueuedBytes`` (0 = no limit)."""
+    """``serverMaxConnections``, ``serverMaxRequestsInFlight``, ``serverMaxQueuedBytes``,
+    ``serverFrameTimeoutSeconds`` (30: from a frame's first byte to its last) and
+    ``serverMaxUnprovenBytes`` (64 MiB of partial frames of all the connections with no request
+    accepted yet); 0 = no limit."""
 
     tls: ServerTls = field(default_factory=ServerTls)
     """``tls.server.*``: TLS for clients and brokers (see :mod:`pyrocketmq.remoting.tls`)."""
@@ -119,6 +122,8 @@ class NamesrvSettings:
                 max_connections=get_int("serverMaxConnections", 10_000, 0, 1_000_000),
                 max_in_flight=get_int("serverMaxRequestsInFlight", 65_536, 0, 10_000_000),
                 max_queued_bytes=get_int("serverMaxQueuedBytes", 64 << 20, 0, 1 << 40),
+                frame_timeout_s=get_int("serverFrameTimeoutSeconds", 30, 0, 3600),
+                max_unproven_bytes=get_int("serverMaxUnprovenBytes", 64 << 20, 0, 1 << 40),
             ),
             acl_file=_acl_file(get("aclEnable"), get("aclConfigFile"), home),
             metrics_port=get_int("metricsPort", _env_port("PYROCKETMQ_METRICS_PORT"), 0, 65535),

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyrocketmq.remoting.names import is_legal_name
+
 from .autoscale import Autoscale
 
 API_GROUP = "pyrocketmq.io"
@@ -75,7 +77,6 @@ RESERVED_CONFIG_KEYS = frozenset(
 
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
-_ROCKETMQ_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
 class SpecError(ValueError):
@@ -152,7 +153,7 @@ class Tls:
         if not spec:
             return cls()
         name = str(spec.get("secretName") or "")
-        if not _DNS_NAME.match(name):
+        if not _DNS_NAME.fullmatch(name):
             raise SpecError("spec.tls.secretName: name the Secret holding tls.crt and tls.key (a DNS name)")
         mode, auth = str(spec.get("mode", "enforcing")), str(spec.get("clientAuth", "none"))
         if mode not in ("enforcing", "permissive"):
@@ -178,7 +179,7 @@ class Acl:
         if not spec:
             return cls()
         name = str(spec.get("secretName") or "")
-        if not _DNS_NAME.match(name):
+        if not _DNS_NAME.fullmatch(name):
             raise SpecError("spec.acl.secretName: name the Secret holding plain_acl.yml (a DNS name)")
         return cls(secret_name=name)
 
@@ -408,7 +409,7 @@ class TopicModel:
         ref = ObjectRef.from_body(body)
         spec = body.get("spec") or {}
         topic = str(spec.get("topicName") or ref.name)
-        if not _ROCKETMQ_NAME.match(topic) or len(topic.encode()) > 127:
+        if not is_legal_name(topic) or len(topic.encode()) > 127:
             raise SpecError(f"spec.topicName {topic!r}: use at most 127 of letters, digits, '%', '|', '_', '-'")
         read, write = int(spec.get("readQueueNums", 8)), int(spec.get("writeQueueNums", 8))
         if not (1 <= read <= 1024 and 1 <= write <= 1024):
@@ -446,7 +447,7 @@ class OffsetReset:
         rid, topic, to = (str(spec.get(k) or "").strip() for k in ("id", "topic", "to"))
         if not rid:
             raise SpecError("spec.resetOffset.id: give any text; a new one resets again")
-        if not _ROCKETMQ_NAME.match(topic):
+        if not is_legal_name(topic):
             raise SpecError(f"spec.resetOffset.topic {topic!r}: name the topic (letters, digits, '%', '|', '_', '-')")
         return cls(rid, topic, to, reset_timestamp(to))
 
@@ -492,7 +493,7 @@ class ConsumerGroupModel:
         ref = ObjectRef.from_body(body)
         spec = body.get("spec") or {}
         group = str(spec.get("groupName") or ref.name)
-        if not _ROCKETMQ_NAME.match(group) or len(group.encode()) > 120:
+        if not is_legal_name(group) or len(group.encode()) > 120:
             raise SpecError(f"spec.groupName {group!r}: use at most 120 of letters, digits, '%', '|', '_', '-'")
         return cls(
             ref=ref,

@@ -16,8 +16,10 @@ The file::
 
 A request is refused, as Apache answers (SYSTEM_ERROR, remark ``…AclException: <why>``), when it
 carries no access key, names an unknown one, is not signed with its secret key, is an admin
-request of a non-admin account, or needs a permission the account lacks on a topic (sending: PUB,
-pulling: SUB) or a group (a group is checked as its ``%RETRY%`` topic, for SUB).
+request of a non-admin account, carries a field its code does not take, or needs a permission the
+account lacks on a topic or a group (a group is checked as its ``%RETRY%`` topic). What each
+broker request needs is :mod:`.acl_table`; the name server's requests need none beyond admin for
+changes (:data:`NAMESRV_ADMIN_CODES`).
 
 Addresses: ``*`` (any), ``1.2.3.4``, ``1.2.3.*``, ``1.2.3.1-9`` (a range in any part) or
 ``1.2.3.{1,2,3}`` (a list in the last part); empty matches nothing.
@@ -31,18 +33,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyrocketmq.remoting.acl_perm import (
+    ANY as ANY,
+    DENY as DENY,
+    INTERNAL_TOPICS,
+    PUB as PUB,
+    SUB as SUB,
+    Needs,
+    check_permission as check_permission,
+    describe,
+    is_group_resource,
+)
 from pyrocketmq.remoting.acl_sign import ACCESS_KEY, SERVER_SKIPS, SIGNATURE, signature
-from pyrocketmq.remoting.body import HeartbeatData
+from pyrocketmq.remoting.acl_table import ADMIN_CODES as ADMIN_CODES, RequestRefused, needs as needs
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 
-DENY, ANY, PUB, SUB = 1, 2, 4, 8
 _PERMS = {"DENY": DENY, "PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB}
-ADMIN_CODES = frozenset({RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG,
-                         RequestCode.DELETE_TOPIC_IN_BROKER, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-                         RequestCode.DELETE_SUBSCRIPTIONGROUP})
-"""The broker's admin requests (Apache ``PlainAccessValidator``)."""
 NAMESRV_ADMIN_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
                                  RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.DELETE_TOPIC_IN_NAMESRV,
                                  RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG,
@@ -66,15 +74,6 @@ def parse_perm(text: str) -> int:
     if perm is None:
         raise AclConfigError(f"permission {text!r}: use DENY, PUB, SUB or PUB|SUB")
     return perm
-
-
-def check_permission(needed: int, owned: int) -> bool:
-    """Apache ``Permission.checkPermission``."""
-    if owned & DENY:
-        return False
-    if needed & ANY:
-        return bool(owned & (PUB | SUB))
-    return bool(needed & owned)
 
 
 # -- addresses --------------------------------------------------------------------------------------
@@ -195,92 +194,51 @@ def load_plain_acl(path: str) -> AclConfig:
     return parse_plain_acl(doc)
 
 
-# -- what a request needs -----------------------------------------------------------------------
-def _retry(group: str | None) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + (group or "")
-
-
-def _send_needs(topic: str | None, group: str | None) -> dict[str, int]:
-    if topic and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        return {_retry(group): SUB}
-    return {topic or "": PUB}
-
-
-def needs(cmd: RemotingCommand) -> dict[str, int]:
-    """Resource → permission the request needs (Apache ``PlainAccessValidator.parse``); raises
-    ValueError for a heartbeat body that cannot be read."""
-    ext, code = cmd.ext_fields, cmd.code
-    if code == RequestCode.SEND_MESSAGE:
-        return _send_needs(ext.get("topic"), ext.get("group"))  # Apache reads "group" here (V1 has none)
-    if code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):  # Apache 4.9 forgets batches
-        return _send_needs(ext.get("b"), ext.get("a"))
-    if code == RequestCode.CONSUMER_SEND_MSG_BACK:
-        return {_retry(ext.get("group")): SUB}
-    if code == RequestCode.PULL_MESSAGE:
-        return {ext.get("topic") or "": SUB, _retry(ext.get("consumerGroup")): SUB}
-    if code == RequestCode.QUERY_MESSAGE:
-        return {ext.get("topic") or "": SUB}
-    if code == RequestCode.HEART_BEAT:
-        data = HeartbeatData.from_json(cmd.payload or b"{}")
-        out: dict[str, int] = {}
-        for c in data.consumer_data_set:
-            out[_retry(c.group_name)] = SUB
-            for sub in c.subscription_data_set:
-                out[sub.topic] = SUB
-        return out
-    if code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
-        group = ext.get("consumerGroup")
-        return {_retry(group): SUB} if group else {}
-    if code == RequestCode.UPDATE_CONSUMER_OFFSET:
-        return {_retry(ext.get("consumerGroup")): SUB, ext.get("topic") or "": SUB}
-    return {}
-
-
-def no_needs(cmd: RemotingCommand) -> dict[str, int]:
+# -- checking requests ----------------------------------------------------------------------------
+def no_needs(cmd: RemotingCommand) -> Needs:
     """The name server's: no request needs a topic or group permission."""
     return {}
 
 
-def _describe(resource: str) -> str:
-    if resource.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        return "group:" + resource[len(RETRY_GROUP_TOPIC_PREFIX):]
-    return "topic:" + resource
-
-
 class AclValidator:
     """Checks requests against an :class:`AclConfig` (swap :attr:`config` to reload): the broker's
-    rules by default; the name server's with ``admin_codes=NAMESRV_ADMIN_CODES`` and ``no_needs``
-    (any account may read routes; only admins change them)."""
+    rules by default (:mod:`.acl_table`); the name server's with ``admin_codes=NAMESRV_ADMIN_CODES``
+    and ``no_needs`` (any account may read routes; only admins change them). ``needs`` raises
+    :class:`~.acl_table.RequestRefused` (its message is the reason) or another ValueError for a
+    request it cannot read."""
 
     def __init__(self, config: AclConfig, admin_codes: frozenset[int] = ADMIN_CODES,
-                 needs: Callable[[RemotingCommand], dict[str, int]] = needs) -> None:
+                 needs: Callable[[RemotingCommand], Needs] = needs) -> None:
         self.config = config
         self.admin_codes = admin_codes
         self.needs = needs
 
     def refusal(self, cmd: RemotingCommand, remote_ip: str) -> str | None:
         """Why ``cmd`` from ``remote_ip`` is refused (Apache's words), or None when it may go on."""
-        config = self.config
-        if any(white(remote_ip) for white in config.global_white):
-            return None
-        ak = cmd.ext_fields.get(ACCESS_KEY)
-        if not ak:
-            return "No accessKey is configured"
-        account = config.accounts.get(ak)
-        if account is None:
-            return f"No acl config for {ak[:64]}"
-        if account.white(remote_ip):
-            return None
+        return self.admit(cmd, remote_ip)[1]
+
+    def admit(self, cmd: RemotingCommand, remote_ip: str) -> tuple[Account | None, str | None]:
+        """``(account, None)`` when ``cmd`` may go on as ``account``'s, ``(None, None)`` for a
+        white-listed address (no check applies), ``(None, why)`` when refused."""
+        ext = cmd.ext_fields
         body = cmd.body if isinstance(cmd.body, (bytes, bytearray, memoryview)) else None
-        if signature(cmd.ext_fields, body, account.secret_key, SERVER_SKIPS) != cmd.ext_fields.get(SIGNATURE):
-            return f"Check signature failed for accessKey={ak}"
+
+        def signed(account: Account) -> bool:
+            return signature(ext, body, account.secret_key, SERVER_SKIPS) == ext.get(SIGNATURE)
+
+        account, why = self.authenticate(ext.get(ACCESS_KEY) or "", remote_ip, signed)
+        if account is None:
+            return None, why
         if cmd.code in self.admin_codes and not account.admin:
-            return f"Need admin permission for request code={cmd.code}, but accessKey={ak} is not"
+            return None, f"Need admin permission for request code={cmd.code}, but accessKey={account.access_key} is not"
         try:
             needed = self.needs(cmd)
+        except RequestRefused as e:
+            return None, str(e)
         except (ValueError, TypeError, KeyError) as e:
-            return f"cannot read the request to check its permissions: {e}"
-        return permission_refusal(account, needed)
+            return None, f"cannot read the request to check its permissions: {e}"
+        why = permission_refusal(account, needed)
+        return (account, None) if why is None else (None, why)
 
     def authenticate(self, access_key: str, remote_ip: str,
                      signed: Callable[[Account], bool]) -> tuple[Account | None, str | None]:
@@ -303,14 +261,16 @@ class AclValidator:
 
 
 def permission_refusal(account: Account, needed: Mapping[str, int]) -> str | None:
-    """Why ``account`` may not do what needs ``needed`` (resource → PUB/SUB), or None."""
+    """Why ``account`` may not do what needs ``needed`` (resource → PUB, SUB or ANY), or None."""
     if not needed or (account.admin and not account.perms):
         return None
     for resource, perm in needed.items():
         owned = account.perms.get(resource)
         if owned is None:
-            is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
-            owned = account.default_group_perm if is_group else account.default_topic_perm
+            if is_group_resource(resource):
+                owned = account.default_group_perm
+            else:
+                owned = DENY if resource in INTERNAL_TOPICS else account.default_topic_perm
         if not check_permission(perm, owned):
-            return f"No default permission for {_describe(resource)}"
+            return f"No default permission for {describe(resource)}"
     return None

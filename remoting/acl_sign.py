@@ -2,8 +2,9 @@
 
 A signed request carries ``AccessKey`` (and ``SecurityToken`` if any) and ``Signature``: the
 Base64 of HMAC-SHA1, keyed with the secret key, over the UTF-8 concatenation of every other ext
-field's *value* in the order of the field names, followed by the body bytes. A broker recomputes
-it the same way (leaving ``_UNIQUE_KEY_QUERY`` out as well).
+field's *value* in the order of the field names, followed by the body bytes, leaving
+``_UNIQUE_KEY_QUERY`` out (Java signs its header's fields, and that flag is added beside the
+header; a broker leaves it out too). A broker recomputes it the same way.
 
 >>> ext = {"topic": "T", "AccessKey": "alice01"}
 >>> signature(ext, b"hi", "alice-secret-key") == signature({"AccessKey": "alice01", "topic": "T"}, b"hi", "alice-secret-key")
@@ -24,9 +25,11 @@ SECRET_KEY = "SecretKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+ACL_FIELDS = frozenset({ACCESS_KEY, SIGNATURE, SECURITY_TOKEN})
+"""The fields a signature adds to a request."""
 
-_CLIENT_SKIPS = frozenset({SIGNATURE})
 SERVER_SKIPS = frozenset({SIGNATURE, UNIQUE_KEY_QUERY})
+_CLIENT_SKIPS = SERVER_SKIPS
 
 
 def content(ext: Mapping[str, str], body: bytes | bytearray | memoryview | None,

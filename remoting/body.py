@@ -57,6 +57,7 @@ from .client_bodies import (
     TopicStatsTable as TopicStatsTable,
     UnlockBatchRequestBody as UnlockBatchRequestBody,
 )
+from .inflate import InflateError, inflate
 from .json_body import (
     DataVersion as DataVersion,
     JsonBody as JsonBody,
@@ -137,6 +138,9 @@ class TopicConfigSerializeWrapper(JsonBody):
 
 
 _INT32 = struct.Struct(">i")
+MAX_INFLATED_REGISTER_BODY = 32 * 1024 * 1024
+"""The most a compressed REGISTER_BROKER body may inflate to: twice a whole frame (16 MiB), some
+300 000 topics' lines (a plain JSON body carries less than half of that)."""
 
 
 @dataclass(slots=True)
@@ -149,7 +153,9 @@ class RegisterBrokerBody(JsonBody):
               int32 topicCount | { int32 n | TopicConfig.encode() line (n bytes) } * topicCount
               int32 n | filterServerList JSON (n bytes) )
 
-    That form loses ``topicSysFlag`` and ``order``; we read it and always send plain JSON.
+    That form loses ``topicSysFlag`` and ``order``; we read it and always send plain JSON. It is
+    inflated to at most ``max_inflated`` bytes (:data:`MAX_INFLATED_REGISTER_BODY` by default):
+    more is refused, not inflated.
     """
 
     topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(default_factory=TopicConfigSerializeWrapper)
@@ -169,15 +175,16 @@ class RegisterBrokerBody(JsonBody):
         )
 
     @classmethod
-    def decode(cls, data: bytes, compressed: bool = False) -> RegisterBrokerBody:
-        return cls.from_compressed(data) if compressed else cls.from_json(data)
+    def decode(cls, data: bytes, compressed: bool = False, max_inflated: int | None = None) -> RegisterBrokerBody:
+        return cls.from_compressed(data, max_inflated) if compressed else cls.from_json(data)
 
     @classmethod
-    def from_compressed(cls, data: bytes) -> RegisterBrokerBody:
+    def from_compressed(cls, data: bytes, max_inflated: int | None = None) -> RegisterBrokerBody:
+        limit = MAX_INFLATED_REGISTER_BODY if max_inflated is None else max_inflated
         try:
-            raw = zlib.decompress(data)
-        except zlib.error as e:
-            raise ValueError(f"compressed register body does not inflate: {e}") from None
+            raw = inflate(data, limit)
+        except InflateError as e:
+            raise ValueError(f"compressed register body {e}") from None
         pos = 0
 
         def int32() -> int:

@@ -108,6 +108,14 @@ def _read(cls: type[H], ext: dict[str, str], spec: _Spec) -> H:
     return cls(**kw)
 
 
+def _keys_of(cls: type[Header]) -> frozenset[str]:
+    keys = cls.__dict__.get("_keys_cache")
+    if keys is None:
+        keys = frozenset(key for _, key, *_ in cls.spec())
+        type.__setattr__(cls, "_keys_cache", keys)
+    return keys
+
+
 class Header:
     """Base of every header: generic parse/emit driven by the dataclass fields."""
 
@@ -130,6 +138,11 @@ class Header:
         """The header of ``cmd``; :class:`HeaderError` names a missing or malformed field."""
         return _read(cls, cmd.ext_fields, cls.spec())
 
+    @classmethod
+    def wire_keys(cls, cmd: RemotingCommand | None = None) -> frozenset[str]:
+        """The ext field names :meth:`from_command` reads (from ``cmd``: a send's V1 or V2 spelling)."""
+        return _keys_of(cls)
+
     def to_ext(self) -> dict[str, str]:
         """Ext fields as Java writes them (``None`` left out)."""
         return stringify({key: getattr(self, attr) for attr, key, *_ in self.spec()})
@@ -144,6 +157,13 @@ _SEND_V2 = (
     ("reconsume_times", "j"), ("unit_mode", "k"), ("max_reconsume_times", "l"), ("batch", "m"),
 )  # fmt: skip
 _SEND_V2_CODES = (310, 320)
+_SEND_V2_KEYS = frozenset(short for _, short in _SEND_V2)
+
+
+def _reads_v2(cmd: RemotingCommand) -> bool:
+    """Whether a send is read in the V2 spelling: codes 310/320, or code 10 with ``b`` and no ``topic``."""
+    ext = cmd.ext_fields
+    return cmd.code in _SEND_V2_CODES or ("b" in ext and "topic" not in ext)
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs ~10x a plain one, and every send makes one
@@ -166,7 +186,7 @@ class SendMessageRequestHeader(Header):
     def from_command(cls, cmd: RemotingCommand) -> SendMessageRequestHeader:
         """V2 (codes 310/320, keys ``a``..``m``) or V1 (code 10, long names)."""
         ext = cmd.ext_fields
-        if cmd.code in _SEND_V2_CODES or ("b" in ext and "topic" not in ext):
+        if _reads_v2(cmd):
             if _send_v2_compiled is not None:  # every send goes through here
                 h = _send_v2_compiled(ext)
                 if h is not None:
@@ -176,6 +196,10 @@ class SendMessageRequestHeader(Header):
             except (KeyError, ValueError):
                 return _read(cls, ext, _send_v2_spec())  # raises the HeaderError naming the field
         return _read(cls, ext, cls.spec())
+
+    @classmethod
+    def wire_keys(cls, cmd: RemotingCommand | None = None) -> frozenset[str]:
+        return _SEND_V2_KEYS if cmd is not None and _reads_v2(cmd) else _keys_of(cls)
 
     def to_ext_v2(self) -> dict[str, str]:
         """The one-letter form a 4.x producer sends with SEND_MESSAGE_V2."""
@@ -410,6 +434,30 @@ class GetProducerConnectionListRequestHeader(Header):
     producer_group: str
 
 
+@dataclass(frozen=True, slots=True)
+class CloneGroupOffsetRequestHeader(Header):
+    """CLONE_GROUP_OFFSET (314): ``src_group``'s offsets (on ``topic``, or on every topic it has
+    offsets for) copied to ``dest_group``."""
+
+    src_group: str
+    dest_group: str
+    topic: str | None = None
+    offline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTopicConsumeByWhoRequestHeader(Header):
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class ViewBrokerStatsDataRequestHeader(Header):
+    """VIEW_BROKER_STATS_DATA (315): ``stats_key`` is a topic, or ``topic@group`` for a group's stats."""
+
+    stats_name: str
+    stats_key: str
+
+
 # -- administration -----------------------------------------------------------------------------
 
 
@@ -477,94 +525,3 @@ class ConsumeMessageDirectlyResultRequestHeader(Header):
     client_id: str | None = None
     msg_id: str | None = None
     broker_name: str | None = None
-
-
-# -- name server --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RegisterBrokerRequestHeader(Header):
-    broker_name: str
-    broker_addr: str
-    cluster_name: str
-    ha_server_addr: str
-    broker_id: Long
-    compressed: bool = False
-    body_crc32: int = 0  # crc32(body) & 0x7FFFFFFF; 0 = not checked
-
-
-@dataclass(frozen=True, slots=True)
-class RegisterBrokerResponseHeader(Header):
-    ha_server_addr: str | None = None
-    master_addr: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class UnRegisterBrokerRequestHeader(Header):
-    broker_name: str
-    broker_addr: str
-    cluster_name: str
-    broker_id: Long
-
-
-@dataclass(frozen=True, slots=True)
-class QueryDataVersionRequestHeader(Header):
-    broker_name: str
-    broker_addr: str
-    cluster_name: str
-    broker_id: Long
-
-
-@dataclass(frozen=True, slots=True)
-class QueryDataVersionResponseHeader(Header):
-    changed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class GetRouteInfoRequestHeader(Header):
-    topic: str
-    accept_standard_json_only: bool | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GetTopicsByClusterRequestHeader(Header):
-    cluster: str
-
-
-@dataclass(frozen=True, slots=True)
-class WipeWritePermOfBrokerRequestHeader(Header):
-    broker_name: str
-
-
-@dataclass(frozen=True, slots=True)
-class WipeWritePermOfBrokerResponseHeader(Header):
-    wipe_topic_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class PutKVConfigRequestHeader(Header):
-    namespace: str
-    key: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class GetKVConfigRequestHeader(Header):
-    namespace: str
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class GetKVConfigResponseHeader(Header):
-    value: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteKVConfigRequestHeader(Header):
-    namespace: str
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class GetKVListByNamespaceRequestHeader(Header):
-    namespace: str

@@ -30,6 +30,13 @@ class RateLimitedLog:
         """Lines dropped in the current window."""
 
     def warning(self, msg: str, *args: object) -> None:
+        self.log(logging.WARNING, msg, *args)
+
+    def info(self, msg: str, *args: object) -> None:
+        self.log(logging.INFO, msg, *args)
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        """``msg % args`` at ``level``, unless this window's ``burst`` lines are out already."""
         with self._lock:
             now = self._clock()
             dropped = 0
@@ -44,4 +51,4 @@ class RateLimitedLog:
         if dropped:
             self._log.warning("%d more lines like the next were suppressed in the last %.0f s", dropped, self._window)
         if allowed:
-            self._log.warning(msg, *args)
+            self._log.log(level, msg, *args)

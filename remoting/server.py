@@ -1,5 +1,6 @@
 """The accepting side of the remoting transport: a listening socket, one :class:`Connection` per
-peer, the limits one peer may reach (:mod:`.limits`) and the closing of idle connections."""
+peer, the limits one peer may reach (:mod:`.limits`) and one sweep that closes idle connections
+and connections whose frame has taken longer than ``frame_timeout_s`` since its first byte."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from collections.abc import Callable
 
 from pyrocketmq.service import Service
 
-from .limits import ConnectionLimits
+from .limits import ConnectionLimits, UnprovenBytes
 from .tls import TLS_HANDSHAKE, ServerTls, TlsMode
 from .transport import BeforeRequest, Connection, Handler, RequestObserver, log, peer_log
 
 SNIFF_TIMEOUT = 30.0
 """Seconds a new connection of a TLS-capable server may take to send its first byte."""
 HANDSHAKE_TIMEOUT = 10.0
+"""Seconds a TLS handshake may take (Netty's ``SslHandler`` default); the gRPC port uses it too."""
 
 
 class RemotingServer:
@@ -34,10 +36,12 @@ class RemotingServer:
         self.tls = tls or ServerTls()
         self._ssl = self.tls.context() if self.tls.enabled else None
         self.limits = limits or ConnectionLimits()
+        self.unproven = UnprovenBytes(self.limits.max_unproven_bytes)
+        """Bytes of partial frames held for connections with no request accepted yet, all together."""
         self.idle_timeout = idle_timeout
         """Seconds without a byte either way after which a connection is closed (Apache's
         ``serverChannelMaxIdleTimeSeconds``, 120); ``None`` keeps idle connections."""
-        self._idle: Service | None = None
+        self._sweep: Service | None = None
         self.handlers: dict[int, Handler] = dict(handlers or {})
         self.connections: set[Connection] = set()
         self.observer: RequestObserver | None = None
@@ -61,7 +65,7 @@ class RemotingServer:
         if limit and len(self.connections) >= limit:  # accepted and closed at once, with a logged reason
             return Connection({}, name=self.name, serving=True, refuse=f"{limit} connections are open already")
         conn = Connection(self.handlers, on_close=self._forget, name=self.name, observer=self.observer, serving=True,
-                          limits=self.limits, before=self.before)
+                          limits=self.limits, before=self.before, unproven=self.unproven)
         self.connections.add(conn)
         return conn
 
@@ -86,12 +90,16 @@ class RemotingServer:
             self.port = self._listener.getsockname()[1]
             if serve:
                 await self.serve()
-        if self.idle_timeout and self._idle is None:
-            idle = self.idle_timeout
-            self._idle = Service(f"{self.name}: idle connections", self.close_idle, max(0.05, min(10.0, idle / 4)),
-                                 logger=log)
-            self._idle.start()
+        timeouts = [t for t in (self.idle_timeout, self.limits.frame_timeout_s) if t]
+        if timeouts and self._sweep is None:
+            self._sweep = Service(f"{self.name}: idle and stalled connections", self.sweep,
+                                  max(0.05, min(10.0, min(timeouts) / 10)), logger=log)
+            self._sweep.start()
         return self.port
+
+    def sweep(self) -> int:
+        """:meth:`close_idle` and :meth:`close_stalled`; how many connections were closed."""
+        return self.close_idle() + self.close_stalled()
 
     def close_idle(self) -> int:
         """Close the connections silent both ways for longer than ``idle_timeout``; how many."""
@@ -100,10 +108,26 @@ class RemotingServer:
         now = asyncio.get_running_loop().time()
         idle = [c for c in list(self.connections) if now - c.last_active > self.idle_timeout]
         for conn in idle:
-            log.info("%s: closing connection from %s: idle for more than %.0f s", self.name, conn.remote_addr,
-                     self.idle_timeout)
+            peer_log.info("%s: closing connection from %s: idle for more than %.0f s", self.name, conn.remote_addr,
+                          self.idle_timeout)
             conn.close(f"idle for more than {self.idle_timeout:.0f} s")
         return len(idle)
+
+    def close_stalled(self, now: float | None = None) -> int:
+        """Drop the connections whose frame began more than ``frame_timeout_s`` ago and is not
+        whole yet (not counting time spent not reading, while the peer did not read its answers);
+        how many."""
+        limit = self.limits.frame_timeout_s
+        if not limit:
+            return 0
+        now = asyncio.get_running_loop().time() if now is None else now
+        stalled = [c for c in list(self.connections)
+                   if c.frame_started is not None and not c.writing_paused and now - c.frame_started > limit]
+        for conn in stalled:
+            peer_log.warning("%s: closing connection from %s: a frame not whole %.0f s after its first byte",
+                             self.name, conn.remote_addr, limit)
+            conn.drop(f"no whole frame within {limit:g} s of its first byte")
+        return len(stalled)
 
     async def serve(self) -> None:
         if self._server is not None:
@@ -147,9 +171,9 @@ class RemotingServer:
             sock.close()
 
     async def stop(self) -> None:
-        if self._idle is not None:
-            await self._idle.stop()
-            self._idle = None
+        if self._sweep is not None:
+            await self._sweep.stop()
+            self._sweep = None
         if self._server is not None:
             self._server.close()
         if self._accepting is not None:

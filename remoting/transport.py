@@ -15,6 +15,11 @@ multiplexes all its threads' requests over one connection, so a chunk holds many
 awaited answer, a group commit completing, a request of ours) leaves at the end of the current
 loop iteration together with whatever else was written in it. Frames keep their order.
 
+What a peer holds before it proves anything is bounded: each frame must be whole within
+``frame_timeout_s`` of its first byte (:attr:`Connection.frame_started`, looked at by the server's
+sweep), and the partial frames of all the connections that have had no request accepted yet share
+one cap (:class:`~.limits.UnprovenBytes`). The timing lives here, not in the compiled frame codec.
+
 The same class serves the broker→client direction (NOTIFY_CONSUMER_IDS_CHANGED, transaction
 check-backs, …): a server keeps the client's connection and calls :meth:`Connection.invoke` on it.
 """
@@ -26,14 +31,13 @@ import functools
 import inspect
 import itertools
 import logging
-import ssl as ssl_module
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from .code import ResponseCode
 from .command import RPC_RESPONSE, FrameDecoder, FrameError, RemotingCommand, encode_prefix
-from .limits import NO_LIMITS, ConnectionLimits
+from .limits import NO_LIMITS, ConnectionLimits, UnprovenBytes
 from .log_limit import RateLimitedLog
 
 log = logging.getLogger("pyrocketmq.remoting")
@@ -70,8 +74,6 @@ EARLY_FLUSH_BYTES = 256 * 1024
 """A server connection hands its answers to the transport once this much has queued in one read."""
 
 
-
-
 BeforeRequest = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
 """Looks at each request before its handler; an answer returned is sent instead (access control)."""
 
@@ -97,8 +99,14 @@ class Connection(asyncio.Protocol):
         limits: ConnectionLimits = NO_LIMITS,
         refuse: str | None = None,
         before: BeforeRequest | None = None,
+        unproven: UnprovenBytes | None = None,
     ) -> None:
         self._handlers = handlers
+        self._unproven = unproven
+        """The server's pool of bytes held for unproven connections, until this one is proven."""
+        self._unproven_held = 0
+        self.frame_started: float | None = None
+        """Loop time the first byte of the frame being received came; None between frames."""
         self._before = before
         self._serving = serving
         self._max_in_flight = limits.max_in_flight
@@ -144,15 +152,41 @@ class Connection(asyncio.Protocol):
             self.connected.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = self._loop.time()
+        self.last_active = now = self._loop.time()
+        held = self._decoder.pending + len(data)
         if self._out is not None:  # a flush is already scheduled; it takes these replies too
             self._receive(data)
+        else:
+            self._out = []
+            try:
+                self._receive(data)
+            finally:
+                self._flush_out()
+        pending = self._decoder.pending
+        if not pending:
+            self.frame_started = None
+        elif pending < held or self.frame_started is None:  # a frame ended and the next began here, or a first byte
+            self.frame_started = now
+        if self._unproven is not None and pending != self._unproven_held:
+            self._hold_unproven(pending)
+
+    def _hold_unproven(self, pending: int) -> None:
+        """This unproven connection now holds ``pending`` bytes: past the server's cap, it is closed."""
+        assert self._unproven is not None
+        if self._unproven.resize(self._unproven_held, pending):
+            self._unproven_held = pending
             return
-        self._out = []
-        try:
-            self._receive(data)
-        finally:
-            self._flush_out()
+        peer_log.warning("%s: closing connection from %s: %d bytes of a frame from a connection with no request "
+                         "accepted yet would pass the %d bytes all such connections may hold",
+                         self._name, self.remote_addr, pending, self._unproven.cap)
+        self._decoder = FrameDecoder()  # its bytes go now, not when the transport is collected
+        self.drop(f"partial frames of unproven connections over {self._unproven.cap} bytes")
+
+    def _leave_unproven(self) -> None:
+        """A request of this connection was accepted (or it closed): its bytes no longer count."""
+        if self._unproven is not None:
+            self._unproven.resize(self._unproven_held, 0)
+            self._unproven, self._unproven_held = None, 0
 
     def _receive(self, data: bytes) -> None:
         frames = self._decoder.feed(data)
@@ -193,6 +227,8 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        if self.frame_started is not None:  # not read while paused: the frame's time starts again
+            self.frame_started = self._loop.time()
         if self._serving and self._transport is not None and not self.closed:
             self._transport.resume_reading()
             if self._decoder.pending:  # requests read before the pause, not yet dispatched
@@ -224,34 +260,49 @@ class Connection(asyncio.Protocol):
         self._closed(self.close_reason or (str(exc) if exc else "closed by peer"))
 
     # -- requests arriving --------------------------------------------------------------------
+    def _failed(self, cmd: RemotingCommand, exc: BaseException, what: str = "handler") -> RemotingCommand:
+        """The one answer to a request whose handler (or check) raised: logged, SYSTEM_ERROR."""
+        log.error("%s: %s for code %d failed", self._name, what, cmd.code, exc_info=exc)
+        return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
     def _dispatch(self, cmd: RemotingCommand) -> None:
+        """Run the request's handler and answer it now, from a future's callback or from a task. With
+        an observer, each request's answer and time is told to it once (at once, or when answered)."""
         if self._before is not None and self._refused(cmd):
             return
-        if self._observer is not None:
-            self._dispatch_observed(cmd)
-            return
+        if self._unproven is not None:
+            self._leave_unproven()
+        observer = self._observer
+        started = 0.0
+        if observer is not None:
+            started = self._started = time.perf_counter()
+            self._held = False
         handler = self._handlers.get(cmd.code)
+        result: HandlerResult
         if handler is None:
-            self._reply(cmd, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"))
-            return
-        try:
-            result = handler(self, cmd)
-        except Exception as e:  # a handler bug must not reach the transport
-            log.exception("%s: handler for code %d failed", self._name, cmd.code)
-            self._reply(cmd, cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}"))
-            return
-        if result is None:
-            return
+            result = cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
+        else:
+            try:
+                result = handler(self, cmd)
+            except Exception as e:  # a handler bug must not reach the transport
+                result = self._failed(cmd, e)
         if type(result) is RemotingCommand:  # the hot path: answered at once
             self._reply(cmd, result)
+        elif result is None:
+            if self._held:  # observed when answered
+                return
         elif isinstance(result, asyncio.Future):  # answered from a callback: no task per request
             self._hold(cmd)
-            result.add_done_callback(functools.partial(self._future_done, cmd, 0.0))
+            result.add_done_callback(functools.partial(self._future_done, cmd, started))
+            return
         elif inspect.isawaitable(result):
             self._hold(cmd)
-            asyncio.ensure_future(self._finish(cmd, result))
+            asyncio.ensure_future(self._finish(cmd, result, started))
+            return
         else:
             self._reply(cmd, result)
+        if observer is not None:
+            self._observe(observer, cmd.code, result, started)
 
     def _refused(self, cmd: RemotingCommand) -> bool:
         """The ``before`` check (access control) answered instead of the handler."""
@@ -259,44 +310,13 @@ class Connection(asyncio.Protocol):
         try:
             answer = self._before(self, cmd)
         except Exception as e:
-            log.exception("%s: the check before request code %d failed", self._name, cmd.code)
-            answer = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+            answer = self._failed(cmd, e, "the check before the handler")
         if answer is None:
             return False
         self._reply(cmd, answer)
         if self._observer is not None:
             self._observe(self._observer, cmd.code, answer, time.perf_counter())
         return True
-
-    def _dispatch_observed(self, cmd: RemotingCommand) -> None:
-        """:meth:`_dispatch` that also tells the observer each request's answer and time (kept
-        apart so that a server without an observer pays nothing for it)."""
-        started = self._started = time.perf_counter()
-        self._held = False
-        observer = self._observer
-        assert observer is not None
-        handler = self._handlers.get(cmd.code)
-        if handler is None:
-            result: HandlerResult = cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
-        else:
-            try:
-                result = handler(self, cmd)
-            except Exception as e:  # a handler bug must not reach the transport
-                log.exception("%s: handler for code %d failed", self._name, cmd.code)
-                result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
-        if isinstance(result, asyncio.Future):
-            self._hold(cmd)
-            result.add_done_callback(functools.partial(self._future_done, cmd, started))
-            return
-        if inspect.isawaitable(result):
-            self._hold(cmd)
-            asyncio.ensure_future(self._finish(cmd, result, started))
-            return
-        if result is not None:
-            self._reply(cmd, result)
-        elif self._held:  # observed when answered
-            return
-        self._observe(observer, cmd.code, result, started)
 
     holds_answers = True
     """Whether a handler may :meth:`hold` a request (not on channels that are no socket)."""
@@ -334,8 +354,7 @@ class Connection(asyncio.Protocol):
         try:
             result = await pending
         except Exception as e:
-            log.exception("%s: handler for code %d failed", self._name, cmd.code)
-            result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+            result = self._failed(cmd, e)
         finally:
             self.in_flight -= 1
         if result is not None and self.is_open:
@@ -350,8 +369,7 @@ class Connection(asyncio.Protocol):
         if fut.cancelled():
             result = None
         elif (exc := fut.exception()) is not None:
-            log.error("%s: handler for code %d failed", self._name, cmd.code, exc_info=exc)
-            result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+            result = self._failed(cmd, exc)
         else:
             result = fut.result()
         if result is not None and self.is_open:
@@ -470,6 +488,7 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         self.closed = True
+        self._leave_unproven()
         err = RemotingError(f"connection to {self.remote_addr} closed: {reason}")
         waiter, self._drained = self._drained, None
         if waiter is not None and not waiter.done():
@@ -494,100 +513,3 @@ class HandlerRegistry(Protocol):
     """Where processors register their handlers (a server, or a test's dictionary)."""
 
     def register(self, code: int, handler: Handler) -> None: ...
-
-
-class RemotingClient:
-    """Connections to many servers by ``host:port``, one each, opened on first use."""
-
-    def __init__(
-        self, handlers: dict[int, Handler] | None = None, *, connect_timeout: float = 3.0,
-        ssl: ssl_module.SSLContext | None = None, sign: Callable[[RemotingCommand], None] | None = None,
-    ) -> None:
-        self.handlers: dict[int, Handler] = dict(handlers or {})
-        self.sign = sign
-        """Called on every request before it is sent (ACL signatures)."""
-        self.connect_timeout = connect_timeout
-        self.ssl = ssl
-        """When set, every connection is TLS with this context (the server's name checked as the context says)."""
-        self._conns: dict[str, Connection] = {}
-        self._connecting: dict[str, asyncio.Future[Connection]] = {}
-
-    def register(self, code: int, handler: Handler) -> None:
-        self.handlers[int(code)] = handler
-
-    async def connection(self, addr: str, timeout: float | None = None) -> Connection:
-        """The open connection to ``addr``, or a new one. ``timeout`` bounds this caller's wait for a
-        connect (at most ``connect_timeout``): a caller with retries left gives up early on an
-        address that does not answer (a deleted pod's IP) and tries elsewhere."""
-        conn = self._conns.get(addr)
-        if conn is not None and not conn.closed:
-            return conn
-        limit = self.connect_timeout if timeout is None else max(0.0, min(timeout, self.connect_timeout))
-        pending = self._connecting.get(addr)
-        if pending is not None:
-            try:
-                return await asyncio.wait_for(asyncio.shield(pending), limit)
-            except TimeoutError:
-                raise RemotingConnectError(f"cannot connect to {addr}: TimeoutError") from None
-        fut: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
-        self._connecting[addr] = fut
-        try:
-            conn = await self._open(addr, limit)
-            fut.set_result(conn)
-            return conn
-        except BaseException as e:
-            fut.set_exception(e)
-            fut.exception()  # mark retrieved
-            raise
-        finally:
-            self._connecting.pop(addr, None)
-
-    async def _open(self, addr: str, timeout: float) -> Connection:
-        host, _, port = addr.rpartition(":")
-        if not host or not port.isdigit():
-            raise RemotingConnectError(f"bad address {addr!r}: expected host:port")
-        loop = asyncio.get_running_loop()
-
-        def drop(c: Connection) -> None:
-            if self._conns.get(addr) is c:
-                del self._conns[addr]
-
-        try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: Connection(self.handlers, on_close=drop, name="client"), host, int(port),
-                                       ssl=self.ssl, server_hostname=host if self.ssl is not None else None),
-                timeout,
-            )
-        except ssl_module.SSLError as e:
-            why = getattr(e, "verify_message", None) or e.reason or str(e)
-            raise RemotingConnectError(f"TLS handshake with {addr} failed: {why}") from None
-        except (TimeoutError, OSError, OverflowError) as e:
-            raise RemotingConnectError(f"cannot connect to {addr}: {str(e) or type(e).__name__}") from None
-        conn.remote_addr = addr
-        self._conns[addr] = conn
-        return conn
-
-    async def invoke(
-        self, addr: str, cmd: RemotingCommand, timeout: float = 3.0, connect_timeout: float | None = None
-    ) -> RemotingCommand:
-        conn = await self.connection(addr, connect_timeout)
-        if self.sign is not None:
-            self.sign(cmd)
-        return await conn.invoke(cmd, timeout)
-
-    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
-        conn = await self.connection(addr)
-        if self.sign is not None:
-            self.sign(cmd)
-        conn.invoke_oneway(cmd)
-
-    def close_connection(self, addr: str) -> None:
-        conn = self._conns.pop(addr, None)
-        if conn is not None:
-            conn.close("closed by client")
-
-    async def close(self) -> None:
-        for conn in list(self._conns.values()):
-            conn.close("client closing")
-        self._conns.clear()
-        await asyncio.sleep(0)

@@ -1,5 +1,8 @@
 """Administration: topics (17, 215, 21), subscription groups (200, 201), view by id (33),
-topic and consume statistics (202, 208), runtime info (28)."""
+topic and consume statistics (202, 208), runtime info (28).
+
+View by id names a commitlog offset, not a topic: with the ACL on, the message found is returned
+only to an account with SUB on its topic (:func:`~pyrocketmq.remoting.acl_service.acl_refusal`)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from pyrocketmq.remoting.acl_service import acl_refusal
+from pyrocketmq.remoting.acl_table import stored_needs
 from pyrocketmq.remoting.body import (
     ConsumeStats,
     KVTable,
@@ -21,7 +26,16 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.config_checks import ConfigRefused
-from pyrocketmq.remoting.header import CreateTopicRequestHeader, HeaderError, ViewMessageRequestHeader
+from pyrocketmq.remoting.header import (
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    HeaderError,
+    ViewMessageRequestHeader,
+)
+from pyrocketmq.remoting.message import MessageDecodeError, decode_message
 from pyrocketmq.remoting.message_type import AttributeRefused, parse_attributes
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, SCHEDULE_TOPIC, check_group_name, check_topic_name
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
@@ -113,7 +127,10 @@ class AdminProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_delete_topic(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        topic = cmd.get_str("topic") or ""
+        try:
+            topic = DeleteTopicRequestHeader.from_command(cmd).topic
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         problem = check_topic_name(topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
@@ -145,7 +162,10 @@ class AdminProcessor:
         return cmd.response(ResponseCode.SUCCESS, body=wrapper.to_json())
 
     def handle_delete_group(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        group = cmd.get_str("groupName") or ""
+        try:
+            group = DeleteSubscriptionGroupRequestHeader.from_command(cmd).group_name
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         problem = check_group_name(group)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
@@ -164,10 +184,20 @@ class AdminProcessor:
         record = self.store.look_message_by_offset(offset)
         if record is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+        try:  # the request named no topic: the account must be able to read the one found
+            msg, _ = decode_message(record, read_body=False)
+        except MessageDecodeError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the message at offset {offset} does not decode: {e}")
+        denied = acl_refusal(conn, cmd, stored_needs(msg.topic, msg.properties))
+        if denied is not None:
+            return denied
         return cmd.response(ResponseCode.SUCCESS, body=record)
 
     def handle_topic_stats(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        topic = cmd.get_str("topic") or ""
+        try:
+            topic = GetTopicStatsInfoRequestHeader.from_command(cmd).topic
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         config = self.topics.get(topic)
         if config is None:
             return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
@@ -185,8 +215,11 @@ class AdminProcessor:
         return cmd.response(ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=table).to_json())
 
     def handle_consume_stats(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        group = cmd.get_str("consumerGroup") or ""
-        only = cmd.get_str("topic")
+        try:
+            h = GetConsumeStatsRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
+        group, only = h.consumer_group, h.topic
         topics = {only} if only else self.offsets.topics_of_group(group)
         info = self.consumers.find(group)
         if not only and info is not None:

@@ -16,6 +16,11 @@ from pyrocketmq.remoting.body import CheckClientRequestBody, HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.config_checks import heartbeat_problem
+from pyrocketmq.remoting.header import (
+    GetConsumerListByGroupRequestHeader,
+    HeaderError,
+    UnregisterClientRequestHeader,
+)
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
 
@@ -98,8 +103,11 @@ class ClientProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_unregister(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        producer_group = cmd.get_str("producerGroup")
-        consumer_group = cmd.get_str("consumerGroup")
+        try:
+            h = UnregisterClientRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
+        producer_group, consumer_group = h.producer_group, h.consumer_group
         if producer_group:
             self.producers.unregister(conn, producer_group)
         if consumer_group and self.consumers.unregister(conn, consumer_group):
@@ -107,7 +115,10 @@ class ClientProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_consumer_list(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        group = cmd.get_str("consumerGroup") or ""
+        try:
+            group = GetConsumerListByGroupRequestHeader.from_command(cmd).consumer_group
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         info = self.consumers.find(group)
         if info is None or not info.channels:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")

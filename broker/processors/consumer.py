@@ -7,6 +7,10 @@ offset at ``timestamp`` (-1: the max offset); unless ``isForce``, a queue whose 
 already before that keeps it. The table goes oneway to every member of the group
 (RESET_CONSUMER_CLIENT_OFFSET, body ResetOffsetBody) and into the broker's committed offsets, and
 is the answer; with no member online the answer is CONSUMER_NOT_ONLINE (206) and nothing changes.
+
+A relayed call carries the caller's fields but not its signature. CONSUME_MESSAGE_DIRECTLY hands the
+consumer a stored message found by its offset id: with the ACL on, only when the caller may read
+that message's topic (:func:`~pyrocketmq.remoting.acl_service.acl_refusal`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from pyrocketmq.remoting.acl_service import acl_refusal
+from pyrocketmq.remoting.acl_sign import ACL_FIELDS
+from pyrocketmq.remoting.acl_table import stored_needs
 from pyrocketmq.remoting.body import (
     ClientConnection,
     ConsumerConnection,
@@ -26,8 +33,14 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand, language_name
-from pyrocketmq.remoting.header import HeaderError, ResetOffsetRequestHeader
-from pyrocketmq.remoting.message import decode_offset_msg_id
+from pyrocketmq.remoting.header import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    HeaderError,
+    ResetOffsetRequestHeader,
+)
+from pyrocketmq.remoting.message import decode_message, decode_offset_msg_id
 from pyrocketmq.remoting.names import check_group_name
 from pyrocketmq.remoting.transport import (
     Connection,
@@ -120,7 +133,10 @@ class ConsumerProcessor:
     # -- connections ------------------------------------------------------------------------------
     @_guarded
     def handle_connection_list(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        group = cmd.get_str("consumerGroup") or ""
+        try:
+            group = GetConsumerConnectionListRequestHeader.from_command(cmd).consumer_group
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         info = self.consumers.find(group)
         if info is None or not info.channels:
             return cmd.response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
@@ -202,26 +218,39 @@ class ConsumerProcessor:
     # -- calls relayed to one consumer ------------------------------------------------------------
     @_guarded
     def handle_call_consumer(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        group = cmd.get_str("consumerGroup") or ""
-        client_id = cmd.get_str("clientId") or ""
+        directly = cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY
+        try:
+            if directly:
+                d = ConsumeMessageDirectlyResultRequestHeader.from_command(cmd)
+                group, client_id = d.consumer_group, d.client_id or ""
+            else:
+                r = GetConsumerRunningInfoRequestHeader.from_command(cmd)
+                group, client_id = r.consumer_group, r.client_id
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         info = self.consumers.find(group)
         channel = None
         if info is not None:
             channel = next((c for c in info.channels.values() if c.client_id == client_id), None)
         if channel is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
-        fields = dict(cmd.ext_fields)
+        # the caller's signature is not the consumer's business (nor to be replayed by it)
+        fields = {k: v for k, v in cmd.ext_fields.items() if k not in ACL_FIELDS}
         body = cmd.payload if cmd.body is not None else None
-        if cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+        if directly:
             # The consumer gets the stored message itself, found by the offset id (as Java does).
             fields["brokerName"] = self.settings.identity.broker_name
             try:
                 _, _, offset = decode_offset_msg_id(fields.get("msgId") or "")
                 body = self.store.look_message_by_offset(offset)
-            except ValueError:
-                body = None
-            if body is None:
+                msg = decode_message(body, read_body=False)[0] if body is not None else None
+            except ValueError:  # not an offset id, or no whole record there
+                body = msg = None
+            if msg is None:
                 return cmd.response(ResponseCode.SYSTEM_ERROR, f"no message with the offset id {fields.get('msgId')!r}")
+            denied = acl_refusal(conn, cmd, stored_needs(msg.topic, msg.properties))
+            if denied is not None:
+                return denied
         request = RemotingCommand.request(cmd.code, fields, body)
         return self._relay(cmd, channel.conn, request, group, client_id)
 

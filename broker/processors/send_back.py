@@ -4,7 +4,9 @@ The original is looked up by the commitlog offset in the header (the consumer's 
 nor sent). Where it goes is :func:`~..delay.decide_send_back` (``%RETRY%<group>`` through a delay
 level, or ``%DLQ%<group>`` once ``reconsumeTimes >= maxReconsumeTimes`` — the header's, else the
 group's ``retryMaxTimes``); what is stored is :func:`~..delay.send_back_inner`. Both topics are
-created here on first use (retry: the group's ``retryQueueNums`` queues, DLQ: one; perm 6).
+created here on first use (retry: the group's ``retryQueueNums`` queues, DLQ: one; perm 6). With the
+ACL on, the account needs SUB on the original's topic, asked once it is found: the offset could
+name any message, whose body would then come back to the group in its retry topic.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from pyrocketmq.remoting.acl_service import acl_refusal
+from pyrocketmq.remoting.acl_table import stored_needs
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, HeaderError
@@ -59,7 +63,7 @@ class SendBackProcessor:
     def handle_send_back(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         version = self.topics.data_version.counter
         try:
-            answer = self._send_back(cmd)
+            answer = self._send_back(conn, cmd)
         except Exception as e:
             log.exception("send-back failed: %s", cmd)
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"send back failed: {type(e).__name__}: {e}")
@@ -67,7 +71,7 @@ class SendBackProcessor:
             return published_first(self.publish_routes, answer)  # a new %RETRY%/%DLQ% topic: routed first
         return answer
 
-    def _send_back(self, cmd: RemotingCommand) -> RemotingCommand:
+    def _send_back(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             h = ConsumerSendMsgBackRequestHeader.from_command(cmd)
         except HeaderError as e:
@@ -88,6 +92,10 @@ class SendBackProcessor:
         msg = self.store.look_message(h.offset)
         if msg is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+        # the offset may name any message: without SUB on its topic, its body is not the group's to retry
+        denied = acl_refusal(conn, cmd, stored_needs(msg.topic, msg.properties))
+        if denied is not None:
+            return denied
         max_times = h.max_reconsume_times if h.max_reconsume_times is not None else group.retry_max_times
         decision = decide_send_back(
             reconsume_times=msg.reconsume_times, max_reconsume_times=max_times, delay_level=h.delay_level

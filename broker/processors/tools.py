@@ -17,6 +17,14 @@ import orjson
 from pyrocketmq.remoting.body import ClientConnection, GetConsumerStatusBody, MessageQueue, ProducerConnection
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand, language_name
+from pyrocketmq.remoting.header import (
+    CloneGroupOffsetRequestHeader,
+    GetConsumerStatusRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    HeaderError,
+    QueryTopicConsumeByWhoRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
 from pyrocketmq.remoting.names import check_group_name
 from pyrocketmq.remoting.properties import format_properties, parse_properties
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
@@ -54,14 +62,21 @@ class ToolsProcessor:
 
     def handle_consumed_by(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         """The groups reading ``topic``: online subscribers and groups with offsets for it."""
-        topic = cmd.get_str("topic") or ""
+        try:
+            topic = QueryTopicConsumeByWhoRequestHeader.from_command(cmd).topic
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         groups = {g for g, info in self.consumers.groups.items() if topic in info.subscriptions}
         groups |= self.offsets.groups_of_topic(topic)
         return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps({"groupList": sorted(groups)}))
 
     def handle_stats_data(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         """One stats item's last minute, hour and day (``statsName``, ``statsKey``: a topic or ``topic@group``)."""
-        name, key = cmd.get_str("statsName") or "", cmd.get_str("statsKey") or ""
+        try:
+            h = ViewBrokerStatsDataRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
+        name, key = h.stats_name, h.stats_key
         item = self.stats.table.get(name, key)
         if item is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
@@ -72,8 +87,11 @@ class ToolsProcessor:
     async def handle_consumer_status(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         """Ask the group's online consumers (or the one ``clientAddr`` names: a client id) for their
         offsets on the topic (GET_CONSUMER_STATUS_FROM_CLIENT), as Apache's broker does."""
-        topic, group = cmd.get_str("topic") or "", cmd.get_str("group") or ""
-        origin = cmd.get_str("clientAddr") or ""
+        try:
+            h = GetConsumerStatusRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
+        topic, group, origin = h.topic, h.group, h.client_addr or ""
         info = self.consumers.find(group)
         channels = sorted(info.channels.values(), key=lambda c: c.client_id) if info is not None else []
         if not channels:
@@ -109,7 +127,10 @@ class ToolsProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_producer_connections(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        group = cmd.get_str("producerGroup") or ""
+        try:
+            group = GetProducerConnectionListRequestHeader.from_command(cmd).producer_group
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         channels = self.producers.groups.get(group)
         if not channels:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
@@ -123,13 +144,15 @@ class ToolsProcessor:
     def handle_clone_offsets(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         """Apache's rules: every topic the source group has offsets for (or the one named); online,
         a topic the source group's consumers do not subscribe to is skipped."""
-        src, dest = cmd.get_str("srcGroup") or "", cmd.get_str("destGroup") or ""
+        try:
+            h = CloneGroupOffsetRequestHeader.from_command(cmd)
+        except HeaderError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"clone group offset: {e}")
+        src, dest, topic, offline = h.src_group, h.dest_group, h.topic or "", h.offline
         for name in (src, dest):
             problem = check_group_name(name)
             if problem is not None:
                 return cmd.response(ResponseCode.SYSTEM_ERROR, f"clone group offset: {problem}")
-        topic = cmd.get_str("topic") or ""
-        offline = (cmd.get_str("offline") or "false").lower() == "true"
         info = self.consumers.find(src)
         for t in sorted([topic] if topic else self.offsets.topics_of_group(src)):
             if self.topics.get(t) is None:

@@ -4,6 +4,8 @@ END_TRANSACTION names a half message by commitlog offset; it is looked up and va
 (:func:`~..transaction.end_problem`). COMMIT stores the real message, then the op record; ROLLBACK
 stores the op record only; UNKNOWN (0) does nothing (the check service asks again later). A slave
 refuses. Being oneway, the answer is only for a client that asked for one; problems are logged.
+With the ACL on, ending needs rights on the producer group (:mod:`~pyrocketmq.remoting.acl_table`)
+and a commit PUB on the real topic, asked here once the half message is found.
 
 :meth:`TransactionProcessor.send_check` picks one connected producer of the group (round-robin over
 the ProducerManager's channels) and sends it the check: header ``tranStateTableOffset``,
@@ -18,6 +20,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from pyrocketmq.remoting.acl_perm import PUB
+from pyrocketmq.remoting.acl_service import acl_refusal
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import EndTransactionRequestHeader, HeaderError
@@ -104,6 +108,9 @@ class TransactionProcessor:
             if inner is None:
                 log.warning("END_TRANSACTION %s: the half message names no REAL_TOPIC/REAL_QID", h.msg_id)
                 return cmd.response(ResponseCode.SYSTEM_ERROR, "the half message names no REAL_TOPIC/REAL_QID")
+            denied = acl_refusal(conn, cmd, {inner.topic: PUB})  # a commit publishes to the real topic
+            if denied is not None:
+                return denied
             result = store.put_message(inner)
             if result.status != PutMessageStatus.PUT_OK:
                 log.warning("END_TRANSACTION %s: storing the committed message failed (%s)", h.msg_id, result.status.name)

@@ -1,6 +1,9 @@
 """Access control on the 5.x endpoint: the ``authorization`` header RocketMQ 5 clients send, checked
 against the broker's own ACL accounts (``plain_acl.yml``), with the same permissions as 4.x requests
-(sending needs PUB on the topic; receiving and settling need SUB on the topic and on the group).
+(sending needs PUB on the topic; receiving and settling need SUB on the topic and on the group). What
+a client announces on its Telemetry stream is checked the same way, as what it would be used for: a
+producer's Settings need PUB on each topic it publishes (its session then answers those topics'
+transaction check-backs), a consumer's need SUB on its group and on each topic it subscribes to.
 
 The header is ``MQv2-HMAC-SHA1 Credential=<accessKey>[/...], SignedHeaders=x-mq-date-time,
 Signature=<hex HMAC-SHA1(secretKey, x-mq-date-time)>``; the hex digits may be of either case
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyrocketmq.remoting.acl import PUB, SUB, Account, AclValidator, permission_refusal
@@ -21,6 +24,9 @@ from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 from .pb import definition_pb2 as pb, service_pb2 as spb
 
 ALGORITHM = "MQv2-HMAC-SHA1"
+
+Access = Callable[[Any, Any], "pb.Status | None"]
+"""``(request, context) → Status | None``: why the call is refused (access control), or None."""
 
 
 def parse_authorization(header: str) -> tuple[str, str] | None:
@@ -47,8 +53,20 @@ def _group(name: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + name
 
 
+def _settings_needs(settings: pb.Settings) -> dict[str, int]:
+    """The permissions announcing ``settings`` needs (Apache ``PlainAccessValidator.parse``)."""
+    if settings.HasField("subscription"):
+        subscription = settings.subscription
+        out = {e.topic.name: SUB for e in subscription.subscriptions}
+        out[_group(subscription.group.name)] = SUB
+        return out
+    return {t.name: PUB for t in settings.publishing.topics}
+
+
 def needs(request: Any) -> dict[str, int]:
     """The permissions a 5.x request needs: resource (topic, or ``%RETRY%<group>``) → PUB/SUB."""
+    if isinstance(request, spb.TelemetryCommand):
+        return _settings_needs(request.settings) if request.HasField("settings") else {}
     if isinstance(request, spb.SendMessageRequest):
         return {m.topic.name: PUB for m in request.messages}
     if isinstance(request, spb.EndTransactionRequest):

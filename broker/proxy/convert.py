@@ -18,7 +18,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import KEY_SEPARATOR, MessageExt, Prop, SysFlag, encode_properties
-from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, PERM_READ, PERM_WRITE
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, PERM_READ, PERM_WRITE, TRANSACTION_GROUP_PREFIX
 
 from .pb import definition_pb2 as pb
 
@@ -34,9 +34,6 @@ RESERVED_PROPERTIES = frozenset({
 })
 """4.x system property names a 5.x user property may not take (the broker's own meaning wins)."""
 
-TRANSACTION_GROUP_PREFIX = "%GRPC%"
-"""5.x producers have no group: their transactional messages are checked back through the producers
-publishing the topic, grouped here as ``%GRPC%<topic>``."""
 
 
 class Refused(ValueError):

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from pyrocketmq.remoting.acl import AclValidator
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import Handler, RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import Handler
 
 from .auth import GrpcAccess
 from .clients import ClientRegistry, ClientSession
@@ -47,15 +48,16 @@ class GrpcEndpoint:
         self._internal = ClientSession("%broker%", "127.0.0.1:0")
         self.pop = PopService(store, offsets, os.path.join(settings.store.config_dir, "popState.json"),
                               settings.identity.broker_name, self._send_back)
+        self.access = GrpcAccess(acl) if acl is not None else None
+        refusal = self._refusal if self.access is not None else None
         self.service = MessagingService(
             handlers=handlers, store=store, topics=topics, producers=producers, routes=self.routes,
             clients=self.clients, max_body_size=settings.store.max_message_size, groups=groups,
-            retry_delays_ms=settings.store.delay_levels_ms[2:], on_call=on_call)
+            retry_delays_ms=settings.store.delay_levels_ms[2:], on_call=on_call, access=refusal)
         self.consume = ConsumeRpcs(pop=self.pop, topics=topics, groups=groups, routes=self.routes, clients=self.clients,
                                    sql_enabled=settings.pull.property_filter, broker_name=settings.identity.broker_name,
                                    seen=self.service.seen, observe_receive=observe_receive)
-        self.access = GrpcAccess(acl) if acl is not None else None
-        self.server = GrpcServer(self.service, self.consume, self._refusal if self.access is not None else None)
+        self.server = GrpcServer(self.service, self.consume, refusal)
         self.broker_addr = ""
 
     @property

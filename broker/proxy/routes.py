@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pyrocketmq.remoting.body import MASTER_ID, TopicRouteData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError
 
 from .convert import QueueSpan
 

@@ -14,8 +14,10 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from pyrocketmq.remoting.server import HANDSHAKE_TIMEOUT
 from pyrocketmq.remoting.tls import ServerTls, TlsMode
 
+from .auth import Access
 from .consume import ConsumeRpcs
 from .service import MessagingService
 
@@ -24,10 +26,6 @@ log = logging.getLogger("pyrocketmq.broker.proxy")
 SERVICE = "apache.rocketmq.v2.MessagingService"
 MAX_MESSAGE_BYTES = 130 * 1024 * 1024
 """Largest gRPC message taken or sent (a 4 MiB body is far below; RocketMQ's proxy allows 130 MiB)."""
-
-
-Access = Callable[[Any, Any], Any]
-"""``(request, context) → Status | None``: why the call is refused (access control), or None."""
 
 
 def _handlers(service: MessagingService, consume: ConsumeRpcs,
@@ -85,7 +83,8 @@ def guarded(fn: Callable[..., Awaitable[Any]], response: Any, access: Access | N
 
 def guarded_stream(fn: Callable[..., AsyncIterator[Any]], response: Any, access: Access | None,
                    client_stream: bool) -> Callable[..., AsyncIterator[Any]]:
-    """A streaming ``fn`` behind the access check (a Telemetry stream is checked on who opens it)."""
+    """A streaming ``fn`` behind the access check (a Telemetry stream is checked here on who opens it;
+    what it announces is checked by the service, message by message)."""
 
     async def call(request: Any, context: Any) -> AsyncIterator[Any]:
         refused = access(None if client_stream else request, context) if access is not None else None
@@ -130,6 +129,7 @@ class GrpcServer:
             ("grpc.so_reuseport", 0),
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+            ("grpc.server_handshake_timeout_ms", int(HANDSHAKE_TIMEOUT * 1000)),  # as the remoting ports (gRPC: 120 s)
         ])
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service, self.consume, self.access)),))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -8,6 +8,12 @@ one, and the two kinds of clients share topics and groups.
 
 Every answer is gRPC OK with the outcome in the body's ``status`` (what the official clients
 expect); a call the broker cannot take (a slave, say) says why in that status.
+
+A session holds only Settings its caller was allowed to announce (``access``, the check every RPC
+passes): a refused Settings is answered with the refusing status on the stream and leaves the session
+announcing nothing, and a stream opened under a client id whose announcements its caller could not
+make itself does not inherit them. So a session answers the check-backs of exactly the topics it may
+publish to.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from pyrocketmq.remoting.msg_id import decode_offset_msg_id
 from pyrocketmq.remoting.transport import Handler
 
 from ..transaction import COMMIT, ROLLBACK
+from .auth import Access
 from .clients import ClientRegistry, ClientSession
 from .convert import (
     QueueSpan,
@@ -101,6 +108,7 @@ class MessagingService:
         groups: SubscriptionGroupManager | None = None,
         retry_delays_ms: list[int] | None = None,
         on_call: Callable[[str, str], None] | None = None,
+        access: Access | None = None,
     ) -> None:
         self.handlers = handlers
         self.store = store
@@ -113,6 +121,8 @@ class MessagingService:
         self.retry_delays_ms = retry_delays_ms or []
         self.on_call = on_call
         """Told every answered call's RPC name and status code (metrics)."""
+        self.access = access
+        """The check every RPC passes, applied to what a Telemetry stream announces (None: no access control)."""
 
     def seen(self, rpc: str, code: pb.Code) -> None:
         if self.on_call is not None:
@@ -161,6 +171,15 @@ class MessagingService:
         for topic in session.publishing_topics:
             self.producers.register(session.client_id, session.channel, PYTHON_LANGUAGE, 0, transaction_group(topic))
 
+    def _announce(self, session: ClientSession, settings: pb.Settings | None) -> None:
+        """The session's Settings become ``settings`` (None: nothing announced), its producer groups theirs."""
+        session.settings = settings
+        self.producers.remove_connection(session.channel)
+        self._register_producer(session)
+
+    def _refusal(self, settings: pb.Settings, context: Any) -> pb.Status | None:
+        return None if self.access is None else self.access(spb.TelemetryCommand(settings=settings), context)
+
     def expire(self) -> int:
         """Forget clients silent past the expiry (run periodically)."""
         gone = self.clients.expired()
@@ -172,8 +191,10 @@ class MessagingService:
     async def telemetry(self, requests: AsyncIterator[spb.TelemetryCommand],
                         context: Any) -> AsyncIterator[spb.TelemetryCommand]:
         session = self._session(context)
+        if session.settings is not None and self._refusal(session.settings, context) is not None:
+            self._announce(session, None)  # a stream under another's client id: it must announce for itself
         stream = session.open_stream()
-        reader = asyncio.ensure_future(self._read_telemetry(session, stream, requests))
+        reader = asyncio.ensure_future(self._read_telemetry(session, stream, requests, context))
         try:
             while True:
                 command = await stream.get()
@@ -185,17 +206,15 @@ class MessagingService:
             session.end_stream(stream)
 
     async def _read_telemetry(self, session: ClientSession, stream: asyncio.Queue[spb.TelemetryCommand | None],
-                              requests: AsyncIterator[spb.TelemetryCommand]) -> None:
+                              requests: AsyncIterator[spb.TelemetryCommand], context: Any) -> None:
         try:
             async for command in requests:
+                if session.stream is not stream:  # replaced by a newer stream: that one speaks for the client
+                    return
                 session.last_seen = time.monotonic()
                 kind = command.WhichOneof("command")
                 if kind == "settings":
-                    session.settings = command.settings
-                    self._register_producer(session)
-                    reply = self._settings_reply(command.settings)
-                    session.push(spb.TelemetryCommand(status=status(pb.OK), settings=reply))
-                    self.seen("Telemetry", pb.OK)
+                    session.push(self._settle(session, command.settings, context))
                 elif kind in ("thread_stack_trace", "verify_message_result"):
                     log.info("5.x client %s answered %s", session.client_id, kind)
                 else:
@@ -206,6 +225,15 @@ class MessagingService:
             log.info("Telemetry stream of %s ended: %s", session.client_id, e)
         finally:
             session.end_stream(stream)
+
+    def _settle(self, session: ClientSession, settings: pb.Settings, context: Any) -> spb.TelemetryCommand:
+        """Take or refuse the Settings a client announces; the answer to write on its stream."""
+        refused = self._refusal(settings, context)
+        self._announce(session, settings if refused is None else None)
+        self.seen("Telemetry", pb.OK if refused is None else refused.code)
+        if refused is not None:
+            return spb.TelemetryCommand(status=refused)
+        return spb.TelemetryCommand(status=status(pb.OK), settings=self._settings_reply(settings))
 
     def _settings_reply(self, client: pb.Settings) -> pb.Settings:
         reply = settings_reply(client, max_body_size=self.max_body_size)

@@ -31,7 +31,9 @@ from typing import Any
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import Connection, Handler, RemotingClient, RemotingError
+from pyrocketmq.remoting.log_limit import RateLimitedLog
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import Connection, Handler, RemotingError
 from pyrocketmq.service import Service
 
 from .raft import LEADER, RaftNode
@@ -89,6 +91,7 @@ class Controller:
                  self_id: str = "n0", peers: dict[str, str] | None = None, clock: Callable[[], int] = _ms,
                  sign: Callable[[RemotingCommand], None] | None = None) -> None:
         self.state = ControllerState(timeout_ms)
+        self._events = RateLimitedLog(log, burst=50)  # what brokers' requests make the controller log
         self.store_path = store_path
         self.clock = clock
         self.self_id = self_id
@@ -234,7 +237,7 @@ class Controller:
     async def _commit(self) -> bool:
         """Replicate the state if it changed; False (and the change forgotten) without a majority."""
         for e in self.state.events:
-            log.warning("%s", e) if "no master" in e else log.info("%s", e)
+            self._events.log(logging.WARNING if "no master" in e else logging.INFO, "%s", e)
         self.state.events = []
         text = self._state_text()
         if text == self._committed or self.raft.role != LEADER:
@@ -291,7 +294,8 @@ class Controller:
                 async with self._lock:
                     return await fn(conn, cmd)
             except _BadRequest as e:
-                log.warning("bad controller request %d from %s: %s", cmd.code, getattr(conn, "remote_addr", "?"), e)
+                self._events.warning("bad controller request %d from %s: %.300s", cmd.code,
+                                     getattr(conn, "remote_addr", "?"), e)
                 return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
 
         handle.__name__ = fn.__name__

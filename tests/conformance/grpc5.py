@@ -10,7 +10,7 @@ from pathlib import Path
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import MessageExt, decode_messages
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.helpers.cluster import free_port
 from tests.integration.procs import Proc, start_broker, start_namesrv
 from tests.integration.wire import create_topic, pull

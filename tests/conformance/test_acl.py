@@ -12,7 +12,7 @@ import yaml
 
 from pyrocketmq.remoting.acl_sign import sign
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.conformance.apache import start_apache_cluster
 from tests.integration import wire
 from tests.integration.procs import start_broker, start_namesrv
@@ -23,7 +23,8 @@ ACL = {
     "globalWhiteRemoteAddresses": [],
     "accounts": [
         {"accessKey": "alice01", "secretKey": "alice-secret-key", "admin": False, "defaultTopicPerm": "DENY",
-         "defaultGroupPerm": "SUB", "topicPerms": ["Allowed=PUB|SUB", "ReadOnly=SUB"], "groupPerms": ["gdeny=DENY"]},
+         "defaultGroupPerm": "SUB", "topicPerms": ["Allowed=PUB|SUB", "ReadOnly=SUB", "Pushed=PUB|SUB"],
+         "groupPerms": ["gdeny=DENY"]},
         {"accessKey": "rootadmin", "secretKey": "root-secret-key", "admin": True},
     ],
 }
@@ -140,6 +141,23 @@ def test_java_client_with_acl(ours, java):
     assert anonymous["errors"] == 1
     log = broker.log_text()
     assert "No default permission for topic:ReadOnly" in log and "No accessKey is configured" in log
+
+
+def test_java_push_consumer_with_acl(ours, java):
+    """The unmodified push consumer under the ACL, on its own group: heartbeats (with the client's
+    inner producer group), a failed message sent back and redelivered through the group's retry
+    topic, then its admin calls (connections, running info, reset offsets)."""
+    ns, _ = ours
+    alice = {"acl.accessKey": ALICE[0], "acl.secretKey": ALICE[1]}
+    sent = java.run("ProducerScenario", [ns.addr, "Pushed", 6, "sync", "pg_acl_push"], timeout=120,
+                    jvm_props=alice).json()
+    assert sent["errors"] == 0, [s.get("error") for s in sent["sent"] if "error" in s][:2]
+    retried = java.run("PushConsumerScenario", [ns.addr, "Pushed", "cg_acl_push", "concurrent", 6, 90, 3],
+                       timeout=150, jvm_props=alice).json()
+    assert not retried["timedOut"] and sorted(retried["failed"]) == ["0", "3"]
+    rewound = java.run("PushConsumerScenario", [ns.addr, "Pushed", "cg_acl_rewind", "rewind", 6, 90],
+                       timeout=150, jvm_props=alice).json()
+    assert not rewound["timedOut"] and rewound["reset"] and rewound["runningInfo"]["topics"]
 
 
 def test_python_client_with_acl(ours):

@@ -10,7 +10,7 @@ import threading
 import time
 
 from pyrocketmq.remoting.msg_id import decode_offset_msg_id
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.integration.failover import Acked, controller_group, has_topic, in_sync, lost, until, view
 from tests.integration.wire import create_topic
 

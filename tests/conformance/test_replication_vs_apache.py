@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError
 from tests.conformance import apache
 from tests.helpers.cluster import start_pyrocketmq_cluster, start_pyrocketmq_slave
 from tests.integration.wire import create_topic, pull, send_v2

@@ -11,7 +11,7 @@ import pytest
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.conformance.apache import start_apache_cluster
 from tests.integration.procs import start_broker, start_namesrv
 from tests.integration.wire import create_topic, pull, send_v2

@@ -15,7 +15,7 @@ import pytest
 
 from pyrocketmq.client import Message, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.remoting.code import ResponseCode
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.conformance import pyclient5
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (

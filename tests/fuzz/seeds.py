@@ -71,15 +71,53 @@ def broker_requests() -> list[tuple[int, dict[str, object], bytes | None]]:
                                      "endTimestamp": 2**62}, None),
         (RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "T", "group": "g", "timestamp": -1}, None),
         (RequestCode.GET_CONSUME_STATS, {"consumerGroup": "g", "topic": "T"}, None),
+        (RequestCode.SEND_MESSAGE_V2, {**send, "b": "T\n"}, b"a name legal but for its last character"),
+        (RequestCode.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "g\n", "topic": "T", "queueId": 0, "commitOffset": 1}, None),
+        # the other requests naming a topic or a group, each in the header its handler decodes
+        (RequestCode.SEND_MESSAGE, {"producerGroup": "p", "topic": "T", "defaultTopic": "TBW102",
+                                    "defaultTopicQueueNums": 4, "queueId": 0, "sysFlag": 0, "bornTimestamp": 1,
+                                    "flag": 0, "properties": props}, b"v1"),
+        (RequestCode.SEND_MESSAGE, send, b"v2 letters under code 10"),
+        (RequestCode.SEND_MESSAGE_V2, {**send, "b": "%RETRY%g", "n": "broker-a", "bname": "broker-a"}, b"retry"),
+        (RequestCode.SEND_MESSAGE_V2, {**send, "f": 4}, b"half"),
+        (RequestCode.VIEW_MESSAGE_BY_ID, {"offset": 0}, None),
+        (RequestCode.QUERY_MESSAGE, {"topic": "T", "key": "0A0000010001", "maxNum": 1, "beginTimestamp": 0,
+                                     "endTimestamp": 2**62, "_UNIQUE_KEY_QUERY": "true"}, None),
+        (RequestCode.UNREGISTER_CLIENT, {"clientID": "c", "producerGroup": "p", "consumerGroup": "g"}, None),
+        (RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "g"}, None),
+        (RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "g"}, None),
+        (RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "p"}, None),
+        (RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "g", "clientId": "c", "jstackEnable": "false"}, None),
+        (RequestCode.CONSUME_MESSAGE_DIRECTLY, {"consumerGroup": "g", "clientId": "c", "msgId": "X"}, None),
+        (RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, {"topic": "T", "group": "g", "clientAddr": "c"}, None),
+        (RequestCode.CLONE_GROUP_OFFSET, {"srcGroup": "g", "destGroup": "g2", "topic": "T", "offline": "true"}, None),
+        (RequestCode.GET_TOPIC_STATS_INFO, {"topic": "T"}, None),
+        (RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": "T"}, None),
+        (RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_NUMS", "statsKey": "T@g"}, None),
+        (RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": "g3", "removeOffset": "true"}, None),
+        (RequestCode.UNLOCK_BATCH_MQ, {}, LockBatchRequestBody(consumer_group="g", client_id="c", mq_set=[mq]).to_json()),
     ]
+
+
+def acl_requests() -> list[tuple[int, dict[str, object], bytes | None]]:
+    """The broker's requests, and requests replayed under a code whose header they do not fit."""
+    pull = next(ext for code, ext, _ in broker_requests() if code == RequestCode.PULL_MESSAGE)
+    return [*broker_requests(),
+            (RequestCode.UPDATE_CONSUMER_OFFSET, pull, None),
+            (RequestCode.GET_MAX_OFFSET, {"topic": "T", "queueId": 0, "timestamp": 1}, None)]
 
 
 def namesrv_requests() -> list[tuple[int, dict[str, object], bytes | None]]:
     wrapper = TopicConfigSerializeWrapper(topic_config_table={"T": TopicConfig("T", 4, 4, 6)})
     reg = RegisterBrokerBody(wrapper, []).to_json()
+    newline = TopicConfigSerializeWrapper(topic_config_table={"T\n": TopicConfig("T\n", 4, 4, 6)})
+    broker = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
+              "haServerAddr": "10.0.0.1:10912", "brokerId": 0, "compressed": "false"}
     return [
-        (RequestCode.REGISTER_BROKER, {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
-                                       "haServerAddr": "10.0.0.1:10912", "brokerId": 0, "compressed": "false"}, reg),
+        (RequestCode.REGISTER_BROKER, broker, reg),
+        (RequestCode.REGISTER_BROKER, {**broker, "compressed": "true"}, RegisterBrokerBody(wrapper, []).to_compressed()),
+        (RequestCode.REGISTER_BROKER, {**broker, "brokerAddr": "fe80::1:10911"}, RegisterBrokerBody(newline, []).to_json()),
+        (RequestCode.REGISTER_BROKER, {**broker, "brokerName": "broker-a\n", "brokerAddr": "10.0.0.1:0"}, reg),
         (RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}, None),
         (RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "broker-a:4"}, None),
         (RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"}, None),
@@ -98,11 +136,12 @@ def write(target: str, inputs: list[bytes]) -> None:
 
 
 def main() -> None:
-    from .targets import _broker_handlers, _namesrv_handlers
+    from .targets import _broker_handlers, _namesrv_handlers, acl_codes
 
-    for target, handlers, requests in (("broker", _broker_handlers, broker_requests),
-                                       ("namesrv", _namesrv_handlers, namesrv_requests)):
-        codes = sorted(handlers())
+    for target, codes_of, requests in (("broker", lambda: sorted(_broker_handlers()), broker_requests),
+                                       ("namesrv", lambda: sorted(_namesrv_handlers()), namesrv_requests),
+                                       ("acl", acl_codes, acl_requests)):
+        codes = codes_of()
         write(target, [as_input(int(code), ext, body, codes) for code, ext, body in requests()])
     frames = [encode(RemotingCommand.request(int(code), {k: str(v) for k, v in ext.items()}, body))
               for code, ext, body in broker_requests()[:6]]

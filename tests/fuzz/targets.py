@@ -9,6 +9,9 @@
   temporary store (broker) or to the name server's processor. A handler that raises, or data that
   makes the connection log an internal error, is a bug: a hostile client must get an answer or a
   closed connection, never a failure inside the server.
+- :func:`acl`: the same kind of broker request, signed by an account, judged by the broker's ACL
+  (:mod:`pyrocketmq.remoting.acl_table` decodes it as its handler would): the verdict is a reason or
+  a pass; an exception escaping is a bug.
 
 Run them with atheris (``python -m tests.fuzz.run TARGET``, see ``scripts/fuzz``) or replay a
 corpus (``tests/fuzz/test_fuzz.py`` does in CI).
@@ -18,13 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import logging
 import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import fields
 
-from pyrocketmq.remoting import header as headers
+from pyrocketmq.remoting import header as headers, namesrv_header
+from pyrocketmq.remoting.acl import AclValidator, parse_plain_acl
 from pyrocketmq.remoting.command import FrameDecoder, FrameError, RemotingCommand, encode
 from pyrocketmq.remoting.transport import Connection
 
@@ -37,11 +42,12 @@ EDGE_VALUES = ("", "0", "-1", "1", "2147483647", "2147483648", "-2147483649", "9
 def _field_names() -> list[str]:
     names: set[str] = {"topic", "consumerGroup", "producerGroup", "group", "groupName", "queueId", "offset", "key",
                        "namespace", "value", "brokerName", "clusterName", "brokerAddr", "brokerId", "clientID"}
-    for cls in vars(headers).values():
+    for cls in [*vars(headers).values(), *vars(namesrv_header).values()]:
         if isinstance(cls, type) and issubclass(cls, headers.Header) and cls is not headers.Header:
             for f in fields(cls):
                 names.add(f.metadata.get("java") or headers._camel(f.name))
-    names.update("abcdefghijklm")  # SEND_MESSAGE_V2's keys
+    names.update("abcdefghijklmn")  # SEND_MESSAGE_V2's keys
+    names.update({"bname", "removeOffset", "_UNIQUE_KEY_QUERY"})  # what clients add beside the headers
     return sorted(names)
 
 
@@ -184,6 +190,7 @@ def _broker_handlers() -> dict[int, Callable]:
     from pyrocketmq.broker.processors.replication import ReplicationProcessor
     from pyrocketmq.broker.processors.send import SendProcessor
     from pyrocketmq.broker.processors.send_back import SendBackProcessor
+    from pyrocketmq.broker.processors.tools import ToolsProcessor
     from pyrocketmq.broker.processors.transaction import TransactionProcessor
     from tests.unit.broker.processors.conftest import build
 
@@ -200,7 +207,7 @@ def _broker_handlers() -> dict[int, Callable]:
     handlers: dict[int, Callable] = {}
     registry = type("Registry", (), {"register": lambda self, code, fn: handlers.__setitem__(int(code), fn)})()
     for cls in (SendProcessor, SendBackProcessor, PullProcessor, OffsetProcessor, ClientProcessor, ConsumerProcessor,
-                AdminProcessor, QueryProcessor, TransactionProcessor, ReplicationProcessor):
+                AdminProcessor, QueryProcessor, TransactionProcessor, ReplicationProcessor, ToolsProcessor):
         extra = {"property_filter": True} if cls is ClientProcessor else {}
         services.make(cls, **extra).register(registry)
     return handlers
@@ -229,5 +236,33 @@ def namesrv(data: bytes) -> None:
     _servers["namesrv"].feed(data)
 
 
+ACL_ACCOUNT = ("fuzzer01", "fuzzer-secret")
+"""The account the :func:`acl` target signs with: rights on topic T and groups g and p only."""
+
+
+def acl_codes() -> list[int]:
+    from pyrocketmq.remoting.acl_table import BROKER_RULES
+
+    return sorted(BROKER_RULES)
+
+
+@functools.cache
+def _acl_validator() -> AclValidator:
+
+    ak, sk = ACL_ACCOUNT
+    return AclValidator(parse_plain_acl({"accounts": [
+        {"accessKey": ak, "secretKey": sk, "defaultTopicPerm": "DENY", "defaultGroupPerm": "DENY",
+         "topicPerms": ["T=PUB|SUB"], "groupPerms": ["g=SUB", "p=PUB"]}]}))
+
+
+def acl(data: bytes) -> None:
+    from pyrocketmq.remoting.acl_sign import sign
+
+    cmd = request_from(data, acl_codes())
+    sign(cmd, *ACL_ACCOUNT)
+    account, why = _acl_validator().admit(cmd, "127.0.0.1")
+    assert (account is None) != (why is None), (account, why)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {"frames": frames, "messages": messages, "broker": broker,
-                                               "namesrv": namesrv}
+                                               "namesrv": namesrv, "acl": acl}

@@ -22,7 +22,8 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import decode_messages
 from pyrocketmq.remoting.msg_id import decode_offset_msg_id
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError
 
 from .procs import Proc, free_port, start_broker, start_namesrv
 from .wire import pull

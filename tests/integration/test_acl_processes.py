@@ -1,7 +1,9 @@
 """ACL on both servers with real processes: a name server and a broker with ``aclEnable=true`` and
 one ``plain_acl.yml``. The broker registers with its admin account; a broker whose account is not
 an admin is refused by the name server (and so never routed); clients read routes and send only
-with a signed account, and only admins change what the name server serves."""
+with a signed account, and only admins change what the name server serves. No side door (view by
+id, query by key, send-back, another group's retry topic, a replay under another code) reads a topic
+the account may not subscribe to."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pyrocketmq.client.errors import MQError
 from pyrocketmq.remoting.acl_sign import sign
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .procs import Proc, free_port, start_broker
 
@@ -175,3 +177,93 @@ def test_a_bad_acl_file_stops_the_name_server_with_a_clear_error(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pyrocketmq", "namesrv", "--set", "aclEnable=maybe"],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2 and "aclEnable='maybe'" in out.stderr, out.stderr
+
+
+SIDE_DOORS = {
+    "accounts": [
+        {"accessKey": "brokeradmin", "secretKey": "broker-admin-secret", "admin": True},
+        {"accessKey": "alice01", "secretKey": "alice-secret-key", "defaultTopicPerm": "PUB|SUB",
+         "defaultGroupPerm": "DENY", "topicPerms": ["Secret=DENY"], "groupPerms": ["ga=SUB", "pa=PUB"]},
+    ],
+}
+DENIED = "AclException: No default permission for topic:Secret"
+
+
+def test_no_side_door_reads_a_topic_the_account_may_not_subscribe_to(tmp_path):
+    """Alice may use every topic but Secret and only her groups: view by id, query by key, send-back,
+    sending into another group's retry topic and the V2 spelling under code 10 are all refused,
+    while her own producer and consumer work unchanged."""
+    from pyrocketmq.remoting.message import decode_offset_msg_id
+    from tests.integration import wire
+    from tests.integration.procs import start_namesrv
+
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text(yaml.safe_dump(SIDE_DOORS))
+    ns = start_namesrv(tmp_path)
+    broker = None
+    try:
+        broker = start_broker(tmp_path, ns.addr, "broker-a", aclEnable="true", aclConfigFile=acl,
+                              accessKey="brokeradmin", secretKey="broker-admin-secret")
+        alice = ("alice01", "alice-secret-key")
+        admin = ("brokeradmin", "broker-admin-secret")
+
+        async def call(cmd: RemotingCommand, who: tuple[str, str]) -> RemotingCommand:
+            return await _raw(broker.addr, _signed(cmd, *who))
+
+        async def go():
+            for topic in ("Secret", "Open"):
+                assert (await call(wire.create_topic(topic, 1), admin)).code == ResponseCode.SUCCESS
+            sent = await call(wire.send_v2("Secret", b"classified", props={"KEYS": "k1"}), admin)
+            assert sent.code == ResponseCode.SUCCESS, sent.remark
+            offset = decode_offset_msg_id(sent.ext_fields["msgId"])[2]
+
+            def view() -> RemotingCommand:
+                return RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
+
+            def query(topic: str) -> RemotingCommand:
+                return RemotingCommand.request(RequestCode.QUERY_MESSAGE, {
+                    "topic": topic, "key": "k1", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**62})
+
+            back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": offset, "group": "ga",
+                                                                                 "delayLevel": 0})
+            v2_under_10 = wire.send_v2("Secret", b"bypass")
+            v2_under_10.code = RequestCode.SEND_MESSAGE
+            pull = wire.pull("Open", 0, 0, group="ga")
+            signed_pull = _signed(pull, *alice)
+            signed_pull.code = RequestCode.UPDATE_CONSUMER_OFFSET
+            answers = {
+                "view by id": await call(view(), alice),
+                "view by id as admin": await call(view(), admin),
+                "query by key": await call(query("Secret"), alice),
+                "query another topic": await call(query("Open"), alice),
+                "send-back": await call(back, alice),
+                "into another group's retry topic": await call(wire.send_v2("%RETRY%gb", b"x"), alice),
+                "into her group's retry topic": await call(wire.send_v2("%RETRY%ga", b"x"), alice),
+                "V2 spelling under code 10": await call(v2_under_10, alice),
+                "a pull replayed as an offset update": await _raw(broker.addr, signed_pull),
+            }
+            client = ClientSettings(access_key=alice[0], secret_key=alice[1], request_timeout=5)
+            async with Producer("pa", ns.addr, client=client) as producer:
+                mine = await producer.send(Message("Open", b"mine"))
+            async with PullConsumer("ga", ns.addr, client=client) as consumer:
+                [mq] = await consumer.fetch_queues("Open")
+                got = (await consumer.pull(mq, 0, 32)).messages
+            return answers, mine, got
+
+        answers, mine, got = asyncio.run(go())
+    finally:
+        if broker is not None:
+            broker.stop()
+        ns.stop()
+    remark = {label: (a.code, a.remark) for label, a in answers.items()}
+    for label in ("view by id", "query by key", "send-back", "V2 spelling under code 10"):
+        assert remark[label] == (ResponseCode.SYSTEM_ERROR, DENIED), label
+    assert answers["view by id as admin"].code == ResponseCode.SUCCESS
+    assert b"classified" in bytes(answers["view by id as admin"].body)
+    assert "AclException" not in (answers["query another topic"].remark or "")
+    assert remark["into another group's retry topic"] == (ResponseCode.SYSTEM_ERROR,
+                                                          "AclException: No default permission for group:gb")
+    assert "AclException" not in (answers["into her group's retry topic"].remark or "")
+    assert remark["a pull replayed as an offset update"] == (
+        ResponseCode.SYSTEM_ERROR, "AclException: request code 15 takes no field 'expressionType'")
+    assert mine.queue_offset == 0 and [m.body for m in got] == [b"mine"]

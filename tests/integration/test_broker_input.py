@@ -14,7 +14,7 @@ import pytest
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand, encode
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .wire import create_topic, max_phy_offset, pull, send_v2
 
@@ -131,7 +131,7 @@ def test_rejected_send_writes_nothing(ready, case):
         if case == "invalid topic name":
             cmd, code, words = send_v2("bad topic!", b"x"), ResponseCode.SYSTEM_ERROR, "characters"
         elif case == "topic name too long":
-            cmd, code, words = send_v2("T" * 128, b"x"), ResponseCode.SYSTEM_ERROR, "longer than 127"
+            cmd, code, words = send_v2("T" * 128, b"x"), ResponseCode.SYSTEM_ERROR, "longer than topic max length"
         elif case == "body over maxMessageSize":
             cmd, code, words = send_v2(TOPIC, b"x" * (64 * 1024 + 1)), ResponseCode.MESSAGE_ILLEGAL, "maxMessageSize"
         elif case == "queueId out of range":

@@ -24,7 +24,7 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .procs import start_broker
 from .wire import create_topic, pull, send_v2

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import MAGIC, decode_messages
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError
 
 from .procs import start_broker
 from .wire import create_topic, pull, send_v2

@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .failover import (
     Acked,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pyrocketmq.client import Message, Producer, PullConsumer
 from pyrocketmq.client.settings import ClientSettings
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .failover import Acked, controller_group, has_topic, in_sync, produce, until, view
 from .push import consumer

@@ -13,7 +13,8 @@ import yaml
 from pyrocketmq.remoting.acl_sign import sign
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError
 
 from .failover import (
     Acked,

@@ -11,7 +11,7 @@ import random
 import statistics
 import time
 
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .failover import Acked, controller_group, count, has_topic, in_sync, produce, read_queue, until, view
 from .wire import create_topic

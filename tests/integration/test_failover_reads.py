@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from ..helpers.prereq import missing_prerequisite
 from .failover import controller_group, has_topic, in_sync, until, view

@@ -14,7 +14,7 @@ import time
 
 from pyrocketmq.client import Message, TransactionProducer, TransactionState
 from pyrocketmq.client.settings import ClientSettings
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .failover import controller_group, has_topic, in_sync, read_queue, until, view
 from .wire import create_topic

@@ -19,7 +19,7 @@ import pytest
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand, encode
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from . import wire
 from .procs import Proc, free_port, start_broker

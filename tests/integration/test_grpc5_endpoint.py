@@ -13,7 +13,7 @@ import pytest
 
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.remoting.code import ResponseCode
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.helpers.cluster import free_port
 from tests.integration import wire
 from tests.integration.procs import start_broker, start_namesrv

@@ -12,7 +12,7 @@ import struct
 from pyrocketmq.remoting.body import ConsumerData, HeartbeatData, SubscriptionData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from . import wire
 

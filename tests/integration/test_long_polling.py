@@ -7,7 +7,7 @@ import time
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .wire import create_topic, pull, send_v2
 

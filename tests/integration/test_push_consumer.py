@@ -25,7 +25,7 @@ from pyrocketmq.client.allocate import allocate_averagely
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .push import Collector, Steady, consumer, create_topic, wait_until
 

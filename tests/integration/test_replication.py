@@ -13,7 +13,8 @@ from pyrocketmq.client.pull_consumer import PullConsumer
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import decode_messages
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingError
 
 from .procs import start_broker
 from .wire import create_topic, pull, send_v2

@@ -16,7 +16,7 @@ from pyrocketmq.remoting.body import SubscriptionGroupConfig
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import MessageExt, decode_messages, decode_offset_msg_id
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .procs import start_broker
 from .wire import create_topic, pull, send_v2

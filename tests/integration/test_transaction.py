@@ -21,7 +21,7 @@ from pyrocketmq.client import (
 )
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import MessageExt, SysFlag, decode_messages, decode_offset_msg_id
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from .procs import start_broker
 from .wire import pull

@@ -7,7 +7,7 @@ import time
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import encode_properties
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 
 
 def send_v2(topic: str, body: bytes, *, queue_id: int = 0, tags: str | None = None, props: dict | None = None) -> RemotingCommand:

@@ -11,6 +11,7 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -35,6 +36,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *               tells this consumer with RESET_CONSUMER_CLIENT_OFFSET) and waits until everything was
  *               consumed a second time.
  * Stops once EXPECTED distinct idx values were consumed and every failed one came back, or at the timeout.
+ * With -Dacl.accessKey/-Dacl.secretKey the consumer and the admin sign their requests (AclClientRPCHook).
  *
  * Output: {"deliveries": [Common.describe(msg) + {"consumeThread"}...], "failed": [idx...],
  *          "reset": {"brokerName/queueId": offset...}, "connections": [{clientId, language, version}],
@@ -64,7 +66,7 @@ public class PushConsumerScenario {
         Map<String, Object> reset = new LinkedHashMap<>();
         Map<String, Object> result = new LinkedHashMap<>();
 
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group, Common.aclHook(), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(namesrv);
         consumer.setVipChannelEnabled(false);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
@@ -131,7 +133,7 @@ public class PushConsumerScenario {
                 synchronized (rewound) {
                     rewound[0] = true;
                 }
-                DefaultMQAdminExt admin = new DefaultMQAdminExt(10000);
+                DefaultMQAdminExt admin = new DefaultMQAdminExt(Common.aclHook(), 10000);
                 admin.setNamesrvAddr(namesrv);
                 admin.setVipChannelEnabled(false);
                 admin.setInstanceName("push-scenario-admin");

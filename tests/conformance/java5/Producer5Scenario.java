@@ -25,6 +25,7 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  *   tx-orphan               COUNT transactional messages left open; the JVM halts without ending them
  *   tx-checker SECONDS      a transactional producer that answers the broker's check-backs with COMMIT
  *                           for SECONDS seconds (COUNT is how many checks to wait for at most)
+ * The producer announces TOPIC as its publishing topic (another one with -Dannounce=TOPIC2).
  * Prints one JSON document as the last stdout line: {"sent": [{"idx", "messageId", "elapsedMs"}], "errors": [..],
  * "checked": [messageId..]}.
  */
@@ -41,7 +42,8 @@ public final class Producer5Scenario {
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         ClientConfiguration conf = Producer5Scenario.configuration(endpoint);
         ConcurrentLinkedQueue<String> checked = new ConcurrentLinkedQueue<>();
-        ProducerBuilder builder = provider.newProducerBuilder().setClientConfiguration(conf).setTopics(topic);
+        ProducerBuilder builder = provider.newProducerBuilder().setClientConfiguration(conf)
+            .setTopics(System.getProperty("announce", topic));
         boolean transactional = mode.startsWith("tx-");
         if (transactional) {
             builder.setTransactionChecker(view -> {

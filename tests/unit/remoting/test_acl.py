@@ -110,7 +110,7 @@ def test_the_file_is_reloaded_and_a_broken_edit_keeps_the_rules(tmp_path):
     path = tmp_path / "plain_acl.yml"
     path.write_text(yaml.safe_dump(ACL))
     acl = AccessControl(str(path))
-    conn = type("C", (), {"remote_addr": "127.0.0.1:5000"})()
+    conn = type("C", (), {"remote_addr": "127.0.0.1:5000", "attrs": {}})()
     other = signed(wire.send_v2("Other", b"x"))
     assert acl.check(conn, other) is not None
     time.sleep(0.01)

@@ -12,8 +12,9 @@ import socket
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import FrameDecoder, RemotingCommand, encode
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.server import RemotingServer
-from pyrocketmq.remoting.transport import RemotingClient, RemotingTimeoutError
+from pyrocketmq.remoting.transport import RemotingTimeoutError
 
 ANSWER = b"x" * 64 * 1024
 REQUESTS = 2000  # 2000 × 64 KiB of answers = 125 MiB, far beyond any socket buffer

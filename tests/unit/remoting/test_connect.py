@@ -8,7 +8,8 @@ import socket
 import pytest
 
 from pyrocketmq.client.instance import transport_error
-from pyrocketmq.remoting.transport import RemotingClient, RemotingConnectError
+from pyrocketmq.remoting.remoting_client import RemotingClient
+from pyrocketmq.remoting.transport import RemotingConnectError
 
 
 def silent_listener() -> tuple[socket.socket, list[socket.socket], str]:

@@ -7,16 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from pyrocketmq.remoting import header as hdr
+from pyrocketmq.remoting import header as hdr, namesrv_header as nshdr
 from pyrocketmq.remoting.command import RemotingCommand, decode_frame
 from pyrocketmq.remoting.header import (
     HeaderError,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
-    RegisterBrokerRequestHeader,
-    RegisterBrokerResponseHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
+)
+from pyrocketmq.remoting.namesrv_header import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
 )
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -175,14 +177,14 @@ def test_register_broker_headers():
         hdr.QueryMessageRequestHeader("T", "k", 32, 0, 9),
         hdr.QueryMessageResponseHeader(1, 2),
         hdr.GetTopicStatsInfoRequestHeader("T"),
-        hdr.UnRegisterBrokerRequestHeader("b", "a:1", "c", 0),
-        hdr.GetRouteInfoRequestHeader("T", True),
-        hdr.PutKVConfigRequestHeader("ns", "k", "v"),
-        hdr.GetKVConfigRequestHeader("ns", "k"),
-        hdr.GetKVConfigResponseHeader("v"),
-        hdr.DeleteKVConfigRequestHeader("ns", "k"),
-        hdr.GetKVListByNamespaceRequestHeader("ns"),
-        hdr.GetTopicsByClusterRequestHeader("c"),
+        nshdr.UnRegisterBrokerRequestHeader("b", "a:1", "c", 0),
+        nshdr.GetRouteInfoRequestHeader("T", True),
+        nshdr.PutKVConfigRequestHeader("ns", "k", "v"),
+        nshdr.GetKVConfigRequestHeader("ns", "k"),
+        nshdr.GetKVConfigResponseHeader("v"),
+        nshdr.DeleteKVConfigRequestHeader("ns", "k"),
+        nshdr.GetKVListByNamespaceRequestHeader("ns"),
+        nshdr.GetTopicsByClusterRequestHeader("c"),
     ],
 )
 def test_headers_round_trip(value):
@@ -195,7 +197,7 @@ def test_java_wire_names():
     assert set(hdr.EndTransactionRequestHeader("p", 1, 2, 8, "m").to_ext()) == {
         "producerGroup", "tranStateTableOffset", "commitLogOffset", "commitOrRollback", "msgId", "fromTransactionCheck",
     }  # fmt: skip
-    assert "acceptStandardJsonOnly" in hdr.GetRouteInfoRequestHeader("T", False).to_ext()
+    assert "acceptStandardJsonOnly" in nshdr.GetRouteInfoRequestHeader("T", False).to_ext()
 
 
 def test_headers_are_frozen():

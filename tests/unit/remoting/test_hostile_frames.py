@@ -14,8 +14,8 @@ import pytest
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import FrameDecoder, FrameError, RemotingCommand, decode_frame, encode
 from pyrocketmq.remoting.log_limit import RateLimitedLog
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.server import RemotingServer
-from pyrocketmq.remoting.transport import RemotingClient
 
 HOSTILE = {
     "nested 5000 deep": b'{"code":10,"extFields":{"a":' + b"[" * 5000 + b"]" * 5000 + b"}}",

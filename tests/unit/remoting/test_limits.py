@@ -17,8 +17,8 @@ from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import FrameDecoder, RemotingCommand, encode
 from pyrocketmq.remoting.limits import ConnectionLimits
 from pyrocketmq.remoting.log_limit import RateLimitedLog
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.server import RemotingServer
-from pyrocketmq.remoting.transport import RemotingClient
 
 HOLD, PING = 900, 901
 

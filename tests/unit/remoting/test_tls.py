@@ -11,9 +11,10 @@ import pytest
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.remoting.tls import ClientTls, ServerTls, TlsConfigError, TlsMode
-from pyrocketmq.remoting.transport import RemotingClient, RemotingError
+from pyrocketmq.remoting.transport import RemotingError
 from tests.helpers.certs import make_certs
 
 PING = 901

@@ -6,7 +6,7 @@ from pyrocketmq.remoting.acl import PUB, SUB, AclValidator, parse_plain_acl
 
 ACL = parse_plain_acl({"globalWhiteRemoteAddresses": ["10.1.2.*"], "accounts": [
     {"accessKey": "alice01", "secretKey": "alice-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "SUB",
-     "topicPerms": ["T=PUB|SUB"]}]})
+     "topicPerms": ["T=PUB|SUB"], "groupPerms": ["gdeny=DENY"]}]})
 DATE = "20261126T101010Z"
 
 
@@ -28,6 +28,32 @@ def test_needs_by_request():
     receive = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), message_queue=pb.MessageQueue(topic=pb.Resource(name="T")))
     assert needs(receive) == {"T": SUB, "%RETRY%G": SUB}
     assert needs(spb.QueryRouteRequest()) == {}
+
+
+def test_needs_of_what_a_telemetry_stream_announces():
+    producer = pb.Settings(publishing=pb.Publishing(topics=[pb.Resource(name="T"), pb.Resource(name="U")]))
+    assert needs(spb.TelemetryCommand(settings=producer)) == {"T": PUB, "U": PUB}
+    consumer = pb.Settings(subscription=pb.Subscription(group=pb.Resource(name="G"), subscriptions=[
+        pb.SubscriptionEntry(topic=pb.Resource(name="T")), pb.SubscriptionEntry(topic=pb.Resource(name="V"))]))
+    assert needs(spb.TelemetryCommand(settings=consumer)) == {"T": SUB, "V": SUB, "%RETRY%G": SUB}
+    assert needs(spb.TelemetryCommand(status=pb.Status(code=pb.OK))) == {}
+    assert needs(spb.TelemetryCommand(settings=pb.Settings())) == {}
+
+
+def test_announcing_needs_the_rights_of_what_it_announces():
+    access = GrpcAccess(AclValidator(ACL))
+
+    def publishing(*topics: str) -> spb.TelemetryCommand:
+        return spb.TelemetryCommand(settings=pb.Settings(publishing=pb.Publishing(
+            topics=[pb.Resource(name=t) for t in topics])))
+
+    assert access.refusal(_headers(), "127.0.0.1", publishing("T")) is None
+    refused = access.refusal(_headers(), "127.0.0.1", publishing("T", "Other"))
+    assert refused.code == pb.FORBIDDEN and "topic:Other" in refused.message
+    denied_group = spb.TelemetryCommand(settings=pb.Settings(subscription=pb.Subscription(
+        group=pb.Resource(name="gdeny"), subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name="T"))])))
+    refused = access.refusal(_headers(), "127.0.0.1", denied_group)
+    assert refused.code == pb.FORBIDDEN and "group:gdeny" in refused.message
 
 
 def test_refusals():
