@@ -9,7 +9,8 @@ What gets built (pinned below), each with ``go build -trimpath -ldflags "-s -w .
     coredns (kubernetes, cache, health ... only)       github.com/coredns/coredns  COREDNS_VERSION
     local-path-provisioner                             github.com/rancher/local-path-provisioner
     pause (the pod sandbox process)                    a few lines of Go kept here
-    prometheus (on demand, not part of the node)       github.com/prometheus/prometheus  PROMETHEUS_VERSION
+    prometheus (on demand, not part of the node;       github.com/prometheus/prometheus  PROMETHEUS_VERSION
+      Kubernetes service discovery only)
 
 ``k8s.io/kubernetes`` cannot be ``go install``-ed: its go.mod replaces the ``k8s.io/*`` staging modules
 with ``./staging/...`` paths that are not in the module zip. So each tool gets a small wrapper module
@@ -32,7 +33,8 @@ needs Go (>= 1.26, ``GOTOOLCHAIN=local``: it never downloads a toolchain); a war
 
 Manual use (e.g. a CI step that warms the cache)::
 
-    python3 -m localkube.tools            # build whatever is missing, print the bin dir
+    python3 -m localkube.tools            # build whatever the node lacks, print the bin dir
+    python3 -m localkube.tools --all      # the same, and prometheus
     python3 -m localkube.tools --force    # rebuild everything (keeps the module/build caches)
     python3 -m localkube.tools --prune    # build, then drop GOMODCACHE/GOCACHE (~5 GB; keeps bin/)
 
@@ -97,6 +99,7 @@ class Tool:
     wrapper: Wrapper
     package: str
     ldflags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # go build -tags
 
 
 KUBERNETES = Wrapper("kubernetes", "k8s.io/kubernetes", K8S_VERSION, staging=True)
@@ -216,7 +219,10 @@ TOOLS: dict[str, Tool] = {
         Tool("coredns", COREDNS, "."),
         Tool("local-path-provisioner", LOCAL_PATH, "github.com/rancher/local-path-provisioner"),
         Tool("pause", PAUSE, "."),
-        Tool("prometheus", PROMETHEUS, "github.com/prometheus/prometheus/cmd/prometheus"),
+        # Only the Kubernetes service discovery (plus file and static targets, always in): the cloud
+        # providers' discovery SDKs are most of a full build's modules and compile time.
+        Tool("prometheus", PROMETHEUS, "github.com/prometheus/prometheus/cmd/prometheus",
+             tags=("remove_all_sd", "enable_kubernetes_sd")),
     )
 }
 ALL = tuple(TOOLS)
@@ -260,6 +266,7 @@ def _recipe_digest(tool: Tool) -> str:
         "main_go": tool.wrapper.main_go,
         "package": tool.package,
         "ldflags": list(tool.ldflags),
+        "tags": list(tool.tags),
         "flags": _BUILD_FLAGS,
         "recipe": 1,
     }
@@ -312,6 +319,9 @@ def _go_env(go: str) -> dict[str, str]:
         GOWORK="off",
         CGO_ENABLED="0",  # static binaries, no C compiler needed (as the upstream release builds)
         GOTELEMETRY="off",
+        # The compiler's own garbage collector spends less CPU with more room (a cold build of the
+        # node's binaries is the longest step of a cold test run; memory is not what is short).
+        GOGC="400",
     )
     env.setdefault("GOPROXY", "https://proxy.golang.org,direct")
     return env
@@ -419,9 +429,10 @@ class _Builder:
         target = binary(tool.name)
         tmp = target.with_name(f".{tool.name}.partial")
         ldflags = " ".join(("-s", "-w") + tool.ldflags)
+        tags = ["-tags", ",".join(tool.tags)] if tool.tags else []
         t0 = time.monotonic()
         self.run(
-            [self.go, "build", *_BUILD_FLAGS, "-ldflags", ldflags, "-o", str(tmp), tool.package],
+            [self.go, "build", *_BUILD_FLAGS, *tags, "-ldflags", ldflags, "-o", str(tmp), tool.package],
             src,
             f"go build {tool.package}",
             timeout=3600,
@@ -485,12 +496,13 @@ def prune_build_caches() -> None:
 
 
 def main(argv: list[str]) -> int:
-    unknown = set(argv) - {"--force", "--prune"}
+    unknown = set(argv) - {"--force", "--prune", "--all"}
     if unknown:
-        print("usage: tools.py [--force] [--prune]", file=sys.stderr)
+        print("usage: tools.py [--all] [--force] [--prune]", file=sys.stderr)
         return 2
+    names = ALL if "--all" in argv else NODE
     try:
-        path = ensure(progress=lambda msg: print(msg, file=sys.stderr, flush=True), force="--force" in argv)
+        path = ensure(names, progress=lambda msg: print(msg, file=sys.stderr, flush=True), force="--force" in argv)
     except PrerequisiteMissing as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,21 +1,74 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, lints, checks the layering, runs every test.
 # Java peers (Apache RocketMQ jars from Maven Central) are fetched and cached by the test setup.
+#
+# On a cold machine most of the time is building the Kubernetes binaries from source, so that
+# starts first, in the background, and the tests run in three lanes at once: the node cluster's tests (tests/e2e), the control plane's (tests/k8s) and everything else in
+# parallel pytest-xdist workers (most of those wait on sockets, not on the CPU). The closing report
+# lists the slowest tests of all lanes and one line of totals.
+#
+#   scripts/test.sh                  everything, as CI runs it
+#   scripts/test.sh ARGS...          lint, then one plain pytest run with ARGS (a path, -k, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out=$(mktemp -d)
+pids=()
+kill_tree() {  # a background job and everything it started
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+cleanup() {
+  for pid in "${pids[@]}"; do kill_tree "$pid"; done
+  rm -rf "$out"
+}
+trap cleanup EXIT
+prefix() { sed -u "s/^/[$1] /"; }
+
+if [ "$#" -eq 0 ]; then
+  # The Kubernetes binaries and Prometheus (standard library Python and Go only; a warm cache makes
+  # this a no-op). The lanes that need them wait on the build's lock.
+  # Not niced: the node cluster's lane waits for it, and that lane is the longest.
+  (python3 -m localkube.tools --all 2>&1 >/dev/null | prefix "k8s tools") &
+  pids+=($!)
+fi
+
 bash scripts/setup.sh --test
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== import-linter"
 # import-linter walks a package's folder, so it checks an installed (non-editable) copy whose
 # layout is the wheel's: pyrocketmq/broker/store/…, not the repository's top-level folders.
-lintdir=$(mktemp -d)
-trap 'rm -rf "$lintdir"' EXIT
+lintdir="$out/lint"
+mkdir -p "$lintdir"
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation --target "$lintdir" . >/dev/null
 (cd "$lintdir" && PYTHONPATH="$lintdir" "$OLDPWD/.venv/bin/lint-imports" --no-cache --config "$OLDPWD/pyproject.toml")
 echo "== mypy (strict: remoting, broker, client, namesrv)"
 # pyrocketmq/<name> links to each top-level folder, so the checkout reads as the package it installs as.
 .venv/bin/mypy --config-file pyproject.toml --cache-dir "$lintdir/.mypy_cache" \
   -p pyrocketmq.remoting -p pyrocketmq.broker -p pyrocketmq.client -p pyrocketmq.namesrv
-echo "== pytest"
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
+
+pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
+if [ "$#" -gt 0 ]; then
+  echo "== pytest $*"
+  exec "${pytest[@]}" -q --durations=25 "$@"
+fi
+
+echo "== pytest, three lanes: [e2e] the node cluster, [k8s] the control plane, the rest in workers"
+t0=$SECONDS
+("${pytest[@]}" -q -rfE --junitxml="$out/e2e.xml" tests/e2e 2>&1 | prefix e2e) &
+lane_e2e=$!
+pids+=($lane_e2e)
+("${pytest[@]}" -q -rfE --junitxml="$out/k8s.xml" tests/k8s 2>&1 | prefix k8s) &
+lane_k8s=$!
+pids+=($lane_k8s)
+status=0
+"${pytest[@]}" -q -rfE -n "${PYROCKETMQ_TEST_WORKERS:-3}" --dist loadgroup --junitxml="$out/workers.xml" \
+  tests/unit tests/integration tests/conformance tests/spark tests/fuzz tests/observability || status=1
+echo "== workers done after $((SECONDS - t0)) s"
+wait "$lane_k8s" || status=1
+echo "== [k8s] done after $((SECONDS - t0)) s"
+wait "$lane_e2e" || status=1
+echo "== [e2e] done after $((SECONDS - t0)) s"
+.venv/bin/python scripts/test_report.py --slowest 25 "$out/workers.xml" "$out/k8s.xml" "$out/e2e.xml" || status=1
+exit "$status"

@@ -37,6 +37,7 @@ def test_producer_report_lines_are_parsed_without_the_warm_up_line() -> None:
     assert parse_send_lines("no report yet") == {}
 
 
+@pytest.mark.timeout(900)  # about 100 s alone; the test command runs it beside other lanes
 def test_smoke_run_gives_figures_for_both_brokers(rocketmq_jars, tmp_path) -> None:
     out_json = tmp_path / "results.json"
     proc = subprocess.run(

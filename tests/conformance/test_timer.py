@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from pyrocketmq.remoting.code import ResponseCode
-from pyrocketmq.remoting.transport import RemotingClient
+from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.integration.procs import start_broker, start_namesrv
 from tests.integration.wire import create_topic
 
@@ -49,7 +49,9 @@ def test_java_timer_messages_wait_for_their_time(tmp_path, java):
     for d in deliveries:
         due = int(d["properties"]["TIMER_OUT_MS"])
         assert d["storeTimestamp"] >= due, d  # re-stored in the topic no earlier than asked
-        assert DELAY_MS - 500 <= due - d["bornTimestamp"] <= DELAY_MS + 500, d
+        # the scenario computes the due time just before it sends (born): on a loaded machine the
+        # JVM may take a while between the two, so only the upper bound is tight
+        assert 0 < due - d["bornTimestamp"] <= DELAY_MS + 500, d
         assert "TIMER_DELIVER_MS" not in d["properties"] and "REAL_TOPIC" not in d["properties"], d
     late = sorted(d["storeTimestamp"] - int(d["properties"]["TIMER_OUT_MS"]) for d in deliveries)
     print(f"Java timer messages: re-stored {late[0]}..{late[-1]} ms after their time")
