@@ -21,7 +21,7 @@ import sys
 import time
 
 from pyrocketmq.metrics_server import MetricsServer
-from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, AclConfigError, no_needs
+from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, AclConfigError, namesrv_needs
 from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.server import RemotingServer
@@ -83,7 +83,7 @@ class NameServer:
         self._acl_reload: Service | None = None
         if self.settings.acl_file is not None:
             try:
-                self.acl = AccessControl(self.settings.acl_file, NAMESRV_ADMIN_CODES, no_needs)
+                self.acl = AccessControl(self.settings.acl_file, NAMESRV_ADMIN_CODES, namesrv_needs)
             except AclConfigError as e:
                 raise ConfigError(str(e)) from None
             self.server.before = self.acl.check

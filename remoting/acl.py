@@ -18,8 +18,9 @@ A request is refused, as Apache answers (SYSTEM_ERROR, remark ``…AclException:
 carries no access key, names an unknown one, is not signed with its secret key, is an admin
 request of a non-admin account, carries a field its code does not take, or needs a permission the
 account lacks on a topic or a group (a group is checked as its ``%RETRY%`` topic). What each
-broker request needs is :mod:`.acl_table`; the name server's requests need none beyond admin for
-changes (:data:`NAMESRV_ADMIN_CODES`).
+request needs is :mod:`.acl_table`: the broker's requests by :data:`~.acl_table.BROKER_RULES`, the
+name server's by :data:`~.acl_table.NAMESRV_RULES` (no rights beyond admin for changes,
+:data:`NAMESRV_ADMIN_CODES`; fields that fit the code, as at the broker).
 
 Addresses: ``*`` (any), ``1.2.3.4``, ``1.2.3.*``, ``1.2.3.1-9`` (a range in any part) or
 ``1.2.3.{1,2,3}`` (a list in the last part); empty matches nothing.
@@ -45,23 +46,17 @@ from pyrocketmq.remoting.acl_perm import (
     is_group_resource,
 )
 from pyrocketmq.remoting.acl_sign import ACCESS_KEY, SERVER_SKIPS, SIGNATURE, signature
-from pyrocketmq.remoting.acl_table import ADMIN_CODES as ADMIN_CODES, RequestRefused, needs as needs
-from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.acl_table import (
+    ADMIN_CODES as ADMIN_CODES,
+    NAMESRV_ADMIN_CODES as NAMESRV_ADMIN_CODES,
+    RequestRefused,
+    namesrv_needs as namesrv_needs,
+    needs as needs,
+)
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 
 _PERMS = {"DENY": DENY, "PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB}
-NAMESRV_ADMIN_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
-                                 RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                                 RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG,
-                                 RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
-                                 RequestCode.ADD_WRITE_PERM_OF_BROKER,
-                                 RequestCode.CONTROLLER_BROKER_HEARTBEAT, RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
-                                 RequestCode.CONTROLLER_ELECT_MASTER, RequestCode.CONTROLLER_RAFT_VOTE,
-                                 RequestCode.CONTROLLER_RAFT_APPEND})
-"""The name server's requests that change what it serves (its controller's too): only admin accounts
-(brokers register with one; controller instances sign with ``accessKey``) may send them. Apache 4.9's
-name server checks nothing; with ``aclEnable`` ours does."""
 MIN_KEY_LENGTH = 7
 
 
@@ -195,15 +190,10 @@ def load_plain_acl(path: str) -> AclConfig:
 
 
 # -- checking requests ----------------------------------------------------------------------------
-def no_needs(cmd: RemotingCommand) -> Needs:
-    """The name server's: no request needs a topic or group permission."""
-    return {}
-
-
 class AclValidator:
     """Checks requests against an :class:`AclConfig` (swap :attr:`config` to reload): the broker's
     rules by default (:mod:`.acl_table`); the name server's with ``admin_codes=NAMESRV_ADMIN_CODES``
-    and ``no_needs`` (any account may read routes; only admins change them). ``needs`` raises
+    and ``namesrv_needs`` (any account may read routes; only admins change them). ``needs`` raises
     :class:`~.acl_table.RequestRefused` (its message is the reason) or another ValueError for a
     request it cannot read."""
 

@@ -1,4 +1,4 @@
-"""What each broker request needs from the ACL: one table, request code → :class:`Rule`.
+"""What each request needs from the ACL: one table per server, request code → :class:`Rule`.
 
 Pure, no I/O. A rule names the header its handler decodes and, for a request that names a topic
 or a group, a function that decodes the request with that *same* decoder (``XxxRequestHeader.
@@ -9,7 +9,7 @@ broker does not serve is not in the table and needs nothing (the broker answers 
 serve it); ``tests/unit/remoting/test_acl_table.py`` checks that every code the broker registers
 has a rule, so a new handler cannot slip past.
 
-The model, by family (``SUB`` on a group is the right on ``%RETRY%<group>``, as in ACL 1.0):
+The broker's model, by family (``SUB`` on a group is the right on ``%RETRY%<group>``, as in ACL 1.0):
 
 - send (10, 310, 320): PUB on the topic; into ``%RETRY%<g>``, SUB on group g instead; a
   transactional (prepared) send also needs any right on its producer group, which will own it.
@@ -38,15 +38,22 @@ Producer groups need *any* right, not SUB: ACL 1.0 grants groups SUB or DENY in 
 producer group's DENY is what keeps an account out. The Java client heart-beats every process's
 inner producer (``CLIENT_INNER_PRODUCER``) along with its own groups; that one group is exempt.
 
+The name server has its own table, :data:`NAMESRV_RULES` (every code it and its controller register,
+``tests/unit/remoting/test_acl_namesrv_table.py``): ACL 1.0 grants no topic or group rights there,
+so its rules name no needs. What changes what it serves (registering, unregistering or keeping a
+broker alive, wiping a broker's write permission, deleting a topic, writing KV config, the
+controller's elections and consensus) needs an admin account; the reads (routes, cluster, topic
+lists, KV config, the controller's metadata) any authenticated account.
+
 Replay: the ACL 1.0 signature covers the field values and the body but not the request code, so a
 captured request could be sent again under another code. A request carrying a field its code's
 header does not define (besides the ACL's own fields, ``bname`` and a rule's ``tolerated`` fields)
-is refused, naming the field.
+is refused, naming the field, by either table (:func:`rule_needs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .acl_perm import ANY, INTERNAL_TOPICS, PUB, SUB, Needs, group_resource, is_group_resource
@@ -87,6 +94,18 @@ from .header import (
 )
 from .message import Prop, SysFlag, transaction_type
 from .names import TRANSACTION_GROUP_PREFIX
+from .namesrv_header import (
+    DeleteKVConfigRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    RegisterBrokerRequestHeader,
+    UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+)
 
 INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 """Java ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: every Java client process heart-beats as it."""
@@ -356,10 +375,51 @@ OPEN_CODES = frozenset(code for code, rule in BROKER_RULES.items() if rule.needs
 """The broker's requests that name no topic or group."""
 
 
-def needs(cmd: RemotingCommand) -> Needs:
-    """Resource → permission a broker request needs; :class:`RequestRefused` when it carries a field
-    its code does not take or does not decode as its handler reads it."""
-    rule = BROKER_RULES.get(cmd.code)
+# -- the name server ------------------------------------------------------------------------------
+_TOPIC_RPC = frozenset({"lo", "ns", "nsd", "oway"})
+"""Apache 5's ``TopicRequestHeader`` fields beside ``bname`` (logical queue, namespace, namespaced,
+one-way), sent when a client sets them; nothing here reads them."""
+
+NAMESRV_RULES: dict[int, Rule] = {
+    # -- brokers: what a broker (signing with an admin account) says about itself
+    C.REGISTER_BROKER: Rule(RegisterBrokerRequestHeader, admin=True,
+                            tolerated=frozenset({"heartbeatTimeoutMillis", "enableActingMaster"})),  # 5.x brokers'
+    C.UNREGISTER_BROKER: Rule(UnRegisterBrokerRequestHeader, admin=True),
+    C.QUERY_DATA_VERSION: Rule(QueryDataVersionRequestHeader, admin=True),  # a sign of life: keeps a broker routed
+    C.WIPE_WRITE_PERM_OF_BROKER: Rule(WipeWritePermOfBrokerRequestHeader, admin=True),
+    # -- topics and KV config: changes
+    C.DELETE_TOPIC_IN_NAMESRV: Rule(DeleteTopicRequestHeader, admin=True),  # topic, clusterName: as Java 5.x sends
+    C.PUT_KV_CONFIG: Rule(PutKVConfigRequestHeader, admin=True),
+    C.DELETE_KV_CONFIG: Rule(DeleteKVConfigRequestHeader, admin=True),
+    # -- reads: any authenticated account
+    C.GET_ROUTEINFO_BY_TOPIC: Rule(GetRouteInfoRequestHeader, tolerated=_TOPIC_RPC),
+    C.GET_BROKER_CLUSTER_INFO: Rule(None),
+    C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: Rule(None),
+    C.GET_SYSTEM_TOPIC_LIST_FROM_NS: Rule(None),
+    C.GET_TOPICS_BY_CLUSTER: Rule(GetTopicsByClusterRequestHeader),
+    C.GET_KV_CONFIG: Rule(GetKVConfigRequestHeader),
+    C.GET_KVLIST_BY_NAMESPACE: Rule(GetKVListByNamespaceRequestHeader),
+    # -- the controller (enableControllerInNamesrv): JSON bodies, no header fields
+    C.CONTROLLER_BROKER_HEARTBEAT: Rule(None, admin=True),
+    C.CONTROLLER_ALTER_SYNC_STATE_SET: Rule(None, admin=True),
+    C.CONTROLLER_ELECT_MASTER: Rule(None, admin=True),
+    C.CONTROLLER_RAFT_VOTE: Rule(None, admin=True),  # between controller instances
+    C.CONTROLLER_RAFT_APPEND: Rule(None, admin=True),
+    C.CONTROLLER_GET_METADATA_INFO: Rule(None),
+}
+"""Every request code the name server (and its controller) serves → its rule; none names needs."""
+
+NAMESRV_ADMIN_CODES = frozenset(code for code, rule in NAMESRV_RULES.items() if rule.admin)
+"""The name server's requests that change what it serves (its controller's too): only admin accounts
+(brokers register with one; controller instances sign with ``accessKey``) may send them. Apache 4.9's
+name server checks nothing; with ``aclEnable`` ours does."""
+
+
+def rule_needs(rules: Mapping[int, Rule], cmd: RemotingCommand) -> Needs:
+    """Resource → permission ``cmd`` needs by ``rules`` (a code not in them needs nothing: it is not
+    served); :class:`RequestRefused` when it carries a field its code does not take or does not
+    decode as its handler reads it."""
+    rule = rules.get(cmd.code)
     if rule is None:
         return {}
     stray = rule.stray_field(cmd)
@@ -373,6 +433,16 @@ def needs(cmd: RemotingCommand) -> Needs:
         raise
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise RequestRefused(f"cannot read request code {cmd.code} to check its permissions: {e}") from None
+
+
+def needs(cmd: RemotingCommand) -> Needs:
+    """What a broker request needs (:data:`BROKER_RULES`)."""
+    return rule_needs(BROKER_RULES, cmd)
+
+
+def namesrv_needs(cmd: RemotingCommand) -> Needs:
+    """What a name server request needs (:data:`NAMESRV_RULES`): nothing but its fields fitting its code."""
+    return rule_needs(NAMESRV_RULES, cmd)
 
 
 def stored_needs(topic: str, properties: dict[str, str]) -> Needs:

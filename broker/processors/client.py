@@ -15,12 +15,13 @@ import orjson
 from pyrocketmq.remoting.body import CheckClientRequestBody, HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.config_checks import heartbeat_problem
+from pyrocketmq.remoting.config_checks import ConfigRefused, heartbeat_problem
 from pyrocketmq.remoting.header import (
     GetConsumerListByGroupRequestHeader,
     HeaderError,
     UnregisterClientRequestHeader,
 )
+from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
+_refusals = RateLimitedLog(log)
 
 
 class ClientProcessor:
@@ -87,11 +89,7 @@ class ClientProcessor:
         for consumer in data.consumer_data_set:
             group_config = self.groups.find(consumer.group_name)
             if group_config is not None and consumer.message_model == "CLUSTERING":
-                self.topics.create_in_send_back(
-                    RETRY_GROUP_TOPIC_PREFIX + consumer.group_name,
-                    max(1, group_config.retry_queue_nums),
-                    PERM_READ | PERM_WRITE,
-                )
+                self._make_retry_topic(consumer.group_name, group_config.retry_queue_nums)
             changed = self.consumers.register(data.client_id, conn, cmd.language, cmd.version, consumer)
             if changed and (group_config is None or group_config.notify_consumer_ids_changed_enable):
                 info = self.consumers.find(consumer.group_name)
@@ -101,6 +99,14 @@ class ClientProcessor:
             self.producers.register(data.client_id, conn, cmd.language, cmd.version, producer.group_name)
         conn.attrs["client_id"] = data.client_id
         return cmd.response(ResponseCode.SUCCESS)
+
+    def _make_retry_topic(self, group: str, queue_nums: int) -> None:
+        """The group's ``%RETRY%`` topic, made at its first heartbeat as Apache makes it; a legal group
+        of more than 120 characters has none (the name would pass 127) and is registered without it."""
+        try:
+            self.topics.create_in_send_back(RETRY_GROUP_TOPIC_PREFIX + group, max(1, queue_nums), PERM_READ | PERM_WRITE)
+        except ConfigRefused as e:
+            _refusals.info("consumer group %.64s... has no retry topic: %s", group, e)
 
     def handle_unregister(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         try:

@@ -4,9 +4,11 @@ The original is looked up by the commitlog offset in the header (the consumer's 
 nor sent). Where it goes is :func:`~..delay.decide_send_back` (``%RETRY%<group>`` through a delay
 level, or ``%DLQ%<group>`` once ``reconsumeTimes >= maxReconsumeTimes`` — the header's, else the
 group's ``retryMaxTimes``); what is stored is :func:`~..delay.send_back_inner`. Both topics are
-created here on first use (retry: the group's ``retryQueueNums`` queues, DLQ: one; perm 6). With the
-ACL on, the account needs SUB on the original's topic, asked once it is found: the offset could
-name any message, whose body would then come back to the group in its retry topic.
+created here on first use (retry: the group's ``retryQueueNums`` queues, DLQ: one; perm 6); a group
+whose ``%RETRY%`` name cannot be a topic (a legal group of 121-255 characters makes one over 127)
+gets Apache's answer to a topic it could not create, SYSTEM_ERROR ``topic[...] not exist``, with the
+reason. With the ACL on, the account needs SUB on the original's topic, asked once it is found: the
+offset could name any message, whose body would then come back to the group in its retry topic.
 """
 
 from __future__ import annotations
@@ -18,10 +20,20 @@ from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.acl_service import acl_refusal
 from pyrocketmq.remoting.acl_table import stored_needs
+from pyrocketmq.remoting.body import TopicConfig
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.config_checks import ConfigRefused
 from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, HeaderError
-from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, dlq_topic, retry_topic
+from pyrocketmq.remoting.log_limit import RateLimitedLog
+from pyrocketmq.remoting.names import (
+    MAX_TOPIC_LENGTH,
+    PERM_READ,
+    PERM_WRITE,
+    RETRY_GROUP_TOPIC_PREFIX,
+    dlq_topic,
+    retry_topic,
+)
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 from ..delay import DLQ_QUEUE_NUMS, decide_send_back, send_back_inner
@@ -37,6 +49,7 @@ if TYPE_CHECKING:
     from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
+_refusals = RateLimitedLog(log)
 
 
 class SendBackProcessor:
@@ -86,7 +99,9 @@ class SendBackProcessor:
         if group.retry_queue_nums <= 0:
             return cmd.response(ResponseCode.SUCCESS)  # retries are off for this group: drop it
         topic = retry_topic(h.group)
-        config = self.topics.create_in_send_back(topic, group.retry_queue_nums, PERM_READ | PERM_WRITE)
+        config = self._topic(conn, cmd, topic, group.retry_queue_nums)
+        if isinstance(config, RemotingCommand):
+            return config
         if not config.perm & PERM_WRITE:
             return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         msg = self.store.look_message(h.offset)
@@ -102,7 +117,9 @@ class SendBackProcessor:
         )
         if decision.dead_letter:
             topic = dlq_topic(h.group)
-            config = self.topics.create_in_send_back(topic, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
+            config = self._topic(conn, cmd, topic, DLQ_QUEUE_NUMS)
+            if isinstance(config, RemotingCommand):
+                return config
             queue_id = 0
         else:
             queue_id = random.randrange(max(1, config.write_queue_nums))
@@ -120,3 +137,16 @@ class SendBackProcessor:
             "" if decision.dead_letter else f" at delay level {decision.delay_level}",
         )
         return cmd.response(ResponseCode.SUCCESS)
+
+    def _topic(self, conn: Connection, cmd: RemotingCommand, topic: str, queue_nums: int) -> TopicConfig | RemotingCommand:
+        """The retry or DLQ topic, created on first use; Apache's answer when ``topic`` cannot be one."""
+        try:
+            return self.topics.create_in_send_back(topic, queue_nums, PERM_READ | PERM_WRITE)
+        except ConfigRefused as e:
+            why = str(e)
+        if len(topic) > MAX_TOPIC_LENGTH:
+            longest = MAX_TOPIC_LENGTH - len(RETRY_GROUP_TOPIC_PREFIX)
+            why = (f"the name is {len(topic)} characters, over the topic max length {MAX_TOPIC_LENGTH}: a group of "
+                   f"more than {longest} characters has no retry topic, so its messages cannot be sent back")
+        _refusals.warning("send-back from %s refused: no topic %.140s: %s", conn.remote_addr if conn else "?", topic, why)
+        return cmd.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist: {why}")

@@ -138,16 +138,20 @@ def test_a_broker_signs_its_own_requests_when_given_an_account(validator):
 
 
 def test_the_name_servers_rules_admin_for_changes_any_account_for_reads():
-    from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, no_needs
+    from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, namesrv_needs
 
-    ns = AclValidator(parse_plain_acl(ACL), NAMESRV_ADMIN_CODES, no_needs)
+    ns = AclValidator(parse_plain_acl(ACL), NAMESRV_ADMIN_CODES, namesrv_needs)
     route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Other"})  # alice: topics DENY
     assert ns.refusal(signed(route), "127.0.0.1") is None
     unsigned = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"})
     assert ns.refusal(unsigned, "127.0.0.1") == "No accessKey is configured"
-    for code in (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                 RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER):
-        by_alice = signed(RemotingCommand.request(code, {"topic": "T"}))
+    broker = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "c", "brokerId": 0}
+    for code, ext in ((RequestCode.REGISTER_BROKER, {**broker, "haServerAddr": "10.0.0.1:10912"}),
+                      (RequestCode.UNREGISTER_BROKER, broker), (RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "T"}),
+                      (RequestCode.PUT_KV_CONFIG, {"namespace": "n", "key": "k", "value": "v"}),
+                      (RequestCode.DELETE_KV_CONFIG, {"namespace": "n", "key": "k"}),
+                      (RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})):
+        by_alice = signed(RemotingCommand.request(code, ext))
         assert ns.refusal(by_alice, "127.0.0.1") == f"Need admin permission for request code={int(code)}, but accessKey=alice01 is not"
-        by_admin = signed(RemotingCommand.request(code, {"topic": "T"}), "rootadmin", "root-secret-key")
+        by_admin = signed(RemotingCommand.request(code, ext), "rootadmin", "root-secret-key")
         assert ns.refusal(by_admin, "127.0.0.1") is None

@@ -16,6 +16,8 @@ from pyrocketmq.broker.processors.send import SendProcessor
 from pyrocketmq.broker.processors.send_back import SendBackProcessor
 from pyrocketmq.broker.processors.tools import ToolsProcessor
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.message import decode_offset_msg_id
+from tests.integration import wire
 
 from .conftest import Peer
 from .test_hostile_fields import _commit, _create, _group, _heartbeat, _send, _snapshot
@@ -77,3 +79,52 @@ async def test_a_group_named_with_a_newline_is_never_auto_created(services, hand
     assert resp is not None and resp.code != ResponseCode.SUCCESS
     assert "fresh\n" not in services.groups.table
     assert not [t for t in services.topics.table if "\n" in t]
+
+
+# -- a legal group too long for its retry topic --------------------------------------------------
+async def _stored(services) -> int:
+    """A message in ``orders``; its commitlog offset (what a send-back names)."""
+    sent = await answer(services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"fail")))
+    return decode_offset_msg_id(sent.ext_fields["msgId"])[2]
+
+
+@pytest.mark.parametrize("length", [121, 122, 255])
+@on_loop
+async def test_send_back_for_a_group_too_long_for_a_retry_topic_answers_as_apache_and_stores_nothing(
+        services, caplog, length):
+    # a group may have 255 characters, a topic 127: "%RETRY%" + 121 of them is no topic
+    group = "g" * length
+    services.create_topic("orders", queues=1)
+    offset = await _stored(services)
+    services.groups.find(group)  # auto-created: the name is legal
+    before = _snapshot(services)
+    resp = services.make(SendBackProcessor).handle_send_back(
+        Peer().conn, request(RequestCode.CONSUMER_SEND_MSG_BACK, offset=offset, group=group, delayLevel=0))
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    assert resp.remark == (f"topic[%RETRY%{group}] not exist: the name is {length + 7} characters, over the topic max "
+                           "length 127: a group of more than 120 characters has no retry topic, so its messages cannot "
+                           "be sent back")
+    assert _snapshot(services) == before
+    assert not [r for r in caplog.records if r.exc_info], "no traceback"
+
+
+@on_loop
+async def test_send_back_for_a_group_of_120_characters_still_goes_to_its_retry_topic(services):
+    group = "g" * 120
+    services.create_topic("orders", queues=1)
+    offset = await _stored(services)
+    resp = services.make(SendBackProcessor).handle_send_back(
+        Peer().conn, request(RequestCode.CONSUMER_SEND_MSG_BACK, offset=offset, group=group, delayLevel=0))
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert services.topics.get(f"%RETRY%{group}") is not None
+
+
+@on_loop
+async def test_a_group_too_long_for_a_retry_topic_still_heart_beats_without_one(services, caplog):
+    group = "g" * 200
+    services.groups.find(group)
+    resp = services.make(ClientProcessor).handle_heartbeat(Peer().conn, _heartbeat(group=group))
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert services.consumers.find(group) is not None
+    assert not [t for t in services.topics.table if t.startswith("%RETRY%g")]
+    assert not [r for r in caplog.records if r.exc_info], "no traceback"
