@@ -155,6 +155,6 @@ def classpath(lib: Path, *extra: Path) -> str:
     return os.pathsep.join(entries)
 
 
-if __name__ == "__main__":  # manual use: python tests/conformance/maven.py
-    for prof in (CLIENT, SERVER):
+if __name__ == "__main__":  # python -m tests.conformance.maven: fetch every profile the tests use
+    for prof in (CLIENT, SERVER, CLIENT5, SERVER5):
         print(prof.name, resolve(prof))
