@@ -12,6 +12,7 @@
 #
 #   scripts/test.sh                  everything, as CI runs it
 #   scripts/test.sh ARGS...          lint, then one plain pytest run with ARGS (a path, -k, ...)
+#   PYROCKETMQ_TEST_REPORTS=DIR      keep each lane's JUnit XML report in DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
@@ -60,7 +61,10 @@ fi
 
 echo "== pytest, three lanes: [e2e] the node cluster, [k8s] the control plane, the rest in workers"
 t0=$SECONDS
-("${pytest[@]}" -q -rfE --junitxml="$out/e2e.xml" tests/e2e 2>&1 | prefix e2e) &
+reports="${PYROCKETMQ_TEST_REPORTS:-$out}"  # where the lanes' JUnit XML files go (kept when set)
+mkdir -p "$reports"
+rm -f "$reports/e2e.xml" "$reports/k8s.xml" "$reports/workers.xml"  # a lane that dies writes none
+("${pytest[@]}" -q -rfE --junitxml="$reports/e2e.xml" tests/e2e 2>&1 | prefix e2e) &
 lane_e2e=$!
 pids+=($lane_e2e)
 (.venv/bin/python -m tests.conformance.maven 2>&1 >/dev/null | prefix maven) || true  # the lane reports a failure
@@ -69,16 +73,16 @@ if [ -n "$build" ] && kill -0 "$build" 2>/dev/null; then
   wait "$build" || true  # the lanes report a failed build
   echo "== the build is done ($((SECONDS - t0)) s)"
 fi
-("${pytest[@]}" -q -rfE --junitxml="$out/k8s.xml" tests/k8s 2>&1 | prefix k8s) &
+("${pytest[@]}" -q -rfE --junitxml="$reports/k8s.xml" tests/k8s 2>&1 | prefix k8s) &
 lane_k8s=$!
 pids+=($lane_k8s)
 status=0
-"${pytest[@]}" -q -rfE -n "${PYROCKETMQ_TEST_WORKERS:-3}" --dist loadgroup --junitxml="$out/workers.xml" \
+"${pytest[@]}" -q -rfE -n "${PYROCKETMQ_TEST_WORKERS:-3}" --dist loadgroup --junitxml="$reports/workers.xml" \
   tests/unit tests/integration tests/conformance tests/spark tests/fuzz tests/observability || status=1
 echo "== workers done after $((SECONDS - t0)) s"
 wait "$lane_k8s" || status=1
 echo "== [k8s] done after $((SECONDS - t0)) s"
 wait "$lane_e2e" || status=1
 echo "== [e2e] done after $((SECONDS - t0)) s"
-.venv/bin/python scripts/test_report.py --slowest 25 "$out/workers.xml" "$out/k8s.xml" "$out/e2e.xml" || status=1
+.venv/bin/python scripts/test_report.py --slowest 25 "$reports/workers.xml" "$reports/k8s.xml" "$reports/e2e.xml" || status=1
 exit "$status"
