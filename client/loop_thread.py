@@ -89,6 +89,8 @@ class LoopThread:
         try:
             return fut.result(timeout)
         except concurrent.futures.TimeoutError:
+            if fut.done():  # the call's own timeout (MQTimeoutError is a TimeoutError): as it came
+                raise
             fut.cancel()
             raise MQTimeoutError(f"the call did not finish within {timeout:.1f}s") from None
 

@@ -31,7 +31,7 @@ def test_java_traces_read_by_our_cli(tmp_path, java):
                         jvm_props={"trace.enable": "true"}).json()  # fmt: skip
         assert sent["errors"] == 0
         msg_id = sent["sent"][1]["msgId"]
-        deadline, out = time.monotonic() + 30, None
+        deadline, out = time.monotonic() + 90, None
         while time.monotonic() < deadline:  # the Java client sends traces asynchronously
             out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "queryMsgTraceById", "-n", ns.addr,
                                   "-i", msg_id], capture_output=True, text=True, timeout=60)  # fmt: skip

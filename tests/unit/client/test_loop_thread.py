@@ -39,3 +39,18 @@ def test_blocking_call_on_the_loop_thread_is_refused() -> None:
             lt.run(inner())
     finally:
         lt.stop()
+
+
+def test_a_calls_own_timeout_comes_through_as_it_was_raised() -> None:
+    # MQTimeoutError is a TimeoutError: with no wait bound it once became a TypeError (formatting None)
+    lt = LoopThread(name="test-own-timeout")
+    try:
+        async def times_out() -> None:
+            raise MQTimeoutError("send to topic T did not complete within 3.0s")
+
+        with pytest.raises(MQTimeoutError, match="send to topic T"):
+            lt.run(times_out())
+        with pytest.raises(MQTimeoutError, match="send to topic T"):
+            lt.run(times_out(), timeout=5)
+    finally:
+        lt.stop()
