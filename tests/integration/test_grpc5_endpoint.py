@@ -4,7 +4,6 @@ get the status codes the 5.x clients expect."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 
@@ -13,10 +12,10 @@ import pytest
 
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.remoting.code import ResponseCode
-from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.helpers.cluster import free_port
 from tests.integration import wire
 from tests.integration.procs import start_broker, start_namesrv
+from tests.integration.wire import invoke_once
 
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 
@@ -29,14 +28,7 @@ def _call(endpoint: str, rpc: str, request, response_type):
 
 
 def _admin(addr: str, cmd) -> None:
-    async def go():
-        client = RemotingClient()
-        try:
-            return await client.invoke(addr, cmd, 10)
-        finally:
-            await client.close()
-
-    assert asyncio.run(go()).code == ResponseCode.SUCCESS
+    assert invoke_once(addr, cmd).code == ResponseCode.SUCCESS
 
 
 def _message(topic: str, kind=pb.NORMAL, message_id: str | None = None) -> pb.Message:

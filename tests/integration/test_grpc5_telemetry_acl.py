@@ -19,10 +19,10 @@ from pyrocketmq.broker.proxy.auth import expected_signature
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.remoting.acl_sign import sign
 from pyrocketmq.remoting.code import ResponseCode
-from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.helpers.cluster import free_port
 from tests.integration import wire
 from tests.integration.procs import start_broker, start_namesrv
+from tests.integration.wire import invoke_once
 
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 ACL = {
@@ -63,15 +63,7 @@ def endpoint(tmp_path_factory):
 
 def _admin(addr: str, cmd) -> None:
     sign(cmd, "rootadmin", "root-secret-key")
-
-    async def go():
-        client = RemotingClient()
-        try:
-            return await client.invoke(addr, cmd, 10)
-        finally:
-            await client.close()
-
-    assert asyncio.run(go()).code == ResponseCode.SUCCESS
+    assert invoke_once(addr, cmd).code == ResponseCode.SUCCESS
 
 
 def _metadata(account: tuple[str, str], client_id: str) -> list[tuple[str, str]]:

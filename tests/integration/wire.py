@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from pyrocketmq.remoting.code import RequestCode
@@ -63,3 +64,15 @@ async def max_phy_offset(client: RemotingClient, addr: str) -> int:
     import orjson
 
     return int(orjson.loads(resp.body)["table"]["commitLogMaxOffset"])
+
+
+def invoke_once(addr: str, cmd: RemotingCommand, timeout: float = 10) -> RemotingCommand:
+    """``cmd`` sent to ``addr`` on a connection of its own, from synchronous test code."""
+    async def go() -> RemotingCommand:
+        client = RemotingClient()
+        try:
+            return await client.invoke(addr, cmd, timeout)
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
