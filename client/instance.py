@@ -290,15 +290,25 @@ class ClientInstance:
 
     # -- routes -----------------------------------------------------------------------------------
     async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
-        """The topic's route from the name servers; None when they do not know the topic."""
+        """The topic's route from the name servers; None when they do not know the topic.
+
+        A name server that does not know the topic, or routes one of its groups without a master,
+        may be the one that was cut off (or stopped) while the master changed: the next one is asked
+        then, and the first complete route wins (else the first answer)."""
         cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        resp, addr = await self.invoke_namesrv(cmd, timeout)
-        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
-            return None
-        check_response(resp, addr)
-        if not resp.body:
-            return None
-        return TopicRouteData.from_json(resp.payload)
+        first: TopicRouteData | None = None
+        for attempt in range(len(self.namesrv_addrs)):
+            if attempt:
+                self._ns_index = (self._ns_index + 1) % len(self.namesrv_addrs)
+            resp, addr = await self.invoke_namesrv(cmd, timeout)
+            route = None
+            if resp.code != ResponseCode.TOPIC_NOT_EXIST:
+                check_response(resp, addr)
+                route = TopicRouteData.from_json(resp.payload) if resp.body else None
+            if route is not None and all(MASTER_ID in b.broker_addrs for b in route.broker_datas):
+                return route
+            first = first or route
+        return first
 
     async def update_route(self, topic: str, *, default_topic: str | None = None, default_queue_nums: int = 4) -> bool:
         """Refresh ``topic``'s cached route; with ``default_topic``, use that topic's route in its place.

@@ -510,8 +510,8 @@ class Producer:
         last_error.add_note(f"send to topic {payload.topic} failed {len(tried)} time(s); brokers tried: {tried}")
         raise last_error
 
-    async def _after_failure(self, error: MQError, topic: str) -> None:  # gone or not master: a failover?
-        if isinstance(error, MQConnectionError | ServiceNotAvailableError):
+    async def _after_failure(self, error: MQError, topic: str) -> None:  # gone, not master, silent: failover?
+        if isinstance(error, MQConnectionError | ServiceNotAvailableError | MQTimeoutError):
             await self.instance.refresh_after_failure(topic)
 
     def _record(self, broker: str, started: float, *, failed: bool) -> None:

@@ -1,14 +1,18 @@
 """The local cluster's addresses and the configuration files of its components, as pure functions.
 
 Addresses come from 198.18.0.0/15, the range set aside for network tests (RFC 2544), so they never
-collide with a LAN. Everything listens either on loopback or on the node address, which lives on a
-bridge the cluster creates; nothing is reachable from outside the machine and no component sends
-anywhere else (CoreDNS serves ``cluster.local`` and forwards nothing; images are never pulled).
+collide with a LAN. Everything listens either on loopback or on addresses of links the cluster
+creates; nothing is reachable from outside the machine and no component sends anywhere else
+(CoreDNS serves ``cluster.local`` and forwards nothing; images are never pulled).
 
-    pods       198.18.0.0/24 on bridge pyrmq0; the node (host side of the bridge) is 198.18.0.1
-    services   198.19.0.0/16; kubernetes = 198.19.0.1, kube-dns = 198.19.0.10
-    node       kube-apiserver 198.18.0.1:6443, kubelet 198.18.0.1:10250, CoreDNS 198.18.0.1:53,
-               NodePorts on 198.18.0.1
+The control plane runs on the host; each node runs in a network namespace of its own, linked to
+the host's bridge by a veth pair, as a machine is linked to a switch:
+
+    control plane  198.18.0.1 on bridge pyrmq0: kube-apiserver :6443, CoreDNS :53
+    node k         198.18.0.(10+k) (eth0 of netns pyrmq-node-k, port pyrmqvk of the bridge):
+                   kubelet :10250, kube-proxy healthz :10256, NodePorts
+    pods on node k 198.18.k.0/24 on the node's own bridge cbr0 (gateway 198.18.k.1)
+    services       198.19.0.0/16; kubernetes = 198.19.0.1, kube-dns = 198.19.0.10
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-NODE_NAME = "pyrocketmq-node"
 CLUSTER_NAME = "pyrocketmq-local"
 BRIDGE = "pyrmq0"
-NODE_IP = "198.18.0.1"
-POD_CIDR = "198.18.0.0/24"
+CONTROL_IP = "198.18.0.1"
+CLUSTER_CIDR = "198.18.0.0/16"  # the control plane's link, every node and every pod
+NODE_BRIDGE = "cbr0"  # inside each node's network namespace
+MAX_NODES = 9
+ZONES = ("zone-a", "zone-b", "zone-c")
 SERVICE_CIDR = "198.19.0.0/16"
 KUBERNETES_SERVICE_IP = "198.19.0.1"
 DNS_SERVICE_IP = "198.19.0.10"
@@ -41,6 +47,61 @@ PROXY_HEALTHZ_PORT = 10256
 PROXY_METRICS_PORT = 10249
 COREDNS_HEALTH_PORT = 18080
 COREDNS_READY_PORT = 18181
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One node of the cluster: its name, network namespace, addresses, zone and cgroup."""
+
+    index: int  # 1-based
+
+    @property
+    def name(self) -> str:
+        return f"pyrocketmq-node-{self.index}"
+
+    @property
+    def netns(self) -> str:
+        return f"pyrmq-node-{self.index}"
+
+    @property
+    def cgroup(self) -> str:
+        """The cgroup (every hierarchy) holding the node's daemons and, below it, its pods."""
+        return self.netns
+
+    @property
+    def veth(self) -> str:
+        """The host's end of the node's link (a port of the bridge)."""
+        return f"pyrmqv{self.index}"
+
+    @property
+    def ip(self) -> str:
+        return f"198.18.0.{10 + self.index}"
+
+    @property
+    def pod_cidr(self) -> str:
+        return f"198.18.{self.index}.0/24"
+
+    @property
+    def pod_gateway(self) -> str:
+        return f"198.18.{self.index}.1"
+
+    @property
+    def zone(self) -> str:
+        return ZONES[(self.index - 1) % len(ZONES)]
+
+
+def nodes(count: int) -> list[Node]:
+    if not 1 <= count <= MAX_NODES:
+        raise ValueError(f"a local cluster has 1 to {MAX_NODES} nodes, not {count}")
+    return [Node(i) for i in range(1, count + 1)]
+
+
+def node_named(name: str) -> Node:
+    """The node called ``name`` (``pyrocketmq-node-2``), or ``2`` for short."""
+    index = name.removeprefix("pyrocketmq-node-")
+    if not index.isdigit() or not 1 <= int(index) <= MAX_NODES:
+        raise ValueError(f"no such node {name!r}: nodes are pyrocketmq-node-1 to -{MAX_NODES}")
+    return Node(int(index))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,24 +131,26 @@ class Layout:
         """The admin kubeconfig (group system:masters)."""
         return self.state / "kubeconfig"
 
-    @property
-    def containerd_socket(self) -> Path:
-        return self.state / "containerd" / "containerd.sock"
+    def node_dir(self, node: Node) -> Path:
+        """A node's own state: its runtime, kubelet, configuration and local volumes."""
+        return self.state / "nodes" / node.name
 
-    @property
-    def local_path(self) -> Path:
-        """Where local-path-provisioner creates volumes."""
-        return self.state / "local-path"
+    def containerd_socket(self, node: Node) -> Path:
+        return self.node_dir(node) / "containerd" / "containerd.sock"
+
+    def local_path(self, node: Node) -> Path:
+        """Where local-path-provisioner creates the node's volumes."""
+        return self.node_dir(node) / "local-path"
 
     @property
     def server(self) -> str:
-        return f"https://{NODE_IP}:{API_PORT}"
+        return f"https://{CONTROL_IP}:{API_PORT}"
 
 
 def apiserver_sans() -> list[str]:
     return [
         "127.0.0.1",
-        NODE_IP,
+        CONTROL_IP,
         KUBERNETES_SERVICE_IP,
         "localhost",
         "kubernetes",
@@ -97,9 +160,9 @@ def apiserver_sans() -> list[str]:
     ]
 
 
-def containerd_config(layout: Layout) -> str:
+def containerd_config(layout: Layout, node: Node) -> str:
     """containerd 1.6+ (config version 2): CRI with runc on cgroupfs, CNI from Debian's plugins."""
-    c = layout.state / "containerd"
+    c = layout.node_dir(node) / "containerd"
     return f"""version = 2
 root = "{c / "root"}"
 state = "{c / "state"}"
@@ -107,7 +170,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
 
 [grpc]
-  address = "{layout.containerd_socket}"
+  address = "{layout.containerd_socket(node)}"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{PAUSE_IMAGE}"
@@ -123,28 +186,30 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         Root = "{c / "runc"}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "{layout.etc / "cni"}"
+    conf_dir = "{layout.node_dir(node) / "cni"}"
 """
 
 
-def cni_config(layout: Layout) -> str:
-    """bridge + host-local + portmap; no masquerade: pod traffic never needs to leave the machine."""
-    gateway = NODE_IP
+def cni_config(layout: Layout, node: Node) -> str:
+    """bridge + host-local + portmap on the node's own bridge; no masquerade: pod traffic never
+    needs to leave the machine, and pods on other nodes see a pod's own address."""
+    gateway = node.pod_gateway
+    first = gateway.rsplit(".", 1)[0] + ".10"
     conf = {
         "cniVersion": "0.4.0",
         "name": "pyrocketmq",
         "plugins": [
             {
                 "type": "bridge",
-                "bridge": BRIDGE,
+                "bridge": NODE_BRIDGE,
                 "isGateway": True,
                 "isDefaultGateway": True,
                 "ipMasq": False,
                 "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
-                    "dataDir": str(layout.state / "cni-ipam"),
-                    "ranges": [[{"subnet": POD_CIDR, "rangeStart": "198.18.0.10", "gateway": gateway}]],
+                    "dataDir": str(layout.node_dir(node) / "cni-ipam"),
+                    "ranges": [[{"subnet": node.pod_cidr, "rangeStart": first, "gateway": gateway}]],
                 },
             },
             {"type": "portmap", "capabilities": {"portMappings": True}},
@@ -153,13 +218,15 @@ def cni_config(layout: Layout) -> str:
     return json.dumps(conf, indent=2)
 
 
-def kubelet_config(layout: Layout) -> str:
-    """KubeletConfiguration: cgroupfs on cgroup v1, client certificates checked against the CA,
-    eviction and image GC effectively off (images are imported, never pulled back)."""
+def kubelet_config(layout: Layout, node: Node) -> str:
+    """KubeletConfiguration: cgroupfs on cgroup v1 below the node's own cgroup, client certificates
+    checked against the CA, eviction and image GC effectively off (images are imported, never
+    pulled back)."""
+    d = layout.node_dir(node)
     conf = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
-        "address": NODE_IP,
+        "address": node.ip,
         "port": 10250,
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",
@@ -171,19 +238,20 @@ def kubelet_config(layout: Layout) -> str:
         },
         "authorization": {"mode": "AlwaysAllow"},
         "cgroupDriver": "cgroupfs",
+        "cgroupRoot": f"/{node.cgroup}",
         "failCgroupV1": False,
         "failSwapOn": False,
         "clusterDNS": [DNS_SERVICE_IP],
         "clusterDomain": CLUSTER_DOMAIN,
         "resolvConf": str(layout.etc / "resolv.conf"),
-        "podLogsDir": str(layout.state / "pod-logs"),
+        "podLogsDir": str(d / "pod-logs"),
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "imageMinimumGCAge": "87600h",
         "evictionHard": {"memory.available": "64Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
         "serializeImagePulls": False,
         "maxPods": 110,
-        "containerRuntimeEndpoint": f"unix://{layout.containerd_socket}",
+        "containerRuntimeEndpoint": f"unix://{layout.containerd_socket(node)}",
         "protectKernelDefaults": False,
         "makeIPTablesUtilChains": True,
         "shutdownGracePeriod": "0s",
@@ -196,18 +264,18 @@ def kubelet_config(layout: Layout) -> str:
     return json.dumps(conf, indent=2)
 
 
-def kube_proxy_config(layout: Layout) -> str:
+def kube_proxy_config(layout: Layout, node: Node) -> str:
     conf = {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
         "mode": "iptables",
         "clientConnection": {"kubeconfig": str(layout.etc / "kube-proxy.kubeconfig")},
-        "hostnameOverride": NODE_NAME,
-        "clusterCIDR": POD_CIDR,
-        "bindAddress": NODE_IP,
-        "healthzBindAddress": f"127.0.0.1:{PROXY_HEALTHZ_PORT}",
+        "hostnameOverride": node.name,
+        "clusterCIDR": CLUSTER_CIDR,
+        "bindAddress": node.ip,
+        "healthzBindAddress": f"{node.ip}:{PROXY_HEALTHZ_PORT}",
         "metricsBindAddress": f"127.0.0.1:{PROXY_METRICS_PORT}",
-        "nodePortAddresses": [f"{NODE_IP}/32"],
+        "nodePortAddresses": [f"{node.ip}/32"],
         "conntrack": {"maxPerCore": 0, "min": 0},  # leave the host's conntrack sysctls alone
         "iptables": {"syncPeriod": "10s", "minSyncPeriod": "0s"},
     }
@@ -217,7 +285,7 @@ def kube_proxy_config(layout: Layout) -> str:
 def corefile(layout: Layout) -> str:
     """cluster.local and reverse lookups from the API; any other name is refused (no upstream)."""
     return f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 {{
-    bind {NODE_IP}
+    bind {CONTROL_IP}
     errors
     health 127.0.0.1:{COREDNS_HEALTH_PORT}
     ready 127.0.0.1:{COREDNS_READY_PORT}
@@ -230,7 +298,7 @@ def corefile(layout: Layout) -> str:
 """
 
 
-def cluster_objects(layout: Layout) -> list[dict]:
+def cluster_objects(layout: Layout, count: int) -> list[dict]:
     """What the node's host-side services need in the API: the kube-dns Service pointing at the
     CoreDNS process, and local-path-provisioner's namespace, config and default StorageClass."""
     dns_ports = [
@@ -238,7 +306,7 @@ def cluster_objects(layout: Layout) -> list[dict]:
         {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
     ]
     local_path_config = {
-        "nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [str(layout.local_path)]}]
+        "nodePathMap": [{"node": n.name, "paths": [str(layout.local_path(n))]} for n in nodes(count)]
     }
     return [
         {
@@ -256,7 +324,7 @@ def cluster_objects(layout: Layout) -> list[dict]:
                 "labels": {"kubernetes.io/service-name": "kube-dns"},
             },
             "addressType": "IPv4",
-            "endpoints": [{"addresses": [NODE_IP], "conditions": {"ready": True}}],
+            "endpoints": [{"addresses": [CONTROL_IP], "conditions": {"ready": True}}],
             "ports": dns_ports,
         },
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "local-path-storage"}},

@@ -10,7 +10,9 @@ Everything here is idempotent and safe to call on a host where the thing is alre
 - the guard chain that keeps pod traffic on the machine (``PYRMQ-GUARD``: forwarded packets may
   leave the bridge only back into it), and every iptables chain the cluster's components create
   (``KUBE-*``, ``CNI-*``) with the rules that jump to them;
-- mounts under the state directory, network namespaces the runtime created, pod cgroups.
+- mounts under the state directory, network namespaces the runtime created, pod cgroups;
+- each node's network namespace, its veth link to the bridge and the routes to its pods, and its
+  cgroup (every hierarchy; the freezer's stops the whole node at once).
 """
 
 from __future__ import annotations
@@ -41,14 +43,33 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float = 60, input: 
 # -- daemons -----------------------------------------------------------------------------------
 
 
-def start_daemon(name: str, argv: Sequence[str | Path], run_dir: Path, log_dir: Path, env=None) -> int:
-    """Start ``argv`` detached (own session, stdin closed, output to ``<log_dir>/<name>.log``)."""
+def start_daemon(
+    name: str,
+    argv: Sequence[str | Path],
+    run_dir: Path,
+    log_dir: Path,
+    env=None,
+    *,
+    netns: str | None = None,
+    cgroup: str | None = None,
+) -> int:
+    """Start ``argv`` detached (own session, stdin closed, output to ``<log_dir>/<name>.log``),
+    in network namespace ``netns`` and cgroup ``cgroup`` (every hierarchy) when given; what it
+    starts later (a runtime's shims) stays in that cgroup."""
     run_dir.mkdir(parents=True, exist_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
     exe = shutil.which(str(argv[0]))
     if exe is None:
         raise FileNotFoundError(f"{argv[0]}: not found")
     argv = [exe, *argv[1:]]
+    if netns is not None:  # nsenter execs the daemon: the pid stays the daemon's
+        argv = ["nsenter", f"--net={NETNS_DIR / netns}", "--", *argv]
+    procs_files = [h / cgroup / "cgroup.procs" for h in cgroup_hierarchies()] if cgroup else []
+
+    def join_cgroup() -> None:  # in the child, before exec
+        for procs in procs_files:
+            procs.write_text(str(os.getpid()))
+
     with open(log_dir / f"{name}.log", "ab") as log:
         proc = subprocess.Popen(
             [str(a) for a in argv],
@@ -57,6 +78,7 @@ def start_daemon(name: str, argv: Sequence[str | Path], run_dir: Path, log_dir: 
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env=env,
+            preexec_fn=join_cgroup if procs_files else None,
         )
     (run_dir / f"{name}.pid").write_text(f"{proc.pid}\n{Path(exe).resolve()}\n")
     return proc.pid
@@ -279,24 +301,72 @@ def remove_runtime_netns() -> None:
 
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-POD_CGROUP = "kubepods"
+NODE_CGROUP_PREFIX = "pyrmq-node-"
+
+
+def cgroup_hierarchies() -> list[Path]:
+    """The mounted cgroup v1 hierarchies (``cpu``, ``memory``, ``freezer``, ...), or the v2 root."""
+    if (CGROUP_ROOT / "cgroup.controllers").exists():
+        return [CGROUP_ROOT]
+    return sorted(
+        h for h in CGROUP_ROOT.iterdir() if h.is_dir() and not h.is_symlink() and (h / "cgroup.procs").exists()
+    )
+
+
+def ensure_cgroup(name: str) -> None:
+    """Create cgroup ``name`` in every hierarchy (cpuset's with its parent's CPUs and memory nodes)."""
+    for hierarchy in cgroup_hierarchies():
+        parent = hierarchy
+        for part in Path(name).parts:
+            path = parent / part
+            path.mkdir(exist_ok=True)
+            for key in ("cpuset.cpus", "cpuset.mems"):
+                if (path / key).exists() and not (path / key).read_text().strip():
+                    (path / key).write_text((parent / key).read_text())
+            parent = path
+
+
+def freeze_cgroup(name: str, frozen: bool) -> None:
+    """Stop (or resume) every process in cgroup ``name`` and below it, as a hung machine stops."""
+    v1 = CGROUP_ROOT / "freezer" / name / "freezer.state"
+    if v1.exists():
+        v1.write_text("FROZEN" if frozen else "THAWED")
+        want = "FROZEN" if frozen else "THAWED"
+        deadline = time.monotonic() + 10
+        while v1.read_text().strip() != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+    else:
+        (CGROUP_ROOT / name / "cgroup.freeze").write_text("1" if frozen else "0")
+
+
+def is_frozen(name: str) -> bool:
+    v1 = CGROUP_ROOT / "freezer" / name / "freezer.state"
+    try:
+        if v1.exists():
+            return v1.read_text().strip() != "THAWED"
+        return (CGROUP_ROOT / name / "cgroup.freeze").read_text().strip() == "1"
+    except OSError:
+        return False
 
 
 def pod_cgroups() -> list[Path]:
-    found = []
+    """Every node's cgroup, in every hierarchy (the kubelets put their pods below them)."""
     if not CGROUP_ROOT.is_dir():
-        return found
-    for hierarchy in CGROUP_ROOT.iterdir():
-        candidate = hierarchy / POD_CGROUP
-        if candidate.is_dir():
-            found.append(candidate)
-    if (CGROUP_ROOT / POD_CGROUP).is_dir():  # a pure cgroup v2 host
-        found.append(CGROUP_ROOT / POD_CGROUP)
-    return found
+        return []
+    return [
+        candidate
+        for hierarchy in cgroup_hierarchies()
+        for candidate in sorted(hierarchy.glob(f"{NODE_CGROUP_PREFIX}*"))
+        if candidate.is_dir()
+    ]
 
 
 def remove_pod_cgroups() -> None:
-    """Remove the kubelet's pod cgroups, leaves first (a cgroup dir is removed with rmdir)."""
+    """Remove the nodes' cgroups and everything below, leaves first (a cgroup dir goes with rmdir);
+    a frozen node is thawed first so that what is left in it can be killed."""
+    for top in pod_cgroups():
+        if top.parent.name == "freezer" and is_frozen(top.name):
+            freeze_cgroup(top.name, False)
     for top in pod_cgroups():
         for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda t: t[0].count("/"), reverse=True):
             for _ in range(20):
@@ -320,3 +390,74 @@ def _kill_cgroup_tasks(path: Path) -> None:
                     pass
         except OSError:
             pass
+
+
+# -- node links ----------------------------------------------------------------------------------
+
+
+def netns_run(netns: str, argv: Sequence[str], *, check: bool = True) -> str:
+    return run(["nsenter", f"--net={NETNS_DIR / netns}", "--", *argv], check=check)
+
+
+def ensure_node_link(netns: str, veth: str, bridge: str, address_cidr: str, gateway: str) -> None:
+    """Network namespace ``netns`` with loopback up and ``eth0`` (``address_cidr``), the peer of
+    ``veth``, a port of ``bridge``; its default route goes to ``gateway`` (the host)."""
+    if not (NETNS_DIR / netns).exists():
+        run(["ip", "netns", "add", netns])
+    if run(["ip", "link", "show", veth], check=False) == "":
+        run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns])
+    run(["ip", "link", "set", veth, "master", bridge, "up"])
+    netns_run(netns, ["ip", "link", "set", "lo", "up"])
+    if address_cidr.split("/")[0] not in netns_run(netns, ["ip", "-4", "addr", "show", "dev", "eth0"]):
+        netns_run(netns, ["ip", "addr", "add", address_cidr, "dev", "eth0"])
+    netns_run(netns, ["ip", "link", "set", "eth0", "up"])
+    netns_run(netns, ["ip", "route", "replace", "default", "via", gateway, "dev", "eth0"])
+    for key, value in SYSCTLS.items():
+        netns_run(netns, ["sysctl", "-q", "-w", f"{key.replace('/', '.')}={value}"])
+
+
+def route(cidr: str, via: str, netns: str | None = None) -> None:
+    argv = ["ip", "route", "replace", cidr, "via", via]
+    if netns is None:
+        run(argv)
+    else:
+        netns_run(netns, argv)
+
+
+def remove_node_link(netns: str, veth: str) -> None:
+    """The namespace (its routes, iptables rules and pod bridge go with it) and the link."""
+    run(["ip", "link", "delete", veth], check=False)
+    if (NETNS_DIR / netns).exists():
+        run(["ip", "netns", "delete", netns], check=False)
+
+
+def node_netns() -> list[str]:
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(NODE_CGROUP_PREFIX))
+
+
+ISOLATE_CHAIN = "PYRMQ-ISOLATE"
+
+
+def set_isolated(veth: str, isolated: bool) -> None:
+    """Drop (or let through again) everything the bridge would carry between port ``veth`` and its
+    other ports: the node behind it is cut off from the other nodes and their pods, while the
+    host (the control plane) still reaches it."""
+    ipt = ["iptables", "-w", "5"]
+    if run([*ipt, "-n", "-L", ISOLATE_CHAIN], check=False) == "":
+        run([*ipt, "-N", ISOLATE_CHAIN])
+    jump = ["FORWARD", "-j", ISOLATE_CHAIN]
+    if subprocess.run([*ipt, "-C", *jump], capture_output=True).returncode != 0:
+        run([*ipt, "-I", *jump])
+    for direction in ("--physdev-in", "--physdev-out"):
+        rule = [ISOLATE_CHAIN, "-m", "physdev", "--physdev-is-bridged", direction, veth, "-j", "DROP"]
+        present = subprocess.run([*ipt, "-C", *rule], capture_output=True).returncode == 0
+        if isolated and not present:
+            run([*ipt, "-A", *rule])
+        elif not isolated and present:
+            run([*ipt, "-D", *rule])
+
+
+def is_isolated(veth: str) -> bool:
+    return f"--physdev-in {veth} " in run(["iptables", "-w", "5", "-S", ISOLATE_CHAIN], check=False)

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from localkube import tools
@@ -214,49 +215,50 @@ def _tags(iid: str) -> list[str]:
     ]
 
 
-def import_into_containerd(names: Sequence[str], socket: Path, progress: Progress = lambda m: None) -> None:
-    """Export each image as a docker archive (cached by image id) and import it into ``k8s.io``."""
+def _archive(name: str) -> Path:
+    """The image as a docker archive, exported once per image id and cached."""
+    iid = image_id(name)
+    if iid is None:
+        raise ImageError(f"image {name} is not in buildah's storage; build it first (scripts/build-image)")
+    key = hashlib.sha256(f"{name}@{iid}".encode()).hexdigest()[:16]
+    stem = name.rsplit("/", 1)[-1].replace(":", "_")
+    archive = image_cache() / f"{stem}-{key}.tar"
+    if not archive.is_file():
+        for old in image_cache().glob(f"{stem}-*.tar"):
+            old.unlink()
+        partial = archive.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        _run(["buildah", "push", name, f"docker-archive:{partial}:{name}"], timeout=1800)
+        partial.rename(archive)
+    return archive
+
+
+def import_into_containerd(
+    names: Sequence[str], sockets: Sequence[Path], progress: Progress = lambda m: None
+) -> None:
+    """Import each image into the ``k8s.io`` namespace of every containerd in ``sockets`` (one per
+    node, in parallel), from a docker archive exported once."""
     require("buildah", "ctr")
     image_cache().mkdir(parents=True, exist_ok=True)
-    for name in names:
-        iid = image_id(name)
-        if iid is None:
-            raise ImageError(
-                f"image {name} is not in buildah's storage; build it first (scripts/build-image)"
-            )
-        key = hashlib.sha256(f"{name}@{iid}".encode()).hexdigest()[:16]
-        archive = image_cache() / f"{name.rsplit('/', 1)[-1].replace(':', '_')}-{key}.tar"
-        if not archive.is_file():
-            for old in image_cache().glob(f"{name.rsplit('/', 1)[-1].replace(':', '_')}-*.tar"):
-                old.unlink()
-            partial = archive.with_suffix(".partial")
-            partial.unlink(missing_ok=True)
-            _run(["buildah", "push", name, f"docker-archive:{partial}:{name}"], timeout=1800)
-            partial.rename(archive)
-        t0 = time.monotonic()
-        _run(
-            [
-                "ctr",
-                "--address",
-                str(socket),
-                "-n",
-                "k8s.io",
-                "images",
-                "import",
-                "--snapshotter",
-                "overlayfs",
-                archive,
-            ],
-            timeout=1800,
-        )
-        progress(f"imported {name} into containerd in {time.monotonic() - t0:.0f} s")
+    archives = [(name, _archive(name)) for name in names]
+
+    def one(socket: Path) -> None:
+        for name, archive in archives:
+            t0 = time.monotonic()
+            ctr = ["ctr", "--address", str(socket), "-n", "k8s.io"]
+            _run([*ctr, "images", "import", "--snapshotter", "overlayfs", archive], timeout=1800)
+            where = f" ({socket.parent.parent.name})" if len(sockets) > 1 else ""
+            progress(f"imported {name} into containerd{where} in {time.monotonic() - t0:.0f} s")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(sockets))) as pool:
+        list(pool.map(one, sockets))  # the first failure is raised here
 
 
 def main(argv: list[str]) -> int:
     """``scripts/build-image [--tag TAG] [--no-spark] [--no-import]``."""
     import argparse
 
-    from localkube import host
+    from localkube import worker
     from localkube.node import layout_from_env
 
     parser = argparse.ArgumentParser(
@@ -274,10 +276,7 @@ def main(argv: list[str]) -> int:
 
     try:
         built = build_project_images(args.tag, spark=not args.no_spark, progress=say)
-        layout = layout_from_env()
-        if not args.no_import and host.daemon_pid("containerd", layout.run) is not None:
-            import_into_containerd(built, layout.containerd_socket, say)
-        elif not args.no_import:
+        if not args.no_import and not worker.import_images(layout_from_env(), built, say):
             say("no local cluster is running (scripts/k8s-up): images left in buildah's storage only")
     except (ImageError, tools.PrerequisiteMissing) as exc:
         say(f"error: {exc}")

@@ -1,13 +1,14 @@
-"""A single-node Kubernetes cluster on this machine: ``up()``, ``down()``, ``status()``.
+"""A Kubernetes cluster of one or more nodes on this machine: ``up()``, ``down()``, ``status()``.
 
-The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the node
-(containerd + runc, kubelet, kube-proxy in iptables mode, CoreDNS, local-path-provisioner) run as
-root processes started here, detached, with pid files and logs under the state directory
-(``/var/lib/pyrocketmq-k8s`` unless ``PYROCKETMQ_K8S_STATE`` says otherwise). Pods get addresses on
-a bridge the cluster owns (see ``config``). ``up()`` is idempotent: a healthy cluster is left as it
-is. ``down()`` undoes everything ``up()`` did, also after a crash half-way: pods first (so CNI tears
-their networks down), then the processes, then iptables chains, mounts, network namespaces,
-cgroups, the bridge, the sysctls and the state directory.
+The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, CoreDNS,
+local-path-provisioner) runs on the host; each node (containerd + runc, kubelet, kube-proxy in
+iptables mode) runs in a network namespace and cgroup of its own (``worker``). All are root
+processes started here, detached, with pid files and logs under the state directory
+(``/var/lib/pyrocketmq-k8s`` unless ``PYROCKETMQ_K8S_STATE`` says otherwise); addresses are in
+``config``. ``up()`` is idempotent: a healthy cluster is left as it is, and one with fewer nodes
+than asked for gets the missing ones. ``down()`` undoes everything ``up()`` did, also after a crash
+half-way: pods first (so CNI tears their networks down), then the processes, then iptables chains,
+mounts, network namespaces, links, cgroups, the bridge, the sysctls and the state directory.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from localkube import config as cfg, host, images, pki, tools
+from localkube import config as cfg, host, images, pki, tools, worker
 
 DEFAULT_STATE = Path("/var/lib/pyrocketmq-k8s")
 APT_PACKAGES = {
@@ -38,15 +39,13 @@ APT_PACKAGES = {
     "openssl": "openssl",
     "mount": "mount",
 }
-# Start order; down() stops them in reverse.
+# The control plane's, in start order (the nodes' start between the scheduler and CoreDNS);
+# down() stops them in reverse.
 DAEMONS = (
     "etcd",
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
-    "containerd",
-    "kubelet",
-    "kube-proxy",
     "coredns",
     "local-path-provisioner",
 )
@@ -139,25 +138,30 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, layout: cfg.Layo
     raise ClusterError(f"{what} not reached within {timeout:.0f} s; {log} log:\n{_log_tail(layout, log)}")
 
 
-def node_ready(layout: cfg.Layout) -> bool:
-    node = api(layout, f"/api/v1/nodes/{cfg.NODE_NAME}")
-    conditions = (node or {}).get("status", {}).get("conditions", [])
+def node_ready(layout: cfg.Layout, node: cfg.Node) -> bool:
+    found = api(layout, f"/api/v1/nodes/{node.name}")
+    conditions = (found or {}).get("status", {}).get("conditions", [])
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
-def status(layout: cfg.Layout) -> dict[str, bool]:
-    """Which daemons run, and whether the API answers and the node is Ready."""
+def status(layout: cfg.Layout, count: int = 0) -> dict[str, bool]:
+    """Which daemons run, whether the API answers and whether each node is Ready (the nodes the
+    cluster has, and at least ``count``)."""
     state = {name: host.daemon_pid(name, layout.run) is not None for name in DAEMONS}
     state["api"] = (
         layout.kubeconfig.is_file() and _get(layout.server + "/readyz", _admin_context(layout))[0] == 200
     )
-    state["node-ready"] = state["api"] and node_ready(layout)
+    have = worker.present(layout)
+    for node in cfg.nodes(max(count, len(have), 1)):
+        for name, up in worker.running(layout, node).items():
+            state[worker.daemon(node, name)] = up
+        state[f"{node.name}-ready"] = state["api"] and node_ready(layout, node)
     return state
 
 
-def healthy(layout: cfg.Layout) -> bool:
+def healthy(layout: cfg.Layout, count: int = 1) -> bool:
     try:
-        return all(status(layout).values())
+        return all(status(layout, count).values())
     except (OSError, ssl.SSLError):
         return False
 
@@ -175,7 +179,6 @@ def _make_pki(layout: cfg.Layout) -> None:
         "admin": "/O=system:masters/CN=pyrocketmq-admin",
         "controller-manager": "/CN=system:kube-controller-manager",
         "scheduler": "/CN=system:kube-scheduler",
-        "kubelet": f"/O=system:nodes/CN=system:node:{cfg.NODE_NAME}",
         "kube-proxy": "/CN=system:kube-proxy",
         "front-proxy-client": "/CN=front-proxy-client",
     }
@@ -191,18 +194,13 @@ def _kubeconfig(layout: cfg.Layout, path: Path, identity: str) -> Path:
 
 def _write_configs(layout: cfg.Layout) -> None:
     etc = layout.etc
-    (etc / "cni").mkdir(parents=True, exist_ok=True)
+    etc.mkdir(parents=True, exist_ok=True)
     _kubeconfig(layout, layout.kubeconfig, "admin")
-    for identity in ("controller-manager", "scheduler", "kubelet", "kube-proxy"):
+    for identity in ("controller-manager", "scheduler", "kube-proxy"):
         _kubeconfig(layout, etc / f"{identity}.kubeconfig", identity)
-    (etc / "containerd.toml").write_text(cfg.containerd_config(layout))
-    (etc / "cni" / "10-pyrocketmq.conflist").write_text(cfg.cni_config(layout))
-    (etc / "kubelet.json").write_text(cfg.kubelet_config(layout))
-    (etc / "kube-proxy.json").write_text(cfg.kube_proxy_config(layout))
     (etc / "Corefile").write_text(cfg.corefile(layout))
     (etc / "resolv.conf").write_text(f"nameserver {cfg.DNS_SERVICE_IP}\n")
     (etc / "helperPod.json").write_text(cfg.helper_pod_yaml())
-    layout.local_path.mkdir(parents=True, exist_ok=True)
 
 
 def _start(layout: cfg.Layout, name: str, argv: list, env: dict | None = None) -> None:
@@ -226,7 +224,8 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
           60, layout, "etcd")  # fmt: skip
     _start(layout, "kube-apiserver", [
         bins / "kube-apiserver", f"--etcd-servers=http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}",
-        f"--bind-address={cfg.NODE_IP}", f"--advertise-address={cfg.NODE_IP}", f"--secure-port={cfg.API_PORT}",
+        f"--bind-address={cfg.CONTROL_IP}", f"--advertise-address={cfg.CONTROL_IP}",
+        f"--secure-port={cfg.API_PORT}",
         f"--cert-dir={s / 'apiserver-certs'}",
         f"--tls-cert-file={p / 'apiserver.crt'}", f"--tls-private-key-file={p / 'apiserver.key'}",
         f"--client-ca-file={p / 'ca.crt'}",
@@ -262,6 +261,8 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
         f"--service-cluster-ip-range={cfg.SERVICE_CIDR}", "--allocate-node-cidrs=false",
         "--controllers=*,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller",
         "--profiling=false", "--kube-api-qps=100", "--kube-api-burst=200",
+        # a node that stops reporting is NotReady after 20 s (the kubelets report every 5 s)
+        "--node-monitor-grace-period=20s", "--node-monitor-period=2s",
     ])  # fmt: skip
     _start(layout, "kube-scheduler", [
         bins / "kube-scheduler", f"--kubeconfig={etc / 'scheduler.kubeconfig'}",
@@ -291,19 +292,12 @@ def _kubectl(layout: cfg.Layout, bins: Path, *args: str, input: str | None = Non
     return proc.stdout
 
 
-def _node(layout: cfg.Layout, bins: Path, progress: Progress) -> None:
-    s, etc = layout.state, layout.etc
-    _start(layout, "containerd", ["containerd", f"--config={etc / 'containerd.toml'}"])
-    _wait("containerd socket", lambda: layout.containerd_socket.exists(), 60, layout, "containerd")
-    images.import_into_containerd(
-        [images.ensure_pause(progress), images.ensure_base(progress)], layout.containerd_socket, progress
-    )
-    _start(layout, "kubelet", [
-        bins / "kubelet", f"--config={etc / 'kubelet.json'}", f"--kubeconfig={etc / 'kubelet.kubeconfig'}",
-        f"--root-dir={s / 'kubelet'}", f"--cert-dir={s / 'kubelet-pki'}", f"--hostname-override={cfg.NODE_NAME}",
-        f"--node-ip={cfg.NODE_IP}", "--v=1",
-    ])  # fmt: skip
-    _start(layout, "kube-proxy", [bins / "kube-proxy", f"--config={etc / 'kube-proxy.json'}", "--v=1"])
+def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> None:
+    nodes = cfg.nodes(max(count, len(worker.present(layout))))
+    for node in nodes:
+        worker.write_configs(layout, node)
+        worker.link(node, nodes)
+    worker.start(layout, nodes, bins, progress)
     _kubectl(
         layout,
         bins,
@@ -312,16 +306,18 @@ def _node(layout: cfg.Layout, bins: Path, progress: Progress) -> None:
         "--force-conflicts",
         "-f",
         "-",
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cfg.cluster_objects(layout)}),
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cfg.cluster_objects(layout, len(nodes))}),
     )
-    _start(layout, "coredns", [bins / "coredns", "-conf", etc / "Corefile"])
+    _start(layout, "coredns", [bins / "coredns", "-conf", layout.etc / "Corefile"])
     _start(layout, "local-path-provisioner", [
         bins / "local-path-provisioner", "--debug", "start", f"--kubeconfig={layout.kubeconfig}",
         "--namespace=local-path-storage", "--configmap-name=local-path-config",
-        f"--helper-image={cfg.HELPER_IMAGE}", f"--helper-pod-file={etc / 'helperPod.json'}",
+        f"--helper-image={cfg.HELPER_IMAGE}", f"--helper-pod-file={layout.etc / 'helperPod.json'}",
         "--service-account-name=local-path-provisioner-service-account", "--provisioner-name=rancher.io/local-path",
-    ], env={**os.environ, "HOME": str(s)})  # fmt: skip
-    _wait("the node Ready", lambda: node_ready(layout), 120, layout, "kubelet")
+    ], env={**os.environ, "HOME": str(layout.state)})  # fmt: skip
+    for node in nodes:
+        _wait(f"{node.name} Ready", lambda node=node: node_ready(layout, node), 120, layout, "kube-apiserver")
+        worker.wait_proxy(layout, node)
     _wait(
         "CoreDNS ready",
         lambda: _get(f"http://127.0.0.1:{cfg.COREDNS_READY_PORT}/ready")[0] == 200,
@@ -329,54 +325,56 @@ def _node(layout: cfg.Layout, bins: Path, progress: Progress) -> None:
         layout,
         "coredns",
     )
-    _wait(
-        "kube-proxy healthy",
-        lambda: _get(f"http://127.0.0.1:{cfg.PROXY_HEALTHZ_PORT}/healthz")[0] == 200,
-        60,
-        layout,
-        "kube-proxy",
-    )
     _wait("the default ServiceAccount", lambda: api(layout, "/api/v1/namespaces/default/serviceaccounts/default")
           is not None, 60, layout, "kube-controller-manager")  # fmt: skip
 
 
-def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None) -> Path:
-    """Bring the cluster up (or leave a healthy one as it is); return the admin kubeconfig path."""
+def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None, nodes: int = 1) -> Path:
+    """Bring up a cluster of ``nodes`` nodes (a healthy one is left as it is, one with fewer nodes
+    gets the missing ones); return the admin kubeconfig path."""
     layout = layout or layout_from_env()
+    cfg.nodes(nodes)  # a count out of range fails before anything changes
     if os.geteuid() != 0:
         raise ClusterError("the local cluster runs containers and changes the network: run it as root")
-    if healthy(layout):
-        progress("the cluster is already up")
+    have = len(worker.present(layout))
+    if healthy(layout, nodes):
+        progress(f"the cluster is already up ({max(have, nodes)} nodes)")
+        return layout.kubeconfig
+    t0 = time.monotonic()
+    bins = tools.ensure(progress=progress)
+    if have and healthy(layout, have):
+        progress(f"adding nodes {have + 1}-{nodes} to the running cluster")
+        _nodes(layout, bins, nodes, progress)
+        progress(f"{nodes} nodes up in {time.monotonic() - t0:.0f} s")
         return layout.kubeconfig
     if layout.state.exists():
         progress("a previous cluster is half up: removing it first")
         down(layout, progress)
-    t0 = time.monotonic()
     install_packages(progress)
-    bins = tools.ensure(progress=progress)
     layout.state.mkdir(parents=True, exist_ok=True)
     try:
         _make_pki(layout)
         _write_configs(layout)
         host.set_sysctls(layout.state / "sysctls.saved")
-        host.ensure_bridge(cfg.BRIDGE, f"{cfg.NODE_IP}/24")  # the API server listens on the node address
+        host.ensure_bridge(cfg.BRIDGE, f"{cfg.CONTROL_IP}/24")  # the nodes' link, the control plane's address
         host.ensure_guard(cfg.BRIDGE)
         _control_plane(layout, bins)
         progress(f"control plane up in {time.monotonic() - t0:.0f} s")
-        _node(layout, bins, progress)
+        _nodes(layout, bins, nodes, progress)
     except BaseException:
         progress("start failed; logs are under " + str(layout.logs))
         raise
-    progress(f"cluster up in {time.monotonic() - t0:.0f} s; kubeconfig: {layout.kubeconfig}")
+    progress(f"cluster of {nodes} node(s) up in {time.monotonic() - t0:.0f} s; kubeconfig: {layout.kubeconfig}")
     return layout.kubeconfig
 
 
 # -- down ---------------------------------------------------------------------------------------
 
 
-def _drain_pods(layout: cfg.Layout, bins: Path, progress: Progress) -> None:
-    """Stop new pods, delete every pod and wait for the kubelet to tear them down (CNI DEL)."""
-    if not (status(layout)["api"] and host.daemon_pid("kubelet", layout.run)):
+def _drain_pods(layout: cfg.Layout, bins: Path, nodes: list[cfg.Node], progress: Progress) -> None:
+    """Stop new pods, delete every pod and wait for the kubelets to tear them down (CNI DEL)."""
+    live = [n for n in nodes if worker.running(layout, n)["kubelet"] and not host.is_frozen(n.cgroup)]
+    if not (live and status(layout)["api"]):
         return
     for name in ("kube-controller-manager", "kube-scheduler"):
         host.stop_daemon(name, layout.run)
@@ -387,15 +385,15 @@ def _drain_pods(layout: cfg.Layout, bins: Path, progress: Progress) -> None:
     )  # fmt: skip
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        if not host.runtime_netns() and not _sandboxes(layout):
+        if not host.runtime_netns() and not any(_sandboxes(layout, n) for n in live):
             return
         time.sleep(0.5)
     progress("pods still present after 90 s: removing them by force")
 
 
-def _sandboxes(layout: cfg.Layout) -> list[str]:
+def _sandboxes(layout: cfg.Layout, node: cfg.Node) -> list[str]:
     proc = subprocess.run(
-        ["ctr", "--address", str(layout.containerd_socket), "-n", "k8s.io", "tasks", "ls", "-q"],
+        ["ctr", "--address", str(layout.containerd_socket(node)), "-n", "k8s.io", "tasks", "ls", "-q"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     return proc.stdout.split() if proc.returncode == 0 else []
@@ -407,27 +405,26 @@ def down(layout: cfg.Layout | None = None, progress: Progress = lambda m: None) 
     if os.geteuid() != 0:
         raise ClusterError("removing the local cluster needs root")
     bins = tools.bin_dir()
+    nodes = worker.present(layout)
     if layout.state.exists():
+        for node in nodes:  # a frozen node would hold its pods (and our signals) until thawed
+            worker.thaw(layout, node)
+            worker.heal(layout, node)
         try:
-            _drain_pods(layout, bins, progress)
+            _drain_pods(layout, bins, nodes, progress)
         except (OSError, subprocess.SubprocessError, ssl.SSLError) as exc:
             progress(f"could not drain pods through the API ({exc}); removing them by force")
+        for name in ("local-path-provisioner", "coredns"):
+            host.stop_daemon(name, layout.run)
+        for node in nodes:
+            worker.stop(layout, node)
         for name in reversed(DAEMONS):
             host.stop_daemon(name, layout.run)
-        # what the runtime left: shims and their containers
-        host.kill_matching(str(layout.containerd_socket))
-        runc_root = layout.state / "containerd" / "runc"
-        if runc_root.is_dir() and shutil.which("runc"):
-            for ns_root in runc_root.iterdir():
-                for ctr in ns_root.iterdir() if ns_root.is_dir() else ():
-                    subprocess.run(["runc", "--root", str(ns_root), "delete", "--force", ctr.name],
-                                   capture_output=True, timeout=30)  # fmt: skip
-    if (bins / "kube-proxy").exists():
-        subprocess.run([str(bins / "kube-proxy"), "--cleanup"], capture_output=True, timeout=60)
     host.remove_chains()
     host.remove_runtime_netns()
     host.unmount_under(layout.state)
     host.remove_pod_cgroups()
+    worker.remove_links(nodes)
     host.delete_bridge(cfg.BRIDGE)
     host.restore_sysctls(layout.state / "sysctls.saved")
     if layout.state.exists():
@@ -438,7 +435,8 @@ def down(layout: cfg.Layout | None = None, progress: Progress = lambda m: None) 
 
 
 def leftovers(layout: cfg.Layout) -> list[str]:
-    """Anything of the cluster still on the host: processes, chains, netns, mounts, cgroups, bridge."""
+    """Anything of the cluster still on the host: processes, chains, netns, links, mounts, cgroups,
+    the bridge, the state directory."""
     found = []
     for name in DAEMONS:
         if layout.run.is_dir() and host.daemon_pid(name, layout.run):
@@ -446,6 +444,7 @@ def leftovers(layout: cfg.Layout) -> list[str]:
     found += [f"process {pid}" for pid in host.pids_matching(str(layout.state))]
     found += [f"iptables chain {c}" for c in host.leftover_chains()]
     found += [f"netns {n.name}" for n in host.runtime_netns()]
+    found += worker.leftovers()
     found += [f"mount {m}" for m in host.mounts_under(layout.state)]
     found += [f"cgroup {c}" for c in host.pod_cgroups()]
     if host.run(["ip", "link", "show", cfg.BRIDGE], check=False):
@@ -455,26 +454,44 @@ def leftovers(layout: cfg.Layout) -> list[str]:
     return found
 
 
+USAGE = """usage: python3 -m localkube.node up [--nodes N] | down | status
+
+  up        start the cluster (N nodes, 1 by default; a running cluster with fewer gets more)
+  down      remove everything up created
+  status    print which parts run, as JSON"""
+
+
+def _parse(argv: list[str]) -> tuple[str, int] | None:
+    if argv[:1] == ["up"] and len(argv) in (1, 3) and argv[1:2] in ([], ["--nodes"]):
+        if len(argv) == 1:
+            return "up", 1
+        if argv[2].isdigit() and 1 <= int(argv[2]) <= cfg.MAX_NODES:
+            return "up", int(argv[2])
+        return None
+    return (argv[0], 0) if argv in (["down"], ["status"]) else None
+
+
 def main(argv: list[str]) -> int:
-    usage = "usage: python3 -m localkube.node up|down|status"
-    if len(argv) != 1 or argv[0] not in ("up", "down", "status"):
-        print(usage, file=sys.stderr)
+    parsed = _parse(argv)
+    if parsed is None:
+        print(f"{USAGE}\n\nN is a whole number from 1 to {cfg.MAX_NODES}.", file=sys.stderr)
         return 2
+    command, count = parsed
 
     def say(msg: str) -> None:
         print(f"[k8s] {msg}", file=sys.stderr, flush=True)
 
     layout = layout_from_env()
     try:
-        if argv[0] == "up":
-            print(up(layout, say))
-        elif argv[0] == "down":
+        if command == "up":
+            print(up(layout, say, nodes=count))
+        elif command == "down":
             return 1 if down(layout, say) else 0
         else:
             state = status(layout) if layout.state.exists() else {}
             print(json.dumps(state, indent=2))
             return 0 if state and all(state.values()) else 1
-    except (ClusterError, images.ImageError, tools.PrerequisiteMissing, pki.PkiError) as exc:
+    except (ClusterError, worker.NodeError, images.ImageError, tools.PrerequisiteMissing, pki.PkiError) as exc:
         say(f"error: {exc}")
         return 1
     return 0

@@ -11,12 +11,13 @@ retention policy (``spec.storage.deleteClaim``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kube import KubeClient
+from .kube import KubeClient, KubeError
 from .model import ObjectRef
 
 log = logging.getLogger("pyrocketmq.operator")
@@ -62,6 +63,24 @@ class ApplyResult:
     deleted: list[Key] = field(default_factory=list)
     stored: dict[Key, dict[str, Any]] = field(default_factory=dict)
     """The objects as the API server returned them after the apply."""
+    recreated: list[Key] = field(default_factory=list)
+    """StatefulSets deleted (their pods kept) and created again: a change they cannot take in place."""
+
+
+IMMUTABLE_STATEFULSET = "updates to statefulset spec for fields other than"
+
+
+async def _recreate_statefulset(kube: KubeClient, obj: Mapping[str, Any], field_manager: str) -> dict[str, Any]:
+    """Delete the StatefulSet leaving its pods (and claims) in place, and create it as ``obj``: the
+    new one adopts the pods and replaces them one by one, as any template change does."""
+    meta = obj["metadata"]
+    await kube.delete(obj["apiVersion"], "StatefulSet", meta["namespace"], meta["name"], propagation="Orphan")
+    for _ in range(120):
+        if await kube.get(obj["apiVersion"], "StatefulSet", meta["namespace"], meta["name"]) is None:
+            break
+        await asyncio.sleep(0.5)
+    _, stored = await kube.apply(obj, field_manager)
+    return stored
 
 
 async def apply_objects(
@@ -74,8 +93,16 @@ async def apply_objects(
     """Apply ``desired``; delete the owner's objects (matching ``selector``) that are not in it."""
     result = ApplyResult()
     for obj in desired:
-        created, stored = await kube.apply(obj, field_manager)
         key = key_of(obj)
+        try:
+            created, stored = await kube.apply(obj, field_manager)
+        except KubeError as e:
+            if not (obj["kind"] == "StatefulSet" and e.invalid and IMMUTABLE_STATEFULSET in e.message):
+                raise
+            log.info("%s/%s: StatefulSet %s cannot change in place (%s): recreating it, its pods kept",
+                     owner.namespace, owner.name, obj["metadata"]["name"], e.message)
+            created, stored = False, await _recreate_statefulset(kube, obj, field_manager)
+            result.recreated.append(key)
         result.applied.append(key)
         result.stored[key] = stored
         if created:

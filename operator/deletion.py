@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .context import Context, ReconcileError
 from .model import ConsumerGroupModel, SpecError, TopicModel
-from .reconcile import Context, ReconcileError, resolve_cluster
+from .reconcile import resolve_cluster
 from .rocketmq import RocketMQRefused, RocketMQUnavailable, admin_session, delete_group, delete_topic
 
 

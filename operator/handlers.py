@@ -32,11 +32,12 @@ from typing import Any
 
 import kopf
 
+from .context import Context, ReconcileError, report_failure
 from .deletion import delete_group_from_brokers, delete_topic_from_brokers
 from .kube import KubeClient, KubeError
 from .metrics import OperatorMetrics
 from .model import API_GROUP, API_VERSION, GROUP_VERSION
-from .reconcile import Context, ReconcileError, reconcile, report_failure
+from .reconcile import reconcile
 from .render.common import LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY
 from .settings import OperatorSettings
 from .status import condition_of, statefulset_rolled_out

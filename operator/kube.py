@@ -56,6 +56,7 @@ _KINDS = [
     ResourceKind("v1", "Service", "services"),
     ResourceKind("v1", "Pod", "pods"),
     ResourceKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    ResourceKind("v1", "Node", "nodes", namespaced=False),
     ResourceKind("apps/v1", "StatefulSet", "statefulsets"),
     ResourceKind("apps/v1", "Deployment", "deployments"),
     ResourceKind("apps/v1", "ReplicaSet", "replicasets"),
@@ -200,9 +201,12 @@ class KubeClient:
         return status == 201, doc
 
     async def delete(self, api_version: str, kind: str, namespace: str, name: str,
-                     propagation: str = "Background") -> bool:
-        """Delete; ``False`` when it was already gone."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+                     propagation: str = "Background", grace_period: int | None = None) -> bool:
+        """Delete; ``False`` when it was already gone. ``grace_period=0`` removes a pod at once, as
+        ``kubectl delete --force`` does (for a pod whose kubelet no longer answers)."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
         try:
             await self.request("DELETE", kind_of(api_version, kind).path(namespace, name), body=body)
         except KubeError as e:

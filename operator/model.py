@@ -20,6 +20,7 @@ cluster objects             ``<broker>-broker`` (Service, ServiceAccount)
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import Any
 from pyrocketmq.remoting.names import is_legal_name
 
 from .autoscale import Autoscale
+from .nodeloss import parse_duration
 
 API_GROUP = "pyrocketmq.io"
 API_VERSION = "v1alpha1"
@@ -189,7 +191,7 @@ class Scheduling:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
     affinity: Mapping[str, Any] | None = None
-    """Replaces the default (preferred) anti-affinity when given."""
+    """Replaces the default anti-affinity (one pod of a set per node) when given."""
     topology_spread_constraints: tuple[Mapping[str, Any], ...] = ()
     priority_class_name: str | None = None
 
@@ -219,14 +221,14 @@ class Storage:
         return self.type == "persistent"
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any] | None) -> Storage:
+    def from_spec(cls, spec: Mapping[str, Any] | None, where: str = "spec.storage", size: str = "10Gi") -> Storage:
         spec = spec or {}
         kind = str(spec.get("type", "persistent"))
         if kind not in ("persistent", "ephemeral"):
-            raise SpecError(f"spec.storage.type {kind!r}: expected persistent or ephemeral")
+            raise SpecError(f"{where}.type {kind!r}: expected persistent or ephemeral")
         return cls(
             type=kind,
-            size=str(spec.get("size", "10Gi")),
+            size=str(spec.get("size", size)),
             storage_class_name=spec.get("storageClassName") or None,
             delete_claim=bool(spec.get("deleteClaim", False)),
         )
@@ -239,6 +241,9 @@ def _resources(spec: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
         if values:
             out[key] = {str(k): str(v) for k, v in values.items()}
     return out
+
+
+CONTROLLER_STORAGE_SIZE = "1Gi"
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,9 +262,19 @@ class NameServerModel:
     secrets_hash: str = ""
     """Of the Secrets spec.tls and spec.acl name, less ``plain_acl.yml`` (set by the reconciler):
     pods roll when it changes."""
+    nodes: int | None = None
+    """How many nodes the cluster has (set by the reconciler; None when it may not list them): with
+    a node for each name server, they must run on different nodes."""
     controller: bool = False
-    """``spec.controller.enabled``: the name servers also run the controller of Brokers with
-    ``spec.failover.enabled`` (its instances agree by majority: 3 name servers survive one loss)."""
+    """``spec.controller.enabled``: the name servers also run the controller that elects the
+    masters of Brokers with automatic failover (its instances agree by majority: 3 name servers
+    survive one loss). On by default, except with 2 name servers (which cannot lose one)."""
+    replace_after: float = 300.0
+    """``spec.nodeLoss.replaceAfter`` in seconds (see :mod:`.nodeloss`)."""
+    controller_storage: Storage = field(default_factory=lambda: Storage(size=CONTROLLER_STORAGE_SIZE))
+    """``spec.controller.storage``: where each instance keeps the controller's state (the elected
+    masters, epochs, in-sync sets): a claim per pod by default, so that losing pods loses no
+    committed change; ``type: ephemeral`` keeps it in the pod."""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> NameServerModel:
@@ -267,12 +282,17 @@ class NameServerModel:
         replicas = int(spec.get("replicas", 2))
         if replicas < 1:
             raise SpecError(f"spec.replicas {replicas}: at least one name server is needed")
-        controller = bool((spec.get("controller") or {}).get("enabled", False))
+        asked = (spec.get("controller") or {}).get("enabled")
+        controller = replicas != 2 if asked is None else bool(asked)
         if controller and replicas == 2:
             raise SpecError("spec.controller: 2 name servers cannot lose one and keep a majority; "
                             "give spec.replicas 1 or 3 (or more, odd)")
+        storage = Storage.from_spec((spec.get("controller") or {}).get("storage"), "spec.controller.storage",
+                                    CONTROLLER_STORAGE_SIZE)  # fmt: skip
         return cls(
             controller=controller,
+            controller_storage=storage,
+            replace_after=_replace_after(spec.get("nodeLoss")),
             ref=ObjectRef.from_body(body),
             replicas=replicas,
             image=spec.get("image") or None,
@@ -310,11 +330,19 @@ class BrokerModel:
     namesrv_tls: bool = False
     """``spec.nameServer.tls``: the name servers serve TLS (brokers register over it)."""
     failover: bool = False
-    """``spec.failover.enabled``: automatic failover (controller mode): the name servers' controller
-    elects each group's master among its in-sync replicas; the NameServer needs ``spec.controller``."""
+    """Automatic failover (controller mode): the name servers' controller elects each group's
+    master among its in-sync replicas. ``spec.failover.enabled``, by default on for groups of 2 or
+    more replicas whose NameServer runs a controller (the reconciler settles it: ``failover_asked``)."""
+    failover_asked: bool | None = None
+    """``spec.failover.enabled`` as given (None: not given, the default applies)."""
+    replace_after: float = 300.0
+    """``spec.nodeLoss.replaceAfter`` in seconds (see :mod:`.nodeloss`)."""
     secrets_hash: str = ""
     """Of the Secrets spec.tls and spec.acl name (set by the reconciler): pods roll when it changes
     (a new certificate or account needs a restart; the ACL file itself is re-read live)."""
+    nodes: int | None = None
+    """How many nodes the cluster has (set by the reconciler; None when it may not list them): with
+    a node for each replica, a group's replicas must run on different nodes."""
 
     @property
     def master_role(self) -> str:
@@ -327,6 +355,13 @@ class BrokerModel:
     def group_name(self, index: int) -> str:
         """brokerName of group ``index`` (also its StatefulSet's name)."""
         return broker_group_name(self.ref.name, index)
+
+    def with_controller(self, controller: bool) -> BrokerModel:
+        """Failover settled: when ``spec.failover.enabled`` is not given, on for groups of 2 or more
+        replicas if the name servers run a controller (``controller``), else off."""
+        if self.failover_asked is not None:
+            return self
+        return dataclasses.replace(self, failover=controller and self.replicas_per_group >= 2)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> BrokerModel:
@@ -350,7 +385,8 @@ class BrokerModel:
             raise SpecError("spec.replicationMode and spec.flushMode take ASYNC or SYNC")
         if replication == "SYNC" and replicas < 2:
             raise SpecError("spec.replicasPerGroup: replicationMode SYNC needs at least 2 replicas per group")
-        failover = bool((spec.get("failover") or {}).get("enabled", False))
+        asked = (spec.get("failover") or {}).get("enabled")
+        failover = bool(asked)  # the default (None) is settled by with_controller()
         if failover and replicas < 2:
             raise SpecError("spec.failover: automatic failover needs spec.replicasPerGroup of 2 or more "
                             "(a slave to elect)")
@@ -384,7 +420,17 @@ class BrokerModel:
             acl=Acl.from_spec(spec.get("acl")),
             namesrv_tls=bool(ns.get("tls", False)),
             failover=failover,
+            failover_asked=None if asked is None else bool(asked),
+            replace_after=_replace_after(spec.get("nodeLoss")),
         )
+
+
+def _replace_after(spec: Mapping[str, Any] | None) -> float:
+    text = str((spec or {}).get("replaceAfter", "5m"))
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise SpecError(f"spec.nodeLoss.replaceAfter: {e}") from None
 
 
 def _conf_value(value: Any) -> str:

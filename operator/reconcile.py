@@ -20,24 +20,31 @@ ConsumerGroup  load → resolve_cluster → apply_on_brokers → observe_members
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .apply import ApplyResult, apply_objects, owned_by
-from .kube import KubeClient, KubeError
+from .context import (
+    Context,
+    ReconcileError,
+    broker_name_servers,
+    broker_secrets,
+    cluster_nodes,
+    repair_events,
+    run_steps,
+    write_status,
+)
 from .model import (
     GROUP_VERSION,
     BrokerModel,
     ConsumerGroupModel,
     NameServerModel,
-    ObjectRef,
-    SpecError,
     TopicModel,
     group_index,
     namesrv_addresses,
 )
+from .nodeloss import master_pods
 from .plan import (
     Action,
     DrainFacts,
@@ -48,6 +55,7 @@ from .plan import (
 )
 from .render import render_broker, render_nameserver
 from .render.common import ANNOTATION_TEMPLATE_HASH, LABEL_GROUP, owner_labels, selector_labels
+from .replace_lost import node_loss_condition, replace_lost
 from .rocketmq import (
     ANNOTATION_SWITCHOVER,
     RocketMQRefused,
@@ -64,104 +72,21 @@ from .rocketmq import (
     topic_brokers,
 )
 from .scaler import scale_on_lag
-from .security import ClientSecurity, SecretError, read_broker_secrets, read_nameserver_secrets
-from .settings import OperatorSettings
+from .security import ClientSecurity, SecretError, read_nameserver_secrets
 from .status import (
     Condition,
     broker_conditions,
     broker_group_status,
     condition_of,
-    failure_conditions,
+    failover_condition,
+    master_columns,
     merge_conditions,
+    node_zones,
     now_ms,
     now_rfc3339,
+    spread_condition,
     statefulset_rolled_out,
 )
-
-EventFn = Callable[[str, str, str], None]
-"""``event(type, reason, message)`` with type ``Normal`` or ``Warning``."""
-
-
-class ReconcileError(Exception):
-    """A reconcile cannot finish now. ``reason`` goes to the Ready condition; ``retry`` says whether
-    waiting may help (False: only a spec change will)."""
-
-    def __init__(self, reason: str, message: str, *, retry: bool = True) -> None:
-        super().__init__(message)
-        self.reason, self.message, self.retry = reason, message, retry
-        self.step: str | None = None
-
-
-@dataclass(slots=True)
-class Context:
-    kube: KubeClient
-    settings: OperatorSettings
-    event: EventFn
-    log: logging.Logger | logging.LoggerAdapter
-
-
-async def run_steps(steps: list[Callable[[], Awaitable[None]]]) -> None:
-    """Run the steps in order; a failure is tagged with the step's name."""
-    for step in steps:
-        try:
-            await step()
-        except ReconcileError as e:
-            e.step = e.step or step.__name__
-            raise
-        except SpecError as e:
-            err = ReconcileError("InvalidSpec", str(e), retry=False)
-            err.step = step.__name__
-            raise err from None
-        except RocketMQUnavailable as e:
-            err = ReconcileError(e.reason, str(e))
-            err.step = step.__name__
-            raise err from None
-        except RocketMQRefused as e:
-            err = ReconcileError("BrokerRefused", str(e))
-            err.step = step.__name__
-            raise err from None
-
-
-async def write_status(ctx: Context, body: Mapping[str, Any], status: dict[str, Any]) -> None:
-    ref = ObjectRef.from_body(body)
-    await ctx.kube.patch_status(GROUP_VERSION, ref.kind, ref.namespace, ref.name, status)
-
-
-async def report_failure(ctx: Context, body: Mapping[str, Any], reason: str, message: str, step: str | None) -> None:
-    """Ready=False with the reason, on the status; a Warning Event when the reason is new."""
-    ref = ObjectRef.from_body(body)
-    previous = body.get("status") or {}
-    before = condition_of(previous, "Ready")
-    conditions = merge_conditions(previous.get("conditions"), failure_conditions(reason, message, step),
-                                  ref.generation, now_rfc3339())
-    try:
-        await write_status(ctx, body, {"observedGeneration": ref.generation, "conditions": conditions})
-    except KubeError as e:
-        ctx.log.warning("cannot write the status of %s/%s: %s", ref.namespace, ref.name, e)
-    if before is None or before.get("reason") != reason or before.get("status") != "False":
-        ctx.event("Warning", reason, message[:1000])
-
-
-async def broker_name_servers(ctx: Context, model: BrokerModel) -> list[str]:
-    """The name servers of a Broker by stable DNS names (or as given in ``nameServer.addresses``)."""
-    if model.namesrv_addresses:
-        return list(model.namesrv_addresses)
-    assert model.namesrv_name is not None
-    ns = await ctx.kube.get(GROUP_VERSION, "NameServer", model.ref.namespace, model.namesrv_name)
-    if ns is None:
-        raise ReconcileError(
-            "NameServerNotFound", f"NameServer {model.namesrv_name!r} not found in namespace {model.ref.namespace}"
-        )
-    replicas = NameServerModel.from_body(ns).replicas
-    return namesrv_addresses(model.namesrv_name, model.ref.namespace, replicas, ctx.settings.render.cluster_domain)
-
-
-def _repair_events(ctx: Context, result: ApplyResult, first_time: bool) -> None:
-    if first_time or not result.created:
-        return
-    shown = ", ".join(f"{kind} {name}" for kind, name in result.created)
-    ctx.event("Normal", "Recreated", f"recreated missing objects: {shown}")
-
 
 # -- NameServer -----------------------------------------------------------------------------------
 
@@ -172,57 +97,33 @@ class NameServerReconcile:
         self.previous: Mapping[str, Any] = body.get("status") or {}
 
     async def run(self) -> None:
-        await run_steps([self.load, self.render, self.apply, self.update_status])
+        await run_steps([self.load, self.replace_lost, self.render, self.apply, self.update_status])
+
+    async def replace_lost(self) -> None:
+        """A name server pinned (by its controller claim) to a node down for replaceAfter starts elsewhere."""
+        ref, self.lost = self.model.ref, []
+        if self.nodes is not None:
+            pods = await self.ctx.kube.list("v1", "Pod", ref.namespace, selector_labels(ref, "namesrv"))
+            self.lost = await replace_lost(self.ctx.kube, self.ctx.event, ref.namespace, pods, self.nodes, None,
+                                           LABEL_GROUP, self.model.replace_after)
 
     async def load(self) -> None:
         model = NameServerModel.from_body(self.body)
         try:
-            self.model = await read_nameserver_secrets(self.ctx.kube.get, model)
+            model = await read_nameserver_secrets(self.ctx.kube.get, model)
         except SecretError as e:
             raise ReconcileError(e.reason, str(e)) from None
+        self.nodes = await cluster_nodes(self.ctx.kube)
+        self.model = replace(model, nodes=None if self.nodes is None else len(self.nodes))
 
     async def render(self) -> None:
         self.desired = render_nameserver(self.model, self.ctx.settings.render)
-
-    async def gate_rollout(self) -> None:
-        """Set each group's StatefulSet partition so that groups replace their pods one at a time."""
-        rendered = {o["metadata"]["name"]: o for o in self.desired if o["kind"] == "StatefulSet"}
-        facts = []
-        for index in self.groups:
-            name = self.model.group_name(index)
-            live = self.statefulsets.get(name)
-            if live is None:
-                facts.append(GroupRollFacts(index, exists=False))
-                continue
-            want = rendered[name]["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH]
-            have = ((live.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH)
-            spec, status = live.get("spec") or {}, live.get("status") or {}
-            replicas = int(spec.get("replicas", 1))
-            partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
-            facts.append(GroupRollFacts(
-                index,
-                template_changed=want != have,
-                released=partition < replicas,
-                rolled_out=statefulset_rolled_out(live),
-                all_ready=int(status.get("readyReplicas") or 0) >= replicas,
-            ))
-        partitions = rollout_partitions(facts, self.model.replicas_per_group)
-        for index, partition in partitions.items():
-            name = self.model.group_name(index)
-            rendered[name]["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = partition
-        released = [f.index for f in facts if f.exists and (f.template_changed or not f.released)
-                    and partitions[f.index] == 0]
-        waiting = [self.model.group_name(i) for i, p in partitions.items() if p > 0]
-        for index in released:
-            self.ctx.event("Normal", "RollingGroup", f"replacing the pods of {self.model.group_name(index)}"
-                           + (f"; waiting: {', '.join(waiting)}" if waiting else ""))
-        self.rollout_waiting = waiting
 
     async def apply(self) -> None:
         ref = self.model.ref
         self.result = await apply_objects(self.ctx.kube, ref, self.desired, owner_labels(ref, "namesrv"),
                                           self.ctx.settings.field_manager)
-        _repair_events(self.ctx, self.result, first_time="observedGeneration" not in self.previous)
+        repair_events(self.ctx, self.result, first_time="observedGeneration" not in self.previous)
 
     async def update_status(self) -> None:
         ref, model = self.model.ref, self.model
@@ -235,6 +136,8 @@ class NameServerReconcile:
             Condition("Reconciling", not statefulset_rolled_out(sts),
                       "RollingUpdate" if not statefulset_rolled_out(sts) else "Reconciled", ""),
             Condition("Degraded", 0 < ready < model.replicas, "ReplicasNotReady" if 0 < ready < model.replicas else "AsExpected", ""),
+            spread_condition(model.replicas, model.nodes, "NameServer"),
+            node_loss_condition(self.lost),
         ]
         await write_status(self.ctx, self.body, {
             "observedGeneration": ref.generation,
@@ -267,6 +170,7 @@ class BrokerReconcile:
             self.resolve_name_servers,
             self.observe,
             self.failover,
+            self.replace_lost,
             self.plan_scale_down,
             self.render,
             self.gate_rollout,
@@ -275,10 +179,17 @@ class BrokerReconcile:
         ])
 
     async def load(self) -> None:
-        self.model = BrokerModel.from_body(self.body)
+        self.nodes = await cluster_nodes(self.ctx.kube)
+        self.model = replace(BrokerModel.from_body(self.body), nodes=None if self.nodes is None else len(self.nodes))
 
     async def resolve_name_servers(self) -> None:
-        self.namesrv_addrs = await broker_name_servers(self.ctx, self.model)
+        self.namesrv_addrs, controller = await broker_name_servers(self.ctx, self.model)
+        if self.model.failover_asked and not controller:
+            where = f"NameServer {self.model.namesrv_name!r}" if self.model.namesrv_name else "spec.nameServer.addresses"
+            raise ReconcileError("NoController", f"spec.failover.enabled: {where} runs no controller; give the "
+                                 "NameServer 1 or 3 (or more) replicas and spec.controller.enabled, or drop spec.failover")
+        self.model = self.model.with_controller(controller)
+        self.controller = controller
         self.admin_addr = ";".join(self.namesrv_addrs)
         self.model, self.security = await broker_secrets(self.ctx, self.model)
 
@@ -308,6 +219,16 @@ class BrokerReconcile:
                 self.views = await controller_views(admin, self.admin_addr)
         except (RocketMQUnavailable, RocketMQRefused) as e:
             self.ctx.log.info("the controller did not answer: %s", e)
+
+    async def replace_lost(self) -> None:
+        """Replicas whose node has been down for spec.nodeLoss.replaceAfter start again elsewhere."""
+        self.lost = []
+        if self.nodes is None:  # the operator may not read nodes: it cannot tell a lost one
+            return
+        model = self.model
+        master_of = master_pods([model.group_name(i) for i in range(model.groups)], model.failover, self.views)
+        self.lost = await replace_lost(self.ctx.kube, self.ctx.event, model.ref.namespace, self.pods, self.nodes,
+                                       master_of, LABEL_GROUP, model.replace_after)
 
     async def plan_scale_down(self) -> None:
         model = self.model
@@ -388,7 +309,7 @@ class BrokerReconcile:
         desired_group = {key: (o["metadata"].get("labels") or {}).get(LABEL_GROUP) for o in self.desired
                          if (key := (o["kind"], o["metadata"]["name"]))}
         repaired = ApplyResult(created=[k for k in self.result.created if desired_group.get(k) in known | {None}])
-        _repair_events(self.ctx, repaired, first_time="observedGeneration" not in self.previous)
+        repair_events(self.ctx, repaired, first_time="observedGeneration" not in self.previous)
         for _, message in self.removed:
             self.ctx.event("Normal", "GroupRemoved", message)
         created_groups = [n for kind, n in self.result.created if kind == "StatefulSet" and n not in known]
@@ -406,13 +327,17 @@ class BrokerReconcile:
             if sts is not None and not statefulset_rolled_out(sts):
                 rolled_out = False
             groups.append(broker_group_status(model, index, sts, self.pods, previous_groups.get(name),
-                                              draining=index >= model.groups, controller=self.views.get(name)))
+                                              draining=index >= model.groups, controller=self.views.get(name),
+                                              zones=node_zones(self.nodes or ())))
             before, now = (previous_groups.get(name) or {}).get("epoch"), groups[-1].get("epoch")
             if now is not None and before is not None and now != before:
                 self.ctx.event("Normal" if self.switchover else "Warning", "MasterElected",
                                f"{name}: {groups[-1]['master']['pod'] or 'no pod'} is master at epoch {now} "
                                f"(was epoch {before})")
         conds = broker_conditions(groups, model.groups, rolled_out, self.waiting, self.rollout_waiting)
+        conds.append(spread_condition(model.replicas_per_group, model.nodes, "group"))
+        conds.append(failover_condition(model, self.controller))
+        conds.append(node_loss_condition(self.lost))
         ready_groups = sum(1 for g in groups if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])
         await write_status(self.ctx, self.body, {
             "observedGeneration": ref.generation,
@@ -420,6 +345,7 @@ class BrokerReconcile:
             "nameServers": self.namesrv_addrs,
             "readyGroups": ready_groups,
             "groups": groups,
+            **master_columns(groups),
             **({"switchover": self.switchover or self.previous.get("switchover")}
                if self.switchover or self.previous.get("switchover") else {}),
             "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
@@ -454,19 +380,11 @@ async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for
         return None
     assert body is not None
     model = BrokerModel.from_body(body)
-    addrs = await broker_name_servers(ctx, model)
+    addrs, _ = await broker_name_servers(ctx, model)
     draining = frozenset(
         str(g.get("name")) for g in (body.get("status") or {}).get("groups") or () if g.get("phase") == "Draining"
     )
     return ClusterTarget(model.cluster_name, ";".join(addrs), draining, (await broker_secrets(ctx, model))[1])
-
-
-async def broker_secrets(ctx: Context, model: BrokerModel) -> tuple[BrokerModel, ClientSecurity]:
-    """``model`` with the hash of its Secrets, and how to reach its brokers (see :mod:`.security`)."""
-    try:
-        return await read_broker_secrets(ctx.kube.get, model)
-    except SecretError as e:
-        raise ReconcileError(e.reason, str(e)) from None
 
 
 class _OnBrokersReconcile:

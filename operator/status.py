@@ -108,6 +108,60 @@ def statefulset_rolled_out(sts: Mapping[str, Any]) -> bool:
     )
 
 
+def spread_condition(replicas: int, nodes: int | None, unit: str) -> Condition:
+    """``Spread``: whether the ``replicas`` pods of each ``unit`` must run on different nodes."""
+    if replicas <= 1:
+        return Condition("Spread", True, "SingleReplica", f"one pod per {unit}: nothing to spread")
+    if nodes is None:
+        return Condition("Spread", False, "NodesUnknown", "the operator may not list nodes: the pods of a "
+                         f"{unit} are only preferred on different nodes (grant it get/list on nodes)")
+    if nodes < replicas:
+        return Condition("Spread", False, "TooFewNodes", f"{replicas} pods per {unit} but {nodes} node(s): "
+                         "different nodes are preferred, not required, until the cluster has a node for each")
+    return Condition("Spread", True, "OnePerNode", f"{replicas} pods per {unit} on {nodes} nodes: each on a "
+                     "different node (required), spread over zones")
+
+
+def failover_condition(model: BrokerModel, controller: bool) -> Condition:
+    """``Failover``: whether the controller elects each group's master, and if not, why."""
+    if model.failover:
+        return Condition("Failover", True, "ControllerElects", "the name servers' controller elects each group's "
+                         "master among its in-sync replicas")
+    if model.failover_asked is False:
+        return Condition("Failover", False, "Disabled", "spec.failover.enabled is false")
+    if model.replicas_per_group < 2:
+        return Condition("Failover", False, "SingleReplica", "one replica per group: no slave to elect")
+    return Condition("Failover", False, "NoController", "the name servers run no controller (a NameServer with "
+                     "2 replicas runs none: give it 3): a lost master's group serves reads only until it returns")
+
+
+def master_columns(groups: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """What ``kubectl get brokers`` shows of the active groups' masters, one string per column
+    (a printer column shows one value, not a list): pods, nodes, zones, epochs; '-' where unknown."""
+    active = [g for g in groups if g.get("phase") != "Draining"]
+
+    def column(get: Any) -> str:
+        return ",".join(str(get(g) or "-") for g in active)
+
+    out = {
+        "masters": column(lambda g: (g.get("master") or {}).get("pod")),
+        "masterNodes": column(lambda g: (g.get("master") or {}).get("node")),
+        "masterZones": column(lambda g: (g.get("master") or {}).get("zone")),
+    }
+    if any("epoch" in g for g in active):
+        out["epochs"] = column(lambda g: g.get("epoch"))
+    return out
+
+
+def node_zones(nodes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Node name -> its ``topology.kubernetes.io/zone`` label ('' without one)."""
+    return {
+        str((n.get("metadata") or {}).get("name")): str(((n.get("metadata") or {}).get("labels") or {})
+                                                       .get("topology.kubernetes.io/zone", ""))
+        for n in nodes
+    }  # fmt: skip
+
+
 def broker_group_status(
     model: BrokerModel,
     index: int,
@@ -116,11 +170,13 @@ def broker_group_status(
     previous: Mapping[str, Any] | None,
     draining: bool,
     controller: Mapping[str, Any] | None = None,
+    zones: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One entry of ``status.groups``: master and slaves with address (pod IP and broker port, what
-    the broker registers) and readiness. With automatic failover, ``controller`` is the controller's
-    view of the group: the master is the pod it elected (replica id = ordinal + 1, none while it
-    has none) and the entry carries the epoch and the in-sync pods."""
+    the broker registers), readiness, and the node (and its zone, from ``zones``) each runs on.
+    With automatic failover, ``controller`` is the controller's view of the group: the master is
+    the pod it elected (replica id = ordinal + 1, none while it has none) and the entry carries the
+    epoch and the in-sync pods."""
     name = model.group_name(index)
     replicas = int(((statefulset or {}).get("spec") or {}).get("replicas", model.replicas_per_group))
     by_ordinal: dict[int, Mapping[str, Any]] = {}
@@ -135,7 +191,9 @@ def broker_group_status(
         ip = ((pod or {}).get("status") or {}).get("podIP")
         address = f"{ip}:{BROKER_PORT}" if ip else ""
         ready = pod_ready(pod) if pod is not None else False
-        return {"pod": f"{name}-{ordinal}", "address": address, "ready": bool(ready)}
+        node = str(((pod or {}).get("spec") or {}).get("nodeName") or "")
+        placed = {"node": node, "zone": (zones or {}).get(node, "")} if node else {}
+        return {"pod": f"{name}-{ordinal}", "address": address, "ready": bool(ready), **placed}
 
     ready_replicas = int(((statefulset or {}).get("status") or {}).get("readyReplicas") or 0)
     extra: dict[str, Any] = {}

@@ -193,7 +193,9 @@ class ReplicaManager:
         self.start_master()
         log.warning("serving as master (%s) of %s, epoch %d from offset %d", ident.role.value, ident.broker_name,
                     self.epoch, self.epoch_start)
-        await self.registrar.register_all()
+        # in the background: a name server that does not answer (its node lost) must not hold up the
+        # heartbeats, or the controller takes the silence for a dead master and elects again
+        self.registrar.register_soon()
 
     async def _upkeep(self, view: dict[str, Any]) -> None:
         """Keep the in-sync set to the slaves that hold (nearly) everything; see the module docstring."""

@@ -136,6 +136,11 @@ class HAServer:
         finally:
             read_task.cancel()
             self.table.disconnect(key)
+            if not self.table.connected and self.table.required is None:
+                # the last slave left (a restart, a lost pod): a waiting send can no longer reach a
+                # slave, so it is answered now (stored on the master only) instead of at its deadline,
+                # after the client gave up. Controller mode waits for the controller to shrink the set.
+                self.table.fail_all()
             writer.close()
             self._conns.discard(task)
             log.info("slave %s disconnected", peer)

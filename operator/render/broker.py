@@ -31,20 +31,24 @@ from .common import (
     TLS_MOUNT,
     acl_conf,
     apply_scheduling,
+    claim_retention,
+    claim_template,
     config_hash,
     container_security_context,
     health_probes,
     metadata,
     metrics_annotations,
+    one_per_node_required,
     pod_disruption_budget,
     pod_env,
     pod_security_context,
-    preferred_anti_affinity,
     secret_volume,
     selector_labels,
     service_account,
+    spread_affinity,
     template_hash,
     tls_conf,
+    zone_spread,
 )
 
 COMPONENT = "broker"
@@ -265,20 +269,7 @@ def _statefulset(
     storage = model.storage
     claims: list[dict[str, Any]] = []
     if storage.persistent:
-        claim_spec: dict[str, Any] = {
-            "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": storage.size}},
-        }
-        if storage.storage_class_name:
-            claim_spec["storageClassName"] = storage.storage_class_name
-        claims.append(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {"name": STORE_VOLUME, "labels": dict(selector)},
-                "spec": claim_spec,
-            }
-        )
+        claims.append(claim_template(STORE_VOLUME, storage, selector))
     else:
         volumes.insert(0, {"name": STORE_VOLUME, "emptyDir": {"sizeLimit": storage.size}})
     pod_spec: dict[str, Any] = {
@@ -289,13 +280,14 @@ def _statefulset(
         "containers": [container],
         "volumes": volumes,
     }
-    # Master and slaves of one group on different nodes: losing a node must not take a whole group.
-    apply_scheduling(pod_spec, model.scheduling, preferred_anti_affinity(selector))
+    # Master and slaves of one group on different nodes (and zones): losing a node must not take a
+    # whole group.
+    required = one_per_node_required(model.replicas_per_group, model.nodes)
+    apply_scheduling(pod_spec, model.scheduling, spread_affinity(selector, required), zone_spread(selector))
     annotations = {ANNOTATION_CONFIG_HASH: config_hash(conf)}
     annotations.update(metrics_annotations(model.metrics.enabled, model.metrics.port))
     if model.secrets_hash:
         annotations[ANNOTATION_SECRETS_HASH] = model.secrets_hash
-    retention = "Delete" if storage.delete_claim else "Retain"
     spec: dict[str, Any] = {
         "serviceName": headless_service_name(group),
         "replicas": model.replicas_per_group,
@@ -307,7 +299,7 @@ def _statefulset(
     }
     if claims:
         spec["volumeClaimTemplates"] = claims
-        spec["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": retention, "whenScaled": retention}
+        spec["persistentVolumeClaimRetentionPolicy"] = claim_retention(storage)
     meta = metadata(model.ref, group, COMPONENT, group=group,
                     annotations={ANNOTATION_TEMPLATE_HASH: template_hash(spec["template"])})
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec}

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import ObjectRef, Scheduling
+from ..model import ObjectRef, Scheduling, Storage
 
 MANAGED_BY = "pyrocketmq-operator"
 LABEL_NAME = "app.kubernetes.io/name"
@@ -137,8 +137,14 @@ def pod_env() -> list[dict[str, Any]]:
     ]
 
 
-def apply_scheduling(pod_spec: dict[str, Any], scheduling: Scheduling, default_affinity: dict[str, Any]) -> None:
-    """Put the scheduling overrides on ``pod_spec``; ``default_affinity`` unless one is given."""
+def apply_scheduling(
+    pod_spec: dict[str, Any],
+    scheduling: Scheduling,
+    default_affinity: dict[str, Any],
+    default_spread: list[dict[str, Any]] | None = None,
+) -> None:
+    """Put the scheduling overrides on ``pod_spec``: the given affinity and topology spread, else
+    ``default_affinity`` and ``default_spread``."""
     pod_spec["affinity"] = dict(scheduling.affinity) if scheduling.affinity else default_affinity
     if scheduling.node_selector:
         pod_spec["nodeSelector"] = dict(scheduling.node_selector)
@@ -146,25 +152,62 @@ def apply_scheduling(pod_spec: dict[str, Any], scheduling: Scheduling, default_a
         pod_spec["tolerations"] = [dict(t) for t in scheduling.tolerations]
     if scheduling.topology_spread_constraints:
         pod_spec["topologySpreadConstraints"] = [dict(t) for t in scheduling.topology_spread_constraints]
+    elif default_spread:
+        pod_spec["topologySpreadConstraints"] = default_spread
     if scheduling.priority_class_name:
         pod_spec["priorityClassName"] = scheduling.priority_class_name
 
 
-def preferred_anti_affinity(labels: Mapping[str, str], weight: int = 100) -> dict[str, Any]:
-    """Prefer one pod matching ``labels`` per node (preferred, so a one-node cluster still works)."""
+HOST_KEY = "kubernetes.io/hostname"
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+
+def one_per_node_required(replicas: int, nodes: int | None) -> bool:
+    """Whether the pods of one set must (not only should) run on different nodes: when there are
+    several and the cluster has a node for each. ``nodes`` counts every Node object, Ready or not,
+    cordoned or not, so that losing or draining a node never rewrites the pods' template."""
+    return replicas > 1 and nodes is not None and nodes >= replicas
+
+
+def spread_affinity(labels: Mapping[str, str], required: bool, weight: int = 100) -> dict[str, Any]:
+    """One pod matching ``labels`` per node: required, or preferred (so that a cluster with fewer
+    nodes than pods still runs them all)."""
+    term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": HOST_KEY}
+    if required:
+        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     return {
         "podAntiAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": weight,
-                    "podAffinityTerm": {
-                        "labelSelector": {"matchLabels": dict(labels)},
-                        "topologyKey": "kubernetes.io/hostname",
-                    },
-                }
-            ]
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight, "podAffinityTerm": term}]
         }
     }
+
+
+def zone_spread(labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Spread the pods matching ``labels`` evenly over zones where the nodes name one (a soft
+    constraint: nodes without a zone label still take pods)."""
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE_KEY,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": dict(labels)},
+        }
+    ]
+
+
+def claim_template(name: str, storage: Storage, labels: Mapping[str, str]) -> dict[str, Any]:
+    """A StatefulSet's claim template: one ReadWriteOnce volume of ``storage.size`` per pod."""
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage.size}}}
+    if storage.storage_class_name:
+        spec["storageClassName"] = storage.storage_class_name
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "labels": dict(labels)}, "spec": spec}  # fmt: skip
+
+
+def claim_retention(storage: Storage) -> dict[str, str]:
+    """Keep the claims when the set is deleted or scaled down, unless ``storage.delete_claim``."""
+    retention = "Delete" if storage.delete_claim else "Retain"
+    return {"whenDeleted": retention, "whenScaled": retention}
 
 
 def service_account(ref: ObjectRef, name: str, component: str) -> dict[str, Any]:

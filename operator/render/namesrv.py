@@ -18,21 +18,27 @@ from .common import (
     TLS_MOUNT,
     acl_conf,
     apply_scheduling,
+    claim_retention,
+    claim_template,
     container_security_context,
     health_probes,
     metadata,
     metrics_annotations,
+    one_per_node_required,
     pod_disruption_budget,
     pod_env,
     pod_security_context,
-    preferred_anti_affinity,
     secret_volume,
     selector_labels,
     service_account,
+    spread_affinity,
     tls_conf,
+    zone_spread,
 )
 
 COMPONENT = "namesrv"
+CONTROLLER_VOLUME = "controller"
+CONTROLLER_MOUNT = "/var/lib/pyrocketmq-controller"
 
 
 def service_account_name(model: NameServerModel) -> str:
@@ -64,7 +70,7 @@ def controller_conf(model: NameServerModel, cluster_domain: str) -> dict[str, st
         "enableControllerInNamesrv": "true",
         "controllerPeers": ";".join(f"n{i}-{a}" for i, a in enumerate(addrs)),
         "controllerSelfId": own,
-        "controllerStorePath": f"{RUN_MOUNT}/controller/state.json",
+        "controllerStorePath": f"{CONTROLLER_MOUNT}/state.json",
     }
 
 
@@ -119,6 +125,7 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
         "livenessProbe": {**alive, "failureThreshold": 6, "initialDelaySeconds": 10},
         "securityContext": container_security_context(),
         "volumeMounts": [{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"},
+                         *([{"name": CONTROLLER_VOLUME, "mountPath": CONTROLLER_MOUNT}] if model.controller else []),
                          *([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}] if model.tls.enabled else []),
                          *([{"name": "acl", "mountPath": ACL_MOUNT, "readOnly": True}] if model.acl.enabled else [])],
     }
@@ -134,12 +141,22 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
                     *([secret_volume("tls", model.tls.secret_name)] if model.tls.enabled else []),
                     *([secret_volume("acl", model.acl.secret_name)] if model.acl.enabled else [])],
     }
-    apply_scheduling(pod_spec, model.scheduling, preferred_anti_affinity(selector))
+    storage = model.controller_storage
+    if model.controller and not storage.persistent:
+        pod_spec["volumes"].append({"name": CONTROLLER_VOLUME, "emptyDir": {"sizeLimit": storage.size}})
+    # Name servers (and the controller quorum they carry) on different nodes, spread over zones.
+    required = one_per_node_required(model.replicas, model.nodes)
+    apply_scheduling(pod_spec, model.scheduling, spread_affinity(selector, required), zone_spread(selector))
+    claims = {}
+    if model.controller and storage.persistent:  # the controller's state survives the pods
+        claims = {"volumeClaimTemplates": [claim_template(CONTROLLER_VOLUME, storage, selector)],
+                  "persistentVolumeClaimRetentionPolicy": claim_retention(storage)}  # fmt: skip
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": metadata(ref, ref.name, COMPONENT),
         "spec": {
+            **claims,
             "serviceName": headless_service_name(ref.name),
             "replicas": model.replicas,
             "podManagementPolicy": "Parallel",

@@ -1,11 +1,11 @@
-"""End-to-end tests on real pods: the single-node cluster of ``scripts/k8s-up`` (``localkube``), the
+"""End-to-end tests on real pods: the three-node cluster of ``scripts/k8s-up --nodes 3`` (``localkube``), the
 project's images built from its Dockerfiles with buildah and imported into the node's containerd,
 and the Helm chart installed as a user installs it. Nothing here reaches a broker except through
 the cluster: no loopback brokers, no address overrides.
 
 Fixtures:
 
-- ``node_cluster`` (package) -> ``KubeCluster`` bound to the node's admin kubeconfig (``kubectl``,
+- ``node_cluster`` (package) -> ``KubeCluster`` bound to the cluster's admin kubeconfig (``kubectl``,
   ``helm``, ``get``, ``apply``, ``wait_until``). Brought up by the session if it was not running,
   and then removed after the last e2e test, with a check that nothing is left on the host.
 - ``images`` (package) -> ``E2EImages``: the project and Spark image names, built and imported.
@@ -36,11 +36,13 @@ from localkube import (  # noqa: E402
     images as lk_images,
     node as lk_node,
     tools as lk_tools,
+    worker as lk_worker,
 )
 from tests.helpers import prereq  # noqa: E402
 from tests.k8s.cluster import KubeCluster  # noqa: E402
 
 TAG = "e2e"
+NODES = 3  # every e2e test shares one cluster of three nodes, one per zone
 RELEASE = "pyrocketmq"
 OPERATOR_NAMESPACE = "pyrocketmq-system"
 
@@ -66,7 +68,7 @@ _session = _Session()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "e2e: runs on real pods of the local single-node cluster (root)")
+    config.addinivalue_line("markers", "e2e: runs on real pods of the local three-node cluster (root)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -106,13 +108,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         timings["image builds"] = time.monotonic() - t0
         t0 = time.monotonic()
         _session.started_here = not lk_node.healthy(layout)
-        lk_node.up(layout, progress)
+        lk_node.up(layout, progress, nodes=NODES)
         timings["cluster up"] = time.monotonic() - t0
         t0 = time.monotonic()
         lk_tools.ensure(["prometheus"], progress=progress)  # for the metrics test, on the node
         timings["prometheus build"] = time.monotonic() - t0
         t0 = time.monotonic()
-        lk_images.import_into_containerd(built, layout.containerd_socket, progress)
+        lk_worker.import_images(layout, built, progress)
         timings["image imports"] = time.monotonic() - t0
     except (lk_tools.PrerequisiteMissing, lk_images.ImageError) as exc:
         _session.error, _session.prerequisite = str(exc), True

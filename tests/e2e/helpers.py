@@ -112,6 +112,21 @@ def wait_ready(kube: KubeCluster, kind: str, name: str, ns: str, timeout: float 
     return kube.wait_until(ready, timeout, f"{kind}/{name} Ready", interval=1)
 
 
+def first_group(kube: KubeCluster, ns: str, broker: str = "orders") -> dict[str, Any]:
+    """``status.groups[0]`` of Broker ``broker`` ({} before it has one)."""
+    return ((get(kube, "broker", broker, ns) or {}).get("status", {}).get("groups") or [{}])[0]
+
+
+def wait_elected(kube: KubeCluster, ns: str) -> dict[str, Any]:
+    """NameServer ``names`` and Broker ``orders`` Ready, and its first group (of 2 replicas, with
+    failover) with an elected master and both replicas in sync; that group's status."""
+    wait_ready(kube, "nameserver", "names", ns, timeout=180)
+    wait_ready(kube, "broker", "orders", ns, timeout=240)
+    return kube.wait_until(lambda: (g := first_group(kube, ns)).get("master", {}).get("pod")
+                           and len(g.get("inSync", ())) == 2 and g, 120, "a master and both replicas in sync",
+                           interval=2)  # fmt: skip
+
+
 def pods(kube: KubeCluster, ns: str, selector: str = "") -> list[dict[str, Any]]:
     args = ["pods", "-n", ns] + (["-l", selector] if selector else [])
     return kube.get(*args)["items"]

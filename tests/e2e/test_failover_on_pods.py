@@ -2,7 +2,9 @@
 replicas (SYNC) with spec.failover. Force-deleting the master pod, the group takes writes again
 (on the other pod) before the deleted pod is back; the status and ``kubectl get broker`` show the
 new master and epoch, with a MasterElected Event; the returning pod rejoins in sync; the
-``pyrocketmq.io/switchover`` annotation moves the master back; nothing acknowledged is lost."""
+``pyrocketmq.io/switchover`` annotation moves the master back; nothing acknowledged is lost. The
+controller keeps its state on a claim per pod: losing two of its three pods at once loses none of
+the elections it committed."""
 
 from __future__ import annotations
 
@@ -12,17 +14,22 @@ from collections.abc import Iterator
 
 import pytest
 
+from pyrocketmq.client import SyncAdmin
+from pyrocketmq.client.controller import controller_groups
+from pyrocketmq.client.errors import MQError
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     Sender,
     broker_cr,
+    first_group,
     get,
     nameserver_cr,
     pod_ip,
     pod_ready,
     read_until,
     topic_cr,
+    wait_elected,
     wait_ready,
 )
 from tests.k8s.cluster import KubeCluster
@@ -42,18 +49,10 @@ def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> I
         kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
 
 
-def _group(kube: KubeCluster, ns: str) -> dict:
-    return ((get(kube, "broker", "orders", ns) or {}).get("status", {}).get("groups") or [{}])[0]
-
-
 @pytest.mark.timeout(900)
 def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ) -> None:
     kube, ns = mq.kube, mq.ns
-    wait_ready(kube, "nameserver", "names", ns, timeout=180)
-    wait_ready(kube, "broker", "orders", ns, timeout=240)
-    kube.wait_until(lambda: (g := _group(kube, ns)).get("master", {}).get("pod") and len(g.get("inSync", ())) == 2,
-                    120, "a master and both pods in sync in the status", interval=2)
-    first = _group(kube, ns)
+    first = wait_elected(kube, ns)
     master, epoch = first["master"]["pod"], first["epoch"]
     other = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
     table = kube.kubectl("get", "broker", "orders", "-n", ns).stdout
@@ -74,18 +73,18 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
         back = get(kube, "pod", master, ns)
         assert back is None or back["metadata"]["uid"] == before_uid or not pod_ready(back), \
             "the deleted pod was Ready again before the group took writes"
-        kube.wait_until(lambda: _group(kube, ns).get("master", {}).get("pod") == other, 60,
+        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == other, 60,
                         f"{other} master in the status", interval=1)
-        assert _group(kube, ns)["epoch"] > epoch
+        assert first_group(kube, ns)["epoch"] > epoch
         events = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=MasterElected").stdout
         assert other in events, events
-        kube.wait_until(lambda: len(_group(kube, ns).get("inSync", ())) == 2, 180,
+        kube.wait_until(lambda: len(first_group(kube, ns).get("inSync", ())) == 2, 180,
                         "the deleted pod back and in sync", interval=2)
 
         # a switchover moves the master back, gracefully
         kube.kubectl("annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite")
         try:
-            kube.wait_until(lambda: _group(kube, ns).get("master", {}).get("pod") == master, 90,
+            kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == master, 90,
                             f"{master} master again after the switchover", interval=1)
         except TimeoutError as e:
             status = (get(kube, "broker", "orders", ns) or {}).get("status")
@@ -101,3 +100,39 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
     assert not missing, f"{len(missing)} acknowledged messages missing"
     print(f"\nmaster pod force-deleted: writable again on {other} after {writable:.1f} s; "
           f"{len(sender.ok)} SEND_OK, statuses {sender.statuses}, {len(sender.failures)} failed sends, none lost")
+
+
+def _controller_view(namesrv: str, group: str) -> dict:
+    """What the controller itself says of ``group`` (master replica, epoch, in-sync set)."""
+    try:
+        with SyncAdmin(namesrv) as admin:
+            return admin._lt.run(controller_groups(admin.admin.instance, namesrv)).get(group) or {}
+    except (MQError, OSError) as e:  # no leader yet, a pod not answering: asked again
+        return {"error": str(e)}
+
+
+@pytest.mark.timeout(600)
+def test_losing_two_controller_pods_at_once_loses_no_committed_change(mq: MQ) -> None:
+    kube, ns = mq.kube, mq.ns
+    wait_ready(kube, "nameserver", "names", ns, timeout=180)
+    claims = {c["metadata"]["name"]: c["status"].get("phase") for c in kube.get("pvc", "-n", ns)["items"]}
+    assert all(claims.get(f"controller-names-{i}") == "Bound" for i in range(3)), claims
+    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    before = kube.wait_until(lambda: (v := _controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
+                             60, "the controller's view of orders-0", interval=2)
+    assert int(before["epoch"]) >= 1, before
+    uids = {i: kube.get("pod", f"names-{i}", "-n", ns)["metadata"]["uid"] for i in (0, 1)}
+    kube.kubectl("delete", "pod", "names-0", "names-1", "-n", ns, "--grace-period=0", "--force", "--wait=false")
+
+    def replaced() -> bool:
+        pods = [get(kube, "pod", f"names-{i}", ns) for i in (0, 1)]
+        return all(p and p["metadata"]["uid"] != uids[i] and pod_ready(p) for i, p in zip((0, 1), pods, strict=True))
+
+    kube.wait_until(replaced, 180, "both name server pods replaced and Ready", interval=2)
+    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    after = kube.wait_until(lambda: (v := _controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
+                            120, "the controller's view of orders-0 after the loss", interval=2)
+    # the same master at the same or a later epoch: nothing it had committed was forgotten
+    assert int(after["epoch"]) >= int(before["epoch"]), (before, after)
+    if int(after["epoch"]) == int(before["epoch"]):
+        assert after["masterId"] == before["masterId"], (before, after)

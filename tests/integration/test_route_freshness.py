@@ -38,3 +38,39 @@ def test_auto_created_topics_are_routed_before_the_answer(namesrv, broker):
     codes, back_code, retry = asyncio.run(go())
     assert codes == [ResponseCode.SUCCESS] * 5
     assert back_code == ResponseCode.SUCCESS and retry == ResponseCode.SUCCESS
+
+
+def test_a_name_server_without_the_master_is_passed_over(tmp_path, namesrv, broker):
+    """A name server that lost a group's master (it was cut off, or stopped a while, when the master
+    changed) answers a route with only a slave: the client asks the next name server instead of
+    failing with "no master"."""
+    from pyrocketmq.client import Message, SyncProducer, SyncPullConsumer
+
+    from .procs import start_namesrv
+    from .test_namesrv import register_cmd
+
+    stale = start_namesrv(tmp_path / "stale")
+    try:
+        with SyncProducer("P_stale", namesrv.addr) as producer:
+            producer.send(Message("Stale1", b"x"))
+        async def with_a_slave_only_on_the_stale_one() -> list[bytes]:
+            slave = RemotingClient()  # registered while its connection lasts
+            try:
+                resp = await slave.invoke(stale.addr, register_cmd("127.0.0.2:10911", 1, "Stale1"), 5)
+                assert resp.code == ResponseCode.SUCCESS
+                # (the blocking consumer runs on its own loop thread)
+                with SyncPullConsumer("C_stale", f"{stale.addr};{namesrv.addr}") as consumer:
+                    consumer.assign(consumer.fetch_queues("Stale1"))
+                    consumer.seek_to_begin()
+                    got: list[bytes] = []
+                    for _ in range(10):
+                        got += [m.body for m in consumer.poll(timeout=1)]
+                        if got:
+                            break
+                    return got
+            finally:
+                await slave.close()
+
+        assert b"x" in asyncio.run(with_a_slave_only_on_the_stale_one())
+    finally:
+        stale.stop()

@@ -42,13 +42,17 @@ def test_lint_and_template(kube: KubeCluster, values: list[str]) -> None:
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    cluster_roles = {d["metadata"]["name"]: d for d in rendered if d["kind"] == "ClusterRole"}
+    # in either scope, one cluster-wide read-only role for Nodes (placement), and nothing else on it
+    assert cluster_roles["rel-pyrocketmq-nodes"]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]  # fmt: skip
     if values:
-        assert kinds.count("Role") == 2 and kinds.count("RoleBinding") == 2 and "ClusterRole" not in kinds
+        assert kinds.count("Role") == 2 and kinds.count("RoleBinding") == 2 and list(cluster_roles) == ["rel-pyrocketmq-nodes"]
         assert env["PYROCKETMQ_OPERATOR_NAMESPACES"] == "a,b" and "--all-namespaces" not in container["args"]
     else:
-        assert "ClusterRole" in kinds and "ClusterRoleBinding" in kinds and "Role" not in kinds
+        assert len(cluster_roles) == 2 and kinds.count("ClusterRoleBinding") == 2 and "Role" not in kinds
         assert "--all-namespaces" in container["args"]
-    rules = next(d for d in rendered if d["kind"] in ("ClusterRole", "Role"))["rules"]
+    rules = next(d for d in rendered if d["kind"] in ("ClusterRole", "Role") and not d["metadata"]["name"].endswith("-nodes"))["rules"]
     for rule in rules:  # least privilege: no wildcards, no secrets
         assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "secrets" not in rule["resources"]
 

@@ -56,7 +56,7 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
     # One StatefulSet per broker group with replicasPerGroup replicas, one for the name servers.
     sts = {s["metadata"]["name"]: s for s in kube.get("statefulsets", "-n", ns)["items"]}
     assert sorted(sts) == ["names", "orders-0", "orders-1"]
-    assert sts["names"]["spec"]["replicas"] == 2
+    assert sts["names"]["spec"]["replicas"] == 3
     assert [sts[g]["spec"]["replicas"] for g in ("orders-0", "orders-1")] == [2, 2]
     assert names(kube, "services", ns) == ["names", "names-headless", "orders-0-headless", "orders-1-headless", "orders-broker"]
     assert names(kube, "poddisruptionbudgets", ns) == ["names", "orders-0", "orders-1"]
@@ -66,11 +66,13 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
         assert owner["controller"] and owner["kind"] in ("Broker", "NameServer")
         assert s["spec"]["template"]["spec"]["containers"][0]["image"] == TEST_IMAGE
 
-    # broker.conf names the name servers by their stable DNS names.
+    # broker.conf names the name servers by their stable DNS names; three name servers run the
+    # controller (by default), so the groups of two get automatic failover (by default).
     conf = broker_conf(kube, ns, "orders-1-config")
-    dns = [f"names-{i}.names-headless.{ns}.svc:9876" for i in range(2)]
+    dns = [f"names-{i}.names-headless.{ns}.svc:9876" for i in range(3)]
     assert conf["namesrvAddr"] == ";".join(dns)
     assert (conf["brokerName"], conf["brokerClusterName"], conf["brokerRole"]) == ("orders-1", "OrdersCluster", "SYNC_MASTER")
+    assert conf["enableControllerMode"] == "true" and conf["controllerAddr"] == conf["namesrvAddr"]
     assert conf["fileReservedTime"] == "48"
     assert nameserver["status"]["addresses"] == dns and broker["status"]["nameServers"] == dns
 
@@ -79,24 +81,27 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
     assert claim["spec"]["resources"]["requests"]["storage"] == "20Gi"
     assert sts["orders-0"]["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
     wait_for(kube, lambda: len(names(kube, "pods", ns, "app.kubernetes.io/component=broker")) == 4, 30, "broker pods")
-    assert names(kube, "pvc", ns) == [f"store-orders-{g}-{o}" for g in (0, 1) for o in (0, 1)]
+    wait_for(kube, lambda: len(names(kube, "pvc", ns)) == 7, 30, "claims")
+    assert names(kube, "pvc", ns) == [f"controller-names-{i}" for i in range(3)] + [
+        f"store-orders-{g}-{o}" for g in (0, 1) for o in (0, 1)]  # the controllers' state, the brokers' stores
     template = kube.get("configmap", "orders-0-config", "-n", ns)["data"]["broker.conf"]
     for pod in kube.get("pods", "-n", ns, "-l", "pyrocketmq.io/group=orders-0")["items"]:
         env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in pod["spec"]["containers"][0]["env"]}
         assert env["POD_NAME"] == "metadata.name" and env["POD_IP"] == "status.podIP"
         ordinal = int(pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"])
         lines = pod_conf(template, {"POD_NAME": pod["metadata"]["name"], "POD_IP": "10.0.0.9"}).splitlines()
-        assert f"brokerId={ordinal}" in lines
-        assert ("brokerRole=SYNC_MASTER" if ordinal == 0 else "brokerRole=SLAVE") in lines
+        assert f"brokerId={ordinal + 1}" in lines and "brokerRole=SYNC_MASTER" in lines  # the controller elects
 
     # Status: conditions that carry the generation; not Ready since no pod runs.
     cond = conditions(broker)
     assert cond["Ready"]["status"] == "False" and cond["Ready"]["reason"] == "PodsNotReady"
     assert all(c["observedGeneration"] == 1 for c in cond.values())
-    assert {"Ready", "Reconciling", "Degraded", "ScaleDownPending"} <= set(cond)
+    assert {"Ready", "Reconciling", "Degraded", "ScaleDownPending", "Spread", "Failover"} <= set(cond)
+    assert (cond["Failover"]["status"], cond["Failover"]["reason"]) == ("True", "ControllerElects")
+    assert (cond["Spread"]["status"], cond["Spread"]["reason"]) == ("False", "TooFewNodes")  # no node at all here
     groups = broker["status"]["groups"]
     assert [g["name"] for g in groups] == ["orders-0", "orders-1"]
-    assert groups[0]["master"]["pod"] == "orders-0-0" and groups[0]["slaves"][0]["pod"] == "orders-0-1"
+    assert groups[0]["master"]["pod"] == "" and [s["pod"] for s in groups[0]["slaves"]] == ["orders-0-0", "orders-0-1"]
     assert broker["status"]["clusterName"] == "OrdersCluster"
     # Deleting a NameServer or Broker never waits for the operator: no finalizer, owner references do it.
     assert not broker["metadata"].get("finalizers") and not nameserver["metadata"].get("finalizers")
@@ -235,3 +240,30 @@ def test_an_operator_killed_mid_reconcile_converges_after_restart(operator, ns):
     wait_for(kube, lambda: names(kube, "statefulsets", ns) == ["names", *(f"orders-{i}" for i in range(5))], 20,
              "5 groups", operator)
     assert [g["name"] for g in broker["status"]["groups"]] == [f"orders-{i}" for i in range(5)]
+
+
+def test_turning_the_controller_on_replaces_the_statefulset_and_keeps_its_pods(operator, ns):  # noqa: F811
+    """A claim template cannot be added to a StatefulSet in place: the operator deletes it leaving
+    its pods (orphans) and creates it again; the new one adopts the pods."""
+    kube = operator.kube
+    two = yaml.safe_load((EXAMPLES / "nameserver.yaml").read_text())
+    two["spec"]["replicas"] = 2  # two name servers run no controller
+    kube.apply(two, "-n", ns)
+    observed(kube, "nameserver", "names", ns, 1, operator)
+    before = kube.get("statefulset", "names", "-n", ns)
+    assert "volumeClaimTemplates" not in before["spec"]
+    wait_for(kube, lambda: len(names(kube, "pods", ns, "app.kubernetes.io/component=namesrv")) == 2, 30, "pods")
+    pods_before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.get("pods", "-n", ns)["items"]}
+    kube.kubectl("patch", "nameserver", "names", "-n", ns, "--type=merge", "-p", '{"spec": {"replicas": 3}}')
+    nameserver = observed(kube, "nameserver", "names", ns, 2, operator)
+    after = kube.get("statefulset", "names", "-n", ns)
+    assert after["metadata"]["uid"] != before["metadata"]["uid"]
+    assert [c["metadata"]["name"] for c in after["spec"]["volumeClaimTemplates"]] == ["controller"]
+    assert "StatefulSetReplaced" in {e["reason"] for e in events(kube, ns, "names")}
+    assert conditions(nameserver)["Ready"]["status"] == "False"  # no kubelet here: pods never run
+    # the old pods were left to the new StatefulSet (not deleted with the old one)
+    def adopted():
+        pods = {p["metadata"]["name"]: p for p in kube.get("pods", "-n", ns)["items"]}
+        return all(n in pods and pods[n]["metadata"]["ownerReferences"][0]["uid"] == after["metadata"]["uid"]
+                   for n in pods_before)  # fmt: skip
+    wait_for(kube, adopted, 30, "old pods adopted by the new StatefulSet", operator)

@@ -69,10 +69,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: ["apps"]
   resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
   verbs: ["get", "patch"]
-# Readiness and addresses of name server and broker pods.
+# Readiness and addresses of name server and broker pods; a replica lost with its node
+# (spec.nodeLoss) is deleted with its claims, and the StatefulSet starts it on a healthy node.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list"]
+  verbs: ["get", "list", "delete"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["list", "delete"]
 {{- if .Values.rbac.readSecrets }}
 # spec.tls / spec.acl: the CA and the admin account the operator reaches TLS/ACL brokers with.
 - apiGroups: [""]

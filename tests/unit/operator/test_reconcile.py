@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pyrocketmq.operator.reconcile import Context, ReconcileError, reconcile
+from pyrocketmq.operator.context import Context, ReconcileError
+from pyrocketmq.operator.reconcile import reconcile
 from pyrocketmq.operator.settings import OperatorSettings
 
 from .conftest import body

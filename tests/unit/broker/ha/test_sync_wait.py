@@ -35,3 +35,28 @@ def test_wait_outcomes(tmp_path: Path) -> None:
         asyncio.run(run())
     finally:
         store.shutdown()
+
+
+def test_a_send_waiting_when_the_last_slave_leaves_is_answered_at_once(tmp_path: Path) -> None:
+    """A slave restarting (its link closes) must not leave a SYNC send waiting out its deadline: the
+    client would time out first and count a stored message as failed."""
+    store = open_store(make_settings(tmp_path / "s"))
+
+    async def run() -> None:
+        ha = HAServer(store)
+        port = await ha.start("127.0.0.1", 0)
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if ha.table.connected:
+                break
+            await asyncio.sleep(0.01)
+        assert ha.table.connected == 1
+        pending = ha.wait_for_slave(put(store).wrote_bytes, 60.0)
+        writer.close()
+        assert await asyncio.wait_for(pending, 2.0) == PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        await ha.stop()
+
+    try:
+        asyncio.run(run())
+    finally:
+        store.shutdown()

@@ -1,0 +1,108 @@
+"""Losing the node that holds a master: a group of 2 replicas (SYNC, failover by default) on two of
+the three nodes, our client sending throughout. The master's node is frozen (kubelet, runtime and
+every process of its pods stopped at once, as a machine that hangs): the slave on another node is
+elected and takes writes; the node goes NotReady; after spec.nodeLoss.replaceAfter the operator
+recreates the lost replica on the third node, which catches up until the group has two in-sync
+replicas again. Thawed, the old node's broker is gone (its pod was deleted) and never acknowledges
+a send; nothing acknowledged is lost."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import REPO_ROOT, E2EImages
+from tests.e2e.helpers import (
+    MQ,
+    Sender,
+    broker_cr,
+    first_group,
+    get,
+    nameserver_cr,
+    pod_ip,
+    read_until,
+    topic_cr,
+    wait_elected,
+    wait_ready,
+)
+from tests.k8s.cluster import KubeCluster
+
+REPLACE_AFTER = 10  # seconds; the node itself is NotReady 20 s after its last report
+FROZEN: list[str] = []
+
+
+def _node(*args: str) -> None:
+    subprocess.run([str(REPO_ROOT / "scripts" / "k8s-node"), *args], check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
+    kube = node_cluster
+    ns = kube.create_namespace("nodeloss")
+    try:
+        kube.apply(nameserver_cr("names", replicas=3), "-n", ns)  # runs the controller by default
+        kube.apply(broker_cr("orders", "names", groups=1, replicas=2, nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"}),
+                   "-n", ns)  # fmt: skip
+        yield MQ(kube, ns, images)
+    finally:
+        while FROZEN:  # a failed test leaves no node frozen
+            _node(FROZEN.pop(), "thaw")
+        kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
+
+
+def _node_of(kube: KubeCluster, ns: str, pod: str) -> str:
+    return kube.get("pod", pod, "-n", ns)["spec"]["nodeName"]
+
+
+@pytest.mark.timeout(900)
+def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(mq: MQ) -> None:
+    kube, ns = mq.kube, mq.ns
+    master = wait_elected(kube, ns)["master"]["pod"]
+    operator_node = kube.get("pods", "-n", "pyrocketmq-system", "-l", "app.kubernetes.io/component=operator")[
+        "items"][0]["spec"]["nodeName"]  # fmt: skip
+    if _node_of(kube, ns, master) == operator_node:  # freeze a node the operator does not run on
+        master = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
+        kube.kubectl("annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite")
+        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == master, 90, "switchover", interval=1)
+    other = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
+    lost_node, kept_node = _node_of(kube, ns, master), _node_of(kube, ns, other)
+    assert lost_node != kept_node  # the placement: one replica per node
+    topic = f"NodeLoss_{secrets.token_hex(3)}"
+    kube.apply(topic_cr("nodeloss-topic", topic, "orders", queues=2), "-n", ns)
+    wait_ready(kube, "topic", "nodeloss-topic", ns, timeout=60)
+    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+
+    with Sender(namesrv, topic) as sender:
+        sender.wait_for(50)
+        _node(lost_node, "freeze")
+        FROZEN.append(lost_node)
+        frozen_at = time.monotonic()
+        n = len(sender.acked)
+        sender.wait_for(n + 20, timeout=90)
+        writable = time.monotonic() - frozen_at
+        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == other, 90, f"{other} master",
+                        interval=1)  # fmt: skip
+        # the lost replica comes back on the third node and catches up
+        def replaced() -> bool:
+            pod = get(kube, "pod", master, ns)
+            node = ((pod or {}).get("spec") or {}).get("nodeName")
+            return bool(node and node not in (lost_node, kept_node)) and len(first_group(kube, ns).get("inSync", ())) == 2
+
+        kube.wait_until(replaced, 300, f"{master} recreated on the third node and in sync", interval=2)
+        in_sync_after = time.monotonic() - frozen_at
+        reasons = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=ReplicaReplaced").stdout
+        assert master in reasons, reasons
+        _node(lost_node, "thaw")
+        FROZEN.remove(lost_node)
+        n = len(sender.acked)
+        sender.wait_for(n + 20, timeout=60)
+    assert first_group(kube, ns)["master"]["pod"] == other
+    got = read_until(namesrv, topic, f"GID_CHECK_{secrets.token_hex(3)}", set(sender.ok.values()))
+    missing = set(sender.ok.values()) - got
+    assert not missing, f"{len(missing)} acknowledged messages missing"
+    print(f"\nnode of {master} frozen: writable on {other} after {writable:.1f} s; replica replaced and in sync "
+          f"after {in_sync_after:.0f} s; {len(sender.ok)} SEND_OK, {len(sender.failures)} failed sends, none lost")
