@@ -119,6 +119,14 @@ _instances: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[obje
 )
 
 
+def _complete(route: TopicRouteData) -> bool:
+    """Every broker name holding the topic's queues has a master in the route (a name server that
+    was stopped or cut off may list the queues of a broker whose addresses it has dropped)."""
+    masters = {b.broker_name for b in route.broker_datas if MASTER_ID in b.broker_addrs}
+    names = {q.broker_name for q in route.queue_datas}
+    return bool(names) and names <= masters
+
+
 class ClientInstance:
     """The runtime shared by the producers, consumers and admins of one name-server list.
 
@@ -305,7 +313,7 @@ class ClientInstance:
             if resp.code != ResponseCode.TOPIC_NOT_EXIST:
                 check_response(resp, addr)
                 route = TopicRouteData.from_json(resp.payload) if resp.body else None
-            if route is not None and all(MASTER_ID in b.broker_addrs for b in route.broker_datas):
+            if route is not None and _complete(route):
                 return route
             first = first or route
         return first
