@@ -17,6 +17,7 @@ Everything here is idempotent and safe to call on a host where the thing is alre
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -24,7 +25,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 CHAIN_PREFIXES = ("KUBE-", "CNI-", "PYRMQ-")
@@ -337,6 +338,24 @@ def freeze_cgroup(name: str, frozen: bool) -> None:
             time.sleep(0.05)
     else:
         (CGROUP_ROOT / name / "cgroup.freeze").write_text("1" if frozen else "0")
+
+
+@contextlib.contextmanager
+def low_cpu_share(names: Iterable[str]) -> Iterator[None]:
+    """While the block runs, cgroups ``names`` (everything in and below them) get the smallest CPU
+    share, so work there yields to every other process; the default share after."""
+    v1 = CGROUP_ROOT / "cpu"
+    knobs = [(v1 / n / "cpu.shares", "2", "1024") if v1.is_dir() else (CGROUP_ROOT / n / "cpu.weight", "1", "100")
+             for n in names]
+    knobs = [k for k in knobs if k[0].exists()]
+    for path, low, _ in knobs:
+        path.write_text(low)
+    try:
+        yield
+    finally:
+        for path, _, default in knobs:
+            with contextlib.suppress(OSError):
+                path.write_text(default)
 
 
 def is_frozen(name: str) -> bool:

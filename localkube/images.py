@@ -149,7 +149,9 @@ def _build_mounts(tmp: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def build(dockerfile: str, name: str, build_args: dict[str, str], progress: Progress = lambda m: None) -> str:
+def build(
+    dockerfile: str, name: str, build_args: dict[str, str], progress: Progress = lambda m: None, *, background: bool = False
+) -> str:
     """``buildah bud`` a Dockerfile of the repository (its ``<Dockerfile>.dockerignore`` applies).
 
     No layer cache: buildah's cache key for ``RUN --mount=type=bind,from=<stage>`` ignores what the
@@ -160,6 +162,7 @@ def build(dockerfile: str, name: str, build_args: dict[str, str], progress: Prog
     progress(f"buildah bud -f {dockerfile} -t {name} ...")
     with tempfile.TemporaryDirectory() as tmp:
         argv = [
+            *(["nice", "-n", "19"] if background else []),  # yields the CPU to everything else
             "buildah", "bud", "--isolation", "chroot", "--layers=false", "-f", dockerfile,
             "--ignorefile", f"{dockerfile}.dockerignore", "-t", name,
             *_build_mounts(Path(tmp)),
@@ -172,14 +175,14 @@ def build(dockerfile: str, name: str, build_args: dict[str, str], progress: Prog
 
 
 def build_project_images(
-    tag: str = "dev", *, spark: bool = True, progress: Progress = lambda m: None
+    tag: str = "dev", *, spark: bool = True, progress: Progress = lambda m: None, background: bool = False
 ) -> list[str]:
     base = ensure_base(progress)
     names = [f"{PROJECT_IMAGE}:{tag}"] + ([f"{SPARK_IMAGE}:{tag}"] if spark else [])
     previous = [image_id(name) for name in names]
-    built = [build("docker/Dockerfile", names[0], {"BASE_IMAGE": base}, progress)]
+    built = [build("docker/Dockerfile", names[0], {"BASE_IMAGE": base}, progress, background=background)]
     if spark:
-        built.append(build("spark/k8s/Dockerfile", names[1], {"BASE_IMAGE": built[0]}, progress))
+        built.append(build("spark/k8s/Dockerfile", names[1], {"BASE_IMAGE": built[0]}, progress, background=background))
     remove_replaced(previous, progress)
     return built
 

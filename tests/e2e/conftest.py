@@ -104,7 +104,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # built while the Kubernetes binaries still compile (scripts/test.sh starts that build).
         t0 = time.monotonic()
         lk_node.install_packages(progress)
-        built = lk_images.build_project_images(TAG, spark=True, progress=progress)
+        # With a start signal the tests wait for other lanes anyway: builds and imports yield the
+        # CPU to those lanes (beside them at full share, Spark jobs there starved into time-outs).
+        background = bool(os.environ.get(START_AFTER))
+        built = lk_images.build_project_images(TAG, spark=True, progress=progress, background=background)
         timings["image builds"] = time.monotonic() - t0
         t0 = time.monotonic()
         _session.started_here = not lk_node.healthy(layout)
@@ -114,7 +117,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         lk_tools.ensure(["prometheus"], progress=progress)  # for the metrics test, on the node
         timings["prometheus build"] = time.monotonic() - t0
         t0 = time.monotonic()
-        lk_worker.import_images(layout, built, progress)
+        lk_worker.import_images(layout, built, progress, background=background)
         timings["image imports"] = time.monotonic() - t0
     except (lk_tools.PrerequisiteMissing, lk_images.ImageError) as exc:
         _session.error, _session.prerequisite = str(exc), True

@@ -48,7 +48,7 @@ def _stream(spark, rmq, out, ckpt, fail: bool):
     q = (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
          .trigger(availableNow=True).start())
     try:
-        q.awaitTermination(180)
+        q.awaitTermination(300)
     except Exception:  # StreamingQueryException: the test looks at q.exception()
         pass
     return q
@@ -109,7 +109,7 @@ def test_a_topic_deleted_and_created_again_is_reported(spark, rmq, tmp_path):
         q = (df.writeStream.format("parquet").option("path", str(tmp_path / "out"))
              .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
         try:
-            q.awaitTermination(180)
+            q.awaitTermination(300)
         except Exception:
             pass
         return q
