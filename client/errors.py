@@ -198,3 +198,16 @@ class ConsumerNotOnlineError(MQBrokerError):
 BROKER_GONE: tuple[type[MQError], ...] = (MQConnectionError, MQTimeoutError, ServiceNotAvailableError)
 """Failures that say the broker asked is gone or stepping down (a failover?), not that it refused:
 a consumer refreshes the topic's route at once and asks the master next."""
+
+
+def failover_pause(error: MQError, settling: int, remaining: float) -> float:
+    """Seconds to wait before trying again when ``error`` says a master is handing over (the broker
+    asked turned slave, or the route has no master yet), or 0 to count the try as an attempt: 0.1 s
+    doubling up to 1 s, while more than 0.5 s of the send's time is left.
+
+    >>> failover_pause(MQBrokerError.for_code(14), 2, 3.0), failover_pause(MQTimeoutError("x"), 0, 3.0)
+    (0.4, 0.0)
+    """
+    if not isinstance(error, ServiceNotAvailableError | NoMasterError) or remaining <= 0.5:
+        return 0.0
+    return min(0.1 * (1 << min(settling, 4)), 1.0, remaining - 0.5)

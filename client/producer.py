@@ -45,14 +45,13 @@ from pyrocketmq.remoting.message import (
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
 
 from .errors import (
-    SEND_RETRY_CODES,
+    BROKER_GONE,
     MQBrokerError,
     MQClientError,
-    MQConnectionError,
     MQError,
     MQTimeoutError,
-    ServiceNotAvailableError,
     TopicNotFoundError,
+    failover_pause,
 )
 from .fault import LatencyFaultTolerance
 from .instance import ClientInstance
@@ -193,17 +192,6 @@ def build_send_header(
     fields = header.to_ext_v2()
     fields["n"] = queue.broker_name  # 4.9.5+: the broker name the queue belongs to
     return fields
-
-
-def should_retry(error: BaseException) -> bool:
-    """Whether a failed send attempt may be tried again on another broker.
-
-    >>> should_retry(MQBrokerError.for_code(17)), should_retry(MQBrokerError.for_code(13))
-    (True, False)
-    """
-    if isinstance(error, MQBrokerError):
-        return error.code in SEND_RETRY_CODES
-    return isinstance(error, MQConnectionError | MQTimeoutError)
 
 
 def send_result_from_response(resp: RemotingCommand, payload: Payload, broker_name: str, addr: str) -> SendResult:
@@ -429,6 +417,16 @@ class Producer:
             )
         return info
 
+    def _payload(self, msg: Message | Sequence[Message], prepare: Callable[[Payload], Payload] | None
+                 ) -> tuple[Payload, Message]:
+        """What one send puts on the wire (built once, kept across retries), and its first message."""
+        assert self._ids is not None
+        if isinstance(msg, Message):
+            payload = prepare_single(msg, self.settings, self._ids)
+            return (payload if prepare is None else prepare(payload)), msg  # prepare: e.g. a half message
+        msgs = list(msg)
+        return prepare_batch(msgs, self.settings, self._ids), msgs[0]
+
     async def _send(
         self,
         msg: Message | Sequence[Message],
@@ -445,15 +443,7 @@ class Producer:
         assert self._ids is not None
         timeout = self.settings.send_timeout if timeout is None else timeout
         begin = time.monotonic()
-        if isinstance(msg, Message):
-            payload = prepare_single(msg, self.settings, self._ids)
-            if prepare is not None:  # e.g. a transaction's half message
-                payload = prepare(payload)
-            first = msg
-        else:
-            msgs = list(msg)
-            payload = prepare_batch(msgs, self.settings, self._ids)
-            first = msgs[0]
+        payload, first = self._payload(msg, prepare)
         info = await self._publish_info(payload.topic)
 
         fixed: MessageQueue | None = queue
@@ -467,7 +457,8 @@ class Producer:
         last_result: SendResult | None = None
         last_broker: str | None = None
         tried: list[str] = []
-        for attempt in range(attempts):
+        attempt = settling = 0
+        while attempt < attempts:
             remaining = timeout - (time.monotonic() - begin)
             if remaining <= 0:
                 break
@@ -486,9 +477,15 @@ class Producer:
             except MQError as e:
                 self._record(mq.broker_name, started, failed=True)
                 last_error, last_broker = e, mq.broker_name
-                if should_retry(e):
+                if e.retriable:
                     log.info("send to %s failed (%s); %s", mq, e, "retrying" if attempts > 1 else "giving up")
                     await self._after_failure(e, payload.topic)
+                    pause = failover_pause(e, settling, timeout - (time.monotonic() - begin)) if attempts > 1 else 0.0
+                    if pause:  # a master handing over: wait for the new one, not counted as an attempt
+                        settling += 1
+                        await asyncio.sleep(pause)
+                        continue
+                    attempt += 1
                     continue
                 raise
             self._record(mq.broker_name, started, failed=False)
@@ -501,6 +498,7 @@ class Producer:
                 last_broker = mq.broker_name
                 last_error = None
                 last_result = result
+                attempt += 1
                 continue
             return result
         if last_error is None:
@@ -511,7 +509,7 @@ class Producer:
         raise last_error
 
     async def _after_failure(self, error: MQError, topic: str) -> None:  # gone, not master, silent: failover?
-        if isinstance(error, MQConnectionError | ServiceNotAvailableError | MQTimeoutError):
+        if isinstance(error, BROKER_GONE):
             await self.instance.refresh_after_failure(topic)
 
     def _record(self, broker: str, started: float, *, failed: bool) -> None:

@@ -25,7 +25,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 CHAIN_PREFIXES = ("KUBE-", "CNI-", "PYRMQ-")
@@ -83,6 +83,28 @@ def start_daemon(
         )
     (run_dir / f"{name}.pid").write_text(f"{proc.pid}\n{Path(exe).resolve()}\n")
     return proc.pid
+
+
+def log_tail(logs: Path, name: str, lines: int = 30) -> str:
+    """The last ``lines`` of daemon ``name``'s log under ``logs``."""
+    try:
+        return "\n".join((logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float, *, daemon: str, run_dir: Path, logs: Path,
+             error: Callable[[str], Exception], watch: bool = True) -> None:
+    """Poll ``check`` until it holds; raise ``error(message)`` with the tail of ``daemon``'s log when
+    ``timeout`` passes, or at once when the daemon (``watch``: one we started) has exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if watch and daemon_pid(daemon, run_dir) is None:
+            raise error(f"{daemon} exited while waiting for {what}:\n{log_tail(logs, daemon)}")
+        time.sleep(0.25)
+    raise error(f"{what} not reached within {timeout:.0f} s; {daemon} log:\n{log_tail(logs, daemon)}")
 
 
 def daemon_pid(name: str, run_dir: Path) -> int | None:

@@ -61,13 +61,6 @@ def layout_from_env() -> cfg.Layout:
     return cfg.Layout(Path(os.environ.get("PYROCKETMQ_K8S_STATE") or DEFAULT_STATE))
 
 
-def _log_tail(layout: cfg.Layout, name: str, lines: int = 30) -> str:
-    try:
-        return "\n".join((layout.logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 # -- prerequisites ------------------------------------------------------------------------------
 
 
@@ -128,14 +121,8 @@ def api(layout: cfg.Layout, path: str) -> dict | None:
 
 
 def _wait(what: str, check: Callable[[], bool], timeout: float, layout: cfg.Layout, log: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        if log in DAEMONS and host.daemon_pid(log, layout.run) is None:
-            raise ClusterError(f"{log} exited while waiting for {what}:\n{_log_tail(layout, log)}")
-        time.sleep(0.25)
-    raise ClusterError(f"{what} not reached within {timeout:.0f} s; {log} log:\n{_log_tail(layout, log)}")
+    host.wait_for(what, check, timeout, daemon=log, run_dir=layout.run, logs=layout.logs, error=ClusterError,
+                  watch=log in DAEMONS)
 
 
 def node_ready(layout: cfg.Layout, node: cfg.Node) -> bool:

@@ -18,7 +18,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,22 +87,10 @@ def link(node: cfg.Node, others: list[cfg.Node]) -> None:
 
 def _wait(what: str, check: Callable[[], bool], timeout: float, layout: cfg.Layout, node: cfg.Node,
           name: str) -> None:  # fmt: skip
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        if host.daemon_pid(daemon(node, name), layout.run) is None:
-            raise NodeError(f"{node.name}: {name} exited while waiting for {what}:\n{log_tail(layout, node, name)}")
-        time.sleep(0.25)
-    raise NodeError(f"{node.name}: {what} not reached within {timeout:.0f} s:\n{log_tail(layout, node, name)}")
+    def error(message: str) -> NodeError:
+        return NodeError(f"{node.name}: {message}")
 
-
-def log_tail(layout: cfg.Layout, node: cfg.Node, name: str, lines: int = 30) -> str:
-    try:
-        text = (layout.logs / f"{daemon(node, name)}.log").read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
+    host.wait_for(what, check, timeout, daemon=daemon(node, name), run_dir=layout.run, logs=layout.logs, error=error)
 
 
 def start(layout: cfg.Layout, nodes: list[cfg.Node], bins: Path, progress: Progress) -> None:

@@ -215,6 +215,19 @@ class KubeClient:
             raise
         return True
 
+    async def patch_labels(self, api_version: str, kind: str, namespace: str, name: str,
+                           labels: Mapping[str, str | None]) -> dict[str, Any] | None:
+        """Merge-patch ``metadata.labels`` (None removes one); ``None`` when the object is gone."""
+        try:
+            _, doc = await self.request("PATCH", kind_of(api_version, kind).path(namespace, name),
+                                        body={"metadata": {"labels": dict(labels)}},
+                                        content_type="application/merge-patch+json")  # fmt: skip
+        except KubeError as e:
+            if e.not_found:
+                return None
+            raise
+        return doc
+
     async def patch_status(self, api_version: str, kind: str, namespace: str, name: str,
                            status: Mapping[str, Any]) -> dict[str, Any] | None:
         """Merge-patch the status subresource; ``None`` when the object is gone."""

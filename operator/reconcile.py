@@ -35,6 +35,7 @@ from .context import (
     run_steps,
     write_status,
 )
+from .drain import ROLE_LABEL, drain_moves, role_labels
 from .model import (
     GROUP_VERSION,
     BrokerModel,
@@ -217,8 +218,28 @@ class BrokerReconcile:
                         self.ctx.event("Normal" if self.switchover["result"] == "Done" else "Warning", "Switchover",
                                        self.switchover["message"])
                 self.views = await controller_views(admin, self.admin_addr)
+                if await self.move_off_cordoned(admin):
+                    self.views = await controller_views(admin, self.admin_addr)
         except (RocketMQUnavailable, RocketMQRefused) as e:
             self.ctx.log.info("the controller did not answer: %s", e)
+        await self.label_roles()
+
+    async def move_off_cordoned(self, admin: Any) -> bool:
+        """A master on a cordoned node (a drain) hands over to an in-sync replica elsewhere first."""
+        groups = [self.model.group_name(i) for i in range(self.model.groups)]
+        moves = drain_moves(master_pods(groups, True, self.views), self.views, self.pods, self.nodes or ())
+        for group, pod in moves.items():
+            result = await request_switchover(admin, self.admin_addr, self.model, pod)
+            self.ctx.event("Normal" if result["result"] == "Done" else "Warning", "MasterMovedForDrain",
+                           f"{group}: its master's node is cordoned; {result['message']}")
+        return bool(moves)
+
+    async def label_roles(self) -> None:
+        """pyrocketmq.io/role on each pod, as elected: the master's budget holds a drain's eviction."""
+        groups = [self.model.group_name(i) for i in range(self.model.groups)]
+        master_of = {g: m for g, m in master_pods(groups, True, self.views).items() if g in self.views}
+        for pod, role in role_labels(master_of, self.pods, LABEL_GROUP).items():  # none while the controller is silent
+            await self.ctx.kube.patch_labels("v1", "Pod", self.model.ref.namespace, pod, {ROLE_LABEL: role})
 
     async def replace_lost(self) -> None:
         """Replicas whose node has been down for spec.nodeLoss.replaceAfter start again elsewhere."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..drain import ROLE_LABEL
 from ..model import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, BrokerModel, headless_service_name
 from ..settings import RenderSettings
 from .common import (
@@ -145,9 +146,30 @@ def render_broker(
             _config_map(model, group, conf),
             _headless_service(model, group, selector),
             _statefulset(model, settings, group, selector, conf),
-            pod_disruption_budget(ref, group, COMPONENT, selector, group=group),
+            *_budgets(model, group, selector),
         ]
     return objects
+
+
+def _budgets(model: BrokerModel, group: str, selector: dict[str, str]) -> list[dict[str, Any]]:
+    """One pod of a group down at a time by a voluntary disruption. With failover, by role: the
+    master's budget lets it go never (a drain waits until the operator hands mastership over, see
+    operator/drain.py), the slaves' lets all but ``replicas - 2`` go (with the master up, one pod of
+    2 or 3), and pods not yet labelled (no election yet) go one at a time. The eviction API refuses
+    a pod that two budgets select, so the three selections are disjoint; and with ``maxUnavailable``
+    over part of a StatefulSet the budget counts the StatefulSet's whole scale, so the role budgets
+    use ``minAvailable``."""
+    ref = model.ref
+    if not model.failover:
+        return [pod_disruption_budget(ref, group, COMPONENT, selector, group=group)]
+    unelected = [{"key": ROLE_LABEL, "operator": "NotIn", "values": ["master", "slave"]}]
+    return [
+        pod_disruption_budget(ref, group, COMPONENT, selector, group=group, expressions=unelected),
+        pod_disruption_budget(ref, f"{group}-slaves", COMPONENT, {**selector, ROLE_LABEL: "slave"}, group=group,
+                              budget={"minAvailable": max(0, model.replicas_per_group - 2)}),
+        pod_disruption_budget(ref, f"{group}-master", COMPONENT, {**selector, ROLE_LABEL: "master"}, group=group,
+                              budget={"minAvailable": 1}),
+    ]
 
 
 def _config_map(model: BrokerModel, group: str, conf: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..model import ObjectRef, Scheduling, Storage
@@ -221,13 +221,18 @@ def service_account(ref: ObjectRef, name: str, component: str) -> dict[str, Any]
 
 
 def pod_disruption_budget(ref: ObjectRef, name: str, component: str, selector: Mapping[str, str],
-                          group: str | None = None) -> dict[str, Any]:
-    """At most one pod of the selection down by a voluntary disruption (a drain, an upgrade)."""
+                          group: str | None = None, *, budget: Mapping[str, int] | None = None,
+                          expressions: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """How many pods of the selection a voluntary disruption (a drain, an upgrade) may take down:
+    ``budget`` (default ``maxUnavailable: 1``); ``expressions`` narrow the selection further."""
+    match: dict[str, Any] = {"matchLabels": dict(selector)}
+    if expressions:
+        match["matchExpressions"] = [dict(e) for e in expressions]
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": metadata(ref, name, component, group=group),
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(selector)}},
+        "spec": {**(budget or {"maxUnavailable": 1}), "selector": match},
     }
 
 

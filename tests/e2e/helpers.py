@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyrocketmq.client import Message, SyncAdmin, SyncProducer, SyncPullConsumer
@@ -127,6 +129,29 @@ def wait_elected(kube: KubeCluster, ns: str) -> dict[str, Any]:
                            interval=2)  # fmt: skip
 
 
+def node_of(kube: KubeCluster, ns: str, pod: str) -> str:
+    return kube.get("pod", pod, "-n", ns)["spec"]["nodeName"]
+
+
+def master_off_operator_node(kube: KubeCluster, ns: str) -> str:
+    """The first group's master pod, switched over first if it shares a node with the operator (a
+    fault on that node would silence the operator too, and with it the Broker's status)."""
+    master = wait_elected(kube, ns)["master"]["pod"]
+    operator_node = kube.get("pods", "-n", "pyrocketmq-system", "-l", "app.kubernetes.io/component=operator")[
+        "items"][0]["spec"]["nodeName"]  # fmt: skip
+    if node_of(kube, ns, master) == operator_node:
+        master = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
+        kube.kubectl("annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite")
+        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == master, 90, "switchover", interval=1)
+    return master
+
+
+def k8s_node(*args: str) -> None:
+    """``scripts/k8s-node ARGS`` (freeze, thaw, isolate, heal a node)."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "k8s-node"
+    subprocess.run([str(script), *args], check=True, capture_output=True, timeout=60)
+
+
 def pods(kube: KubeCluster, ns: str, selector: str = "") -> list[dict[str, Any]]:
     args = ["pods", "-n", ns] + (["-l", selector] if selector else [])
     return kube.get(*args)["items"]
@@ -198,12 +223,14 @@ class MQ:
 
 
 @contextmanager
-def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = False) -> Iterator[MQ]:
-    """A fresh namespace with NameServer ``names`` (2 pods) and Broker ``orders`` (2 groups × master +
-    slave); deleted afterwards. ``wait``: return once both are Ready."""
+def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = False, names: int = 2,
+                groups: int = 2, **broker_spec: Any) -> Iterator[MQ]:
+    """A fresh namespace with NameServer ``names`` (``names`` pods) and Broker ``orders`` (``groups``
+    groups × master + slave, more ``broker_spec``); deleted afterwards. ``wait``: return once both
+    are Ready."""
     ns = kube.create_namespace(prefix)
-    kube.apply(nameserver_cr("names"), "-n", ns)
-    kube.apply(broker_cr("orders", "names"), "-n", ns)
+    kube.apply(nameserver_cr("names", replicas=names), "-n", ns)
+    kube.apply(broker_cr("orders", "names", groups=groups, replicas=2, **broker_spec), "-n", ns)
     try:
         if wait:
             wait_ready(kube, "nameserver", "names", ns, timeout=180)

@@ -9,24 +9,24 @@ a send; nothing acknowledged is lost."""
 from __future__ import annotations
 
 import secrets
-import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import REPO_ROOT, E2EImages
+from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     Sender,
-    broker_cr,
+    deployed_mq,
     first_group,
     get,
-    nameserver_cr,
+    k8s_node,
+    master_off_operator_node,
+    node_of,
     pod_ip,
     read_until,
     topic_cr,
-    wait_elected,
     wait_ready,
 )
 from tests.k8s.cluster import KubeCluster
@@ -35,41 +35,24 @@ REPLACE_AFTER = 10  # seconds; the node itself is NotReady 20 s after its last r
 FROZEN: list[str] = []
 
 
-def _node(*args: str) -> None:
-    subprocess.run([str(REPO_ROOT / "scripts" / "k8s-node"), *args], check=True, capture_output=True, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    kube = node_cluster
-    ns = kube.create_namespace("nodeloss")
-    try:
-        kube.apply(nameserver_cr("names", replicas=3), "-n", ns)  # runs the controller by default
-        kube.apply(broker_cr("orders", "names", groups=1, replicas=2, nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"}),
-                   "-n", ns)  # fmt: skip
-        yield MQ(kube, ns, images)
-    finally:
-        while FROZEN:  # a failed test leaves no node frozen
-            _node(FROZEN.pop(), "thaw")
-        kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
-
-
-def _node_of(kube: KubeCluster, ns: str, pod: str) -> str:
-    return kube.get("pod", pod, "-n", ns)["spec"]["nodeName"]
+    # three name servers (each runs the controller by default), one group of two
+    with deployed_mq(node_cluster, images, "nodeloss", names=3, groups=1,
+                     nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"}) as mq:
+        try:
+            yield mq
+        finally:
+            while FROZEN:  # a failed test leaves no node frozen
+                k8s_node(FROZEN.pop(), "thaw")
 
 
 @pytest.mark.timeout(900)
 def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(mq: MQ) -> None:
     kube, ns = mq.kube, mq.ns
-    master = wait_elected(kube, ns)["master"]["pod"]
-    operator_node = kube.get("pods", "-n", "pyrocketmq-system", "-l", "app.kubernetes.io/component=operator")[
-        "items"][0]["spec"]["nodeName"]  # fmt: skip
-    if _node_of(kube, ns, master) == operator_node:  # freeze a node the operator does not run on
-        master = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
-        kube.kubectl("annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite")
-        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == master, 90, "switchover", interval=1)
+    master = master_off_operator_node(kube, ns)
     other = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
-    lost_node, kept_node = _node_of(kube, ns, master), _node_of(kube, ns, other)
+    lost_node, kept_node = node_of(kube, ns, master), node_of(kube, ns, other)
     assert lost_node != kept_node  # the placement: one replica per node
     topic = f"NodeLoss_{secrets.token_hex(3)}"
     kube.apply(topic_cr("nodeloss-topic", topic, "orders", queues=2), "-n", ns)
@@ -78,7 +61,7 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
 
     with Sender(namesrv, topic) as sender:
         sender.wait_for(50)
-        _node(lost_node, "freeze")
+        k8s_node(lost_node, "freeze")
         FROZEN.append(lost_node)
         frozen_at = time.monotonic()
         n = len(sender.acked)
@@ -96,7 +79,7 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
         in_sync_after = time.monotonic() - frozen_at
         reasons = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=ReplicaReplaced").stdout
         assert master in reasons, reasons
-        _node(lost_node, "thaw")
+        k8s_node(lost_node, "thaw")
         FROZEN.remove(lost_node)
         n = len(sender.acked)
         sender.wait_for(n + 20, timeout=60)

@@ -59,7 +59,11 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
     assert sts["names"]["spec"]["replicas"] == 3
     assert [sts[g]["spec"]["replicas"] for g in ("orders-0", "orders-1")] == [2, 2]
     assert names(kube, "services", ns) == ["names", "names-headless", "orders-0-headless", "orders-1-headless", "orders-broker"]
-    assert names(kube, "poddisruptionbudgets", ns) == ["names", "orders-0", "orders-1"]
+    # the name servers' budget; per group (failover) one for each role and one for pods not yet elected
+    assert names(kube, "poddisruptionbudgets", ns) == [
+        "names", "orders-0", "orders-0-master", "orders-0-slaves", "orders-1", "orders-1-master", "orders-1-slaves"]
+    master_budget = kube.get("pdb", "orders-0-master", "-n", ns)["spec"]
+    assert master_budget["minAvailable"] == 1 and master_budget["selector"]["matchLabels"]["pyrocketmq.io/role"] == "master"
     assert "orders-broker" in names(kube, "serviceaccounts", ns)
     for s in sts.values():
         (owner,) = s["metadata"]["ownerReferences"]

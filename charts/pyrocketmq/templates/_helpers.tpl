@@ -69,11 +69,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: ["apps"]
   resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
   verbs: ["get", "patch"]
-# Readiness and addresses of name server and broker pods; a replica lost with its node
-# (spec.nodeLoss) is deleted with its claims, and the StatefulSet starts it on a healthy node.
+# Readiness and addresses of name server and broker pods; with failover each broker pod is
+# labelled with its elected role (its group's master budget holds a drain until it hands over);
+# a replica lost with its node (spec.nodeLoss) is deleted with its claims, and the StatefulSet
+# starts it on a healthy node.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "delete"]
+  verbs: ["get", "list", "delete", "patch"]
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["list", "delete"]

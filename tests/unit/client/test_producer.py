@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import zlib
 from dataclasses import dataclass, field
 
@@ -25,7 +26,6 @@ from pyrocketmq.client.producer import (
     prepare_batch,
     prepare_single,
     send_result_from_response,
-    should_retry,
 )
 from pyrocketmq.client.route import TopicPublishInfo, _Counter
 from pyrocketmq.client.settings import ProducerSettings
@@ -232,7 +232,7 @@ def test_error_responses_raise(code: int, cls: type) -> None:
     ],
 )
 def test_retry_decisions(error: Exception, retry: bool) -> None:
-    assert should_retry(error) is retry
+    assert getattr(error, "retriable", False) is retry
 
 
 # -- the send loop, on a fake client instance ------------------------------------------------------
@@ -340,6 +340,21 @@ def test_a_connect_gets_its_share_of_the_time_left_so_a_retry_fits() -> None:
     assert 0.9 < first <= 1.0 and 1.4 < second <= 1.5  # 3 s over 3 attempts, then what is left over 2
 
 
+def test_a_master_handing_over_is_waited_for_within_the_send_timeout() -> None:
+    # One broker group, its master just turned slave (code 14) and the route lags: the producer
+    # waits and asks again (0.1, 0.2, 0.4 s ...) instead of spending its attempts in a millisecond.
+    only_a = [q for q in QUEUES if q.broker_name == "a"]
+    fake = FakeInstance({"a": [14, 14, 14, 14]}, only_a)
+    t0 = time.monotonic()
+    res = asyncio.run(_producer(fake, send_timeout=3.0, retries=2, latency_fault_enabled=False).send(Message("T", b"x")))
+    assert res.status is SendStatus.SEND_OK and len(fake.calls) == 5
+    assert 1.4 < time.monotonic() - t0 < 2.5 and fake.refreshed  # 0.1 + 0.2 + 0.4 + 0.8 s
+    # a broker that stays a slave fails the send once its time is spent, not before
+    fake = FakeInstance({"a": [14] * 50}, only_a)
+    with pytest.raises(MQBrokerError):
+        asyncio.run(_producer(fake, send_timeout=1.0, retries=2, latency_fault_enabled=False).send(Message("T", b"x")))
+
+
 def test_failed_broker_is_avoided_by_later_sends() -> None:
     fake = FakeInstance({"a": [1], "b": [1]}, QUEUES)
     p = _producer(fake)
@@ -441,4 +456,4 @@ def test_a_broker_whose_master_left_the_route_is_skipped_for_another() -> None:
     assert all(r.status is SendStatus.SEND_OK for r in results)
     assert fake.calls and all(broker != "a" for broker, _, _ in fake.calls)
     assert fake.refreshed  # the route is asked again after such a failure
-    assert should_retry(NoMasterError("x")) and isinstance(NoMasterError("x"), MQClientError)
+    assert NoMasterError("x").retriable and isinstance(NoMasterError("x"), MQClientError)

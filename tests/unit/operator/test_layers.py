@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 OPERATOR = Path(__file__).resolve().parents[3] / "operator"
-PURE = ["model.py", "podconf.py", "settings.py", "plan.py", "status.py", "nodeloss.py", "render"]
+PURE = ["model.py", "podconf.py", "settings.py", "plan.py", "status.py", "nodeloss.py", "drain.py", "render"]
 PURE_FORBIDDEN = ("kopf", "aiohttp", "asyncio", "pyrocketmq.client", "pyrocketmq.operator.kube", "pyrocketmq.operator.handlers")
 SERVERS = ("pyrocketmq.broker", "pyrocketmq.namesrv")
 

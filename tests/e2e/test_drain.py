@@ -1,0 +1,74 @@
+"""Draining the node that holds a master: ``kubectl drain`` under load. The master's budget holds its
+eviction until the operator has moved mastership to the in-sync replica on another node; the drain
+then evicts the old master as a slave. The producer sees no failed send, nothing acknowledged is
+lost; uncordoned, the evicted pods come back on their volumes and the group is in sync again."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import E2EImages
+from tests.e2e.helpers import (
+    MQ,
+    Sender,
+    deployed_mq,
+    first_group,
+    pod_ip,
+    read_until,
+    topic_cr,
+    wait_elected,
+    wait_ready,
+)
+from tests.k8s.cluster import KubeCluster
+
+CORDONED: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
+    with deployed_mq(node_cluster, images, "drain", names=3, groups=1) as mq:  # failover by default
+        try:
+            yield mq
+        finally:
+            while CORDONED:  # a failed test leaves no node cordoned
+                node_cluster.kubectl("uncordon", CORDONED.pop(), check=False)
+
+
+@pytest.mark.timeout(900)
+def test_draining_a_masters_node_moves_the_master_first_and_fails_no_send(mq: MQ) -> None:
+    kube, ns = mq.kube, mq.ns
+    master = wait_elected(kube, ns)["master"]["pod"]
+    node = kube.get("pod", master, "-n", ns)["spec"]["nodeName"]
+    uid = kube.get("pod", master, "-n", ns)["metadata"]["uid"]
+    topic = f"Drain_{secrets.token_hex(3)}"
+    kube.apply(topic_cr("drain-topic", topic, "orders", queues=2), "-n", ns)
+    wait_ready(kube, "topic", "drain-topic", ns, timeout=60)
+    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    with Sender(namesrv, topic) as sender:
+        sender.wait_for(50)
+        CORDONED.append(node)
+        t0 = time.monotonic()
+        kube.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s", timeout=330)
+        drained = time.monotonic() - t0
+        moved = first_group(kube, ns)["master"]["pod"]
+        n = len(sender.acked)
+        sender.wait_for(n + 20, timeout=60)
+    assert moved != master and kube.get("pod", moved, "-n", ns)["spec"]["nodeName"] != node
+    events = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=MasterMovedForDrain").stdout
+    assert master.rsplit("-", 1)[0] in events, events
+    old = kube.get("pods", "-n", ns)["items"]
+    assert all(p["metadata"]["uid"] != uid for p in old)  # the old master was evicted, after handing over
+    assert sender.failures == [], sender.failures[:5]
+    got = read_until(namesrv, topic, f"GID_CHECK_{secrets.token_hex(3)}", set(sender.acked.values()))
+    missing = set(sender.acked.values()) - got
+    assert not missing, f"{len(missing)} acknowledged messages missing"
+    kube.kubectl("uncordon", node)
+    CORDONED.remove(node)
+    kube.wait_until(lambda: len(first_group(kube, ns).get("inSync", ())) == 2, 240,
+                    "the evicted replica back on its volume and in sync", interval=2)
+    print(f"\ndrained {node} (master {master} -> {moved}) in {drained:.0f} s; {len(sender.acked)} sends acknowledged, "
+          f"{len(sender.failures)} failed, none lost")
