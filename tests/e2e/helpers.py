@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyrocketmq.client import Message, SyncAdmin, SyncProducer, SyncPullConsumer
+from pyrocketmq.client import Message, ProducerSettings, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -243,8 +243,8 @@ def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = Fal
 class Sender:
     """Sends from the node in a thread until stopped, keeping what was acknowledged and what failed."""
 
-    def __init__(self, namesrv: str, topic: str, pause: float = 0.02) -> None:
-        self.namesrv, self.topic, self.pause = namesrv, topic, pause
+    def __init__(self, namesrv: str, topic: str, pause: float = 0.02, send_timeout: float = 3.0) -> None:
+        self.namesrv, self.topic, self.pause, self.send_timeout = namesrv, topic, pause, send_timeout
         self.acked: dict[str, bytes] = {}
         """Every send the broker answered (SEND_OK or another status: stored on the broker it reached)."""
         self.ok: dict[str, bytes] = {}
@@ -263,7 +263,8 @@ class Sender:
         self._thread.join(60)
 
     def _run(self) -> None:
-        with SyncProducer(f"P_{secrets.token_hex(3)}", self.namesrv) as producer:
+        settings = ProducerSettings(send_timeout=self.send_timeout)
+        with SyncProducer(f"P_{secrets.token_hex(3)}", self.namesrv, settings) as producer:
             i = 0
             while not self._stop.is_set():
                 body = f"{self.topic}-{i}".encode()

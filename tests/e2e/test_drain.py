@@ -48,7 +48,8 @@ def test_draining_a_masters_node_moves_the_master_first_and_fails_no_send(mq: MQ
     kube.apply(topic_cr("drain-topic", topic, "orders", queues=2), "-n", ns)
     wait_ready(kube, "topic", "drain-topic", ns, timeout=60)
     namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
-    with Sender(namesrv, topic) as sender:
+    # a send waits for a master handing over within its timeout: 10 s, more than a handover takes
+    with Sender(namesrv, topic, send_timeout=10.0) as sender:
         sender.wait_for(50)
         CORDONED.append(node)
         t0 = time.monotonic()
