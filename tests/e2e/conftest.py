@@ -220,6 +220,7 @@ def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[s
     try:
         yield OPERATOR_NAMESPACE
     finally:
-        node_cluster.helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False, timeout=180)
-        node_cluster.kubectl("delete", "namespace", OPERATOR_NAMESPACE, "--ignore-not-found", check=False)
+        if not _session.started_here:  # a cluster this session started goes as a whole, right after
+            node_cluster.helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False, timeout=180)
+            node_cluster.kubectl("delete", "namespace", OPERATOR_NAMESPACE, "--ignore-not-found", check=False)
 

@@ -22,6 +22,7 @@ from tests.e2e.helpers import (
     MQ,
     Sender,
     broker_cr,
+    delete_namespace,
     first_group,
     get,
     nameserver_cr,
@@ -46,7 +47,7 @@ def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> I
     try:
         yield MQ(kube, ns, images)
     finally:
-        kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
+        delete_namespace(kube, ns)
 
 
 @pytest.mark.timeout(900)

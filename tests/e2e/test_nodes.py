@@ -14,6 +14,7 @@ import pytest
 
 from localkube import config as lk_config
 from tests.e2e.conftest import NODES, REPO_ROOT, E2EImages
+from tests.e2e.helpers import delete_namespace
 from tests.k8s.cluster import KubeCluster
 
 PORT = 8080
@@ -98,7 +99,7 @@ def echoes(node_cluster: KubeCluster, images: E2EImages) -> Iterator[tuple[str, 
         for node in names:  # whatever a failed test left
             _node_script(node, "thaw")
             _node_script(node, "heal")
-        kube.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        delete_namespace(kube, ns)
 
 
 def test_three_nodes_one_per_zone_each_with_its_own_pod_network(node_cluster: KubeCluster, echoes) -> None:

@@ -20,6 +20,7 @@ from tests.e2e.conftest import OPERATOR_NAMESPACE, RELEASE, REPO_ROOT, E2EImages
 from tests.e2e.helpers import (
     broker_cr,
     condition,
+    delete_namespace,
     get,
     nameserver_cr,
     pod_ip,
@@ -73,7 +74,7 @@ def secure(node_cluster: KubeCluster, images: E2EImages, operator_release: str, 
         kube.apply(spec_broker, "-n", ns)
         yield kube, ns, certs, images
     finally:
-        kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
+        delete_namespace(kube, ns)
         _set_read_secrets(kube, images, False)
 
 
