@@ -18,7 +18,13 @@ and epoch to the controller and applies the answer (the group's view, see
   dropped, master services stopped); then, before following the new master, the log is cut where
   the history says its epoch ended (``state.truncate_point``) — the unreplicated tail of a deposed
   master is logged and dropped, never served — and replication restarts from there.
-- the controller unreachable: roles stay as they are (a master keeps serving).
+- the controller unreachable: a slave keeps following; a master keeps serving while it reaches
+  an in-sync slave (the controllers lost: sends are still acknowledged by every member the
+  controller could elect). A master that reaches neither a controller (for ``FENCE_AFTER_S``) nor
+  any other member of its in-sync set is cut off (a partition): it cannot acknowledge a send (the
+  set cannot shrink without the controller), another replica is master by then, so it steps down
+  as above and, registered as a slave, leaves the routes of the name servers it still reaches
+  (their clients ask another name server). Told again that it is master, it resumes.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from .service import HAClient, HAServer
 log = logging.getLogger("pyrocketmq.broker.ha")
 
 NO_MASTER = -1
+FENCE_AFTER_S = 6.0
+"""A master no controller has answered for this long steps down (twice the controller's expiry)."""
 
 
 def truncate_point(history: list[tuple[int, int]], epoch: int, max_offset: int) -> int:
@@ -145,6 +153,18 @@ class ReplicaManager:
             return
         if view is not None:
             await self.apply(view)
+        elif self._cut_off():
+            log.warning("%s reaches no controller (for %.0f s) and no in-sync slave: stepping down as master",
+                        self.settings.identity.broker_name, time.monotonic() - self.confirmed_at)
+            await self._step_down()
+
+    def _cut_off(self) -> bool:
+        """A master that no controller answered for FENCE_AFTER_S and that has no link to any other
+        member of its in-sync set (see the module docstring)."""
+        table = self.ha_server.table
+        if not self.master or not table.required or time.monotonic() - self.confirmed_at <= FENCE_AFTER_S:
+            return False
+        return not (table.required & set(table.replica_of.values()))
 
     async def apply(self, view: dict[str, Any]) -> None:
         self.view = view

@@ -62,3 +62,39 @@ def test_a_deposed_master_fails_the_sends_its_in_sync_set_did_not_all_hold(tmp_p
     answers = asyncio.run(scenario())
     assert answers == [(100, True), (200, False), (300, False)]
     assert settings.identity.role == BrokerRole.SLAVE and stopped == [True]
+
+
+def test_a_master_cut_off_from_controllers_and_its_in_sync_set_steps_down(tmp_path) -> None:
+    """Fenced only when both are out of reach: with a controller answering, or an in-sync slave
+    still linked (the controllers lost, sends still acknowledged), the master keeps serving."""
+    import time
+
+    from pyrocketmq.broker.ha import replica as replica_mod
+
+    settings = BrokerSettings.from_conf({"storePathRootDir": str(tmp_path), "brokerIP1": "127.0.0.1",
+                                         "brokerRole": "SYNC_MASTER"})
+    ha = _HA()
+
+    async def stop_master() -> None:
+        pass
+
+    async def scenario() -> list[bool]:
+        manager = ReplicaManager(settings, _Store(), _Registrar(), ha, None,  # type: ignore[arg-type]
+                                 start_master=lambda: None, stop_master=stop_master)
+        manager.master = True
+        t = ha.table
+        t.connect("c2"), t.identify("c2", 2)
+        t.set_required(frozenset({2}))
+        seen = []
+        manager.confirmed_at = time.monotonic()
+        seen.append(manager._cut_off())  # the controller answered just now
+        manager.confirmed_at = time.monotonic() - replica_mod.FENCE_AFTER_S - 1
+        seen.append(manager._cut_off())  # no controller, but the in-sync slave is linked
+        t.disconnect("c2")
+        seen.append(manager._cut_off())  # neither: cut off
+        t.set_required(frozenset())
+        seen.append(manager._cut_off())  # alone in its in-sync set: nobody else could be elected
+        await manager.client.close()
+        return seen
+
+    assert asyncio.run(scenario()) == [False, False, True, False]
