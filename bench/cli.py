@@ -79,6 +79,11 @@ def select(args: argparse.Namespace):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["chaos"]:  # python -m bench chaos: faults on the node cluster (bench/chaos.py)
+        from bench import chaos
+
+        return chaos.main(argv[1:])
     args = build_parser().parse_args(argv)
     plan = make_plan(args)
     chosen, flushes = select(args)

@@ -249,8 +249,13 @@ def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = Fal
 class Sender:
     """Sends from the node in a thread until stopped, keeping what was acknowledged and what failed."""
 
-    def __init__(self, namesrv: str, topic: str, pause: float = 0.02, send_timeout: float = 3.0) -> None:
+    def __init__(self, namesrv: str, topic: str, pause: float = 0.02, send_timeout: float = 3.0, keys: int = 0) -> None:
         self.namesrv, self.topic, self.pause, self.send_timeout = namesrv, topic, pause, send_timeout
+        self.keys = keys
+        """With keys: sends round-robin over that many sharding keys (an orderly topic), each body
+        ``<topic>|<key>|<per-key sequence>``."""
+        self.ok_at: list[float] = []
+        """Monotonic time of each SEND_OK."""
         self.acked: dict[str, bytes] = {}
         """Every send the broker answered (SEND_OK or another status: stored on the broker it reached)."""
         self.ok: dict[str, bytes] = {}
@@ -271,14 +276,21 @@ class Sender:
     def _run(self) -> None:
         settings = ProducerSettings(send_timeout=self.send_timeout)
         with SyncProducer(f"P_{secrets.token_hex(3)}", self.namesrv, settings) as producer:
-            i = 0
+            i, seqs = 0, [0] * self.keys
             while not self._stop.is_set():
-                body = f"{self.topic}-{i}".encode()
+                extra: dict[str, Any] = {}
+                if self.keys:
+                    key = i % self.keys
+                    seqs[key] += 1
+                    body, extra = f"{self.topic}|k{key}|{seqs[key]}".encode(), {"sharding_key": f"k{key}"}
+                else:
+                    body = f"{self.topic}-{i}".encode()
                 try:
-                    result = producer.send(Message(self.topic, body))
+                    result = producer.send(Message(self.topic, body), **extra)
                     self.acked[result.msg_id] = body
                     if result.status.name == "SEND_OK":
                         self.ok[result.msg_id] = body
+                        self.ok_at.append(time.monotonic())
                     self.statuses[result.status.name] = self.statuses.get(result.status.name, 0) + 1
                 except Exception as exc:  # noqa: BLE001 — counted, the test decides
                     self.failures.append(f"{type(exc).__name__}: {exc}")
