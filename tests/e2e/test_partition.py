@@ -19,11 +19,10 @@ from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     Sender,
-    broker_cr,
+    deployed_mq,
     first_group,
     k8s_node,
     master_off_operator_node,
-    nameserver_cr,
     node_of,
     pod_ip,
     read_until,
@@ -37,16 +36,13 @@ ISOLATED: list[str] = []
 
 @pytest.fixture(scope="module")
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    kube = node_cluster
-    ns = kube.create_namespace("partition")
-    try:
-        kube.apply(nameserver_cr("names", replicas=3), "-n", ns)  # one per node, each with a controller
-        kube.apply(broker_cr("orders", "names", groups=1, replicas=2), "-n", ns)  # SYNC, failover by default
-        yield MQ(kube, ns, images)
-    finally:
-        while ISOLATED:  # a failed test leaves no node cut off
-            k8s_node(ISOLATED.pop(), "heal")
-        kube.kubectl("delete", "namespace", ns, "--timeout=180s", check=False, timeout=200)
+    # one name server per node (each runs a controller), one group of two (SYNC, failover by default)
+    with deployed_mq(node_cluster, images, "partition", names=3, groups=1) as mq:
+        try:
+            yield mq
+        finally:
+            while ISOLATED:  # a failed test leaves no node cut off
+                k8s_node(ISOLATED.pop(), "heal")
 
 
 @pytest.mark.timeout(900)
