@@ -21,6 +21,7 @@ from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.acl import AclConfigError
 from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.remoting.message import pack_host
+from pyrocketmq.remoting.properties import ConfigError, read_properties
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.service import Service, Services
 
@@ -46,7 +47,7 @@ from .processors.transaction import TransactionProcessor
 from .proxy.endpoint import GrpcEndpoint
 from .registration import Registrar
 from .schedule import ScheduleService
-from .settings import BrokerRole, BrokerSettings, ConfigError, read_properties
+from .settings import BrokerRole, BrokerSettings
 from .stats import BrokerStats
 from .store.message_store import MessageStore
 from .subscription_group import SubscriptionGroupManager
@@ -414,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"pyrocketmq broker: error: config file not found: {args.config}", file=sys.stderr)
         return 2
-    except (ConfigError, ValueError) as e:
+    except (ConfigError, ValueError, OSError) as e:
         parser.print_usage(sys.stderr)
         print(f"pyrocketmq broker: error: {e}", file=sys.stderr)
         return 2

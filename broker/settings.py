@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from pyrocketmq.remoting.limits import ConnectionLimits
 from pyrocketmq.remoting.names import check_broker_name
+from pyrocketmq.remoting.properties import ConfigError
 from pyrocketmq.remoting.tls import ClientTls, ServerTls, TlsConfigError
 
 from .store.settings import StoreSettings
@@ -28,10 +29,6 @@ class BrokerRole(StrEnum):
     ASYNC_MASTER = "ASYNC_MASTER"
     SYNC_MASTER = "SYNC_MASTER"
     SLAVE = "SLAVE"
-
-
-class ConfigError(ValueError):
-    """A setting has a value the broker cannot use; the message names the key."""
 
 
 @dataclass(slots=True)
@@ -250,21 +247,6 @@ class BrokerSettings:
         effective = {k: v for k, v in sorted(seen.items()) if k not in SECRET_KEYS}
         return cls(identity=identity, network=network, topics=topics, pull=pull, controller=controller, store=store,
                    extra=extra, effective=effective)
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """Read a Java properties file (``key=value`` or ``key: value``; ``#``/``!`` comments)."""
-    conf: dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, raw in enumerate(f, 1):
-            line = raw.strip()
-            if not line or line[0] in "#!":
-                continue
-            m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-            if not m:
-                raise ConfigError(f"{path}:{lineno}: expected key=value, got {line!r}")
-            conf[m.group(1)] = m.group(2).strip()
-    return conf
 
 
 def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], _T]) -> _T:

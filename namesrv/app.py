@@ -24,6 +24,7 @@ from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, AclConfigError, namesrv_needs
 from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.remoting.acl_sign import sign as acl_sign
+from pyrocketmq.remoting.properties import ConfigError
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.remoting.transport import Connection
 from pyrocketmq.service import Service
@@ -33,7 +34,7 @@ from .kv_config import KVConfigError, KVConfigManager
 from .metrics import NamesrvMetrics
 from .processor import NamesrvProcessor
 from .route_info import RouteInfoManager
-from .settings import ConfigError, NamesrvSettings
+from .settings import NamesrvSettings
 
 log = logging.getLogger("pyrocketmq.namesrv")
 

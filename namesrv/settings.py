@@ -1,22 +1,17 @@
 """Name-server settings, loadable from a ``namesrv.conf`` with RocketMQ's keys.
 
-Java properties syntax: ``key=value`` / ``key: value`` / ``key value``, ``#`` and ``!`` comments,
-a trailing backslash continues a line. Keys this name server does not use are reported (logged
+Java properties syntax (:mod:`pyrocketmq.remoting.properties`). Keys this name server does not use are reported (logged
 by the caller), not rejected, so a Java ``namesrv.conf`` works unchanged.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field, replace
 
 from pyrocketmq.remoting.limits import ConnectionLimits
+from pyrocketmq.remoting.properties import ConfigError, read_properties
 from pyrocketmq.remoting.tls import ServerTls, TlsConfigError
-
-
-class ConfigError(ValueError):
-    """A setting has a value this name server cannot use; the message names the key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,39 +199,6 @@ def _env_port(name: str) -> int:
     if not raw.isdigit() or int(raw) > 65535:
         raise ConfigError(f"{name}={raw!r}: expected a port 0..65535")
     return int(raw)
-
-
-_SPLIT = re.compile(r"(?<!\\)[=:\s]")
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file as a dict (the simple subset RocketMQ configs use)."""
-    conf: dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    logical: list[str] = []
-    pending = ""
-    for raw in lines:
-        line = raw.strip() if not pending else raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending += line[:-1]
-            continue
-        logical.append(pending + line)
-        pending = ""
-    if pending:
-        logical.append(pending)
-    for line in logical:
-        m = _SPLIT.search(line)
-        if m is None:
-            conf[line] = ""
-            continue
-        key, rest = line[: m.start()], line[m.end() :].lstrip()
-        if m.group().isspace() and rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip()
-        conf[key.replace("\\", "")] = rest.strip()
-    return conf
 
 
 def _server_tls(conf: dict[str, str], used: set[str]) -> ServerTls:

@@ -1,6 +1,12 @@
-"""Java ``.properties`` text (what GET_BROKER_CONFIG answers and UPDATE_BROKER_CONFIG carries): the
-subset RocketMQ writes — ``key=value`` (or ``:``, or a blank) lines, ``#``/``!`` comments, a trailing
-backslash continuing a line, and ``\\\\``, ``\\n``, ``\\r``, ``\\t``, ``\\=``, ``\\:`` escapes."""
+"""Java ``.properties`` text, read by Java's rules: the broker's and the name server's config files,
+what GET_BROKER_CONFIG answers and what UPDATE_BROKER_CONFIG carries. ``key=value``, ``key: value``
+or ``key value`` lines, ``#``/``!`` comments, a trailing backslash continuing a line, and the
+``\\\\``, ``\\n``, ``\\r``, ``\\t``, ``\\f``, ``\\uXXXX`` escapes (any other escaped
+character stands for itself: ``\\=``, ``\\:``, ``\\ ``). Values lose trailing blanks.
+
+>>> parse_properties("# c\\na = 1\\nb: two\\nlong=x\\\\\\n  y\\nc\\\\u0041 three")
+{'a': '1', 'b': 'two', 'long': 'xy', 'cA': 'three'}
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,20 @@ import re
 
 _SEP = re.compile(r"(?<!\\)(?:\s*[=:]\s*|\s+)")
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "f": "\f"}
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
+
+
+class ConfigError(ValueError):
+    """A setting has a value the server cannot use (or its file cannot be read); the message names
+    the key or the file."""
 
 
 def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, code)
+
+    return _ESCAPE.sub(one, text)
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -34,6 +50,12 @@ def parse_properties(text: str) -> dict[str, str]:
         key, value = (pending[: m.start()], pending[m.end():]) if m else (pending, "")
         out[_unescape(key)] = _unescape(value)
     return out
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """The properties file at ``path`` (UTF-8, as RocketMQ's configs are written)."""
+    with open(path, encoding="utf-8") as f:
+        return parse_properties(f.read())
 
 
 def format_properties(values: dict[str, str]) -> bytes:

@@ -14,9 +14,10 @@ from pyrocketmq.broker.delay import (
     is_due,
     send_back_inner,
 )
-from pyrocketmq.broker.settings import BrokerSettings, ConfigError
+from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.broker.store.settings import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from pyrocketmq.remoting.message import MessageExt, decode_properties, pack_host
+from pyrocketmq.remoting.properties import ConfigError
 
 LEVELS = parse_delay_levels(DEFAULT_DELAY_LEVELS)
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyrocketmq.broker.settings import BrokerRole, BrokerSettings, ConfigError, read_properties
+from pyrocketmq.broker.settings import BrokerRole, BrokerSettings
+from pyrocketmq.remoting.properties import ConfigError, read_properties
 
 
 def test_rocketmq_keys_are_read(tmp_path):
@@ -65,7 +66,8 @@ def test_slave_keeps_its_id_and_master_is_zero():
 
 
 def test_grpc_listen_port():
-    from pyrocketmq.broker.settings import BrokerSettings, ConfigError
+    from pyrocketmq.broker.settings import BrokerSettings
+    from pyrocketmq.remoting.properties import ConfigError
 
     assert BrokerSettings.from_conf({}).network.grpc_port is None
     assert BrokerSettings.from_conf({"grpcListenPort": "8081"}).network.grpc_port == 8081

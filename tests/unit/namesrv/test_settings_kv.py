@@ -8,7 +8,8 @@ import pytest
 
 from pyrocketmq.namesrv.app import main
 from pyrocketmq.namesrv.kv_config import KVConfigError, KVConfigManager
-from pyrocketmq.namesrv.settings import ConfigError, NamesrvSettings, read_properties
+from pyrocketmq.namesrv.settings import NamesrvSettings
+from pyrocketmq.remoting.properties import ConfigError, read_properties
 
 
 def test_defaults():
