@@ -32,7 +32,7 @@ import inspect
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 from .code import ResponseCode
@@ -53,6 +53,28 @@ _opaque_counter = itertools.count(1)
 def next_opaque() -> int:
     """Process-wide request ids, kept within int32 as Java expects."""
     return next(_opaque_counter) & 0x7FFFFFFF
+
+
+def handler_failed(where: str, cmd: RemotingCommand, exc: BaseException, what: str = "handler") -> RemotingCommand:
+    """The one answer to a request whose handler (or the check before it) raised: logged with its
+    traceback, SYSTEM_ERROR naming the exception. No handler guards itself."""
+    log.error("%s: %s for code %d failed", where, what, cmd.code, exc_info=exc)
+    return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+async def call_handler(handlers: Mapping[int, Handler], channel: Connection, cmd: RemotingCommand,
+                       where: str) -> RemotingCommand | None:
+    """Run ``cmd``'s handler on an in-process channel (the 5.x endpoint's calls into the 4.x
+    processors): its answer, REQUEST_CODE_NOT_SUPPORTED without a handler, :func:`handler_failed`'s
+    if it raised. Connections dispatch their own requests (:meth:`Connection._dispatch`)."""
+    handler = handlers.get(cmd.code)
+    if handler is None:
+        return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {cmd.code} is not served")
+    try:
+        result = handler(channel, cmd)
+        return await result if inspect.isawaitable(result) else result
+    except Exception as e:
+        return handler_failed(where, cmd, e)
 
 
 class RemotingError(Exception):
@@ -261,9 +283,7 @@ class Connection(asyncio.Protocol):
 
     # -- requests arriving --------------------------------------------------------------------
     def _failed(self, cmd: RemotingCommand, exc: BaseException, what: str = "handler") -> RemotingCommand:
-        """The one answer to a request whose handler (or check) raised: logged, SYSTEM_ERROR."""
-        log.error("%s: %s for code %d failed", self._name, what, cmd.code, exc_info=exc)
-        return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        return handler_failed(self._name, cmd, exc, what)
 
     def _dispatch(self, cmd: RemotingCommand) -> None:
         """Run the request's handler and answer it now, from a future's callback or from a task. With

@@ -16,8 +16,7 @@ that message's topic (:func:`~pyrocketmq.remoting.acl_service.acl_refusal`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.acl_service import acl_refusal
 from pyrocketmq.remoting.acl_sign import ACL_FIELDS
@@ -65,25 +64,6 @@ CALL_CLIENT_TIMEOUT_S = 10.0
 """How long a request relayed to a consumer (307, 309) may take (Java's ``callClient``)."""
 
 
-_Self = TypeVar("_Self")
-_Method = Callable[[_Self, Connection, RemotingCommand], HandlerResult]
-
-
-def _guarded(fn: _Method[_Self]) -> _Method[_Self]:
-    """Log a handler's unexpected exception and answer SYSTEM_ERROR (nothing reaches the transport)."""
-
-    def handler(self: _Self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        try:
-            return fn(self, conn, cmd)
-        except Exception as e:
-            log.exception("request code %d failed", cmd.code)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
-
-    handler.__name__ = fn.__name__
-    handler.__doc__ = fn.__doc__
-    return handler
-
-
 class ConsumerProcessor:
     def __init__(
         self,
@@ -111,7 +91,6 @@ class ConsumerProcessor:
         server.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.handle_call_consumer)
 
     # -- locks ------------------------------------------------------------------------------------
-    @_guarded
     def handle_lock(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             req = LockBatchRequestBody.from_json(cmd.payload or b"{}")
@@ -121,7 +100,6 @@ class ConsumerProcessor:
         body = LockBatchResponseBody(lock_ok_mq_set=sorted(locked)).to_json()
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
-    @_guarded
     def handle_unlock(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             req = UnlockBatchRequestBody.from_json(cmd.payload or b"{}")
@@ -131,7 +109,6 @@ class ConsumerProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     # -- connections ------------------------------------------------------------------------------
-    @_guarded
     def handle_connection_list(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             group = GetConsumerConnectionListRequestHeader.from_command(cmd).consumer_group
@@ -179,7 +156,6 @@ class ConsumerProcessor:
                 table[MessageQueue(topic, name, qid)] = committed
         return table
 
-    @_guarded
     def handle_reset_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             h = ResetOffsetRequestHeader.from_command(cmd)
@@ -216,7 +192,6 @@ class ConsumerProcessor:
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
     # -- calls relayed to one consumer ------------------------------------------------------------
-    @_guarded
     def handle_call_consumer(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         directly = cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY
         try:

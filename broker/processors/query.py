@@ -11,7 +11,6 @@ and checks keys itself; the store has already dropped hash collisions.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -22,7 +21,6 @@ from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerRe
 if TYPE_CHECKING:
     from ..store.message_store import MessageStore
 
-log = logging.getLogger("pyrocketmq.broker")
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 """Java ``MixAll.UNIQUE_MSG_QUERY_FLAG``."""
@@ -46,11 +44,7 @@ class QueryProcessor:
         max_num = h.max_num
         if cmd.ext_fields.get(UNIQUE_KEY_QUERY) == "true":  # Java compares with equals("true")
             max_num = store.settings.index.default_query_max_num
-        try:
-            result = store.query_message(h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
-        except Exception as e:
-            log.exception("query of %s#%s failed", h.topic, h.key)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"query failed: {type(e).__name__}: {e}", empty)
+        result = store.query_message(h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
         header = QueryMessageResponseHeader(
             index_last_update_timestamp=result.index_last_update_timestamp,
             index_last_update_phyoffset=result.index_last_update_phyoffset,

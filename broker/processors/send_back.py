@@ -75,11 +75,7 @@ class SendBackProcessor:
 
     def handle_send_back(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         version = self.topics.data_version.counter
-        try:
-            answer = self._send_back(conn, cmd)
-        except Exception as e:
-            log.exception("send-back failed: %s", cmd)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"send back failed: {type(e).__name__}: {e}")
+        answer = self._send_back(conn, cmd)
         if self.publish_routes is not None and self.topics.data_version.counter != version:
             return published_first(self.publish_routes, answer)  # a new %RETRY%/%DLQ% topic: routed first
         return answer

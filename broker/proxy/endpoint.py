@@ -3,17 +3,15 @@ from the broker's own parts (composition only; the logic lives in the modules it
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyrocketmq.remoting.acl import AclValidator
-from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.remoting_client import RemotingClient
-from pyrocketmq.remoting.transport import Handler
+from pyrocketmq.remoting.transport import Handler, call_handler
 
 from .auth import GrpcAccess
 from .clients import ClientRegistry, ClientSession
@@ -77,11 +75,7 @@ class GrpcEndpoint:
         return refusal
 
     async def _send_back(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        handler = self.handlers.get(RequestCode.CONSUMER_SEND_MSG_BACK)
-        if handler is None:
-            return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "no send-back handler")
-        result = handler(self._internal.channel, cmd)
-        return await result if inspect.isawaitable(result) else result
+        return await call_handler(self.handlers, self._internal.channel, cmd, "5.x endpoint")
 
     async def start(self, broker_addr: str) -> int:
         self.pop.load()

@@ -19,7 +19,6 @@ publish to.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -29,7 +28,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import Prop
 from pyrocketmq.remoting.msg_id import decode_offset_msg_id
-from pyrocketmq.remoting.transport import Handler
+from pyrocketmq.remoting.transport import Handler, call_handler
 
 from ..transaction import COMMIT, ROLLBACK
 from .auth import Access
@@ -132,13 +131,7 @@ class MessagingService:
         return session_of(self.clients, context)
 
     async def _dispatch(self, session: ClientSession, cmd: RemotingCommand) -> RemotingCommand | None:
-        handler = self.handlers.get(cmd.code)
-        if handler is None:
-            return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {cmd.code} is not served")
-        result = handler(session.channel, cmd)
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        return await call_handler(self.handlers, session.channel, cmd, "5.x endpoint")
 
     # -- routes and clients ---------------------------------------------------------------------
     async def query_route(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
