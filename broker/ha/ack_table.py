@@ -33,6 +33,8 @@ class AckTable:
         self._seq = itertools.count()
         self.replica_of: dict[object, int] = {}
         """slave key → replica id, for slaves that named themselves (controller mode)."""
+        self.heard_at: dict[object, float] = {}
+        """slave key → when it last reported (the caller's clock, see :meth:`heard`)."""
         self.required: frozenset[int] | None = None
         """Controller mode: the replica ids that must all hold a message before it is acknowledged
         (the in-sync set without the master); None = any one connected slave suffices (4.x)."""
@@ -46,6 +48,16 @@ class AckTable:
     def disconnect(self, key: object) -> None:
         self.slaves.pop(key, None)
         self.replica_of.pop(key, None)
+        self.heard_at.pop(key, None)
+
+    def heard(self, key: object, now: float) -> None:
+        """The slave of ``key`` reported (or connected) at ``now``."""
+        self.heard_at[key] = now
+
+    def linked(self, now: float, within: float) -> set[int]:
+        """The replica ids of the slaves heard from in the last ``within`` seconds: a link whose peer
+        went silent (a cut cable leaves the socket open) does not count."""
+        return {rid for key, rid in self.replica_of.items() if now - self.heard_at.get(key, float("-inf")) <= within}
 
     def identify(self, key: object, replica_id: int) -> None:
         self.replica_of[key] = replica_id

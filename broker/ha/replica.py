@@ -11,9 +11,9 @@ and epoch to the controller and applies the answer (the group's view, see
   between the election and that point, so the epoch history the controller keeps is exact.
 - **master**: keep the in-sync set true. A slave whose acknowledgements are within
   ``haMaxGapNotInSync`` of the head (and inside this epoch) should be in it, one that is not (or is
-  gone) should leave. A joiner is waited for *before* the controller is asked, a leaver only *after*
-  the controller agreed: at no time is a SYNC_MASTER send acknowledged without every member the
-  controller could elect.
+  gone, or silent for ``SLAVE_SILENT_S``: a frozen node, a cut cable) should leave. A joiner is
+  waited for *before* the controller is asked, a leaver only *after* the controller agreed: at no
+  time is a SYNC_MASTER send acknowledged without every member the controller could elect.
 - **told someone else is master**: a master steps down at once (sends refused, slave links
   dropped, master services stopped); then, before following the new master, the log is cut where
   the history says its epoch ended (``state.truncate_point``) — the unreplicated tail of a deposed
@@ -43,13 +43,16 @@ from pyrocketmq.remoting.transport import RemotingError
 from ..registration import Registrar, outgoing_client
 from ..settings import BrokerRole, BrokerSettings
 from ..store.message_store import MessageStore
-from .service import HAClient, HAServer
+from .service import HEARTBEAT_INTERVAL, HAClient, HAServer
 
 log = logging.getLogger("pyrocketmq.broker.ha")
 
 NO_MASTER = -1
 FENCE_AFTER_S = 6.0
 """A master no controller has answered for this long steps down (twice the controller's expiry)."""
+SLAVE_SILENT_S = 2 * HEARTBEAT_INTERVAL
+"""A slave link with no report for this long counts as cut (a slave reports at least every
+``HEARTBEAT_INTERVAL``; a cut cable leaves the socket open until the housekeeping closes it)."""
 
 
 def truncate_point(history: list[tuple[int, int]], epoch: int, max_offset: int) -> int:
@@ -164,7 +167,7 @@ class ReplicaManager:
         table = self.ha_server.table
         if not self.master or not table.required or time.monotonic() - self.confirmed_at <= FENCE_AFTER_S:
             return False
-        return not (table.required & set(table.replica_of.values()))
+        return not (table.required & table.linked(time.monotonic(), SLAVE_SILENT_S))
 
     async def apply(self, view: dict[str, Any]) -> None:
         self.view = view
@@ -223,9 +226,10 @@ class ReplicaManager:
         current = {int(x) for x in view["syncStateSet"]}
         head = self.store.get_max_phy_offset()
         floor = max(self.epoch_start, head - self.settings.controller.ha_max_gap_not_in_sync)
-        caught_up = {rid for rid, off in self.ha_server.table.acked_by_replica().items() if off >= floor}
-        desired = {me} | caught_up
         table = self.ha_server.table
+        linked = table.linked(time.monotonic(), SLAVE_SILENT_S)  # a silent slave leaves as one gone does
+        caught_up = {rid for rid, off in table.acked_by_replica().items() if off >= floor and rid in linked}
+        desired = {me} | caught_up
         if desired == current:
             table.set_required(frozenset(current - {me}))
             return

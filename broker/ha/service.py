@@ -122,6 +122,7 @@ class HAServer:
         key = object()
         first: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self.table.connect(key)
+        self.table.heard(key, time.monotonic())
         read_task = asyncio.ensure_future(self._read(reader, key, first))
         log.info("slave %s connected", peer)
         try:
@@ -161,6 +162,7 @@ class HAServer:
                 return
             if off is None:
                 continue
+            self.table.heard(key, time.monotonic())
             if offsets.replica_id is not None and key not in self.table.replica_of:
                 self.table.identify(key, offsets.replica_id)
             if not first.done():
@@ -258,7 +260,10 @@ class HAClient:
             last_read = last_report
             while True:
                 try:
-                    data = await asyncio.wait_for(reader.read(256 * 1024), HEARTBEAT_INTERVAL)
+                    # the next report is due HEARTBEAT_INTERVAL after the last: the master counts a
+                    # slave silent for twice that as cut off (replica.SLAVE_SILENT_S)
+                    due = max(0.05, last_report + HEARTBEAT_INTERVAL - time.monotonic())
+                    data = await asyncio.wait_for(reader.read(256 * 1024), due)
                 except TimeoutError:
                     data = None
                 now = time.monotonic()

@@ -83,13 +83,16 @@ def test_a_master_cut_off_from_controllers_and_its_in_sync_set_steps_down(tmp_pa
                                  start_master=lambda: None, stop_master=stop_master)
         manager.master = True
         t = ha.table
-        t.connect("c2"), t.identify("c2", 2)
+        t.connect("c2"), t.identify("c2", 2), t.heard("c2", time.monotonic())
         t.set_required(frozenset({2}))
         seen = []
         manager.confirmed_at = time.monotonic()
         seen.append(manager._cut_off())  # the controller answered just now
         manager.confirmed_at = time.monotonic() - replica_mod.FENCE_AFTER_S - 1
         seen.append(manager._cut_off())  # no controller, but the in-sync slave is linked
+        t.heard("c2", time.monotonic() - replica_mod.SLAVE_SILENT_S - 1)
+        seen.append(manager._cut_off())  # its link still open, but silent: a cut cable
+        t.heard("c2", time.monotonic())
         t.disconnect("c2")
         seen.append(manager._cut_off())  # neither: cut off
         t.set_required(frozenset())
@@ -97,4 +100,4 @@ def test_a_master_cut_off_from_controllers_and_its_in_sync_set_steps_down(tmp_pa
         await manager.client.close()
         return seen
 
-    assert asyncio.run(scenario()) == [False, False, True, False]
+    assert asyncio.run(scenario()) == [False, False, True, True, False]
