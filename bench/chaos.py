@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--faults", type=int, default=30, help="how many faults, one at a time (default 30)")
     p.add_argument("--seed", type=int, default=1, help="the schedule's seed (default 1)")
     p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, from {', '.join(KINDS)} (default all)")
+    p.add_argument("--no-java", action="store_true", help="without the Apache RocketMQ 4.9 Java producer beside ours")
     p.add_argument("--json", type=Path, default=Path("chaos.json"), help="where to write the run (default chaos.json)")
     return p
 
@@ -38,7 +39,8 @@ def main(argv: list[str]) -> int:
               + (f" (unknown: {', '.join(unknown)})" if unknown else ""), file=sys.stderr)
         return 2
     env = {**os.environ, "PYROCKETMQ_CHAOS_FAULTS": str(args.faults), "PYROCKETMQ_CHAOS_SEED": str(args.seed),
-           "PYROCKETMQ_CHAOS_KINDS": ",".join(kinds), "PYROCKETMQ_CHAOS_JSON": str(args.json.resolve())}
+           "PYROCKETMQ_CHAOS_KINDS": ",".join(kinds), "PYROCKETMQ_CHAOS_JSON": str(args.json.resolve()),
+           "PYROCKETMQ_CHAOS_JAVA": "0" if args.no_java else "1"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s",
                            "tests/e2e/test_chaos.py"], cwd=REPO, env=env)  # fmt: skip
     if args.json.exists():

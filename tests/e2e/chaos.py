@@ -17,6 +17,7 @@ Used by ``tests/e2e/test_chaos.py`` (a short schedule) and ``python -m bench cha
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -24,20 +25,22 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pyrocketmq.client import SyncPullConsumer
-from tests.e2e.chaos_check import FaultRecord, Msg, Verdict, report, verdict
+from tests.e2e.chaos_check import FaultRecord, Msg, Verdict, longest_gap, report, verdict
 from tests.e2e.helpers import (
+    MQ,
+    NodeFaults,
     Sender,
     first_group,
-    k8s_node,
     master_off_operator_node,
     node_of,
-    pod_ip,
-    topic_cr,
     wait_ready,
 )
+from tests.e2e.java_sender import JavaSender
 from tests.k8s.cluster import KubeCluster
 
 KINDS = ("pod-kill", "node-freeze", "node-partition", "drain", "controller-kill")
+NODE_FAULTS = {"node-freeze": "freeze", "node-partition": "isolate", "drain": "drain"}
+"""Faults done to the master's node: the NodeFaults action (a drain is undone at once, when it is done)."""
 
 
 @dataclass
@@ -46,41 +49,32 @@ class Chaos:
     ns: str
     hold: float = 15.0
     whole_timeout: float = 300.0
-    undo: list[tuple[str, str]] = field(default_factory=list)
-    """(node, action) still to do if a run stops half-way: thaw, heal, uncordon."""
+    faults: NodeFaults = field(init=False)
+    """What was done to nodes, undone by :meth:`restore` if a run stops half-way."""
+
+    def __post_init__(self) -> None:
+        self.faults = NodeFaults(self.kube)
 
     def _master(self, on_a_node_alone: bool) -> str:
         if on_a_node_alone:
             return master_off_operator_node(self.kube, self.ns)
         return str(first_group(self.kube, self.ns)["master"]["pod"])
 
-    def _node_fault(self, node: str, do: str, undo: str) -> None:
-        k8s_node(node, do)
-        self.undo.append((node, undo))
-        time.sleep(self.hold)
-        k8s_node(node, undo)
-        self.undo.remove((node, undo))
+    def _node_fault(self, node: str, action: str, hold: float) -> None:
+        self.faults.do(node, action)
+        time.sleep(hold)
+        self.faults.undo(node)
 
     def inject(self, kind: str, rng: random.Random) -> FaultRecord:
         kube, ns = self.kube, self.ns
         self.wait_whole()
-        target = self._master(kind in ("node-freeze", "node-partition", "drain"))
+        target = self._master(kind in NODE_FAULTS)
         began = time.monotonic()
         if kind == "pod-kill":
             kube.kubectl("delete", "pod", target, "-n", ns, "--grace-period=0", "--force", "--wait=false")
-        elif kind == "node-freeze":
+        elif kind in NODE_FAULTS:
             target = node_of(kube, ns, target)
-            self._node_fault(target, "freeze", "thaw")
-        elif kind == "node-partition":
-            target = node_of(kube, ns, target)
-            self._node_fault(target, "isolate", "heal")
-        elif kind == "drain":
-            target = node_of(kube, ns, target)
-            self.undo.append((target, "uncordon"))
-            kube.kubectl("drain", target, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s",
-                         timeout=330)  # fmt: skip
-            kube.kubectl("uncordon", target)
-            self.undo.remove((target, "uncordon"))
+            self._node_fault(target, NODE_FAULTS[kind], 0.0 if kind == "drain" else self.hold)
         elif kind == "controller-kill":
             target = f"names-{rng.randrange(3)}"
             kube.kubectl("delete", "pod", target, "-n", ns, "--grace-period=0", "--force", "--wait=false")
@@ -99,12 +93,7 @@ class Chaos:
         wait_ready(self.kube, "nameserver", "names", self.ns, timeout=self.whole_timeout)
 
     def restore(self) -> None:
-        while self.undo:
-            node, action = self.undo.pop()
-            if action == "uncordon":
-                self.kube.kubectl("uncordon", node, check=False)
-            else:
-                k8s_node(node, action)
+        self.faults.restore()
 
 
 def read_log(namesrv: str, topic: str, want: set[bytes], timeout: float = 120) -> list[bytes]:
@@ -129,21 +118,23 @@ def _keyed(body: bytes) -> Msg:
     return Msg(text, key, int(seq))
 
 
-def run(kube: KubeCluster, ns: str, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: float = 15.0,
-        say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Deploy two topics on Broker ``orders`` of ``ns``, send throughout ``faults`` faults, check."""
+def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: float = 15.0,
+        say: Callable[[str], None] = print, java: bool = False) -> dict[str, Any]:
+    """Deploy two topics on Broker ``orders`` of ``mq``, send throughout ``faults`` faults, check.
+    ``java``: the Apache RocketMQ 4.9 Java producer sends to the plain topic too."""
     rng = random.Random(seed)
-    plain, orderly = f"ChaosPlain{seed}", f"ChaosOrderly{seed}"
-    for name, topic in (("chaos-plain", plain), ("chaos-orderly", orderly)):
-        kube.apply(topic_cr(name, topic, "orders", queues=4), "-n", ns)
-        wait_ready(kube, "topic", name, ns, timeout=90)
-    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
-    chaos = Chaos(kube, ns, hold=hold)
+    plain, orderly = mq.new_topic("ChaosPlain", queues=4), mq.new_topic("ChaosOrderly", queues=4)
+    namesrv = mq.namesrv_addr()
+    chaos = Chaos(mq.kube, mq.ns, hold=hold)
     records: list[FaultRecord] = []
+    j = JavaSender(namesrv, plain) if java else None
     try:
-        with Sender(namesrv, plain, send_timeout=10.0) as p, Sender(namesrv, orderly, keys=8) as o:
+        with Sender(namesrv, plain, send_timeout=10.0) as p, Sender(namesrv, orderly, keys=8) as o, \
+                j or contextlib.nullcontext():  # fmt: skip
             p.wait_for(50)
             o.wait_for(50)
+            if j:
+                time.sleep(5)  # the JVM starts, reads its route and sends before the first fault
             for i in range(faults):
                 kind = rng.choice(list(kinds))
                 records.append(chaos.inject(kind, rng))
@@ -152,15 +143,17 @@ def run(kube: KubeCluster, ns: str, faults: int, seed: int, kinds: Sequence[str]
             time.sleep(2)
     finally:
         chaos.restore()
-    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))  # pods may have moved
+    namesrv = mq.namesrv_addr()  # pods may have moved
+    plain_ok = [*p.ok.values(), *(j.ok.values() if j else ())]
     verdicts: dict[str, Verdict] = {
-        "plain": verdict([Msg(b.decode()) for b in p.ok.values()],
-                         [Msg(b.decode()) for b in read_log(namesrv, plain, set(p.ok.values()))]),
+        "plain": verdict([Msg(b.decode()) for b in plain_ok],
+                         [Msg(b.decode()) for b in read_log(namesrv, plain, set(plain_ok))]),
         "orderly": verdict([_keyed(b) for b in o.ok.values()],
                            [_keyed(b) for b in read_log(namesrv, orderly, set(o.ok.values()))]),
     }
-    ok_times = sorted(p.ok_at)
-    table = report(records, ok_times, verdicts, len(p.failures) + len(o.failures))
+    ok_times = {"python": sorted(p.ok_at), **({"java": j.ok_at} if j else {})}
+    table = report(records, ok_times, verdicts, len(p.failures) + len(o.failures) + (j.failures if j else 0))
     say(table)
-    return {"seed": seed, "faults": [asdict(r) for r in records], "table": table,
+    gaps = {c: [round(longest_gap(t, r.began, r.recovered), 1) for r in records] for c, t in ok_times.items()}
+    return {"seed": seed, "faults": [asdict(r) for r in records], "table": table, "unavailable": gaps,
             "verdicts": {k: asdict(v) for k, v in verdicts.items()}, "ok": all(v.ok for v in verdicts.values())}

@@ -7,8 +7,8 @@ OpenChaos's checks, on what producers saw acknowledged and what the log holds af
   allowed, counted);
 - **reordered**: on the orderly topic, a message of a sharding key stored after a later message of
   the same key (by the producer's per-key sequence), counted on first appearances only;
-- **unavailability** of each fault: the longest time without a SEND_OK from the moment the fault
-  began until the cluster was whole again.
+- **unavailability** of each fault, per client: the longest time without a SEND_OK from the moment
+  the fault began until the cluster was whole again.
 
 Example::
 
@@ -19,7 +19,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -83,13 +83,16 @@ class FaultRecord:
     """When the group was whole again (master elected, every replica in sync)."""
 
 
-def report(faults: Sequence[FaultRecord], ok_times: Sequence[float], verdicts: dict[str, Verdict],
+def report(faults: Sequence[FaultRecord], ok_times: Mapping[str, Sequence[float]], verdicts: dict[str, Verdict],
            failed: int) -> str:
-    """The table a run prints: each fault's unavailability, then the totals per topic."""
-    lines = [f"{'#':>3} {'fault':<16} {'target':<22} {'unavailable s':>13} {'whole again s':>13}"]
+    """The table a run prints: each fault's unavailability as each client saw it (``ok_times``:
+    client -> its sorted SEND_OK times), then the totals per topic."""
+    clients = list(ok_times)
+    head = "".join(f" {c + ' unavailable s':>20}" for c in clients)
+    lines = [f"{'#':>3} {'fault':<16} {'target':<22}{head} {'whole again s':>13}"]
     for i, f in enumerate(faults, 1):
-        gap = longest_gap(ok_times, f.began, f.recovered)
-        lines.append(f"{i:>3} {f.kind:<16} {f.target:<22} {gap:>13.1f} {f.recovered - f.began:>13.1f}")
+        gaps = "".join(f" {longest_gap(ok_times[c], f.began, f.recovered):>20.1f}" for c in clients)
+        lines.append(f"{i:>3} {f.kind:<16} {f.target:<22}{gaps} {f.recovered - f.began:>13.1f}")
     lines.append(f"{'topic':<12} {'acknowledged':>12} {'lost':>6} {'duplicated':>10} {'reordered':>9}")
     for topic, v in verdicts.items():
         lines.append(f"{topic:<12} {v.acknowledged:>12} {v.lost:>6} {v.duplicated:>10} {v.reordered:>9}")

@@ -10,6 +10,7 @@ Fixtures:
   and then removed after the last e2e test, with a check that nothing is left on the host.
 - ``images`` (package) -> ``E2EImages``: the project and Spark image names, built and imported.
 - ``operator_release`` (package): the chart installed in ``pyrocketmq-system`` with those images.
+- ``faults`` -> ``NodeFaults``: freeze, isolate or drain nodes; whatever the test left is undone.
 
 Needs root (containers, network) and the tools ``scripts/k8s-up`` installs. Without them the
 tests skip locally and fail with ``CI=true``. Cluster start and image builds run right after
@@ -38,6 +39,7 @@ from localkube import (  # noqa: E402
     tools as lk_tools,
     worker as lk_worker,
 )
+from tests.e2e.helpers import NodeFaults  # noqa: E402
 from tests.helpers import prereq  # noqa: E402
 from tests.k8s.cluster import KubeCluster  # noqa: E402
 
@@ -224,3 +226,12 @@ def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[s
             node_cluster.helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False, timeout=180)
             node_cluster.kubectl("delete", "namespace", OPERATOR_NAMESPACE, "--ignore-not-found", check=False)
 
+
+
+@pytest.fixture
+def faults(node_cluster: KubeCluster) -> Iterator[NodeFaults]:
+    done = NodeFaults(node_cluster)
+    try:
+        yield done
+    finally:
+        done.restore()

@@ -152,6 +152,44 @@ def k8s_node(*args: str) -> None:
     subprocess.run([str(script), *args], check=True, capture_output=True, timeout=60)
 
 
+class NodeFaults:
+    """What a test does to nodes, each undone by :meth:`undo` or, for whatever is left when the test
+    ends (a failure half-way), by :meth:`restore`: no node stays frozen, cut off or cordoned.
+
+    ``freeze`` and ``isolate`` are ``scripts/k8s-node``'s (undone by ``thaw`` and ``heal``);
+    ``drain`` is ``kubectl drain`` (undone by ``uncordon``)."""
+
+    UNDO = {"freeze": "thaw", "isolate": "heal", "drain": "uncordon"}
+
+    def __init__(self, kube: KubeCluster) -> None:
+        self.kube = kube
+        self.pending: list[tuple[str, str]] = []
+        """(node, the action that undoes what was done to it), oldest first."""
+
+    def do(self, node: str, action: str) -> None:
+        self.pending.append((node, self.UNDO[action]))
+        if action == "drain":
+            self.kube.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s",
+                              timeout=330)  # fmt: skip
+        else:
+            k8s_node(node, action)
+
+    def undo(self, node: str) -> None:
+        for item in [p for p in self.pending if p[0] == node][::-1]:
+            self._undo(*item)
+            self.pending.remove(item)
+
+    def restore(self) -> None:
+        while self.pending:
+            self._undo(*self.pending.pop())
+
+    def _undo(self, node: str, action: str) -> None:
+        if action == "uncordon":
+            self.kube.kubectl("uncordon", node, check=False)
+        else:
+            k8s_node(node, action)
+
+
 def pods(kube: KubeCluster, ns: str, selector: str = "") -> list[dict[str, Any]]:
     args = ["pods", "-n", ns] + (["-l", selector] if selector else [])
     return kube.get(*args)["items"]
@@ -207,13 +245,23 @@ class MQ:
     kube: KubeCluster
     ns: str
     images: Any  # conftest.E2EImages
+    names: int = 2
+    """Pods of NameServer ``names``."""
 
     def broker_pods(self) -> list[dict]:
         return pods(self.kube, self.ns, BROKER_SELECTOR)
 
     def namesrv_addr(self) -> str:
-        """From the node: the name server pods' IPs (the pod network routes to the node)."""
-        return ";".join(f"{pod_ip(self.kube, self.ns, f'names-{i}')}:9876" for i in range(2))
+        """From the node: the name server pods' IPs now (the pod network routes to the node)."""
+        return ";".join(f"{pod_ip(self.kube, self.ns, f'names-{i}')}:9876" for i in range(self.names))
+
+    def new_topic(self, prefix: str, queues: int = 2) -> str:
+        """A Topic ``<prefix>_<random>`` of ``queues`` queues per group on Broker ``orders``, Ready."""
+        topic = f"{prefix}_{secrets.token_hex(3)}"
+        name = f"{prefix.lower()}-topic"
+        self.kube.apply(topic_cr(name, topic, "orders", queues=queues), "-n", self.ns)
+        wait_ready(self.kube, "topic", name, self.ns, timeout=90)
+        return topic
 
     def in_cluster_namesrv(self) -> str:
         return f"names.{self.ns}.svc:9876"
@@ -241,7 +289,7 @@ def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = Fal
         if wait:
             wait_ready(kube, "nameserver", "names", ns, timeout=180)
             wait_ready(kube, "broker", "orders", ns, timeout=240)
-        yield MQ(kube, ns, images)
+        yield MQ(kube, ns, images, names)
     finally:
         delete_namespace(kube, ns)
 

@@ -14,46 +14,34 @@ import pytest
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
+    NodeFaults,
     Sender,
     deployed_mq,
     first_group,
-    pod_ip,
     read_until,
-    topic_cr,
     wait_elected,
-    wait_ready,
 )
 from tests.k8s.cluster import KubeCluster
-
-CORDONED: list[str] = []
 
 
 @pytest.fixture(scope="module")
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
     with deployed_mq(node_cluster, images, "drain", names=3, groups=1) as mq:  # failover by default
-        try:
-            yield mq
-        finally:
-            while CORDONED:  # a failed test leaves no node cordoned
-                node_cluster.kubectl("uncordon", CORDONED.pop(), check=False)
+        yield mq
 
 
 @pytest.mark.timeout(900)
-def test_draining_a_masters_node_moves_the_master_first_and_fails_no_send(mq: MQ) -> None:
+def test_draining_a_masters_node_moves_the_master_first_and_fails_no_send(mq: MQ, faults: NodeFaults) -> None:
     kube, ns = mq.kube, mq.ns
     master = wait_elected(kube, ns)["master"]["pod"]
     node = kube.get("pod", master, "-n", ns)["spec"]["nodeName"]
     uid = kube.get("pod", master, "-n", ns)["metadata"]["uid"]
-    topic = f"Drain_{secrets.token_hex(3)}"
-    kube.apply(topic_cr("drain-topic", topic, "orders", queues=2), "-n", ns)
-    wait_ready(kube, "topic", "drain-topic", ns, timeout=60)
-    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    topic, namesrv = mq.new_topic("Drain"), mq.namesrv_addr()
     # a send waits for a master handing over within its timeout: 10 s, more than a handover takes
     with Sender(namesrv, topic, send_timeout=10.0) as sender:
         sender.wait_for(50)
-        CORDONED.append(node)
         t0 = time.monotonic()
-        kube.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s", timeout=330)
+        faults.do(node, "drain")
         drained = time.monotonic() - t0
         moved = first_group(kube, ns)["master"]["pod"]
         n = len(sender.acked)
@@ -67,8 +55,7 @@ def test_draining_a_masters_node_moves_the_master_first_and_fails_no_send(mq: MQ
     got = read_until(namesrv, topic, f"GID_CHECK_{secrets.token_hex(3)}", set(sender.acked.values()))
     missing = set(sender.acked.values()) - got
     assert not missing, f"{len(missing)} acknowledged messages missing"
-    kube.kubectl("uncordon", node)
-    CORDONED.remove(node)
+    faults.undo(node)
     kube.wait_until(lambda: len(first_group(kube, ns).get("inSync", ())) == 2, 240,
                     "the evicted replica back on its volume and in sync", interval=2)
     print(f"\ndrained {node} (master {master} -> {moved}) in {drained:.0f} s; {len(sender.acked)} sends acknowledged, "

@@ -26,10 +26,8 @@ from tests.e2e.helpers import (
     first_group,
     get,
     nameserver_cr,
-    pod_ip,
     pod_ready,
     read_until,
-    topic_cr,
     wait_elected,
     wait_ready,
 )
@@ -45,7 +43,7 @@ def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> I
     kube.apply(names, "-n", ns)
     kube.apply(broker_cr("orders", "names", groups=1, replicas=2, failover={"enabled": True}), "-n", ns)
     try:
-        yield MQ(kube, ns, images)
+        yield MQ(kube, ns, images, names=3)
     finally:
         delete_namespace(kube, ns)
 
@@ -58,10 +56,7 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
     other = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
     table = kube.kubectl("get", "broker", "orders", "-n", ns).stdout
     assert "MASTERS" in table and master in table, table
-    topic = f"Failover_{secrets.token_hex(3)}"
-    kube.apply(topic_cr("failover-topic", topic, "orders", queues=2), "-n", ns)
-    wait_ready(kube, "topic", "failover-topic", ns, timeout=60)
-    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    topic, namesrv = mq.new_topic("Failover"), mq.namesrv_addr()
     before_uid = kube.get("pod", master, "-n", ns)["metadata"]["uid"]
 
     with Sender(namesrv, topic) as sender:
@@ -118,7 +113,7 @@ def test_losing_two_controller_pods_at_once_loses_no_committed_change(mq: MQ) ->
     wait_ready(kube, "nameserver", "names", ns, timeout=180)
     claims = {c["metadata"]["name"]: c["status"].get("phase") for c in kube.get("pvc", "-n", ns)["items"]}
     assert all(claims.get(f"controller-names-{i}") == "Bound" for i in range(3)), claims
-    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    namesrv = mq.namesrv_addr()
     before = kube.wait_until(lambda: (v := _controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
                              60, "the controller's view of orders-0", interval=2)
     assert int(before["epoch"]) >= 1, before
@@ -130,7 +125,7 @@ def test_losing_two_controller_pods_at_once_loses_no_committed_change(mq: MQ) ->
         return all(p and p["metadata"]["uid"] != uids[i] and pod_ready(p) for i, p in zip((0, 1), pods, strict=True))
 
     kube.wait_until(replaced, 180, "both name server pods replaced and Ready", interval=2)
-    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    namesrv = mq.namesrv_addr()
     after = kube.wait_until(lambda: (v := _controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
                             120, "the controller's view of orders-0 after the loss", interval=2)
     # the same master at the same or a later epoch: nothing it had committed was forgotten

@@ -17,22 +17,18 @@ import pytest
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
+    NodeFaults,
     Sender,
     deployed_mq,
     first_group,
     get,
-    k8s_node,
     master_off_operator_node,
     node_of,
-    pod_ip,
     read_until,
-    topic_cr,
-    wait_ready,
 )
 from tests.k8s.cluster import KubeCluster
 
 REPLACE_AFTER = 10  # seconds; the node itself is NotReady 20 s after its last report
-FROZEN: list[str] = []
 
 
 @pytest.fixture(scope="module")
@@ -40,29 +36,21 @@ def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> I
     # three name servers (each runs the controller by default), one group of two
     with deployed_mq(node_cluster, images, "nodeloss", names=3, groups=1,
                      nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"}) as mq:
-        try:
-            yield mq
-        finally:
-            while FROZEN:  # a failed test leaves no node frozen
-                k8s_node(FROZEN.pop(), "thaw")
+        yield mq
 
 
 @pytest.mark.timeout(900)
-def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(mq: MQ) -> None:
+def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(mq: MQ, faults: NodeFaults) -> None:
     kube, ns = mq.kube, mq.ns
     master = master_off_operator_node(kube, ns)
     other = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
     lost_node, kept_node = node_of(kube, ns, master), node_of(kube, ns, other)
     assert lost_node != kept_node  # the placement: one replica per node
-    topic = f"NodeLoss_{secrets.token_hex(3)}"
-    kube.apply(topic_cr("nodeloss-topic", topic, "orders", queues=2), "-n", ns)
-    wait_ready(kube, "topic", "nodeloss-topic", ns, timeout=60)
-    namesrv = ";".join(f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3))
+    topic, namesrv = mq.new_topic("NodeLoss"), mq.namesrv_addr()
 
     with Sender(namesrv, topic) as sender:
         sender.wait_for(50)
-        k8s_node(lost_node, "freeze")
-        FROZEN.append(lost_node)
+        faults.do(lost_node, "freeze")
         frozen_at = time.monotonic()
         n = len(sender.acked)
         sender.wait_for(n + 20, timeout=90)
@@ -79,8 +67,7 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
         in_sync_after = time.monotonic() - frozen_at
         reasons = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=ReplicaReplaced").stdout
         assert master in reasons, reasons
-        k8s_node(lost_node, "thaw")
-        FROZEN.remove(lost_node)
+        faults.undo(lost_node)
         n = len(sender.acked)
         sender.wait_for(n + 20, timeout=60)
     assert first_group(kube, ns)["master"]["pod"] == other

@@ -18,50 +18,39 @@ import pytest
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
+    NodeFaults,
     Sender,
     deployed_mq,
     first_group,
-    k8s_node,
     master_off_operator_node,
     node_of,
     pod_ip,
     read_until,
-    topic_cr,
-    wait_ready,
 )
 from tests.k8s.cluster import KubeCluster
-
-ISOLATED: list[str] = []
 
 
 @pytest.fixture(scope="module")
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
     # one name server per node (each runs a controller), one group of two (SYNC, failover by default)
     with deployed_mq(node_cluster, images, "partition", names=3, groups=1) as mq:
-        try:
-            yield mq
-        finally:
-            while ISOLATED:  # a failed test leaves no node cut off
-                k8s_node(ISOLATED.pop(), "heal")
+        yield mq
 
 
 @pytest.mark.timeout(900)
-def test_an_isolated_master_acknowledges_nothing_and_rejoins_as_a_replica(mq: MQ) -> None:
+def test_an_isolated_master_acknowledges_nothing_and_rejoins_as_a_replica(mq: MQ, faults: NodeFaults) -> None:
     kube, ns = mq.kube, mq.ns
     master = master_off_operator_node(kube, ns)
     other = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
     cut = node_of(kube, ns, master)
-    topic = f"Partition_{secrets.token_hex(3)}"
-    kube.apply(topic_cr("partition-topic", topic, "orders", queues=2), "-n", ns)
-    wait_ready(kube, "topic", "partition-topic", ns, timeout=60)
+    topic = mq.new_topic("Partition")
     names = {node_of(kube, ns, f"names-{i}"): f"{pod_ip(kube, ns, f'names-{i}')}:9876" for i in range(3)}
     everyone = ";".join(names.values())
 
     with Sender(everyone, topic) as sender, Sender(names[cut], topic) as inside:
         sender.wait_for(50)
         inside.wait_for(50)
-        k8s_node(cut, "isolate")
-        ISOLATED.append(cut)
+        faults.do(cut, "isolate")
         cut_at = time.monotonic()
         time.sleep(1)  # what was in flight at the cut has its answer
         inside_ok = len(inside.ok)
@@ -72,8 +61,7 @@ def test_an_isolated_master_acknowledges_nothing_and_rejoins_as_a_replica(mq: MQ
                         interval=1)  # fmt: skip
         time.sleep(10)  # the old master keeps running, cut off, while both producers send
         inside_during = len(inside.ok) - inside_ok
-        k8s_node(cut, "heal")
-        ISOLATED.remove(cut)
+        faults.undo(cut)
         healed_at = time.monotonic()
         kube.wait_until(lambda: len(first_group(kube, ns).get("inSync", ())) == 2, 180,
                         f"{master} back in sync as a replica", interval=2)  # fmt: skip

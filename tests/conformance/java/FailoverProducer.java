@@ -12,14 +12,15 @@ import org.apache.rocketmq.common.message.Message;
  * Sends one message at a time with an unmodified DefaultMQProducer (default settings) for a while,
  * through whatever happens to the brokers, and reports every acknowledged send.
  *
- * Usage: FailoverProducer NAMESRV TOPIC SECONDS
+ * Usage: FailoverProducer NAMESRV TOPIC SECONDS [STOPFILE [PAUSE_MS]]
+ * Stops after SECONDS, or sooner once STOPFILE exists; waits PAUSE_MS after each acknowledged send.
  * Body of send i: "java-i". Output: {"acked": [{body, queueId, queueOffset, offsetMsgId, atMs}],
  * "failures": n, "firstFailure": e}
  */
 public class FailoverProducer {
     public static void main(String[] args) throws Exception {
         if (args.length < 3) {
-            System.err.println("usage: FailoverProducer NAMESRV TOPIC SECONDS");
+            System.err.println("usage: FailoverProducer NAMESRV TOPIC SECONDS [STOPFILE [PAUSE_MS]]");
             System.exit(2);
         }
         DefaultMQProducer producer = new DefaultMQProducer("failover_java_pg");
@@ -27,10 +28,12 @@ public class FailoverProducer {
         producer.setVipChannelEnabled(false);
         producer.start();
         long end = System.currentTimeMillis() + Long.parseLong(args[2]) * 1000;
+        java.io.File stop = args.length > 3 ? new java.io.File(args[3]) : null;
+        long pause = args.length > 4 ? Long.parseLong(args[4]) : 0;
         List<Map<String, Object>> acked = new ArrayList<>();
         int failures = 0;
         String firstFailure = null;
-        for (int i = 0; System.currentTimeMillis() < end; i++) {
+        for (int i = 0; System.currentTimeMillis() < end && (stop == null || !stop.exists()); i++) {
             String body = "java-" + i;
             try {
                 SendResult r = producer.send(new Message(args[1], body.getBytes(StandardCharsets.UTF_8)));
@@ -45,6 +48,9 @@ public class FailoverProducer {
                 rec.put("offsetMsgId", r.getOffsetMsgId());
                 rec.put("atMs", System.currentTimeMillis());
                 acked.add(rec);
+                if (pause > 0) {
+                    Thread.sleep(pause);
+                }
             } catch (Exception e) {
                 failures++;
                 if (firstFailure == null) {
