@@ -218,9 +218,18 @@ class KubeClient:
     async def patch_labels(self, api_version: str, kind: str, namespace: str, name: str,
                            labels: Mapping[str, str | None]) -> dict[str, Any] | None:
         """Merge-patch ``metadata.labels`` (None removes one); ``None`` when the object is gone."""
+        return await self._patch_metadata(api_version, kind, namespace, name, {"labels": dict(labels)})
+
+    async def patch_annotations(self, api_version: str, kind: str, namespace: str, name: str,
+                                annotations: Mapping[str, str | None]) -> dict[str, Any] | None:
+        """Merge-patch ``metadata.annotations`` (None removes one); ``None`` when the object is gone."""
+        return await self._patch_metadata(api_version, kind, namespace, name, {"annotations": dict(annotations)})
+
+    async def _patch_metadata(self, api_version: str, kind: str, namespace: str, name: str,
+                              metadata: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
             _, doc = await self.request("PATCH", kind_of(api_version, kind).path(namespace, name),
-                                        body={"metadata": {"labels": dict(labels)}},
+                                        body={"metadata": dict(metadata)},
                                         content_type="application/merge-patch+json")  # fmt: skip
         except KubeError as e:
             if e.not_found:

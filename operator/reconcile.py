@@ -202,27 +202,39 @@ class BrokerReconcile:
         self.existing = {i for n in self.statefulsets if (i := group_index(ref.name, n)) is not None}
 
     async def failover(self) -> None:
-        """Automatic failover: the controller's view of each group, and a switchover when the
-        ``pyrocketmq.io/switchover`` annotation names a pod not yet asked for."""
-        model = self.model
-        if not model.failover:
+        """Automatic failover: the controller's view of each group, a switchover the
+        ``pyrocketmq.io/switchover`` annotation asks for, a master moved off a cordoned node."""
+        if not self.model.failover:
             return
         try:
             async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
-                target = str(((self.body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SWITCHOVER, ""))
-                last = self.previous.get("switchover") or {}
-                # a refused switchover (the pod not in sync yet, not alive) is asked again at each resync
-                if target and (target != last.get("target") or last.get("result") != "Done"):
-                    self.switchover = await request_switchover(admin, self.admin_addr, model, target)
-                    if self.switchover != last:
-                        self.ctx.event("Normal" if self.switchover["result"] == "Done" else "Warning", "Switchover",
-                                       self.switchover["message"])
                 self.views = await controller_views(admin, self.admin_addr)
+                await self.switch_over(admin)
                 if await self.move_off_cordoned(admin):
                     self.views = await controller_views(admin, self.admin_addr)
         except (RocketMQUnavailable, RocketMQRefused) as e:
             self.ctx.log.info("the controller did not answer: %s", e)
         await self.label_roles()
+
+    async def switch_over(self, admin: Any) -> None:
+        """The annotation asks once: its pod is made master (asked again at each resync while the
+        controller refuses: not in sync yet, not alive), then the annotation is removed, so that
+        naming the same pod again later (after a failover moved mastership) is a new request."""
+        model = self.model
+        target = str(((self.body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SWITCHOVER, ""))
+        if not target:
+            return
+        if target not in master_pods([model.group_name(i) for i in range(model.groups)], True, self.views).values():
+            last = self.previous.get("switchover") or {}
+            self.switchover = await request_switchover(admin, self.admin_addr, model, target)
+            if self.switchover != last:
+                self.ctx.event("Normal" if self.switchover["result"] == "Done" else "Warning", "Switchover",
+                               self.switchover["message"])
+            if self.switchover["result"] != "Done":
+                return
+            self.views = await controller_views(admin, self.admin_addr)
+        await self.ctx.kube.patch_annotations(GROUP_VERSION, "Broker", model.ref.namespace, model.ref.name,
+                                              {ANNOTATION_SWITCHOVER: None})  # fmt: skip
 
     async def move_off_cordoned(self, admin: Any) -> bool:
         """A master on a cordoned node (a drain) hands over to an in-sync replica elsewhere first."""

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pyrocketmq.client import SyncPullConsumer
-from tests.e2e.chaos_check import FaultRecord, Msg, Verdict, longest_gap, report, verdict
+from tests.e2e.chaos_check import FaultRecord, Msg, Verdict, report, unavailable, verdict
 from tests.e2e.helpers import (
     MQ,
     NodeFaults,
@@ -154,6 +154,6 @@ def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: floa
     ok_times = {"python": sorted(p.ok_at), **({"java": j.ok_at} if j else {})}
     table = report(records, ok_times, verdicts, len(p.failures) + len(o.failures) + (j.failures if j else 0))
     say(table)
-    gaps = {c: [round(longest_gap(t, r.began, r.recovered), 1) for r in records] for c, t in ok_times.items()}
+    gaps = {c: [round(unavailable(t, r), 1) for r in records] for c, t in ok_times.items()}
     return {"seed": seed, "faults": [asdict(r) for r in records], "table": table, "unavailable": gaps,
             "verdicts": {k: asdict(v) for k, v in verdicts.items()}, "ok": all(v.ok for v in verdicts.values())}

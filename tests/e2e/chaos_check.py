@@ -8,7 +8,7 @@ OpenChaos's checks, on what producers saw acknowledged and what the log holds af
 - **reordered**: on the orderly topic, a message of a sharding key stored after a later message of
   the same key (by the producer's per-key sequence), counted on first appearances only;
 - **unavailability** of each fault, per client: the longest time without a SEND_OK from the moment
-  the fault began until the cluster was whole again.
+  the fault began until the client's first SEND_OK once the cluster was whole again.
 
 Example::
 
@@ -83,6 +83,18 @@ class FaultRecord:
     """When the group was whole again (master elected, every replica in sync)."""
 
 
+def unavailable(ok_times: Sequence[float], fault: FaultRecord) -> float:
+    """A client's unavailability through ``fault``: the longest stretch without an acknowledgement
+    from the fault's start until its first one once the group was whole again (a client that only
+    learns of the new master at its next route refresh is unavailable past the recovery).
+
+    >>> unavailable([0.0, 2.0, 9.0, 31.0], FaultRecord("node-freeze", "n1", 1.0, 20.0))
+    22.0
+    """
+    end = next((t for t in ok_times if t >= fault.recovered), fault.recovered)
+    return longest_gap(ok_times, fault.began, end)
+
+
 def report(faults: Sequence[FaultRecord], ok_times: Mapping[str, Sequence[float]], verdicts: dict[str, Verdict],
            failed: int) -> str:
     """The table a run prints: each fault's unavailability as each client saw it (``ok_times``:
@@ -91,7 +103,7 @@ def report(faults: Sequence[FaultRecord], ok_times: Mapping[str, Sequence[float]
     head = "".join(f" {c + ' unavailable s':>20}" for c in clients)
     lines = [f"{'#':>3} {'fault':<16} {'target':<22}{head} {'whole again s':>13}"]
     for i, f in enumerate(faults, 1):
-        gaps = "".join(f" {longest_gap(ok_times[c], f.began, f.recovered):>20.1f}" for c in clients)
+        gaps = "".join(f" {unavailable(ok_times[c], f):>20.1f}" for c in clients)
         lines.append(f"{i:>3} {f.kind:<16} {f.target:<22}{gaps} {f.recovered - f.began:>13.1f}")
     lines.append(f"{'topic':<12} {'acknowledged':>12} {'lost':>6} {'duplicated':>10} {'reordered':>9}")
     for topic, v in verdicts.items():

@@ -22,9 +22,9 @@ def test_unavailability_is_the_longest_stretch_without_an_acknowledgement() -> N
     assert longest_gap(oks, 1.5, 10.0) == 7.0  # 2.0 .. 9.0
     assert longest_gap(oks, 10.0, 15.0) == 5.0  # nothing acknowledged at all inside
     assert longest_gap(oks, 3.0, 3.0) == 0.0
-    fault = FaultRecord("pod-kill", "orders-0-0", 1.5, 10.0)
+    fault = FaultRecord("pod-kill", "orders-0-0", 1.5, 9.2)
     table = report([fault], {"python": oks}, {"plain": verdict([Msg("a")], [Msg("a")])}, 4)
     assert "pod-kill" in table and "7.0" in table and "failed sends (not acknowledged, allowed): 4" in table
-    both = report([fault], {"python": oks, "java": [0.5, 9.9]}, {}, 0).splitlines()
+    both = report([fault], {"python": oks, "java": [0.5, 20.4]}, {}, 0).splitlines()
     assert "python unavailable s" in both[0] and "java unavailable s" in both[0]
-    assert both[1].split()[3:5] == ["7.0", "8.4"]  # each client's own longest stretch
+    assert both[1].split()[3:5] == ["7.0", "18.9"]  # each its own; java's until its first ack after the recovery
