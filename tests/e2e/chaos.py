@@ -31,10 +31,8 @@ from tests.e2e.helpers import (
     NodeFaults,
     Sender,
     first_group,
-    get,
     master_off_operator_node,
     node_of,
-    pod_ready,
     wait_ready,
 )
 from tests.e2e.java_sender import JavaSender
@@ -69,38 +67,30 @@ class Chaos:
 
     def inject(self, kind: str, rng: random.Random) -> FaultRecord:
         kube, ns = self.kube, self.ns
-        if kind not in KINDS:
-            raise ValueError(f"unknown fault {kind!r}; known: {', '.join(KINDS)}")
         self.wait_whole()
         target = self._master(kind in NODE_FAULTS)
-        epoch = self.wait_whole()  # after the switchover that moved the master off the operator's node, if any
-        killed = target if kind == "pod-kill" else f"names-{rng.randrange(3)}" if kind == "controller-kill" else ""
-        uid = (get(kube, "pod", killed, ns) or {}).get("metadata", {}).get("uid") if killed else None
         began = time.monotonic()
-        if killed:
-            target = killed
-            kube.kubectl("delete", "pod", killed, "-n", ns, "--grace-period=0", "--force", "--wait=false")
-            kube.wait_until(lambda: (p := get(kube, "pod", killed, ns)) and p["metadata"]["uid"] != uid
-                            and pod_ready(p), self.whole_timeout, f"{killed} replaced and Ready", interval=1)  # fmt: skip
-        else:
+        if kind == "pod-kill":
+            kube.kubectl("delete", "pod", target, "-n", ns, "--grace-period=0", "--force", "--wait=false")
+        elif kind in NODE_FAULTS:
             target = node_of(kube, ns, target)
             self._node_fault(target, NODE_FAULTS[kind], 0.0 if kind == "drain" else self.hold)
-        # a fault on the master ends with another master elected: a status from before it is no answer
-        self.wait_whole(after_epoch=None if kind == "controller-kill" else epoch)
+        elif kind == "controller-kill":
+            target = f"names-{rng.randrange(3)}"
+            kube.kubectl("delete", "pod", target, "-n", ns, "--grace-period=0", "--force", "--wait=false")
+        else:
+            raise ValueError(f"unknown fault {kind!r}; known: {', '.join(KINDS)}")
+        self.wait_whole()
         return FaultRecord(kind, target, began, time.monotonic())
 
-    def wait_whole(self, after_epoch: int | None = None) -> int:
-        """A master elected (at an epoch above ``after_epoch``, if given) and every replica of the
-        group in sync, and the name servers Ready; that epoch."""
-        def whole() -> tuple[int] | None:
+    def wait_whole(self) -> None:
+        """A master elected and every replica of the group in sync, and the name servers Ready."""
+        def whole() -> bool:
             g = first_group(self.kube, self.ns)
-            epoch = int(g.get("epoch") or 0)
-            ok = bool(g.get("master", {}).get("pod")) and len(g.get("inSync", ())) == 2
-            return (epoch,) if ok and (after_epoch is None or epoch > after_epoch) else None
+            return bool(g.get("master", {}).get("pod")) and len(g.get("inSync", ())) == 2
 
-        (epoch,) = self.kube.wait_until(whole, self.whole_timeout, "the group whole again", interval=1)
+        self.kube.wait_until(whole, self.whole_timeout, "the group whole again", interval=1)
         wait_ready(self.kube, "nameserver", "names", self.ns, timeout=self.whole_timeout)
-        return epoch
 
     def restore(self) -> None:
         self.faults.restore()
