@@ -356,6 +356,11 @@ class BrokerModel:
         """brokerName of group ``index`` (also its StatefulSet's name)."""
         return broker_group_name(self.ref.name, index)
 
+    @property
+    def group_names(self) -> list[str]:
+        """brokerName of every group the spec asks for, in order."""
+        return [self.group_name(i) for i in range(self.groups)]
+
     def with_controller(self, controller: bool) -> BrokerModel:
         """Failover settled: when ``spec.failover.enabled`` is not given, on for groups of 2 or more
         replicas if the name servers run a controller (``controller``), else off."""

@@ -224,7 +224,7 @@ class BrokerReconcile:
         target = str(((self.body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SWITCHOVER, ""))
         if not target:
             return
-        if target not in master_pods([model.group_name(i) for i in range(model.groups)], True, self.views).values():
+        if target not in master_pods(model.group_names, True, self.views).values():
             last = self.previous.get("switchover") or {}
             self.switchover = await request_switchover(admin, self.admin_addr, model, target)
             if self.switchover != last:
@@ -238,7 +238,7 @@ class BrokerReconcile:
 
     async def move_off_cordoned(self, admin: Any) -> bool:
         """A master on a cordoned node (a drain) hands over to an in-sync replica elsewhere first."""
-        groups = [self.model.group_name(i) for i in range(self.model.groups)]
+        groups = self.model.group_names
         moves = drain_moves(master_pods(groups, True, self.views), self.views, self.pods, self.nodes or ())
         for group, pod in moves.items():
             result = await request_switchover(admin, self.admin_addr, self.model, pod)
@@ -248,7 +248,7 @@ class BrokerReconcile:
 
     async def label_roles(self) -> None:
         """pyrocketmq.io/role on each pod, as elected: the master's budget holds a drain's eviction."""
-        groups = [self.model.group_name(i) for i in range(self.model.groups)]
+        groups = self.model.group_names
         master_of = {g: m for g, m in master_pods(groups, True, self.views).items() if g in self.views}
         for pod, role in role_labels(master_of, self.pods, LABEL_GROUP).items():  # none while the controller is silent
             await self.ctx.kube.patch_labels("v1", "Pod", self.model.ref.namespace, pod, {ROLE_LABEL: role})
@@ -259,7 +259,7 @@ class BrokerReconcile:
         if self.nodes is None:  # the operator may not read nodes: it cannot tell a lost one
             return
         model = self.model
-        master_of = master_pods([model.group_name(i) for i in range(model.groups)], model.failover, self.views)
+        master_of = master_pods(model.group_names, model.failover, self.views)
         self.lost = await replace_lost(self.ctx.kube, self.ctx.event, model.ref.namespace, self.pods, self.nodes,
                                        master_of, LABEL_GROUP, model.replace_after)
 

@@ -353,7 +353,7 @@ async def controller_views(admin: Admin, controllers: str) -> dict[str, dict[str
 async def request_switchover(admin: Admin, controllers: str, model: BrokerModel, pod: str) -> dict[str, Any]:
     """Ask the controller to make ``pod`` its group's master; ``{target, result, message}`` for the status."""
     group, _, ordinal = pod.rpartition("-")
-    if not ordinal.isdigit() or group not in {model.group_name(i) for i in range(model.groups)}:
+    if not ordinal.isdigit() or group not in model.group_names:
         return {"target": pod, "result": "Refused",
                 "message": f"{pod!r} is not a pod of this Broker's groups (expected <group>-<ordinal>)"}
     try:
