@@ -11,7 +11,8 @@ from typing import Any
 
 from .apply import ApplyResult
 from .kube import KubeClient, KubeError
-from .model import GROUP_VERSION, BrokerModel, NameServerModel, ObjectRef, SpecError, namesrv_addresses
+from .model import GROUP_VERSION, BrokerModel, NameServerModel, ObjectRef, SpecError
+from .names import namesrv_addresses
 from .rocketmq import RocketMQRefused, RocketMQUnavailable
 from .security import ClientSecurity, SecretError, read_broker_secrets
 from .settings import OperatorSettings

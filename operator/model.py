@@ -4,18 +4,7 @@ The API server applies the CRD defaults before the operator sees an object; the 
 repeated here so that renderers and decisions also work on hand-written dicts (unit tests) and keep
 working when a default is added to a CRD later. Pure: no I/O, no kopf.
 
-Names derived from a resource live here too, so every module agrees on them:
-
-==========================  ==============================================================
-object                      name
-==========================  ==============================================================
-name server StatefulSet     ``<ns>``, pods ``<ns>-<i>``, headless Service ``<ns>-headless``
-name server DNS names       ``<ns>-<i>.<ns>-headless.<namespace>.svc:9876``
-broker group ``g``          brokerName = StatefulSet = ``<broker>-<g>``, pods ``<broker>-<g>-<ordinal>``
-group objects               ``<broker>-<g>-headless`` (Service), ``<broker>-<g>-config`` (ConfigMap),
-                            ``<broker>-<g>`` (PodDisruptionBudget)
-cluster objects             ``<broker>-broker`` (Service, ServiceAccount)
-==========================  ==============================================================
+Names and ports derived from a resource are in :mod:`.names`.
 """
 
 from __future__ import annotations
@@ -29,20 +18,14 @@ from typing import Any
 from pyrocketmq.remoting.names import is_legal_name
 
 from .autoscale import Autoscale
+from .names import broker_group_name
 from .nodeloss import parse_duration
 
 API_GROUP = "pyrocketmq.io"
 API_VERSION = "v1alpha1"
 GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 
-NAMESRV_PORT = 9876
-BROKER_PORT = 10911
-BROKER_FAST_PORT = BROKER_PORT - 2  # the "VIP channel" RocketMQ clients may use
-BROKER_HA_PORT = BROKER_PORT + 1
-
 # Annotations the operator reads on a Broker.
-"""Development hook: the name servers the *operator* uses to reach this cluster (``host:port;…``),
-instead of the in-cluster DNS names. Lets tests manage real broker processes running outside pods."""
 ANNOTATION_FORCE_SCALE_DOWN = "pyrocketmq.io/force-scale-down"
 """``"true"`` removes groups being scaled down without waiting for them to drain (data may be lost)."""
 
@@ -78,7 +61,6 @@ RESERVED_CONFIG_KEYS = frozenset(
 """broker.conf keys the operator sets (from the spec's own fields: spec.tls, spec.acl, …)."""
 
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-
 
 
 class SpecError(ValueError):
@@ -567,39 +549,3 @@ def _autoscale(spec: Mapping[str, Any] | None) -> Autoscale | None:
         return Autoscale.from_spec(spec)
     except (ValueError, TypeError) as e:
         raise SpecError(str(e)) from None
-
-
-# -- names ------------------------------------------------------------------------------------------
-
-
-def broker_group_name(broker: str, index: int) -> str:
-    return f"{broker}-{index}"
-
-
-def group_index(broker: str, group_name: str) -> int | None:
-    """The index of ``group_name`` in Broker ``broker`` (``None`` when it is not one of its groups)."""
-    prefix = f"{broker}-"
-    if not group_name.startswith(prefix):
-        return None
-    tail = group_name[len(prefix):]
-    return int(tail) if tail.isdigit() else None
-
-
-def headless_service_name(statefulset: str) -> str:
-    return f"{statefulset}-headless"
-
-
-def service_domain(namespace: str, cluster_domain: str = "") -> str:
-    """``<namespace>.svc`` (resolved through the pods' DNS search path) or, with a cluster domain,
-    the fully qualified ``<namespace>.svc.<domain>``."""
-    return f"{namespace}.svc.{cluster_domain}" if cluster_domain else f"{namespace}.svc"
-
-
-def namesrv_addresses(name: str, namespace: str, replicas: int, cluster_domain: str = "") -> list[str]:
-    """The stable DNS name and port of every pod of NameServer ``name``.
-
-    >>> namesrv_addresses("ns", "prod", 2)
-    ['ns-0.ns-headless.prod.svc:9876', 'ns-1.ns-headless.prod.svc:9876']
-    """
-    domain = service_domain(namespace, cluster_domain)
-    return [f"{name}-{i}.{headless_service_name(name)}.{domain}:{NAMESRV_PORT}" for i in range(replicas)]

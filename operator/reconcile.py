@@ -36,15 +36,8 @@ from .context import (
     write_status,
 )
 from .drain import ROLE_LABEL, drain_moves, role_labels
-from .model import (
-    GROUP_VERSION,
-    BrokerModel,
-    ConsumerGroupModel,
-    NameServerModel,
-    TopicModel,
-    group_index,
-    namesrv_addresses,
-)
+from .model import GROUP_VERSION, BrokerModel, ConsumerGroupModel, NameServerModel, TopicModel
+from .names import group_index, namesrv_addresses
 from .nodeloss import master_pods
 from .plan import (
     Action,

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .model import BROKER_PORT, BrokerModel
+from .model import BrokerModel
+from .names import BROKER_PORT
 
 
 @dataclass(frozen=True, slots=True)

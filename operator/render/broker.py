@@ -19,7 +19,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..drain import ROLE_LABEL
-from ..model import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, BrokerModel, headless_service_name
+from ..model import BrokerModel
+from ..names import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, headless_service_name
 from ..settings import RenderSettings
 from .common import (
     ACL_MOUNT,

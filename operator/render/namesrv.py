@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import NAMESRV_PORT, NameServerModel, headless_service_name, namesrv_addresses, service_domain
+from ..model import NameServerModel
+from ..names import NAMESRV_PORT, headless_service_name, namesrv_addresses, service_domain
 from ..settings import RenderSettings
 from .common import (
     ACL_MOUNT,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from pyrocketmq.operator.drain import ROLE_LABEL, cordoned, drain_moves, in_sync_pods, role_labels
-from pyrocketmq.operator.model import BrokerModel, namesrv_addresses
+from pyrocketmq.operator.model import BrokerModel
+from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import render_broker
 from pyrocketmq.operator.settings import RenderSettings
 

@@ -7,7 +7,8 @@ import pytest
 
 from pyrocketmq.broker.settings import BrokerRole, BrokerSettings
 from pyrocketmq.namesrv.settings import NamesrvSettings
-from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError, namesrv_addresses
+from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError
+from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_nameserver
 from pyrocketmq.operator.settings import RenderSettings

@@ -8,7 +8,8 @@ import dataclasses
 
 import pytest
 
-from pyrocketmq.operator.model import BrokerModel, NameServerModel, namesrv_addresses
+from pyrocketmq.operator.model import BrokerModel, NameServerModel
+from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import render_broker, render_nameserver
 from pyrocketmq.operator.render.common import LABEL_GROUP
 from pyrocketmq.operator.settings import RenderSettings

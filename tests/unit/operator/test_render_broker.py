@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pyrocketmq.broker.settings import BrokerRole, BrokerSettings
-from pyrocketmq.operator.model import BrokerModel, SpecError, namesrv_addresses
+from pyrocketmq.operator.model import BrokerModel, SpecError
+from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_broker
 from pyrocketmq.operator.render.common import ANNOTATION_CONFIG_HASH, LABEL_GROUP, LABEL_MANAGED_BY

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyrocketmq.operator.model import NameServerModel, namesrv_addresses
+from pyrocketmq.operator.model import NameServerModel
+from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import render_nameserver
 from pyrocketmq.operator.settings import RenderSettings
 

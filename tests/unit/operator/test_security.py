@@ -10,7 +10,8 @@ import pytest
 
 from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.namesrv.settings import NamesrvSettings
-from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError, namesrv_addresses
+from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError
+from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_broker, render_nameserver
 from pyrocketmq.operator.security import SecretError, client_security
