@@ -344,8 +344,9 @@ def _check_go_version(go: str, env: dict[str, str]) -> str:
 
 
 class _Builder:
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, *, background: bool = False) -> None:
         self.progress = progress
+        self.nice = ["nice", "-n", "19"] if background else []  # yields the CPU to everything else
         self.go = find_go()
         self.env = _go_env(self.go)
         version_dir().mkdir(parents=True, exist_ok=True)
@@ -359,7 +360,7 @@ class _Builder:
             log.flush()
             try:
                 proc = subprocess.run(
-                    args,
+                    self.nice + args,
                     cwd=cwd,
                     env=self.env,
                     stdout=subprocess.PIPE,
@@ -447,8 +448,11 @@ class _Builder:
         return elapsed
 
 
-def ensure(names: Iterable[str] = NODE, *, progress: Progress | None = None, force: bool = False) -> Path:
-    """Return the bin directory holding ``names``, building the missing ones first.
+def ensure(
+    names: Iterable[str] = NODE, *, progress: Progress | None = None, force: bool = False, background: bool = False
+) -> Path:
+    """Return the bin directory holding ``names``, building the missing ones first (``background``:
+    at the lowest CPU priority).
 
     Raises ``PrerequisiteMissing`` if a build is needed and Go, the proxy or the build fails.
     """
@@ -464,7 +468,7 @@ def ensure(names: Iterable[str] = NODE, *, progress: Progress | None = None, for
         if not todo:
             return bin_dir()
         bin_dir().mkdir(parents=True, exist_ok=True)
-        builder = _Builder(say)
+        builder = _Builder(say, background=background)
         say(
             f"building {', '.join(todo)} with {builder.go_version} into {bin_dir()} (log: {builder.log_path})"
         )

@@ -12,6 +12,12 @@ Fixtures:
 - ``operator_release`` (package): the chart installed in ``pyrocketmq-system`` with those images.
 - ``faults`` -> ``NodeFaults``: freeze, isolate or drain nodes; whatever the test left is undone.
 
+In parallel workers (``-n 2 --dist loadscope --no-loadscope-reorder``, as the test command runs
+them) the xdist controller builds, starts and installs once before its workers start, and removes
+it all after the last of them; the workers read what it set up from a state file. Each module has
+its own namespace and runs on one worker; a module marked ``node_faults`` runs while no other module
+runs, and those modules are collected last.
+
 Needs root (containers, network) and the tools ``scripts/k8s-up`` installs. Without them the
 tests skip locally and fail with ``CI=true``. Cluster start and image builds run right after
 collection, outside every test's timeout, and report their wall time.
@@ -19,8 +25,14 @@ collection, outside every test's timeout, and report their wall time.
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
+import functools
+import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,25 +74,63 @@ class _Session:
     started_here: bool = False
     error: str | None = None
     prerequisite: bool = False
-    images: E2EImages | None = None
+    images: list[str] | None = None  # the project and Spark image names, built and imported
     timings: dict[str, float] | None = None
+    release: bool = False  # the chart, installed by the xdist controller for all its workers
+
+    def save(self, path: str) -> None:
+        Path(path).write_text(json.dumps(dataclasses.asdict(self)))
+
+    def load(self, path: str) -> None:
+        for key, value in json.loads(Path(path).read_text()).items():
+            setattr(self, key, value)
 
 
 _session = _Session()
 
+STATE = "PYROCKETMQ_E2E_STATE"
+"""Set by the xdist controller for its workers: the file holding what it set up for them."""
+
+START_AFTER = "PYROCKETMQ_E2E_START_AFTER"
+"""A file whose appearance the e2e tests wait for once the cluster and images are ready: the test
+command sets it so that the pods' tests run after the CPU-heavy worker lane, not beside it (on two
+cores, Spark jobs and broker pods beside that lane starved each other into time-outs)."""
+
+
+def _worker() -> bool:
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
+def _controller(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and not _worker()
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: runs on real pods of the local three-node cluster (root)")
+    config.addinivalue_line(
+        "markers", "node_faults: freezes, isolates or drains nodes: runs while no other e2e module runs"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if HERE in Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.e2e)
+    mine = [item for item in items if HERE in Path(str(item.path)).resolve().parents]
+    for item in mine:
+        item.add_marker(pytest.mark.e2e)
+    # Parallel workers take modules in this order: the longest first, the ones that fault nodes last
+    # (they run alone: the other worker runs the rest side by side before them).
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("node_faults"):
+            return 2
+        return 0 if Path(str(item.path)).name in LONGEST else 1
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
 
 
-def _say(session: pytest.Session):
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+LONGEST = ("test_spark_on_pods.py",)  # about 4 minutes, a Spark job on pods
+
+
+def _say(config: pytest.Config):
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
 
     def progress(message: str) -> None:
         if reporter is not None:
@@ -89,13 +139,8 @@ def _say(session: pytest.Session):
     return progress
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the cluster and build the images before the first test (a cold start builds binaries)."""
-    if session.config.option.collectonly:
-        return
-    if not any(HERE in Path(str(item.path)).resolve().parents for item in session.items):
-        return
-    progress = _say(session)
+def _set_up(progress) -> None:
+    """Build the images, start the cluster and import the images (a cold start builds binaries)."""
     if os.geteuid() != 0:
         _session.error, _session.prerequisite = "the e2e tests run containers and need root", True
         return
@@ -116,7 +161,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         lk_node.up(layout, progress, nodes=NODES)
         timings["cluster up"] = time.monotonic() - t0
         t0 = time.monotonic()
-        lk_tools.ensure(["prometheus"], progress=progress)  # for the metrics test, on the node
+        lk_tools.ensure(["prometheus"], progress=progress, background=background)  # the metrics test's
         timings["prometheus build"] = time.monotonic() - t0
         t0 = time.monotonic()
         lk_worker.import_images(layout, built, progress, background=background)
@@ -126,16 +171,54 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     except lk_node.ClusterError as exc:
         _session.error = f"the local cluster did not start: {exc}"
     else:
-        _session.images = E2EImages(built[0], built[1], "pyrocketmq", TAG)
+        _session.images = built[:2]
     _session.timings = timings
     progress("; ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
+
+
+def _wants_setup(session: pytest.Session) -> bool:
+    return not session.config.option.collectonly
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The xdist controller sets up once, before its workers start (its hook runs before xdist's)."""
+    if not _controller(session.config) or not _wants_setup(session):
+        return
+    progress = _say(session.config)
+    _set_up(progress)
+    if _session.error is None:
+        try:
+            _install_release(_kube(_controller_dir()), _e2e_images())
+            _session.release = True
+        except Exception as exc:  # the workers' tests fail with it
+            _session.error = f"the chart did not install: {exc}"
     _wait_for_start_signal(progress)
+    path = _controller_dir() / "session.json"
+    _session.save(str(path))
+    os.environ[STATE] = str(path)  # the workers inherit it
 
 
-START_AFTER = "PYROCKETMQ_E2E_START_AFTER"
-"""A file whose appearance the e2e tests wait for once the cluster and images are ready: the test
-command sets it so that the pods' tests run after the CPU-heavy worker lane, not beside it (on two
-cores, Spark jobs and broker pods beside that lane starved each other into time-outs)."""
+@functools.cache
+def _controller_dir() -> Path:
+    """The xdist controller's own files (state, helm's and kubectl's caches), removed at its end."""
+    return Path(tempfile.mkdtemp(prefix="pyrocketmq-e2e-"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Without xdist: set up before the first test. In a worker: read what the controller set up."""
+    if _worker():
+        if os.environ.get(STATE):
+            _session.load(os.environ[STATE])
+        else:
+            _session.error = "an e2e worker without the controller's state (run with -n, not -p xdist alone)"
+        return
+    if not _wants_setup(session):
+        return
+    if not any(HERE in Path(str(item.path)).resolve().parents for item in session.items):
+        return
+    progress = _say(session.config)
+    _set_up(progress)
+    _wait_for_start_signal(progress)
 
 
 def _wait_for_start_signal(progress) -> None:
@@ -161,24 +244,25 @@ def _remove_cluster(progress) -> list[str]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A fallback: the package fixture removes the cluster after the last e2e test."""
-    left = _remove_cluster(_say(session))
+    """The xdist controller removes what it set up; without xdist this is a fallback for the package
+    fixture, which removes the cluster right after the last e2e test."""
+    if _worker():
+        return
+    progress = _say(session.config)
+    if _session.release and not _session.started_here:  # a cluster this session started goes as a whole
+        _uninstall_release(_kube(_controller_dir()))
+    _session.release = False
+    left = _remove_cluster(progress)
+    if _controller(session.config):
+        shutil.rmtree(_controller_dir(), ignore_errors=True)
     if left:
-        _say(session)(f"LEFT BEHIND on the host: {left}")
+        progress(f"LEFT BEHIND on the host: {left}")
         session.exitstatus = 1
 
 
-@pytest.fixture(scope="package")
-def node_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
-    """The cluster; removed (if this session started it) once the last e2e test is done, so the
-    rest of the suite does not share the machine with it."""
-    if _session.error is not None:
-        if _session.prerequisite:
-            prereq.missing_prerequisite("e2e", _session.error)
-        pytest.fail(_session.error)
+def _kube(workdir: Path) -> KubeCluster:
     layout = lk_node.layout_from_env()
     bins = lk_tools.bin_dir()
-    workdir = tmp_path_factory.mktemp("e2e")
     env = dict(os.environ)
     env.update(
         KUBECONFIG=str(layout.kubeconfig),
@@ -188,7 +272,7 @@ def node_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtu
         HELM_CONFIG_HOME=str(workdir / "helm" / "config"),
         HELM_DATA_HOME=str(workdir / "helm" / "data"),
     )
-    yield KubeCluster(
+    return KubeCluster(
         workdir,
         bins,
         layout.server,
@@ -197,20 +281,15 @@ def node_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtu
         None,  # type: ignore[arg-type]  (no PKI object: the node's certificates are in layout.pki)
         env,
     )
-    left = _remove_cluster(_say(request.session))
-    assert not left, f"left behind on the host after k8s-down: {left}"
 
 
-@pytest.fixture(scope="package")
-def images(node_cluster: KubeCluster) -> E2EImages:
+def _e2e_images() -> E2EImages:
     assert _session.images is not None
-    return _session.images
+    return E2EImages(_session.images[0], _session.images[1], "pyrocketmq", TAG)
 
 
-@pytest.fixture(scope="package")
-def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[str]:
-    """``helm install`` of charts/pyrocketmq with the built image; uninstalled at the end."""
-    node_cluster.helm(
+def _install_release(kube: KubeCluster, images: E2EImages) -> None:
+    kube.helm(
         "install", RELEASE, str(REPO_ROOT / "charts" / "pyrocketmq"),
         "-n", OPERATOR_NAMESPACE, "--create-namespace",
         "--set", f"image.repository={images.repository}", "--set", f"image.tag={images.tag}",
@@ -219,13 +298,80 @@ def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[s
         "--wait", "--timeout", "180s",
         timeout=240,
     )  # fmt: skip
+
+
+def _uninstall_release(kube: KubeCluster) -> None:
+    kube.helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False, timeout=180)
+    kube.kubectl("delete", "namespace", OPERATOR_NAMESPACE, "--ignore-not-found", check=False)
+
+
+@pytest.fixture(scope="package")
+def node_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
+    """The cluster; removed (if this session started it) once the last e2e test is done, so the
+    rest of the suite does not share the machine with it (in parallel workers: by the controller)."""
+    if _session.error is not None:
+        if _session.prerequisite:
+            prereq.missing_prerequisite("e2e", _session.error)
+        pytest.fail(_session.error)
+    yield _kube(tmp_path_factory.mktemp("e2e"))
+    if _worker():
+        return
+    left = _remove_cluster(_say(request.config))
+    assert not left, f"left behind on the host after k8s-down: {left}"
+
+
+@pytest.fixture(scope="package")
+def images(node_cluster: KubeCluster) -> E2EImages:
+    return _e2e_images()
+
+
+@pytest.fixture(scope="package")
+def operator_release(node_cluster: KubeCluster, images: E2EImages) -> Iterator[str]:
+    """``helm install`` of charts/pyrocketmq with the built image; uninstalled at the end."""
+    if _worker():  # the controller installed it for every worker, and removes it
+        assert _session.release, "the xdist controller did not install the chart"
+        yield OPERATOR_NAMESPACE
+        return
+    _install_release(node_cluster, images)
     try:
         yield OPERATOR_NAMESPACE
     finally:
         if not _session.started_here:  # a cluster this session started goes as a whole, right after
-            node_cluster.helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False, timeout=180)
-            node_cluster.kubectl("delete", "namespace", OPERATOR_NAMESPACE, "--ignore-not-found", check=False)
+            _uninstall_release(node_cluster)
 
+
+class _ModuleLock:
+    """Across parallel workers: a module runs under a shared lock, a ``node_faults`` module under an
+    exclusive one, so a node is never frozen, cut off or drained under another module's pods. Taken
+    before a module's first test and released after its last, outside the tests' time-outs."""
+
+    def __init__(self) -> None:
+        self.fh = None
+
+    def enter(self, item: pytest.Item) -> None:
+        state = os.environ.get(STATE)
+        if self.fh is not None or not state or not _worker():
+            return
+        self.fh = open(state + ".modules.lock", "a")  # noqa: SIM115 (held across hook calls)
+        fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX if item.get_closest_marker("node_faults") else fcntl.LOCK_SH)
+
+    def leave(self) -> None:
+        if self.fh is not None:
+            self.fh.close()  # releases the lock
+            self.fh = None
+
+
+_module_lock = _ModuleLock()
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    _module_lock.enter(item)
+    try:
+        yield
+    finally:
+        if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
+            _module_lock.leave()
 
 
 @pytest.fixture

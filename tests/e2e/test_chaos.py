@@ -15,6 +15,8 @@ from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import MQ, deployed_mq
 from tests.k8s.cluster import KubeCluster
 
+pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
+
 FAULTS = int(os.environ.get("PYROCKETMQ_CHAOS_FAULTS", "3"))
 SEED = int(os.environ.get("PYROCKETMQ_CHAOS_SEED", "7"))
 KIND_LIST = [k for k in os.environ.get("PYROCKETMQ_CHAOS_KINDS", ",".join(KINDS)).split(",") if k]

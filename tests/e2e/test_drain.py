@@ -23,6 +23,8 @@ from tests.e2e.helpers import (
 )
 from tests.k8s.cluster import KubeCluster
 
+pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
+
 
 @pytest.fixture(scope="module")
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:

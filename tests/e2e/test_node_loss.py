@@ -28,6 +28,8 @@ from tests.e2e.helpers import (
 )
 from tests.k8s.cluster import KubeCluster
 
+pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
+
 REPLACE_AFTER = 10  # seconds; the node itself is NotReady 20 s after its last report
 
 

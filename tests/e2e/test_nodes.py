@@ -17,6 +17,8 @@ from tests.e2e.conftest import NODES, REPO_ROOT, E2EImages
 from tests.e2e.helpers import delete_namespace
 from tests.k8s.cluster import KubeCluster
 
+pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
+
 PORT = 8080
 
 
