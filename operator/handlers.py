@@ -40,7 +40,7 @@ from .model import API_GROUP, API_VERSION, GROUP_VERSION
 from .reconcile import reconcile
 from .render.common import LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY
 from .settings import OperatorSettings
-from .status import condition_of, statefulset_rolled_out
+from .status import all_ready, condition_of, statefulset_rolled_out
 
 log = logging.getLogger("pyrocketmq.operator")
 
@@ -208,10 +208,7 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
 async def _rolling_broker(runtime: Runtime, sts: Mapping[str, Any], event: str | None) -> Mapping[str, Any] | None:
     """The Broker to reconcile now: ``sts`` has just finished rolling out, every replica Ready, and its
     Broker says it is in a rolling update (other groups wait for their turn)."""
-    if event != "MODIFIED" or runtime.kube is None or not statefulset_rolled_out(sts):
-        return None
-    replicas = int((sts.get("spec") or {}).get("replicas", 1))
-    if int((sts.get("status") or {}).get("readyReplicas") or 0) < replicas:
+    if event != "MODIFIED" or runtime.kube is None or not statefulset_rolled_out(sts) or not all_ready(sts):
         return None
     meta = sts.get("metadata") or {}
     owner = next((r for r in meta.get("ownerReferences") or () if r.get("kind") == "Broker"), None)

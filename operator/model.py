@@ -325,6 +325,9 @@ class BrokerModel:
     nodes: int | None = None
     """How many nodes the cluster has (set by the reconciler; None when it may not list them): with
     a node for each replica, a group's replicas must run on different nodes."""
+    short: frozenset[str] = frozenset()
+    """Groups with fewer Ready pods than replicas (set by the reconciler from the StatefulSets): their
+    slaves' disruption budget lets none go until the group is whole again."""
 
     @property
     def master_role(self) -> str:

@@ -69,6 +69,7 @@ from .scaler import scale_on_lag
 from .security import ClientSecurity, SecretError, read_nameserver_secrets
 from .status import (
     Condition,
+    all_ready,
     broker_conditions,
     broker_group_status,
     condition_of,
@@ -78,6 +79,7 @@ from .status import (
     node_zones,
     now_ms,
     now_rfc3339,
+    short_groups,
     spread_condition,
     statefulset_rolled_out,
 )
@@ -193,6 +195,7 @@ class BrokerReconcile:
         self.statefulsets = {s["metadata"]["name"]: s for s in statefulsets if owned_by(s, ref.uid)}
         self.pods = await kube.list("v1", "Pod", ref.namespace, selector_labels(ref, "broker"))
         self.existing = {i for n in self.statefulsets if (i := group_index(ref.name, n)) is not None}
+        self.model = replace(self.model, short=short_groups(self.statefulsets.values()))
 
     async def failover(self) -> None:
         """Automatic failover: the controller's view of each group, a switchover the
@@ -305,7 +308,7 @@ class BrokerReconcile:
                 continue
             want = rendered[name]["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH]
             have = ((live.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH)
-            spec, status = live.get("spec") or {}, live.get("status") or {}
+            spec = live.get("spec") or {}
             replicas = int(spec.get("replicas", 1))
             partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
             facts.append(GroupRollFacts(
@@ -313,7 +316,7 @@ class BrokerReconcile:
                 template_changed=want != have,
                 released=partition < replicas,
                 rolled_out=statefulset_rolled_out(live),
-                all_ready=int(status.get("readyReplicas") or 0) >= replicas,
+                all_ready=all_ready(live),
             ))
         partitions = rollout_partitions(facts, self.model.replicas_per_group)
         for index, partition in partitions.items():

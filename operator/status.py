@@ -97,6 +97,17 @@ def pod_ready(pod: Mapping[str, Any]) -> bool:
     return False
 
 
+def all_ready(sts: Mapping[str, Any]) -> bool:
+    """Every replica the StatefulSet asks for is Ready."""
+    replicas = int((sts.get("spec") or {}).get("replicas", 1))
+    return int((sts.get("status") or {}).get("readyReplicas") or 0) >= replicas
+
+
+def short_groups(statefulsets: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The groups (StatefulSets) with fewer Ready pods than replicas."""
+    return frozenset(str(s["metadata"]["name"]) for s in statefulsets if not all_ready(s))
+
+
 def statefulset_rolled_out(sts: Mapping[str, Any]) -> bool:
     """The controller has seen the latest spec and every replica runs the current revision."""
     spec, status = sts.get("spec") or {}, sts.get("status") or {}

@@ -159,15 +159,17 @@ def _budgets(model: BrokerModel, group: str, selector: dict[str, str]) -> list[d
     2 or 3), and pods not yet labelled (no election yet) go one at a time. The eviction API refuses
     a pod that two budgets select, so the three selections are disjoint; and with ``maxUnavailable``
     over part of a StatefulSet the budget counts the StatefulSet's whole scale, so the role budgets
-    use ``minAvailable``."""
+    use ``minAvailable``. The slaves' budget cannot see the master's pod: while a group is short of
+    Ready pods (a master restarting, a slave elected but not yet relabelled) it lets no slave go."""
     ref = model.ref
     if not model.failover:
         return [pod_disruption_budget(ref, group, COMPONENT, selector, group=group)]
     unelected = [{"key": ROLE_LABEL, "operator": "NotIn", "values": ["master", "slave"]}]
+    slaves_kept = model.replicas_per_group - (1 if group in model.short else 2)
     return [
         pod_disruption_budget(ref, group, COMPONENT, selector, group=group, expressions=unelected),
         pod_disruption_budget(ref, f"{group}-slaves", COMPONENT, {**selector, ROLE_LABEL: "slave"}, group=group,
-                              budget={"minAvailable": max(0, model.replicas_per_group - 2)}),
+                              budget={"minAvailable": max(0, slaves_kept)}),
         pod_disruption_budget(ref, f"{group}-master", COMPONENT, {**selector, ROLE_LABEL: "master"}, group=group,
                               budget={"minAvailable": 1}),
     ]

@@ -10,6 +10,7 @@ from pyrocketmq.operator.model import BrokerModel
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import render_broker
 from pyrocketmq.operator.settings import RenderSettings
+from pyrocketmq.operator.status import short_groups
 
 from .conftest import body, by_kind
 
@@ -89,3 +90,20 @@ def test_with_failover_each_pod_has_exactly_one_budget_by_its_role():
     three = dataclasses.replace(model, failover=True, replicas_per_group=3)
     spec = {o["metadata"]["name"]: o["spec"] for o in by_kind(render_broker(three, ns, settings), "PodDisruptionBudget")}
     assert spec["orders-0-slaves"]["minAvailable"] == 1  # of 3: one slave at a time
+
+
+def test_a_group_short_of_ready_pods_lets_no_slave_go():
+    """The slaves' budget cannot see the master's pod: while the group has a pod not Ready (a master
+    restarting, a slave just elected and not yet relabelled) no slave may be evicted."""
+    ns = namesrv_addresses("n", "prod", 3)
+    settings = RenderSettings(default_image="x")
+    sts = [{"metadata": {"name": f"orders-{g}"}, "spec": {"replicas": r},
+            "status": {"readyReplicas": ready}} for g, r, ready in ((0, 2, 1), (1, 3, 3))]  # fmt: skip
+    assert short_groups(sts) == {"orders-0"}
+    for replicas, whole, short in ((2, 0, 1), (3, 1, 2)):
+        model = BrokerModel.from_body(body("Broker", nameServer={"name": "n"}, groups=2, replicasPerGroup=replicas))
+        model = dataclasses.replace(model, failover=True, short=short_groups(sts))
+        spec = {o["metadata"]["name"]: o["spec"] for o in by_kind(render_broker(model, ns, settings), "PodDisruptionBudget")}
+        assert spec["orders-0-slaves"]["minAvailable"] == short  # every slave kept
+        assert spec["orders-1-slaves"]["minAvailable"] == whole  # as usual: one pod of the group at a time
+        assert spec["orders-0-master"]["minAvailable"] == 1
