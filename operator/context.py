@@ -37,7 +37,7 @@ class Context:
     kube: KubeClient
     settings: OperatorSettings
     event: EventFn
-    log: logging.Logger | logging.LoggerAdapter
+    log: logging.Logger | logging.LoggerAdapter[Any]
 
 
 async def run_steps(steps: list[Callable[[], Awaitable[None]]]) -> None:

@@ -67,7 +67,7 @@ def role_labels(master_of: Mapping[str, str], pods: Iterable[Mapping[str, Any]],
         meta = pod.get("metadata") or {}
         labels = meta.get("labels") or {}
         group = labels.get(group_label)
-        if group not in master_of:
+        if group is None or group not in master_of:
             continue
         want = "master" if master_of[group] and meta.get("name") == master_of[group] else "slave"
         if labels.get(ROLE_LABEL) != want:

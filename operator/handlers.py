@@ -89,13 +89,15 @@ def configure_kopf(settings: kopf.OperatorSettings, ours: OperatorSettings) -> k
     return settings
 
 
-def _context(runtime: Runtime, body: Mapping[str, Any], logger: logging.Logger | logging.LoggerAdapter) -> Context:
+def _context(runtime: Runtime, body: Mapping[str, Any], logger: kopf.Logger) -> Context:
     if runtime.kube is None:
         raise kopf.TemporaryError("the operator is still starting", delay=1)
 
     def event(type_: str, reason: str, message: str) -> None:
         try:
-            kopf.event(body, type=type_, reason=reason, message=message)
+            # kopf declares a kopf.Body but posts for any mapping: it only reads the object's apiVersion,
+            # kind and metadata with .get (kopf 1.45, bodies.build_object_reference via dicts.walk).
+            kopf.event(body, type=type_, reason=reason, message=message)  # type: ignore[arg-type]
         except Exception as e:  # an Event is never worth failing a reconcile
             logger.debug("could not post an event: %s", e)
 
@@ -117,7 +119,7 @@ async def _run(
     body: Mapping[str, Any],
     memo: Any,
     retry: int,
-    logger: logging.Logger | logging.LoggerAdapter,
+    logger: kopf.Logger,
 ) -> None:
     runtime: Runtime = memo["runtime"]
     kind = str(body.get("kind"))
@@ -167,7 +169,7 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
     resync = settings.reconcile
 
     @kopf.on.startup(registry=registry)
-    async def startup(memo: Any, logger: logging.Logger, **_: Any) -> None:
+    async def startup(memo: Any, logger: kopf.Logger, **_: Any) -> None:
         runtime: Runtime = memo["runtime"]
         kopf_settings = kopf.OperatorSettings()
         runtime.kube = KubeClient(lambda: login(kopf_settings))
@@ -189,14 +191,15 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
 
     @kopf.on.probe(id="reconciles", registry=registry)
     def probe(memo: Any, **_: Any) -> int:
-        return memo["runtime"].reconciles
+        runtime: Runtime = memo["runtime"]
+        return runtime.reconciles
 
     for kind, plural in PLURALS.items():
         _register_kind(registry, kind, plural, resync.resync_interval, resync.resync_initial_delay)
 
     @kopf.on.event("apps", "v1", "statefulsets", labels={LABEL_COMPONENT: "broker", LABEL_MANAGED_BY: MANAGED_BY},
                    registry=registry)
-    async def broker_statefulset(body: kopf.Body, type: str | None, memo: Any, logger: logging.Logger,
+    async def broker_statefulset(body: kopf.Body, type: str | None, memo: Any, logger: kopf.Logger,
                                  **_: Any) -> None:
         broker = await _broker_to_reconcile(memo["runtime"], body, type)
         if broker is not None:
@@ -221,7 +224,8 @@ async def _broker_to_reconcile(runtime: Runtime, sts: Mapping[str, Any], event: 
             return None
         return broker
     meta = sts.get("metadata") or {}
-    budget = await runtime.kube.get("policy/v1", "PodDisruptionBudget", meta.get("namespace"), f"{meta.get('name')}-slaves")
+    namespace = str(meta.get("namespace") or "")
+    budget = await runtime.kube.get("policy/v1", "PodDisruptionBudget", namespace, f"{meta.get('name')}-slaves")
     replicas = int((sts.get("spec") or {}).get("replicas", 1))
     if budget is None or int((budget.get("spec") or {}).get("minAvailable") or 0) >= replicas - 1:
         return None
@@ -233,7 +237,7 @@ async def _owner_broker(kube: KubeClient, sts: Mapping[str, Any]) -> Mapping[str
     owner = next((r for r in meta.get("ownerReferences") or () if r.get("kind") == "Broker"), None)
     if owner is None:
         return None
-    broker = await kube.get(GROUP_VERSION, "Broker", meta.get("namespace"), owner.get("name"))
+    broker = await kube.get(GROUP_VERSION, "Broker", str(meta.get("namespace") or ""), owner.get("name"))
     if broker is None or (broker.get("metadata") or {}).get("uid") != owner.get("uid"):
         return None
     return broker
@@ -260,11 +264,13 @@ def _timers_without_finalizer(registry: kopf.OperatorRegistry, plurals: set[str]
 
 
 def _register_kind(registry: kopf.OperatorRegistry, kind: str, plural: str, interval: float, initial_delay: float) -> None:
-    async def on_change(body: kopf.Body, memo: Any, retry: int, logger: logging.Logger, reason: Any = None,
+    async def on_change(body: kopf.Body, memo: Any, retry: int, logger: kopf.Logger, reason: Any = None,
                         **_: Any) -> None:
         await _run(str(getattr(reason, "value", reason) or "change"), reconcile, body, memo, retry, logger)
 
-    async def on_resync(body: kopf.Body, memo: Any, retry: int, logger: logging.Logger, **_: Any) -> None:
+    # kopf passes ``retry`` to timers too (execution.execute_handlers_once), but its TimerFn does not
+    # declare it: the default keeps the handler assignable to TimerFn and is never used.
+    async def on_resync(body: kopf.Body, memo: Any, logger: kopf.Logger, retry: int = 0, **_: Any) -> None:
         await _run("resync", reconcile, body, memo, retry, logger)
 
     resource = (API_GROUP, API_VERSION, plural)
@@ -274,7 +280,7 @@ def _register_kind(registry: kopf.OperatorRegistry, kind: str, plural: str, inte
 
     deleter = DELETERS.get(kind)
     if deleter is not None:
-        async def on_delete(body: kopf.Body, memo: Any, retry: int, logger: logging.Logger, **_: Any) -> None:
+        async def on_delete(body: kopf.Body, memo: Any, retry: int, logger: kopf.Logger, **_: Any) -> None:
             await _run("delete", deleter, body, memo, retry, logger)
 
         kopf.on.delete(*resource, id="cleanup", registry=registry)(on_delete)

@@ -23,7 +23,8 @@ log = logging.getLogger("pyrocketmq.operator")
 
 
 class ConnectionInfoLike(Protocol):
-    server: str
+    @property
+    def server(self) -> str: ...  # read-only: kopf's ConnectionInfo is a frozen dataclass
 
     def as_ssl_context(self) -> Any: ...
 

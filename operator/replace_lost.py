@@ -26,6 +26,8 @@ async def replace_lost(
 ) -> list[LostReplica]:
     """``master_of`` (group -> master pod) for broker groups; None where no pod is a master (name
     servers: the controller's state is on a majority of them)."""
+    masters: Mapping[str, str]
+    healthy: frozenset[str]
     if master_of is None:
         masters, healthy = {}, frozenset({""})
     else:

@@ -146,8 +146,8 @@ async def apply_topic(admin: Admin, model: TopicModel, cluster: str, exclude: Co
         )
     )
     if model.order:
-        layout = ";".join(f"{name}:{model.write_queue_nums}" for name in sorted(masters))
-        await admin.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, model.topic_name, layout)
+        order_conf = ";".join(f"{name}:{model.write_queue_nums}" for name in sorted(masters))
+        await admin.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, model.topic_name, order_conf)
     return sorted(masters)
 
 

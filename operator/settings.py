@@ -43,7 +43,7 @@ class ReconcileSettings:
 
     def backoff(self, retry: int) -> float:
         """Delay before retry number ``retry`` (0-based): base * 2**retry, capped."""
-        return min(self.backoff_max, self.backoff_base * (2 ** max(0, min(retry, 16))))
+        return min(self.backoff_max, self.backoff_base * (2.0 ** max(0, min(retry, 16))))
 
 
 @dataclass(frozen=True, slots=True)

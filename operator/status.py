@@ -72,6 +72,7 @@ def merge_conditions(
 
 
 def condition_of(status: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
+    c: Mapping[str, Any]
     for c in (status or {}).get("conditions") or ():
         if c.get("type") == type_:
             return c
@@ -91,6 +92,7 @@ def failure_conditions(reason: str, message: str, step: str | None = None) -> li
 
 
 def pod_ready(pod: Mapping[str, Any]) -> bool:
+    c: Mapping[str, Any]
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == "Ready":
             return c.get("status") == "True"
