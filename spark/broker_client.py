@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from functools import partial
 from typing import TypeVar
 
 from pyrocketmq.client import (
@@ -58,8 +59,10 @@ T = TypeVar("T")
 
 TRANSIENT_ATTEMPTS = 3
 _lock = threading.Lock()
-_consumers: dict[tuple, PullConsumer] = {}
-_producers: dict[tuple, Producer] = {}
+_ClientKey = tuple[str, str, int, int]
+"""``(name server, group, and the client's two time-outs in ms)``: one client per distinct key."""
+_consumers: dict[_ClientKey, PullConsumer] = {}
+_producers: dict[_ClientKey, Producer] = {}
 
 
 def _client_settings(name_server: str, request_timeout_ms: int) -> ClientSettings:
@@ -259,8 +262,7 @@ def read_range(opts: SourceOptions, r: QueueRange) -> Iterator[MessageExt]:
     timeout = opts.pull_timeout_ms / 1000.0
     while offset < r.end:
         n = min(opts.pull_batch_size, r.end - offset)
-        at = offset
-        result = _retrying(lambda at=at, n=n: consumer.pull(mq, at, n, opts.expression, 0, timeout),
+        result = _retrying(partial(consumer.pull, mq, offset, n, opts.expression, 0, timeout),
                            f"pull of {mq} at {offset}")
         if result.status is PullStatus.FOUND:
             for msg in result.messages:

@@ -35,6 +35,8 @@ EARLIEST = -2
 LATEST = -1
 
 Offsets = dict[MessageQueue, int]
+OffsetJson = dict[str, dict[str, dict[str, int]]]
+"""The offset JSON: topic → broker name → queue id (a string) → offset."""
 
 
 class DataLossError(MQError):
@@ -49,13 +51,13 @@ class OffsetOptionError(MQClientError):
     """A ``startingOffsets`` / ``endingOffsets`` / ``startingTimestamp`` value cannot be used."""
 
 
-def encode_offsets(offsets: Mapping[MessageQueue, int]) -> dict[str, dict[str, dict[str, int]]]:
+def encode_offsets(offsets: Mapping[MessageQueue, int]) -> OffsetJson:
     """``{MessageQueue: offset}`` → the nested JSON dict (canonical order).
 
     >>> encode_offsets({MessageQueue("T", "b", 10): 5, MessageQueue("T", "b", 2): 1})
     {'T': {'b': {'2': 1, '10': 5}}}
     """
-    out: dict[str, dict[str, dict[str, int]]] = {}
+    out: OffsetJson = {}
     for mq in sorted(offsets, key=lambda m: (m.topic, m.broker_name, m.queue_id)):
         out.setdefault(mq.topic, {}).setdefault(mq.broker_name, {})[str(mq.queue_id)] = int(offsets[mq])
     return out

@@ -50,10 +50,12 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from pyrocketmq.client.errors import MQError
+from pyrocketmq.client.message import Message
 from pyrocketmq.remoting.body import MessageQueue
 
 from .broker_client import QueueDirectory, read_range, send_messages
 from .offsets import (
+    OffsetJson,
     OffsetKind,
     Offsets,
     data_loss_error,
@@ -148,7 +150,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._directory = QueueDirectory(self.opts)
         return self._directory
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> OffsetJson:
         d = self.directory
         return encode_offsets(starting_offsets(d, d.queues()))
 
@@ -160,7 +162,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         d = self.directory
         self._target = d.bounds(d.queues())[1]
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> OffsetJson:
         d = self.directory
         begin = decode_offsets(start, "the checkpointed start offset")
         # Spark runs one micro-batch at a time and asks for the next end only once the previous
@@ -190,17 +192,17 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = admit(effective, latest, max_rows, new_queue_start=mins)
         return encode_offsets(end)
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> OffsetJson | None:
         return encode_offsets(self._latest) if self._latest else None
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         ranges = plan_ranges(decode_offsets(start), decode_offsets(end), self.opts.max_records_per_partition)
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         return _rows(self.opts, partition)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         self._commit_group(decode_offsets(end))
 
     def _commit_group(self, offsets: Offsets) -> None:
@@ -237,7 +239,7 @@ def _send_partition(opts: SinkOptions, rows: Iterator[Any], streaming: bool) -> 
     if not streaming:
         batch_id, query_id = opts.batch_id, None
 
-    def messages():
+    def messages() -> Iterator[Message]:
         for i, row in enumerate(rows):
             key = dedup_key(opts.dedup_key_prefix, query_id, batch_id or "0", partition, i) if opts.dedup_key else None
             yield row_to_message(row.asDict(recursive=False), opts.topic, key)
