@@ -49,10 +49,11 @@ lintdir="$out/lint"
 mkdir -p "$lintdir"
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation --target "$lintdir" . >/dev/null
 (cd "$lintdir" && PYTHONPATH="$lintdir" "$OLDPWD/.venv/bin/lint-imports" --no-cache --config "$OLDPWD/pyproject.toml")
-echo "== mypy (strict: remoting, broker, client, namesrv)"
+echo "== mypy (strict: remoting, broker, client, namesrv, operator, spark)"
 # pyrocketmq/<name> links to each top-level folder, so the checkout reads as the package it installs as.
 .venv/bin/mypy --config-file pyproject.toml --cache-dir "$lintdir/.mypy_cache" \
-  -p pyrocketmq.remoting -p pyrocketmq.broker -p pyrocketmq.client -p pyrocketmq.namesrv
+  -p pyrocketmq.remoting -p pyrocketmq.broker -p pyrocketmq.client -p pyrocketmq.namesrv \
+  -p pyrocketmq.operator -p pyrocketmq.spark
 
 pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
 if [ "$#" -gt 0 ]; then
