@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 _handed_out: set[int] = set()
@@ -219,6 +221,17 @@ class Cluster:
         tails = self.log_tails()
         self.stop()
         return RuntimeError(f"{what} did not start: {exc}\n{tails}")
+
+
+def add_cluster_logs(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
+                     cluster_of: Callable[[object], Cluster | None]) -> None:
+    """For a makereport hook: when a test's setup or call failed, attach the log tails of each
+    cluster that ``cluster_of`` finds among its arguments to its report."""
+    if report.failed and call.when in ("setup", "call"):
+        for value in getattr(item, "funcargs", {}).values():
+            cluster = cluster_of(value)
+            if cluster is not None:
+                report.sections.append((f"{cluster.kind} cluster logs (tail)", cluster.log_tails()))
 
 
 def broker_identity(namesrv_addr: str, listen_port: int) -> dict[str, object]:
