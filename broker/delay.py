@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyrocketmq.remoting.message import MessageExt, Prop, encode_properties, pack_host, tags_code
+from pyrocketmq.remoting.message import MessageExt, Prop
 
+from .restore import restored, restored_topic
 from .store.values import MessageInner
 
 DLQ_QUEUE_NUMS = 1
@@ -58,45 +59,13 @@ def is_due(now_ms: int, deliver_ms: int, level_ms: int) -> bool:
 def delivered_inner(msg: MessageExt) -> MessageInner | None:
     """The message a due schedule entry becomes: its REAL_TOPIC/REAL_QID, DELAY removed, born and
     store hosts, born time, flag, sys flag and reconsume times kept. None when it names no topic."""
-    real_topic = msg.properties.get(Prop.REAL_TOPIC)
-    try:
-        real_qid = int(msg.properties.get(Prop.REAL_QID, ""))
-    except ValueError:
+    where = restored_topic(msg)
+    if where is None:
         return None
-    if not real_topic or real_qid < 0:
-        return None
+    real_topic, real_qid = where
     props = {k: v for k, v in msg.properties.items() if k != Prop.DELAY}
     return restored(msg, topic=real_topic, queue_id=real_qid, properties=props,
                     reconsume_times=msg.reconsume_times, prepared_transaction_offset=msg.prepared_transaction_offset)
-
-
-def restored(
-    msg: MessageExt,
-    *,
-    topic: str,
-    queue_id: int,
-    properties: dict[str, str],
-    reconsume_times: int,
-    prepared_transaction_offset: int,
-) -> MessageInner:
-    """``msg`` stored again under ``topic``/``queue_id`` with ``properties``: body, flag, sys flag,
-    born time and born/store hosts are the original's."""
-    return MessageInner(
-        topic=topic,
-        body=msg.body,
-        flag=msg.flag,
-        properties=properties,
-        properties_bytes=encode_properties(properties),
-        queue_id=queue_id,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=pack_host(*msg.born_host),
-        store_host=pack_host(*msg.store_host),
-        reconsume_times=reconsume_times,
-        prepared_transaction_offset=prepared_transaction_offset,
-        tags_code=tags_code(properties.get(Prop.TAGS)),
-        keys=properties.get(Prop.KEYS),
-    )
 
 
 @dataclass(frozen=True, slots=True)

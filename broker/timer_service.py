@@ -28,7 +28,7 @@ from pyrocketmq.remoting.message import MessageExt, Prop
 from pyrocketmq.remoting.names import TIMER_TOPIC
 from pyrocketmq.service import Service, Services
 
-from .delay import restored
+from .restore import restored, restored_topic
 from .store.config_file import load_json_file, write_json_file
 from .store.consume_queue import FILLER_SIZE
 from .store.message_store import MessageStore
@@ -96,13 +96,10 @@ def delivered(msg: MessageExt, now_ms: int) -> MessageInner | None:
     """What a due timer-store record becomes: its real topic and queue, the timer requests taken
     out (``TIMER_OUT_MS`` stays: when it was due), ``TIMER_DEQUEUE_MS`` added. None when it names
     no topic."""
-    real_topic = msg.properties.get(Prop.REAL_TOPIC)
-    try:
-        real_qid = int(msg.properties.get(Prop.REAL_QID, ""))
-    except ValueError:
+    where = restored_topic(msg)
+    if where is None:
         return None
-    if not real_topic or real_qid < 0:
-        return None
+    real_topic, real_qid = where
     drop = {*REQUEST_KEYS, Prop.REAL_TOPIC, Prop.REAL_QID, Prop.TIMER_ROLL_TIMES}
     props = {k: v for k, v in msg.properties.items() if k not in drop}
     props[Prop.TIMER_DEQUEUE_MS] = str(now_ms)

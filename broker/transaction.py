@@ -34,6 +34,7 @@ from dataclasses import replace
 from pyrocketmq.remoting.message import MessageExt, Prop, SysFlag, encode_properties, pack_host, tags_code
 from pyrocketmq.remoting.names import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
+from .restore import restored_topic
 from .store.values import MessageInner
 
 HALF_TOPIC = TRANS_HALF_TOPIC
@@ -75,16 +76,6 @@ def half_inner(inner: MessageInner) -> MessageInner:
         properties_bytes=raw,
         tags_code=tags_code(props.get(Prop.TAGS)),
     )
-
-
-def restored_topic(msg: MessageExt) -> tuple[str, int] | None:
-    """The ``(REAL_TOPIC, REAL_QID)`` of a half message, or None when it names none."""
-    topic = msg.properties.get(Prop.REAL_TOPIC)
-    try:
-        qid = int(msg.properties.get(Prop.REAL_QID, ""))
-    except ValueError:
-        return None
-    return (topic, qid) if topic and qid >= 0 else None
 
 
 def end_problem(msg: MessageExt, *, producer_group: str, tran_state_table_offset: int, commit_log_offset: int) -> str | None:

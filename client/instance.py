@@ -36,6 +36,7 @@ import os
 import socket
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from pyrocketmq.remoting.acl_sign import sign as acl_sign
@@ -188,6 +189,18 @@ class ClientInstance:
             inst._key = key
             inst._loop = loop
         inst._refs += 1
+        return inst
+
+    @classmethod
+    async def join(cls, settings: ClientSettings, register: Callable[[ClientInstance], None]) -> ClientInstance:
+        """:meth:`acquire` the instance, ``register`` a group on it and start it; released again if either fails."""
+        inst = cls.acquire(settings)
+        try:
+            register(inst)
+            await inst.start()
+        except BaseException:
+            await inst.release()
+            raise
         return inst
 
     async def release(self) -> None:

@@ -259,13 +259,7 @@ class Producer:
         """Join the client instance of the name servers and register the group (idempotent)."""
         if self._instance is not None:
             return
-        inst = ClientInstance.acquire(self.client_settings)
-        try:
-            inst.register_producer(self.group, self)
-            await inst.start()
-        except BaseException:
-            await inst.release()
-            raise
+        inst = await ClientInstance.join(self.client_settings, lambda i: i.register_producer(self.group, self))
         self._instance = inst
         self._ids = UniqIdGenerator(inst.client_ip)
         if self.settings.trace and self.group != TRACE_PRODUCER_GROUP:

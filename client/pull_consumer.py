@@ -153,13 +153,7 @@ class PullConsumer:
         """Join the client instance and register the group (idempotent)."""
         if self._instance is not None:
             return
-        inst = ClientInstance.acquire(self.client_settings)
-        try:
-            inst.register_consumer(self.group, self)
-            await inst.start()
-        except BaseException:
-            await inst.release()
-            raise
+        inst = await ClientInstance.join(self.client_settings, lambda i: i.register_consumer(self.group, self))
         self._instance = inst
         self._data = asyncio.Event()
         self._started_ms = int(time.time() * 1000)

@@ -172,13 +172,7 @@ class PushConsumer:
             return
         if self._listener is None:
             raise MQClientError("no listener: call register_listener(fn) before start()")
-        inst = ClientInstance.acquire(self.client_settings)
-        try:
-            inst.register_consumer(self.group, self)
-            await inst.start()
-        except BaseException:
-            await inst.release()
-            raise
+        inst = await ClientInstance.join(self.client_settings, lambda i: i.register_consumer(self.group, self))
         try:
             await self._start_on(inst)
         except BaseException:

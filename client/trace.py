@@ -24,7 +24,9 @@ MSG_TYPE_NORMAL, MSG_TYPE_HALF, MSG_TYPE_COMMIT, MSG_TYPE_DELAY = 0, 1, 2, 3
 
 
 @dataclass(frozen=True, slots=True)
-class PubTrace:
+class _MessageTrace:
+    """What every trace of one sent message starts with; a trace message is indexed by its id and keys."""
+
     timestamp: int
     group: str
     topic: str
@@ -32,6 +34,14 @@ class PubTrace:
     tags: str
     keys: str
     store_host: str
+
+    def trace_keys(self) -> list[str]:
+        """What the trace message is indexed by: the message id and its keys."""
+        return [self.msg_id, *(k for k in (self.keys or "").split(" ") if k)]
+
+
+@dataclass(frozen=True, slots=True)
+class PubTrace(_MessageTrace):
     body_length: int
     cost_ms: int
     msg_type: int
@@ -45,22 +55,11 @@ class PubTrace:
                   "true" if self.success else "false")  # fmt: skip
         return CONTENT.join(str(f) for f in fields) + FIELD
 
-    def trace_keys(self) -> list[str]:
-        """What the trace message is indexed by: the message id and its keys."""
-        return [self.msg_id, *(k for k in (self.keys or "").split(" ") if k)]
-
 
 @dataclass(frozen=True, slots=True)
-class EndTransactionTrace:
+class EndTransactionTrace(_MessageTrace):
     """How a transaction ended (Java's ``EndTransactionTraceHookImpl``); ``state`` in Java's names."""
 
-    timestamp: int
-    group: str
-    topic: str
-    msg_id: str
-    tags: str
-    keys: str
-    store_host: str
     transaction_id: str
     state: str  # COMMIT_MESSAGE, ROLLBACK_MESSAGE, UNKNOW
     from_check: bool
@@ -71,9 +70,6 @@ class EndTransactionTrace:
                   self.keys, self.store_host, MSG_TYPE_COMMIT, self.transaction_id, self.state,
                   "true" if self.from_check else "false")  # fmt: skip
         return CONTENT.join(str(f) for f in fields) + FIELD
-
-    def trace_keys(self) -> list[str]:
-        return [self.msg_id, *(k for k in self.keys.split(" ") if k)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ never touches the newest file (the only one written).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
@@ -467,10 +468,8 @@ class IndexFile:
 
     def destroy(self) -> None:
         self.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
 
 # -- the service ----------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ Linux it writes back the same dirty page-cache pages of a shared mapping.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
@@ -257,7 +258,5 @@ class MappedFile:
     def destroy(self) -> None:
         """Close and delete the file. Idempotent; safe while slices of it are still referenced."""
         self.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        except FileNotFoundError:
-            pass

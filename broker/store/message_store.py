@@ -29,6 +29,7 @@ Afterwards every acknowledged (durable) message is readable in order, once, in i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -205,10 +206,8 @@ class MessageStore:
         for cq in list(self._cqs.values()):
             cq.close()
         self.index.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.settings.abort_path)
-        except FileNotFoundError:
-            pass
         self._loaded = False
         log.info("store shut down at physical offset %d", self.commit_log.max_offset)
 

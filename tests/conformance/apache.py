@@ -21,6 +21,7 @@ from tests.conformance import jvm, maven, probe
 from tests.helpers.cluster import (
     Cluster,
     ManagedProcess,
+    broker_identity,
     free_broker_port,
     free_port,
     wait_for_tcp,
@@ -45,15 +46,17 @@ _LOGBACK = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+def boot_namesrv(namesrv: ManagedProcess, port: int, timeout: float) -> None:
+    """Start an Apache name server; return once it has logged its boot and accepts on ``port``."""
+    namesrv.start()
+    namesrv.wait_for_log("The Name Server boot success", timeout)
+    wait_for_tcp("127.0.0.1", port, timeout, namesrv.alive)
+
+
 def apache_broker_conf(namesrv_addr: str, listen_port: int, home: Path) -> dict[str, object]:
     store = home / "store"
     return {
-        "brokerClusterName": "DefaultCluster",
-        "brokerName": "broker-a",
-        "brokerId": 0,
-        "namesrvAddr": namesrv_addr,
-        "listenPort": listen_port,
-        "brokerIP1": "127.0.0.1",
+        **broker_identity(namesrv_addr, listen_port),
         "brokerRole": "ASYNC_MASTER",
         "flushDiskType": "ASYNC_FLUSH",
         "storePathRootDir": store,
@@ -112,16 +115,12 @@ def start_apache_cluster(
         [namesrv],
     )
     try:
-        namesrv.start()
-        namesrv.wait_for_log("The Name Server boot success", timeout)
-        wait_for_tcp("127.0.0.1", ns_port, timeout, namesrv.alive)
+        boot_namesrv(namesrv, ns_port, timeout)
         cluster.processes.append(broker.start())
         broker.wait_for_log("boot success", timeout)
         probe.wait_for_route(namesrv_addr, "TBW102", timeout, alive=cluster.alive)
     except BaseException as exc:
-        tails = cluster.log_tails()
-        cluster.stop()
-        raise RuntimeError(f"Apache RocketMQ did not start: {exc}\n{tails}") from exc
+        raise cluster.failed_to_start("Apache RocketMQ", exc) from exc
     return cluster
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.conformance import jvm, maven, probe
-from tests.conformance.apache import SERVER_HEAP, apache_broker_conf
+from tests.conformance.apache import NAMESRV_MAIN, SERVER_HEAP, apache_broker_conf, boot_namesrv
 from tests.helpers.cluster import (
     Cluster,
     ManagedProcess,
@@ -24,7 +24,6 @@ from tests.helpers.cluster import (
     write_properties,
 )
 
-NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
 JDK17_FLAGS = [*jvm.SERVER_JDK17_FLAGS, "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED"]
 
@@ -64,15 +63,11 @@ def start_apache5_cluster(
     cluster = Cluster("apache5", namesrv_addr, f"127.0.0.1:{broker_port}", str(broker_values["brokerName"]),
                       str(broker_values["brokerClusterName"]), home, [namesrv])
     try:
-        namesrv.start()
-        namesrv.wait_for_log("The Name Server boot success", timeout)
-        wait_for_tcp("127.0.0.1", ns_port, timeout, namesrv.alive)
+        boot_namesrv(namesrv, ns_port, timeout)
         cluster.processes.append(broker.start())
         broker.wait_for_log("startup successfully", timeout)
         wait_for_tcp("127.0.0.1", grpc_port, timeout, broker.alive)
         probe.wait_for_route(namesrv_addr, "TBW102", timeout, alive=cluster.alive)
     except BaseException as exc:
-        tails = cluster.log_tails()
-        cluster.stop()
-        raise RuntimeError(f"Apache RocketMQ 5 did not start: {exc}\n{tails}") from exc
+        raise cluster.failed_to_start("Apache RocketMQ 5", exc) from exc
     return cluster, f"127.0.0.1:{grpc_port}"

@@ -30,7 +30,7 @@ if str(REPO_ROOT) not in sys.path:  # so `tests.conformance` / `tests.helpers` i
 
 from tests.conformance import apache, jvm, maven, probe  # noqa: E402
 from tests.helpers import prereq  # noqa: E402
-from tests.helpers.cluster import Cluster, start_pyrocketmq_cluster  # noqa: E402
+from tests.helpers.cluster import Cluster, add_cluster_logs, start_pyrocketmq_cluster  # noqa: E402
 
 
 def missing_prerequisite(reason: str) -> None:
@@ -93,11 +93,7 @@ def pyrocketmq_cluster(tmp_path_factory: pytest.TempPathFactory):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
-    report = outcome.get_result()
-    if report.failed and call.when in ("setup", "call"):
-        for value in getattr(item, "funcargs", {}).values():
-            if isinstance(value, Cluster):
-                report.sections.append((f"{value.kind} cluster logs (tail)", value.log_tails()))
+    add_cluster_logs(item, call, outcome.get_result(), lambda value: value if isinstance(value, Cluster) else None)
 
 
 @pytest.fixture(scope="session")

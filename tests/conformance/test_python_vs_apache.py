@@ -26,6 +26,7 @@ from pyrocketmq.client.admin import SyncAdmin
 from pyrocketmq.client.message import Message, SendStatus, user_properties
 from pyrocketmq.client.producer import SyncProducer
 from pyrocketmq.client.settings import PullConsumerSettings
+from tests.helpers.routes import wait_for_route
 
 pytestmark = pytest.mark.conformance
 
@@ -48,18 +49,6 @@ def _message(topic: str, kind: str, i: int, body: bytes | None = None) -> Messag
         keys=[f"{kind}-k{i}", f"mod{i % 10}"],
         properties={"idx": str(i), "kind": kind, "unicode": "héllo wörld"},
     )
-
-
-def _wait_for_route(admin: SyncAdmin, topic: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            admin.topic_route(topic)
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def _consume_all(namesrv: str, group: str, topics: list[str], want: set[str], timeout: float = 90.0):
@@ -92,7 +81,7 @@ def test_python_client_round_trip(cluster):
     with SyncAdmin(ns) as admin:
         targets = admin.create_topic(made_topic, cluster=cluster.cluster_name, read_queues=4, write_queues=4)
         assert targets == [cluster.broker_addr]
-        _wait_for_route(admin, made_topic)
+        wait_for_route(admin, made_topic)
         assert made_topic in admin.topic_list()
 
         with SyncProducer(f"py_pg_{run}", ns) as producer:

@@ -4,12 +4,9 @@ it routes, sends every way and reads everything back."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests.helpers.certs import make_certs
-from tests.integration.procs import Proc, free_port, start_broker
+from tests.integration.tls_servers import tls_only_servers
 
 pytestmark = pytest.mark.conformance
 
@@ -19,20 +16,8 @@ COUNT = 60
 
 @pytest.fixture
 def tls_servers(tmp_path):
-    certs = make_certs(tmp_path / "certs")
-    server = {"tls.server.mode": "enforcing", "tls.server.certPath": certs.server_cert,
-              "tls.server.keyPath": certs.server_key}
-    port = free_port()
-    conf = tmp_path / "namesrv.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in {"listenPort": port, **server}.items()))
-    ns = Proc("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "-c", str(conf)],
-              tmp_path / "logs" / "namesrv.log", port).start()
-    broker = start_broker(tmp_path, ns.addr, **server, **{"tls.enable": "true", "tls.client.trustCertPath": certs.ca})
-    try:
+    with tls_only_servers(tmp_path) as (ns, broker, _certs):
         yield ns, broker
-    finally:
-        broker.stop()
-        ns.stop()
 
 
 def test_java_client_over_tls(tls_servers, java):

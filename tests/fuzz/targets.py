@@ -32,6 +32,7 @@ from pyrocketmq.remoting import header as headers, namesrv_header
 from pyrocketmq.remoting.acl import AclValidator, parse_plain_acl
 from pyrocketmq.remoting.command import FrameDecoder, FrameError, RemotingCommand, encode
 from pyrocketmq.remoting.transport import Connection
+from tests.helpers.transport import FakeTransport
 
 EDGE_VALUES = ("", "0", "-1", "1", "2147483647", "2147483648", "-2147483649", "9223372036854775807",
                "9223372036854775808", "-9223372036854775809", "1e309", "NaN", "true", "null", "%RETRY%g", "../..",
@@ -109,38 +110,6 @@ class _Failures(logging.Handler):
         self.records.append(record)
 
 
-class _Transport:
-    def __init__(self) -> None:
-        self.closing = False
-
-    def get_extra_info(self, name: str, default: object = None) -> object:
-        return ("127.0.0.1", 50000) if name == "peername" else default
-
-    def write(self, data: bytes) -> None:
-        pass
-
-    def writelines(self, chunks: list[bytes]) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return self.closing
-
-    def close(self) -> None:
-        self.closing = True
-
-    def abort(self) -> None:
-        self.closing = True
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
 async def _call(fn: Callable[[], dict[int, Callable]]) -> dict[int, Callable]:
     return fn()  # on the loop: handlers may look for the running loop when made
 
@@ -160,7 +129,7 @@ class Server:
 
         async def go() -> None:
             conn = Connection(self.handlers, name="fuzz", serving=True)
-            conn.connection_made(_Transport())  # type: ignore[arg-type]
+            conn.connection_made(FakeTransport())  # type: ignore[arg-type]
             conn.data_received(encode(cmd))
             for _ in range(3):
                 await asyncio.sleep(0)

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 _handed_out: set[int] = set()
@@ -214,16 +216,40 @@ class Cluster:
     def stop(self) -> None:
         stop_all(self.processes)
 
+    def failed_to_start(self, what: str, exc: BaseException) -> RuntimeError:
+        """Stop what has started; the error to raise for ``exc``, carrying the processes' log tails."""
+        tails = self.log_tails()
+        self.stop()
+        return RuntimeError(f"{what} did not start: {exc}\n{tails}")
 
-def pyrocketmq_broker_conf(namesrv_addr: str, listen_port: int, store: Path, **overrides: object) -> dict:
-    """The broker.conf keys the agreed CLI understands (RocketMQ names)."""
-    conf: dict[str, object] = {
+
+def add_cluster_logs(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
+                     cluster_of: Callable[[object], Cluster | None]) -> None:
+    """For a makereport hook: when a test's setup or call failed, attach the log tails of each
+    cluster that ``cluster_of`` finds among its arguments to its report."""
+    if report.failed and call.when in ("setup", "call"):
+        for value in getattr(item, "funcargs", {}).values():
+            cluster = cluster_of(value)
+            if cluster is not None:
+                report.sections.append((f"{cluster.kind} cluster logs (tail)", cluster.log_tails()))
+
+
+def broker_identity(namesrv_addr: str, listen_port: int) -> dict[str, object]:
+    """The broker.conf keys that make a broker ``broker-a`` (id 0) of ``DefaultCluster`` on 127.0.0.1."""
+    return {
         "brokerClusterName": "DefaultCluster",
         "brokerName": "broker-a",
         "brokerId": 0,
         "namesrvAddr": namesrv_addr,
         "listenPort": listen_port,
         "brokerIP1": "127.0.0.1",
+    }
+
+
+def pyrocketmq_broker_conf(namesrv_addr: str, listen_port: int, store: Path, **overrides: object) -> dict:
+    """The broker.conf keys the agreed CLI understands (RocketMQ names)."""
+    conf: dict[str, object] = {
+        **broker_identity(namesrv_addr, listen_port),
         "storePathRootDir": store,
         "flushDiskType": "ASYNC_FLUSH",
         "autoCreateTopicEnable": True,
@@ -287,9 +313,7 @@ def start_pyrocketmq_cluster(
         if ready is not None:
             ready(cluster)
     except BaseException as exc:
-        tails = cluster.log_tails()
-        cluster.stop()
-        raise RuntimeError(f"pyrocketmq cluster did not start: {exc}\n{tails}") from exc
+        raise cluster.failed_to_start("pyrocketmq cluster", exc) from exc
     return cluster
 
 

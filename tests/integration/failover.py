@@ -26,7 +26,7 @@ from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.transport import RemotingError
 
 from .procs import Proc, free_port, start_broker, start_namesrv
-from .wire import pull
+from .wire import create_topic, pull
 
 GROUP = "broker-a"
 
@@ -170,6 +170,17 @@ async def has_topic(client: RemotingClient, addr: str, topic: str) -> bool:
     """The broker at ``addr`` has ``topic`` (a slave: once its config sync copied it)."""
     resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
     return topic.encode() in bytes(resp.payload or b"")
+
+
+async def in_sync_with_topic(client: RemotingClient, ns: str, replicas: dict[int, Proc], topic: str) -> tuple[int, int]:
+    """Once a master has both replicas in sync: ``topic`` (one queue) made on it and copied to its
+    slave. ``(master id, slave id)``."""
+    await until("a master with both replicas in sync", lambda: in_sync(client, ns))
+    first = (await view(client, ns))["masterId"]
+    other = 3 - first
+    assert (await client.invoke(replicas[first].addr, create_topic(topic, 1), 10)).code == 0
+    await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, topic))
+    return first, other
 
 
 async def count(acked: Acked, n: int) -> bool:

@@ -22,8 +22,8 @@ from pyrocketmq.remoting.message import decode_messages
 from pyrocketmq.remoting.remoting_client import RemotingClient
 
 from ..helpers.prereq import missing_prerequisite
-from .failover import controller_group, has_topic, in_sync, until, view
-from .wire import create_topic, max_phy_offset, pull, send_v2
+from .failover import controller_group, in_sync_with_topic, until, view
+from .wire import max_phy_offset, pull, send_v2
 
 TOPIC = "ConfirmedReadTopic"
 HOLD_MS = 20_000
@@ -37,11 +37,8 @@ def test_a_message_is_read_only_once_the_in_sync_slave_holds_it(tmp_path) -> Non
 async def _scenario(ns, replicas) -> None:
     client = RemotingClient()
     try:
-        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
-        first = (await view(client, ns.addr))["masterId"]
-        master, slave = replicas[first], replicas[3 - first]
-        assert (await client.invoke(master.addr, create_topic(TOPIC, 1), 10)).code == 0
-        await until("the topic on the slave", lambda: has_topic(client, slave.addr, TOPIC))
+        first, other = await in_sync_with_topic(client, ns.addr, replicas, TOPIC)
+        master, slave = replicas[first], replicas[other]
         assert (await client.invoke(master.addr, send_v2(TOPIC, b"first"), 10)).code == ResponseCode.SUCCESS
         assert await _bodies(client, master.addr, 0) == ["first"]
 
@@ -95,12 +92,8 @@ async def _failover(ns, replicas) -> None:
     on the elected slave and gets the message written there in its place."""
     client = RemotingClient()
     try:
-        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
-        first = (await view(client, ns.addr))["masterId"]
-        other = 3 - first
+        first, other = await in_sync_with_topic(client, ns.addr, replicas, TOPIC)
         master, slave = replicas[first], replicas[other]
-        assert (await client.invoke(master.addr, create_topic(TOPIC, 1), 10)).code == 0
-        await until("the topic on the slave", lambda: has_topic(client, slave.addr, TOPIC))
         assert (await client.invoke(master.addr, send_v2(TOPIC, b"kept"), 10)).code == ResponseCode.SUCCESS
         assert await _bodies(client, master.addr, 0) == ["kept"]
         before = await max_phy_offset(client, master.addr)

@@ -16,8 +16,7 @@ from pyrocketmq.client import Message, TransactionProducer, TransactionState
 from pyrocketmq.client.settings import ClientSettings
 from pyrocketmq.remoting.remoting_client import RemotingClient
 
-from .failover import controller_group, has_topic, in_sync, read_queue, until, view
-from .wire import create_topic
+from .failover import controller_group, in_sync_with_topic, read_queue, until, view
 
 TOPIC = "StateFailoverTopic"
 
@@ -31,11 +30,7 @@ def test_open_transactions_and_timers_survive_a_master_kill(tmp_path) -> None:
 async def _scenario(ns, replicas) -> None:
     client = RemotingClient()
     try:
-        await until("a master with both replicas in sync", lambda: in_sync(client, ns.addr))
-        first = (await view(client, ns.addr))["masterId"]
-        other = 3 - first
-        assert (await client.invoke(replicas[first].addr, create_topic(TOPIC, 1), 10)).code == 0
-        await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
+        first, other = await in_sync_with_topic(client, ns.addr, replicas, TOPIC)
 
         def check(msg) -> TransactionState:
             return TransactionState.ROLLBACK if msg.body == b"tx-rollback" else TransactionState.COMMIT

@@ -11,27 +11,14 @@ import pytest
 
 from pyrocketmq.client import Admin, ClientSettings, ClientTls, Message, Producer, PullConsumer
 from pyrocketmq.client.errors import MQError
-from tests.helpers.certs import make_certs
 
-from .procs import Proc, free_port, start_broker
+from .tls_servers import tls_only_servers
 
 
 @pytest.fixture
 def tls_cluster(tmp_path):
-    certs = make_certs(tmp_path / "certs")
-    server = {"tls.server.mode": "enforcing", "tls.server.certPath": certs.server_cert,
-              "tls.server.keyPath": certs.server_key}
-    port = free_port()
-    conf = tmp_path / "namesrv.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in {"listenPort": port, **server}.items()))
-    ns = Proc("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "-c", str(conf)],
-              tmp_path / "logs" / "namesrv.log", port).start()
-    broker = start_broker(tmp_path, ns.addr, **server, **{"tls.enable": "true", "tls.client.trustCertPath": certs.ca})
-    try:
-        yield ns, broker, certs
-    finally:
-        broker.stop()
-        ns.stop()
+    with tls_only_servers(tmp_path) as servers:
+        yield servers
 
 
 def test_produce_and_consume_over_tls_only(tls_cluster):

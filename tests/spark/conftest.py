@@ -28,7 +28,8 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.helpers import prereq  # noqa: E402
-from tests.helpers.cluster import Cluster, start_pyrocketmq_cluster  # noqa: E402
+from tests.helpers.cluster import Cluster, add_cluster_logs, start_pyrocketmq_cluster  # noqa: E402
+from tests.helpers.routes import wait_for_route  # noqa: E402
 
 
 def missing_prerequisite(reason: str) -> None:
@@ -94,15 +95,7 @@ class Rmq:
 
         with SyncAdmin(self.ns) as admin:
             admin.create_topic(topic, cluster=self.cluster.cluster_name, read_queues=queues, write_queues=queues)
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    admin.topic_route(topic)
-                    return
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+            wait_for_route(admin, topic)
 
     def produce(self, topic: str, bodies: list[bytes], tags: list[str] | None = None,
                 keys: list[str] | None = None, properties: dict[str, str] | None = None) -> list:
@@ -165,8 +158,4 @@ def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rmq]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
-    report = outcome.get_result()
-    if report.failed and call.when in ("setup", "call"):
-        for value in getattr(item, "funcargs", {}).values():
-            if isinstance(value, Rmq):
-                report.sections.append(("pyrocketmq cluster logs (tail)", value.cluster.log_tails()))
+    add_cluster_logs(item, call, outcome.get_result(), lambda value: value.cluster if isinstance(value, Rmq) else None)

@@ -8,12 +8,9 @@ import pytest
 
 from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError
 from pyrocketmq.operator.render import render_nameserver
-from pyrocketmq.operator.settings import RenderSettings
 from pyrocketmq.operator.status import failover_condition
 
-from .conftest import body, one
-
-SETTINGS = RenderSettings(default_image="registry.example/pyrocketmq:default")
+from .conftest import SETTINGS, body, one
 
 
 def broker(**spec) -> BrokerModel:

@@ -11,13 +11,11 @@ from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_nameserver
-from pyrocketmq.operator.settings import RenderSettings
 from pyrocketmq.operator.status import broker_group_status
 
-from .conftest import body, by_kind
+from .conftest import SETTINGS, body, by_kind
 
 NS = namesrv_addresses("names", "prod", 3)
-SETTINGS = RenderSettings(default_image="registry.example/pyrocketmq:default")
 
 
 def broker(**spec) -> BrokerModel:

@@ -12,13 +12,11 @@ from pyrocketmq.operator.model import BrokerModel, NameServerModel
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import render_broker, render_nameserver
 from pyrocketmq.operator.render.common import LABEL_GROUP
-from pyrocketmq.operator.settings import RenderSettings
 from pyrocketmq.operator.status import broker_group_status, master_columns, node_zones, spread_condition
 
-from .conftest import body, one
+from .conftest import SETTINGS, body, one
 
 NS = namesrv_addresses("names", "prod", 2)
-SETTINGS = RenderSettings(default_image="registry.example/pyrocketmq:default")
 
 
 def broker(nodes: int | None, **spec) -> BrokerModel:

@@ -10,21 +10,10 @@ from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_broker
 from pyrocketmq.operator.render.common import ANNOTATION_CONFIG_HASH, LABEL_GROUP, LABEL_MANAGED_BY
-from pyrocketmq.operator.settings import RenderSettings
 
-from .conftest import body, by_kind, one
+from .conftest import SETTINGS, body, broker, by_kind, conf_dict, one
 
 NS = namesrv_addresses("names", "prod", 2)
-SETTINGS = RenderSettings(default_image="registry.example/pyrocketmq:default")
-
-
-def broker(**spec):
-    spec.setdefault("nameServer", {"name": "names"})
-    return BrokerModel.from_body(body("Broker", **spec))
-
-
-def conf_dict(text: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
 
 
 @pytest.mark.parametrize("groups", [1, 2, 3])

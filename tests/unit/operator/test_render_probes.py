@@ -10,12 +10,10 @@ from pyrocketmq.namesrv.settings import NamesrvSettings
 from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import broker_conf, render_broker, render_nameserver
-from pyrocketmq.operator.settings import RenderSettings
 
-from .conftest import body, one
+from .conftest import SETTINGS, body, conf_dict, one
 
 NS = namesrv_addresses("names", "prod", 1)
-SETTINGS = RenderSettings(default_image="registry.example/pyrocketmq:default")
 
 
 def broker_container(**spec):
@@ -27,10 +25,6 @@ def broker_container(**spec):
 def namesrv_container(**spec):
     model = NameServerModel.from_body(body("NameServer", name="names", **spec))
     return one(render_nameserver(model, SETTINGS), "StatefulSet", "names")["spec"]["template"]["spec"]["containers"][0]
-
-
-def conf_dict(text: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
 
 
 @pytest.mark.parametrize("render", [broker_container, namesrv_container])

@@ -10,27 +10,16 @@ import pytest
 
 from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.namesrv.settings import NamesrvSettings
-from pyrocketmq.operator.model import BrokerModel, NameServerModel, SpecError
+from pyrocketmq.operator.model import NameServerModel, SpecError
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_broker, render_nameserver
 from pyrocketmq.operator.security import SecretError, client_security
-from pyrocketmq.operator.settings import RenderSettings
 from pyrocketmq.remoting.tls import TlsMode
 
-from .conftest import body, by_kind
+from .conftest import SETTINGS, body, broker, by_kind, conf_dict
 
 NS = namesrv_addresses("names", "prod", 2)
-SETTINGS = RenderSettings(default_image="registry.example/pyrocketmq:default")
-
-
-def broker(**spec):
-    spec.setdefault("nameServer", {"name": "names"})
-    return BrokerModel.from_body(body("Broker", **spec))
-
-
-def conf_dict(text: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
 
 
 def secret(**data: str) -> dict:

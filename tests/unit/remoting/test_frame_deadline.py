@@ -17,6 +17,7 @@ from pyrocketmq.remoting.command import RemotingCommand, encode
 from pyrocketmq.remoting.limits import NO_LIMITS, ConnectionLimits, UnprovenBytes
 from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.server import RemotingServer
+from tests.helpers.transport import FakeTransport
 
 PING = 901
 
@@ -26,36 +27,20 @@ def fresh_peer_log(monkeypatch):
     monkeypatch.setattr(transport, "peer_log", RateLimitedLog(transport.log))
 
 
-class _Transport:
-    def __init__(self) -> None:
-        self.written = bytearray()
-        self.closed = False
-        self.aborted = False
+class _Transport(FakeTransport):
+    """Keeps what is written, and whether it was aborted."""
 
-    def get_extra_info(self, name, default=None):
-        return ("127.0.0.1", 50000) if name == "peername" else default
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.aborted = False
 
     def writelines(self, chunks) -> None:
         for c in chunks:
             self.written += bytes(c)
 
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
-
     def abort(self) -> None:
-        self.closed = self.aborted = True
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
+        self.closing = self.aborted = True
 
 
 def on_loop(fn):
@@ -124,7 +109,7 @@ async def test_each_frame_gets_its_own_time():
     clock.now = 1016.0
     conn.data_received(PING_FRAME[4:])
     assert conn.frame_started is None
-    assert server.close_stalled(now=5000.0) == 0 and not t.closed
+    assert server.close_stalled(now=5000.0) == 0 and not t.closing
     assert len(t.written) > 0  # both answered
 
 
@@ -134,7 +119,7 @@ async def test_no_frame_timeout_when_it_is_0():
     server = _server(ConnectionLimits(frame_timeout_s=0))
     conn, t = _connect(server, clock)
     conn.data_received(PING_FRAME[:5])
-    assert server.close_stalled(now=10**9) == 0 and not t.closed
+    assert server.close_stalled(now=10**9) == 0 and not t.closing
 
 
 @on_loop
@@ -162,7 +147,7 @@ async def test_partial_frames_of_unproven_connections_share_one_cap():
     b.data_received(big[:9_000])
     assert server.unproven.held == 18_000
     c.data_received(big[:9_000])  # 27 000 > 25 000: the connection asking for more goes
-    assert tc.aborted and not ta.closed and not tb.closed
+    assert tc.aborted and not ta.closing and not tb.closing
     assert "unproven" in (c.close_reason or "")
     c.connection_lost(None)
     assert server.unproven.held == 18_000
@@ -170,7 +155,7 @@ async def test_partial_frames_of_unproven_connections_share_one_cap():
     a.data_received(big[9_000:])  # a whole request: proven, its bytes no longer count
     assert server.unproven.held == 9_000
     a.data_received(big[:9_999])  # a proven connection's partial frames are not in the pool
-    assert server.unproven.held == 9_000 and not ta.closed
+    assert server.unproven.held == 9_000 and not ta.closing
     b.connection_lost(None)
     assert server.unproven.held == 0
 

@@ -139,15 +139,20 @@ def _snapshot(services) -> tuple:
             services.store.get_max_offset_in_queue("orders", 0), services.store.commit_log.max_offset)
 
 
-@pytest.mark.parametrize(("cls", "handler", "cmd", "code", "words"), CASES,
-                         ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
-@on_loop
-async def test_out_of_type_or_meaning_is_refused_and_nothing_is_stored(services, cls, handler, cmd, code, words):
+def _seeded(services) -> tuple:
+    """Topic ``orders`` (one queue), group ``g`` with a committed offset, persisted: its snapshot."""
     services.create_topic("orders", queues=1)
     services.groups.find("g")
     services.offsets.commit("g", "orders", 0, 0)
     services.offsets.persist()
-    before = _snapshot(services)
+    return _snapshot(services)
+
+
+@pytest.mark.parametrize(("cls", "handler", "cmd", "code", "words"), CASES,
+                         ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
+@on_loop
+async def test_out_of_type_or_meaning_is_refused_and_nothing_is_stored(services, cls, handler, cmd, code, words):
+    before = _seeded(services)
     resp = await answer(getattr(services.make(cls), handler)(Peer().conn, cmd))
     assert resp is not None, "every refusal is answered"
     assert resp.code == code, resp.remark

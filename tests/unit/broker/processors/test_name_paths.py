@@ -20,7 +20,7 @@ from pyrocketmq.remoting.message import decode_offset_msg_id
 from tests.integration import wire
 
 from .conftest import Peer
-from .test_hostile_fields import _commit, _create, _group, _heartbeat, _send, _snapshot
+from .test_hostile_fields import _commit, _create, _group, _heartbeat, _seeded, _send, _snapshot
 from .test_processors import answer, on_loop, request
 
 TOPIC_ILLEGAL = "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
@@ -53,11 +53,7 @@ CASES = [
                          ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
 @on_loop
 async def test_a_trailing_newline_is_refused_everywhere_and_nothing_is_stored(services, cls, handler, cmd, code, words):
-    services.create_topic("orders", queues=1)
-    services.groups.find("g")
-    services.offsets.commit("g", "orders", 0, 0)
-    services.offsets.persist()
-    before = _snapshot(services)
+    before = _seeded(services)
     resp = await answer(getattr(services.make(cls), handler)(Peer().conn, cmd))
     assert resp is not None and resp.code == code, resp and resp.remark
     assert words in (resp.remark or ""), resp.remark
