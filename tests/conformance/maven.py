@@ -20,15 +20,15 @@ written only after the jars were copied into place, and a re-check of the marker
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from localkube.tools import cache_root, file_lock  # one cache layout (PYROCKETMQ_CACHE) and one lock
 
 POM = Path(__file__).with_name("pom.xml")
 
@@ -52,23 +52,6 @@ CLIENT5 = Profile("client5", "5.0.8")
 SERVER5 = Profile("server5", "5.2.0")
 """Apache's 5.x name server and proxy (local mode: broker inside), the 5.x benchmark peer."""
 SERVER = Profile("server", SERVER_VERSION)
-
-
-def cache_root() -> Path:
-    root = os.environ.get("PYROCKETMQ_CACHE") or os.path.join(Path.home(), ".cache", "pyrocketmq")
-    return Path(root).expanduser()
-
-
-@contextmanager
-def file_lock(path: Path):
-    """An exclusive advisory lock held for the ``with`` block (blocks other processes, not threads)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _pom_digest() -> str:
