@@ -1,7 +1,9 @@
 """A chaos run on the node cluster, OpenChaos as the model: producers on a plain topic and on an
 orderly one (sharding keys) send throughout while faults are injected one at a time from a seeded
-schedule; each fault is held, undone, and the group waited for until it is whole again (a master,
-every replica in sync). Afterwards both topics are read back and checked (:mod:`.chaos_check`).
+schedule; each fault is held, undone, and the group waited for until it is whole again: a killed
+pod replaced and Ready, the controller itself naming a master and every replica in sync, every pod
+of the group Ready, and the operator's status saying the same (it is what picks the next target).
+Afterwards both topics are read back and checked (:mod:`.chaos_check`).
 
 Faults, each aimed at the master of Broker ``orders``'s first group (or its node):
 
@@ -30,13 +32,16 @@ from tests.e2e.helpers import (
     MQ,
     NodeFaults,
     Sender,
+    controller_view,
     first_group,
+    get,
     master_off_operator_node,
     node_of,
+    pod_ready,
+    pods,
     wait_ready,
 )
 from tests.e2e.java_sender import JavaSender
-from tests.k8s.cluster import KubeCluster
 
 KINDS = ("pod-kill", "node-freeze", "node-partition", "drain", "controller-kill")
 NODE_FAULTS = {"node-freeze": "freeze", "node-partition": "isolate", "drain": "drain"}
@@ -45,52 +50,79 @@ NODE_FAULTS = {"node-freeze": "freeze", "node-partition": "isolate", "drain": "d
 
 @dataclass
 class Chaos:
-    kube: KubeCluster
-    ns: str
+    mq: MQ
     hold: float = 15.0
     whole_timeout: float = 300.0
+    group: str = "orders-0"
     faults: NodeFaults = field(init=False)
     """What was done to nodes, undone by :meth:`restore` if a run stops half-way."""
 
     def __post_init__(self) -> None:
-        self.faults = NodeFaults(self.kube)
+        self.faults = NodeFaults(self.mq.kube)
 
     def _master(self, on_a_node_alone: bool) -> str:
         if on_a_node_alone:
-            return master_off_operator_node(self.kube, self.ns)
-        return str(first_group(self.kube, self.ns)["master"]["pod"])
+            return master_off_operator_node(self.mq.kube, self.mq.ns)
+        return str(first_group(self.mq.kube, self.mq.ns)["master"]["pod"])
 
     def _node_fault(self, node: str, action: str, hold: float) -> None:
         self.faults.do(node, action)
         time.sleep(hold)
         self.faults.undo(node)
 
+    def _kill(self, pod: str) -> None:
+        """``pod`` deleted at once (no grace), as a crash; back when its replacement is Ready."""
+        kube, ns = self.mq.kube, self.mq.ns
+        uid = ((get(kube, "pod", pod, ns) or {}).get("metadata") or {}).get("uid")
+        kube.kubectl("delete", "pod", pod, "-n", ns, "--grace-period=0", "--force", "--wait=false")
+
+        def replaced() -> bool:
+            new = get(kube, "pod", pod, ns)
+            return bool(new) and new["metadata"]["uid"] != uid and pod_ready(new)
+
+        kube.wait_until(replaced, self.whole_timeout, f"{pod} replaced and Ready", interval=1)
+
     def inject(self, kind: str, rng: random.Random) -> FaultRecord:
-        kube, ns = self.kube, self.ns
+        if kind not in KINDS:
+            raise ValueError(f"unknown fault {kind!r}; known: {', '.join(KINDS)}")
         self.wait_whole()
         target = self._master(kind in NODE_FAULTS)
         began = time.monotonic()
         if kind == "pod-kill":
-            kube.kubectl("delete", "pod", target, "-n", ns, "--grace-period=0", "--force", "--wait=false")
-        elif kind in NODE_FAULTS:
-            target = node_of(kube, ns, target)
-            self._node_fault(target, NODE_FAULTS[kind], 0.0 if kind == "drain" else self.hold)
+            self._kill(target)
         elif kind == "controller-kill":
-            target = f"names-{rng.randrange(3)}"
-            kube.kubectl("delete", "pod", target, "-n", ns, "--grace-period=0", "--force", "--wait=false")
+            target = f"names-{rng.randrange(self.mq.names)}"
+            self._kill(target)
         else:
-            raise ValueError(f"unknown fault {kind!r}; known: {', '.join(KINDS)}")
+            target = node_of(self.mq.kube, self.mq.ns, target)
+            self._node_fault(target, NODE_FAULTS[kind], 0.0 if kind == "drain" else self.hold)
         self.wait_whole()
         return FaultRecord(kind, target, began, time.monotonic())
 
-    def wait_whole(self) -> None:
-        """A master elected and every replica of the group in sync, and the name servers Ready."""
-        def whole() -> bool:
-            g = first_group(self.kube, self.ns)
-            return bool(g.get("master", {}).get("pod")) and len(g.get("inSync", ())) == 2
+    def whole(self) -> str | None:
+        """The master's pod if the group is whole now (see the module docstring), else None."""
+        kube, ns = self.mq.kube, self.mq.ns
+        replicas = int(kube.get("statefulset", self.group, "-n", ns)["spec"]["replicas"])
+        ready = [p for p in pods(kube, ns) if p["metadata"]["name"].startswith(f"{self.group}-") and pod_ready(p)]
+        if len(ready) != replicas:
+            return None
+        try:
+            namesrv = self.mq.namesrv_addr()
+        except KeyError:  # a name server pod without an address yet
+            return None
+        view = controller_view(namesrv, self.group)
+        if int(view.get("masterId") or 0) <= 0 or len(view.get("syncStateSet") or ()) != replicas:
+            return None
+        master = f"{self.group}-{int(view['masterId']) - 1}"
+        status = first_group(kube, ns)
+        in_step = status.get("master", {}).get("pod") == master and len(status.get("inSync", ())) == replicas
+        return master if in_step else None
 
-        self.kube.wait_until(whole, self.whole_timeout, "the group whole again", interval=1)
-        wait_ready(self.kube, "nameserver", "names", self.ns, timeout=self.whole_timeout)
+    def wait_whole(self) -> str:
+        """Until the group is whole and the name servers Ready; its master's pod."""
+        master = self.mq.kube.wait_until(self.whole, self.whole_timeout, "the group whole again", interval=2)
+        wait_ready(self.mq.kube, "nameserver", "names", self.mq.ns, timeout=self.whole_timeout)
+        return str(master)
 
     def restore(self) -> None:
         self.faults.restore()
@@ -125,7 +157,7 @@ def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: floa
     rng = random.Random(seed)
     plain, orderly = mq.new_topic("ChaosPlain", queues=4), mq.new_topic("ChaosOrderly", queues=4)
     namesrv = mq.namesrv_addr()
-    chaos = Chaos(mq.kube, mq.ns, hold=hold)
+    chaos = Chaos(mq, hold=hold)
     records: list[FaultRecord] = []
     j = JavaSender(namesrv, plain) if java else None
     try:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pyrocketmq.client import Message, ProducerSettings, SyncAdmin, SyncProducer, SyncPullConsumer
+from pyrocketmq.client.controller import controller_groups
+from pyrocketmq.client.errors import MQError
 from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -127,6 +129,16 @@ def wait_elected(kube: KubeCluster, ns: str) -> dict[str, Any]:
     return kube.wait_until(lambda: (g := first_group(kube, ns)).get("master", {}).get("pod")
                            and len(g.get("inSync", ())) == 2 and g, 120, "a master and both replicas in sync",
                            interval=2)  # fmt: skip
+
+
+def controller_view(namesrv: str, group: str) -> dict[str, Any]:
+    """What the controller itself says of ``group`` now (``masterId``, ``epoch``, ``syncStateSet``):
+    the operator's status repeats it a resync later. ``{"error": …}`` while no controller answers."""
+    try:
+        with SyncAdmin(namesrv) as admin:
+            return admin._lt.run(controller_groups(admin.admin.instance, namesrv)).get(group) or {}
+    except (MQError, OSError) as e:  # no leader yet, a pod not answering: asked again
+        return {"error": str(e)}
 
 
 def node_of(kube: KubeCluster, ns: str, pod: str) -> str:

@@ -14,14 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyrocketmq.client import SyncAdmin
-from pyrocketmq.client.controller import controller_groups
-from pyrocketmq.client.errors import MQError
 from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     Sender,
     broker_cr,
+    controller_view,
     delete_namespace,
     first_group,
     get,
@@ -101,15 +99,6 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
           f"{len(sender.ok)} SEND_OK, statuses {sender.statuses}, {len(sender.failures)} failed sends, none lost")
 
 
-def _controller_view(namesrv: str, group: str) -> dict:
-    """What the controller itself says of ``group`` (master replica, epoch, in-sync set)."""
-    try:
-        with SyncAdmin(namesrv) as admin:
-            return admin._lt.run(controller_groups(admin.admin.instance, namesrv)).get(group) or {}
-    except (MQError, OSError) as e:  # no leader yet, a pod not answering: asked again
-        return {"error": str(e)}
-
-
 @pytest.mark.timeout(600)
 def test_losing_two_controller_pods_at_once_loses_no_committed_change(mq: MQ) -> None:
     kube, ns = mq.kube, mq.ns
@@ -117,7 +106,7 @@ def test_losing_two_controller_pods_at_once_loses_no_committed_change(mq: MQ) ->
     claims = {c["metadata"]["name"]: c["status"].get("phase") for c in kube.get("pvc", "-n", ns)["items"]}
     assert all(claims.get(f"controller-names-{i}") == "Bound" for i in range(3)), claims
     namesrv = mq.namesrv_addr()
-    before = kube.wait_until(lambda: (v := _controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
+    before = kube.wait_until(lambda: (v := controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
                              60, "the controller's view of orders-0", interval=2)
     assert int(before["epoch"]) >= 1, before
     uids = {i: kube.get("pod", f"names-{i}", "-n", ns)["metadata"]["uid"] for i in (0, 1)}
@@ -129,7 +118,7 @@ def test_losing_two_controller_pods_at_once_loses_no_committed_change(mq: MQ) ->
 
     kube.wait_until(replaced, 180, "both name server pods replaced and Ready", interval=2)
     namesrv = mq.namesrv_addr()
-    after = kube.wait_until(lambda: (v := _controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
+    after = kube.wait_until(lambda: (v := controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
                             120, "the controller's view of orders-0 after the loss", interval=2)
     # the same master at the same or a later epoch: nothing it had committed was forgotten
     assert int(after["epoch"]) >= int(before["epoch"]), (before, after)
