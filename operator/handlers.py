@@ -201,35 +201,23 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
                    registry=registry)
     async def broker_statefulset(body: kopf.Body, type: str | None, memo: Any, logger: kopf.Logger,
                                  **_: Any) -> None:
-        broker = await _broker_to_reconcile(memo["runtime"], body, type)
+        broker = await _rolling_broker(memo["runtime"], body, type)
         if broker is not None:
             await _run("statefulset", reconcile, broker, memo, 0, logger)
     _timers_without_finalizer(registry, {p for k, p in PLURALS.items() if k not in DELETERS})
     return registry
 
 
-async def _broker_to_reconcile(runtime: Runtime, sts: Mapping[str, Any], event: str | None) -> Mapping[str, Any] | None:
-    """The Broker to reconcile now, on a change of one of its StatefulSets: the group has just rolled
-    out, every replica Ready, while its Broker says it is in a rolling update (the next group's turn);
-    or the group is short of Ready pods while its slaves' budget still lets one go (see
-    ``render.broker._budgets``: tightened now, not at the next resync)."""
-    if event != "MODIFIED" or runtime.kube is None:
+async def _rolling_broker(runtime: Runtime, sts: Mapping[str, Any], event: str | None) -> Mapping[str, Any] | None:
+    """The Broker to reconcile now: ``sts`` has just finished rolling out, every replica Ready, and its
+    Broker says it is in a rolling update (other groups wait for their turn)."""
+    if event != "MODIFIED" or runtime.kube is None or not statefulset_rolled_out(sts) or not all_ready(sts):
         return None
-    if all_ready(sts):
-        if not statefulset_rolled_out(sts):
-            return None
-        broker = await _owner_broker(runtime.kube, sts)
-        rolling = condition_of((broker or {}).get("status"), "Reconciling")
-        if not rolling or rolling.get("status") != "True" or rolling.get("reason") != "RollingUpdate":
-            return None
-        return broker
-    meta = sts.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "")
-    budget = await runtime.kube.get("policy/v1", "PodDisruptionBudget", namespace, f"{meta.get('name')}-slaves")
-    replicas = int((sts.get("spec") or {}).get("replicas", 1))
-    if budget is None or int((budget.get("spec") or {}).get("minAvailable") or 0) >= replicas - 1:
+    broker = await _owner_broker(runtime.kube, sts)
+    rolling = condition_of((broker or {}).get("status"), "Reconciling")
+    if not rolling or rolling.get("status") != "True" or rolling.get("reason") != "RollingUpdate":
         return None
-    return await _owner_broker(runtime.kube, sts)
+    return broker
 
 
 async def _owner_broker(kube: KubeClient, sts: Mapping[str, Any]) -> Mapping[str, Any] | None:

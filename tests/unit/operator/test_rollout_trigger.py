@@ -1,24 +1,19 @@
-"""When a broker StatefulSet finishes rolling out, its Broker is reconciled at once (if it is rolling);
-when a group falls short of Ready pods while its slaves' budget still lets one go, too."""
+"""When a broker StatefulSet finishes rolling out, its Broker is reconciled at once (if it is rolling)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from pyrocketmq.operator.handlers import Runtime, _broker_to_reconcile
+from pyrocketmq.operator.handlers import Runtime, _rolling_broker
 from pyrocketmq.operator.settings import OperatorSettings
 
 
 class Brokers:
-    def __init__(self, *objects: dict[str, Any], slaves_min_available: int | None = None) -> None:
+    def __init__(self, *objects: dict[str, Any]) -> None:
         self.objects = {o["metadata"]["name"]: o for o in objects}
-        self.budget = None if slaves_min_available is None else {"spec": {"minAvailable": slaves_min_available}}
 
     async def get(self, api_version, kind, namespace, name):
-        if kind == "PodDisruptionBudget":
-            assert (api_version, namespace, name) == ("policy/v1", "prod", "orders-0-slaves")
-            return self.budget
         assert (api_version, kind, namespace) == ("pyrocketmq.io/v1alpha1", "Broker", "prod")
         return self.objects.get(name)
 
@@ -40,10 +35,10 @@ def sts(*, ready: int = 2, updated: int = 2, revisions: tuple[str, str] = ("r1",
 
 def rolling_broker(kube: Brokers, obj: dict[str, Any], event: str = "MODIFIED") -> Any:
     runtime = Runtime(settings=OperatorSettings(), kube=kube)  # type: ignore[arg-type]
-    return asyncio.run(_broker_to_reconcile(runtime, obj, event))
+    return asyncio.run(_rolling_broker(runtime, obj, event))
 
 
-def test_a_finished_group_of_a_broker_to_reconcile_triggers_its_reconcile():
+def test_a_finished_group_of_a_rolling_broker_triggers_its_reconcile():
     kube = Brokers(broker("RollingUpdate"))
     assert rolling_broker(kube, sts()) is kube.objects["orders"]
 
@@ -57,12 +52,3 @@ def test_nothing_else_triggers_it():
     assert rolling_broker(Brokers(broker("Reconciled", "False")), sts()) is None  # not rolling
     assert rolling_broker(Brokers(broker("ScalingDown")), sts()) is None
     assert rolling_broker(Brokers(), sts()) is None  # the Broker is gone
-
-
-def test_a_group_short_of_ready_pods_with_a_loose_slaves_budget_triggers_its_reconcile():
-    reconciled = Brokers(broker("Reconciled", "False"), slaves_min_available=0)
-    assert rolling_broker(reconciled, sts(ready=1)) is reconciled.objects["orders"]  # tightened at once
-    tight = Brokers(broker("Reconciled", "False"), slaves_min_available=1)
-    assert rolling_broker(tight, sts(ready=1)) is None  # already lets no slave go
-    assert rolling_broker(Brokers(broker("Reconciled", "False")), sts(ready=1)) is None  # no failover: no role budgets
-    assert rolling_broker(reconciled, sts(ready=1, owner="u0")) is None  # not this Broker's
