@@ -27,9 +27,10 @@ def restored(
     properties: dict[str, str],
     reconsume_times: int,
     prepared_transaction_offset: int,
+    sys_flag: int | None = None,
 ) -> MessageInner:
-    """``msg`` stored again under ``topic``/``queue_id`` with ``properties``: body, flag, sys flag,
-    born time and born/store hosts are the original's."""
+    """``msg`` stored again under ``topic``/``queue_id`` with ``properties``: body, flag, sys flag
+    (unless ``sys_flag`` is given), born time and born/store hosts are the original's."""
     return MessageInner(
         topic=topic,
         body=msg.body,
@@ -37,7 +38,7 @@ def restored(
         properties=properties,
         properties_bytes=encode_properties(properties),
         queue_id=queue_id,
-        sys_flag=msg.sys_flag,
+        sys_flag=msg.sys_flag if sys_flag is None else sys_flag,
         born_timestamp=msg.born_timestamp,
         born_host=pack_host(*msg.born_host),
         store_host=pack_host(*msg.store_host),

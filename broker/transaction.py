@@ -31,10 +31,10 @@ import enum
 from collections.abc import Iterable
 from dataclasses import replace
 
-from pyrocketmq.remoting.message import MessageExt, Prop, SysFlag, encode_properties, pack_host, tags_code
+from pyrocketmq.remoting.message import MessageExt, Prop, SysFlag, encode_properties, tags_code
 from pyrocketmq.remoting.names import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
-from .restore import restored_topic
+from .restore import restored, restored_topic
 from .store.values import MessageInner
 
 HALF_TOPIC = TRANS_HALF_TOPIC
@@ -92,22 +92,8 @@ def end_problem(msg: MessageExt, *, producer_group: str, tran_state_table_offset
 
 
 def _inner(msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], sys_flag: int, prepared: int) -> MessageInner:
-    return MessageInner(
-        topic=topic,
-        body=msg.body,
-        flag=msg.flag,
-        properties=props,
-        properties_bytes=encode_properties(props),
-        queue_id=queue_id,
-        sys_flag=sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=pack_host(*msg.born_host),
-        store_host=pack_host(*msg.store_host),
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=prepared,
-        tags_code=tags_code(props.get(Prop.TAGS)),
-        keys=props.get(Prop.KEYS),
-    )
+    return restored(msg, topic=topic, queue_id=queue_id, properties=props, reconsume_times=msg.reconsume_times,
+                    prepared_transaction_offset=prepared, sys_flag=sys_flag)
 
 
 def committed_inner(msg: MessageExt) -> MessageInner | None:

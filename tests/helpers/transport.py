@@ -35,3 +35,22 @@ class FakeTransport:
 
     def resume_reading(self) -> None:
         pass
+
+
+class RecordingTransport(FakeTransport):
+    """Keeps what is written (``written``) and whether it was aborted (``aborted``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.aborted = False
+
+    def write(self, data: bytes) -> None:
+        self.written += bytes(data)
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        for c in chunks:
+            self.write(c)
+
+    def abort(self) -> None:
+        self.closing = self.aborted = True

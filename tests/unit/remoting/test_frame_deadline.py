@@ -17,7 +17,7 @@ from pyrocketmq.remoting.command import RemotingCommand, encode
 from pyrocketmq.remoting.limits import NO_LIMITS, ConnectionLimits, UnprovenBytes
 from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.server import RemotingServer
-from tests.helpers.transport import FakeTransport
+from tests.helpers.transport import RecordingTransport
 
 PING = 901
 
@@ -25,22 +25,6 @@ PING = 901
 @pytest.fixture(autouse=True)
 def fresh_peer_log(monkeypatch):
     monkeypatch.setattr(transport, "peer_log", RateLimitedLog(transport.log))
-
-
-class _Transport(FakeTransport):
-    """Keeps what is written, and whether it was aborted."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = bytearray()
-        self.aborted = False
-
-    def writelines(self, chunks) -> None:
-        for c in chunks:
-            self.written += bytes(c)
-
-    def abort(self) -> None:
-        self.closing = self.aborted = True
 
 
 def on_loop(fn):
@@ -72,7 +56,7 @@ def _connect(server: RemotingServer, clock: _Clock):
     conn = server._make_connection()
     conn._loop = type("Loop", (), {"time": staticmethod(clock), "call_soon": clock.loop.call_soon,
                                    "create_future": clock.loop.create_future})()
-    t = _Transport()
+    t = RecordingTransport()
     conn.connection_made(t)
     return conn, t
 

@@ -27,6 +27,7 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE
 from pyrocketmq.remoting.transport import Connection, FrameDecoder
+from tests.helpers.transport import RecordingTransport
 
 
 @dataclass
@@ -95,39 +96,12 @@ def services(tmp_path):
     svc.store.shutdown()
 
 
-class _Transport:
-    """What a socket would have carried, kept in memory."""
-
-    def __init__(self) -> None:
-        self.written = bytearray()
-        self.closed = False
-
-    def get_extra_info(self, name, default=None):
-        return ("127.0.0.1", 50000) if name == "peername" else default
-
-    def write(self, data) -> None:
-        self.written += bytes(data)
-
-    def writelines(self, chunks) -> None:
-        for c in chunks:
-            self.write(c)
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
-
-    def abort(self) -> None:
-        self.closed = True
-
-
 class Peer:
     """A client connection as the broker's handlers see it (build it on a running loop)."""
 
     def __init__(self) -> None:
         self.conn = Connection({}, name="test")
-        self.transport = _Transport()
+        self.transport = RecordingTransport()
         self.conn.connection_made(self.transport)
 
     def sent(self) -> list[RemotingCommand]:

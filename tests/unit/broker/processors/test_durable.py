@@ -172,12 +172,11 @@ def test_held_requests_are_answered_on_their_connection_by_sync_cut_and_timer() 
     """The future-less form: the connection keeps each request and the waiters answer it there."""
     from pyrocketmq.remoting.command import FrameDecoder
     from pyrocketmq.remoting.transport import Connection
-
-    from .conftest import _Transport
+    from tests.helpers.transport import RecordingTransport
 
     async def main() -> None:
         conn = Connection({}, name="test")
-        transport = _Transport()
+        transport = RecordingTransport()
         conn.connection_made(transport)  # type: ignore[arg-type]
         w = DurableWaiters(_Asked(), timeout=0.2)
         cmds = [RemotingCommand.request(10, {}) for _ in range(4)]

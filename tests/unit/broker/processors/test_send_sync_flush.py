@@ -11,9 +11,10 @@ from pyrocketmq.broker.proxy.clients import ClientSession, ProxyChannel
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import FrameDecoder, RemotingCommand, encode
 from pyrocketmq.remoting.transport import Connection
+from tests.helpers.transport import RecordingTransport
 from tests.integration import wire
 
-from .conftest import _Transport, build
+from .conftest import build
 
 
 class _Registry(dict):  # type: ignore[type-arg]
@@ -21,7 +22,7 @@ class _Registry(dict):  # type: ignore[type-arg]
         self[int(code)] = handler
 
 
-def _answers(transport: _Transport) -> list[RemotingCommand]:
+def _answers(transport: RecordingTransport) -> list[RemotingCommand]:
     return list(FrameDecoder().feed(bytes(transport.written)))
 
 
@@ -43,7 +44,7 @@ def test_a_sync_flush_send_is_held_until_its_sync_then_answered_once(tmp_path) -
         send = svc.make(SendProcessor)
         send.register(registry)
         conn = Connection(registry, name="test", observer=lambda code, answer, s: seen.append((code, answer, s)))
-        transport = _Transport()
+        transport = RecordingTransport()
         conn.connection_made(transport)  # type: ignore[arg-type]
         cmds = [wire.send_v2("orders", b"m%d" % i) for i in range(20)]
         conn.data_received(b"".join(encode(c) for c in cmds))
