@@ -60,11 +60,6 @@ class Chaos:
     def __post_init__(self) -> None:
         self.faults = NodeFaults(self.mq.kube)
 
-    def _master(self, on_a_node_alone: bool) -> str:
-        if on_a_node_alone:
-            return master_off_operator_node(self.mq.kube, self.mq.ns)
-        return str(first_group(self.mq.kube, self.mq.ns)["master"]["pod"])
-
     def _node_fault(self, node: str, action: str, hold: float) -> None:
         self.faults.do(node, action)
         time.sleep(hold)
@@ -85,8 +80,9 @@ class Chaos:
     def inject(self, kind: str, rng: random.Random) -> FaultRecord:
         if kind not in KINDS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(KINDS)}")
-        self.wait_whole()
-        target = self._master(kind in NODE_FAULTS)
+        target = self.wait_whole()
+        if kind in NODE_FAULTS:  # on a node without the operator (switched over first if needed)
+            target = master_off_operator_node(self.mq.kube, self.mq.ns)
         began = time.monotonic()
         if kind == "pod-kill":
             self._kill(target)
