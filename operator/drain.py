@@ -4,8 +4,9 @@ With automatic failover every broker pod carries ``pyrocketmq.io/role`` (``maste
 the controller elected), and each group's PodDisruptionBudgets go by role (see
 ``render.broker._budgets``): the master's lets no eviction through, so ``kubectl drain`` cannot
 evict a master. When the operator sees a master on a cordoned node it asks the controller to move
-mastership to an in-sync replica that is Ready on a schedulable node; it then relabels the pods,
-and the drain, retrying, evicts the old master as the slave it now is.
+mastership to an in-sync replica that is Ready on a schedulable node; once the name servers route
+the new master (so that a client whose send to the old one fails finds the new one when it asks
+again) it relabels the pods, and the drain, retrying, evicts the old master as the slave it now is.
 """
 
 from __future__ import annotations
@@ -72,4 +73,35 @@ def role_labels(master_of: Mapping[str, str], pods: Iterable[Mapping[str, Any]],
         want = "master" if master_of[group] and meta.get("name") == master_of[group] else "slave"
         if labels.get(ROLE_LABEL) != want:
             out[str(meta.get("name"))] = want
+    return out
+
+
+def handovers(master_of: Mapping[str, str], pods: Iterable[Mapping[str, Any]], group_label: str) -> set[str]:
+    """The groups whose ``master`` role label is on a pod other than the elected master (a
+    handover the labels have not followed yet)."""
+    out = set()
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        group = str(labels.get(group_label, ""))
+        if group in master_of and labels.get(ROLE_LABEL) == "master" and meta.get("name") != master_of[group]:
+            out.add(group)
+    return out
+
+
+def routed(
+    groups: Iterable[str],
+    master_of: Mapping[str, str],
+    registered: Mapping[str, Mapping[int, str]],
+    pods: Iterable[Mapping[str, Any]],
+    port: int,
+) -> set[str]:
+    """Of ``groups``, those whose elected master the name servers route as the group's master
+    (``registered``: group -> {brokerId: address}; id 0 at the master pod's IP and ``port``)."""
+    ips = {str((p.get("metadata") or {}).get("name")): (p.get("status") or {}).get("podIP") for p in pods}
+    out = set()
+    for group in groups:
+        ip = ips.get(master_of.get(group, ""))
+        if ip and (registered.get(group) or {}).get(0) == f"{ip}:{port}":
+            out.add(group)
     return out

@@ -20,6 +20,7 @@ ConsumerGroup  load → resolve_cluster → apply_on_brokers → observe_members
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,9 +36,9 @@ from .context import (
     run_steps,
     write_status,
 )
-from .drain import ROLE_LABEL, drain_moves, role_labels
+from .drain import ROLE_LABEL, drain_moves, handovers, role_labels, routed
 from .model import GROUP_VERSION, BrokerModel, ConsumerGroupModel, NameServerModel, TopicModel
-from .names import group_index, namesrv_addresses
+from .names import BROKER_PORT, group_index, namesrv_addresses
 from .nodeloss import master_pods
 from .plan import (
     Action,
@@ -60,6 +61,7 @@ from .rocketmq import (
     controller_views,
     drain_facts,
     group_stats,
+    registered_groups,
     request_switchover,
     reset_group_offsets,
     stop_writes,
@@ -146,6 +148,10 @@ class NameServerReconcile:
 
 
 # -- Broker ---------------------------------------------------------------------------------------
+
+
+HANDOVER_ROUTE_POLLS = 20
+"""How often (every 0.5 s) a reconcile asks whether the name servers route a new master yet."""
 
 
 class BrokerReconcile:
@@ -243,11 +249,35 @@ class BrokerReconcile:
         return bool(moves)
 
     async def label_roles(self) -> None:
-        """pyrocketmq.io/role on each pod, as elected: the master's budget holds a drain's eviction."""
+        """pyrocketmq.io/role on each pod, as elected: the master's budget holds a drain's eviction.
+        A handover is relabelled once the name servers route the new master (see ``drain``)."""
         groups = self.model.group_names
         master_of = {g: m for g, m in master_pods(groups, True, self.views).items() if g in self.views}
+        pending = handovers(master_of, self.pods, LABEL_GROUP)
+        if pending:
+            ready = await self.routed_handovers(pending, master_of)
+            master_of = {g: m for g, m in master_of.items() if g not in pending or g in ready}
         for pod, role in role_labels(master_of, self.pods, LABEL_GROUP).items():  # none while the controller is silent
             await self.ctx.kube.patch_labels("v1", "Pod", self.model.ref.namespace, pod, {ROLE_LABEL: role})
+
+    async def routed_handovers(self, pending: set[str], master_of: Mapping[str, str]) -> set[str]:
+        """The ``pending`` groups the name servers route to their new master, asked for a few
+        seconds (a master registers again as soon as it is elected); the others wait for a resync."""
+        settings = self.ctx.settings.reconcile
+        ready: set[str] = set()
+        for attempt in range(HANDOVER_ROUTE_POLLS):
+            try:
+                async with admin_session(self.admin_addr, settings.admin_timeout, self.security) as admin:
+                    registered = await registered_groups(admin, self.model.cluster_name)
+            except (RocketMQUnavailable, RocketMQRefused) as e:
+                self.ctx.log.info("the name servers did not answer: %s", e)
+                return ready
+            ready = routed(pending, master_of, registered, self.pods, BROKER_PORT)
+            if ready == pending:
+                break
+            if attempt + 1 < HANDOVER_ROUTE_POLLS:
+                await asyncio.sleep(0.5)
+        return ready
 
     async def replace_lost(self) -> None:
         """Replicas whose node has been down for spec.nodeLoss.replaceAfter start again elsewhere."""

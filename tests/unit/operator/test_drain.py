@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pyrocketmq.operator.drain import ROLE_LABEL, cordoned, drain_moves, in_sync_pods, role_labels
+from pyrocketmq.operator.drain import ROLE_LABEL, cordoned, drain_moves, handovers, in_sync_pods, role_labels, routed
 from pyrocketmq.operator.model import BrokerModel
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import render_broker
@@ -107,3 +107,24 @@ def test_a_group_short_of_ready_pods_lets_no_slave_go():
         assert spec["orders-0-slaves"]["minAvailable"] == short  # every slave kept
         assert spec["orders-1-slaves"]["minAvailable"] == whole  # as usual: one pod of the group at a time
         assert spec["orders-0-master"]["minAvailable"] == 1
+
+
+def with_ip(p: dict, ip: str) -> dict:
+    return {**p, "status": {**p["status"], "podIP": ip}}
+
+
+def test_a_handover_is_relabelled_only_once_the_name_servers_route_the_new_master():
+    # the controller elected orders-0-1; orders-0-0 still carries the master label (its budget holds a drain)
+    pods = [with_ip(pod("orders-0-0", "a", role="master"), "10.0.0.1"),
+            with_ip(pod("orders-0-1", "b", role="slave"), "10.0.0.2"),
+            with_ip(pod("orders-1-0", "b", role="master"), "10.0.0.3")]
+    elected = {"orders-0": "orders-0-1", "orders-1": "orders-1-0"}
+    assert handovers(elected, pods, LABEL) == {"orders-0"}  # orders-1's labels follow its election
+    # the name servers still route the old master, or nothing: wait; the new one's address: relabel
+    assert routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}}, pods, 10911) == set()
+    assert routed({"orders-0"}, elected, {}, pods, 10911) == set()
+    assert routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.2:10911"}}, pods, 10911) == {"orders-0"}
+    assert routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.2:10912"}}, pods, 10911) == set()  # another port
+    # a group without an elected master, or whose pod has no IP yet, is not routed
+    assert routed({"orders-0"}, {"orders-0": ""}, {"orders-0": {0: "10.0.0.2:10911"}}, pods, 10911) == set()
+    assert handovers({"orders-0": ""}, pods, LABEL) == {"orders-0"}
