@@ -18,7 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from localkube import config as cfg, host, images, pki
@@ -120,12 +120,16 @@ def start(layout: cfg.Layout, nodes: list[cfg.Node], bins: Path, progress: Progr
         launch(node, "kube-proxy", [bins / "kube-proxy", f"--config={d / 'kube-proxy.json'}", "--v=1"])
 
 
-def import_images(layout: cfg.Layout, names: list[str], progress: Progress, *, background: bool = False) -> int:
-    """Import images into every node whose runtime runs; return how many nodes got them.
+def import_images(
+    layout: cfg.Layout, names: list[str], progress: Progress, *, background: bool = False,
+    only: Sequence[str] = (),
+) -> int:
+    """Import images into every node whose runtime runs (``only``: into the nodes of these names);
+    return how many nodes got them.
 
     ``background``: the nodes' runtimes unpack at the smallest CPU share, yielding to everything
     else running on the machine (the e2e lane imports while other tests run)."""
-    nodes = [n for n in present(layout) if running(layout, n)["containerd"]]
+    nodes = [n for n in present(layout) if running(layout, n)["containerd"] and (not only or n.name in only)]
     if nodes:
         with host.low_cpu_share([n.cgroup for n in nodes] if background else []):
             images.import_into_containerd(names, [layout.containerd_socket(n) for n in nodes], progress)

@@ -6,8 +6,9 @@
 # (tests/k8s) and everything else in parallel pytest-xdist workers (most of those wait on sockets,
 # not on the CPU). On a cold machine the longest step is compiling the Kubernetes binaries, and the
 # CPU is what is short: the build starts first, beside only what waits on the network (the venv,
-# Debian packages, the Maven jars) and the e2e lane's image builds; the other lanes start when it is
-# done, and the e2e lane's tests once the worker lane is done. The closing report lists the slowest
+# Debian packages, the Maven jars) and the e2e lane's image builds. The worker lane starts when it is
+# done, the e2e lane's tests once the worker lane is done, and the control plane's lane once the e2e
+# lane is down to its node-fault modules (they mostly wait). The closing report lists the slowest
 # tests of all lanes and one line of totals.
 #
 #   scripts/test.sh                  everything, as CI runs it
@@ -71,7 +72,8 @@ rm -f "$reports/e2e.xml" "$reports/k8s.xml" "$reports/workers.xml"  # a lane tha
 workers_done="$out/workers-done"
 # Two workers there: the pods' tests mostly wait, each module in its own namespace; the modules that
 # fault nodes run alone, last (tests/e2e/conftest.py).
-(PYROCKETMQ_E2E_START_AFTER="$workers_done" "${pytest[@]}" -n 2 --dist loadscope --no-loadscope-reorder \
+faults_started="$out/e2e-faults-started"
+(PYROCKETMQ_E2E_START_AFTER="$workers_done" PYROCKETMQ_E2E_FAULTS_STARTED="$faults_started" "${pytest[@]}" -n 2 --dist loadscope --no-loadscope-reorder \
   -q -rfE --junitxml="$reports/e2e.xml" tests/e2e 2>&1 | prefix e2e) &
 lane_e2e=$!
 pids+=($lane_e2e)
@@ -81,14 +83,18 @@ if [ -n "$build" ] && kill -0 "$build" 2>/dev/null; then
   wait "$build" || true  # the lanes report a failed build
   echo "== the build is done ($((SECONDS - t0)) s)"
 fi
-("${pytest[@]}" -q -rfE --junitxml="$reports/k8s.xml" tests/k8s 2>&1 | prefix k8s) &
-lane_k8s=$!
-pids+=($lane_k8s)
 status=0
-"${pytest[@]}" -q -rfE -n "${PYROCKETMQ_TEST_WORKERS:-3}" --dist loadgroup --junitxml="$reports/workers.xml" \
+"${pytest[@]}" -q -rfE -n "${PYROCKETMQ_TEST_WORKERS:-4}" --dist loadgroup --junitxml="$reports/workers.xml" \
   tests/unit tests/integration tests/conformance tests/spark tests/fuzz tests/observability || status=1
 touch "$workers_done"
 echo "== workers done after $((SECONDS - t0)) s"
+# The control plane's lane runs beside the e2e lane's node-fault modules: those come last, one at a
+# time, and mostly wait (a frozen or cut-off node), leaving most of the CPU idle.
+while [ ! -e "$faults_started" ] && kill -0 "$lane_e2e" 2>/dev/null; do sleep 2; done
+echo "== [k8s] starts after $((SECONDS - t0)) s"
+("${pytest[@]}" -q -rfE --junitxml="$reports/k8s.xml" tests/k8s 2>&1 | prefix k8s) &
+lane_k8s=$!
+pids+=($lane_k8s)
 wait "$lane_k8s" || status=1
 echo "== [k8s] done after $((SECONDS - t0)) s"
 wait "$lane_e2e" || status=1

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,7 @@ class E2EImages:
     spark: str
     repository: str  # as a pod spec names it: pyrocketmq
     tag: str
+    spark_node: str = "pyrocketmq-node-1"  # the one node holding the Spark image: Spark's pods run there
 
 
 @dataclass
@@ -95,6 +97,12 @@ START_AFTER = "PYROCKETMQ_E2E_START_AFTER"
 """A file whose appearance the e2e tests wait for once the cluster and images are ready: the test
 command sets it so that the pods' tests run after the CPU-heavy worker lane, not beside it (on two
 cores, Spark jobs and broker pods beside that lane starved each other into time-outs)."""
+
+
+FAULTS_STARTED = "PYROCKETMQ_E2E_FAULTS_STARTED"
+"""A file the first ``node_faults`` module creates once it runs: from then on only those modules run,
+one at a time, and they leave most of the CPU idle (the test command starts its control-plane lane
+then)."""
 
 
 def _worker() -> bool:
@@ -146,14 +154,17 @@ def _set_up(progress) -> None:
         return
     layout = lk_node.layout_from_env()
     timings: dict[str, float] = {}
+    # With a start signal the tests wait for other lanes anyway: builds and imports yield the CPU to
+    # those lanes (beside them at full share, Spark jobs there starved into time-outs).
+    background = bool(os.environ.get(START_AFTER))
+    # Prometheus, which only the metrics test runs, compiles beside the image builds, the cluster's
+    # start and the imports (it waits for the build lock of the Kubernetes binaries test.sh started).
+    prometheus = _in_thread(lambda: lk_tools.ensure(["prometheus"], progress=progress, background=background))
     try:
         # The images first: they need only the Debian packages, so on a cold machine they are
         # built while the Kubernetes binaries still compile (scripts/test.sh starts that build).
         t0 = time.monotonic()
         lk_node.install_packages(progress)
-        # With a start signal the tests wait for other lanes anyway: builds and imports yield the
-        # CPU to those lanes (beside them at full share, Spark jobs there starved into time-outs).
-        background = bool(os.environ.get(START_AFTER))
         built = lk_images.build_project_images(TAG, spark=True, progress=progress, background=background)
         timings["image builds"] = time.monotonic() - t0
         t0 = time.monotonic()
@@ -161,11 +172,15 @@ def _set_up(progress) -> None:
         lk_node.up(layout, progress, nodes=NODES)
         timings["cluster up"] = time.monotonic() - t0
         t0 = time.monotonic()
-        lk_tools.ensure(["prometheus"], progress=progress, background=background)  # the metrics test's
-        timings["prometheus build"] = time.monotonic() - t0
-        t0 = time.monotonic()
-        lk_worker.import_images(layout, built, progress, background=background)
+        # The Spark image (1.4 GB) goes to one node, where the Spark test pins its pods; the project
+        # image to every node.
+        project, spark = built[0], built[1]
+        lk_worker.import_images(layout, [project], progress, background=background)
+        lk_worker.import_images(layout, [spark], progress, background=background, only=[E2EImages.spark_node])
         timings["image imports"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        prometheus()
+        timings["prometheus build (after the imports)"] = time.monotonic() - t0
     except (lk_tools.PrerequisiteMissing, lk_images.ImageError) as exc:
         _session.error, _session.prerequisite = str(exc), True
     except lk_node.ClusterError as exc:
@@ -174,6 +189,14 @@ def _set_up(progress) -> None:
         _session.images = built[:2]
     _session.timings = timings
     progress("; ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
+
+
+def _in_thread(work):
+    """Start ``work`` in a thread; the returned function waits for it and raises what it raised."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(work)
+    pool.shutdown(wait=False)
+    return future.result
 
 
 def _wants_setup(session: pytest.Session) -> bool:
@@ -353,7 +376,10 @@ class _ModuleLock:
         if self.fh is not None or not state or not _worker():
             return
         self.fh = open(state + ".modules.lock", "a")  # noqa: SIM115 (held across hook calls)
-        fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX if item.get_closest_marker("node_faults") else fcntl.LOCK_SH)
+        faults = item.get_closest_marker("node_faults") is not None
+        fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX if faults else fcntl.LOCK_SH)
+        if faults and os.environ.get(FAULTS_STARTED):
+            Path(os.environ[FAULTS_STARTED]).touch()
 
     def leave(self) -> None:
         if self.fh is not None:

@@ -75,6 +75,8 @@ def spark_submit(kube: KubeCluster, mq: MQ, name: str, app_args: list[str]) -> s
         "--api-server", kube.server, "--image", mq.images.spark, "--namespace", mq.ns,
         "--service-account", "spark", "--name", name, "--executors", "1", "--data-claim", DATA_CLAIM,
         "--conf", "spark.kubernetes.container.image.pullPolicy=Never",
+        # The one node the Spark image was imported into (tests/e2e/conftest.py).
+        "--conf", f"spark.kubernetes.node.selector.kubernetes.io/hostname={mq.images.spark_node}",
         # Two cores for the whole node: a tenth of a core each is what the pods ask the scheduler for.
         "--conf", "spark.kubernetes.driver.request.cores=100m",
         "--conf", "spark.kubernetes.executor.request.cores=100m",
@@ -118,6 +120,7 @@ def parquet_rows(mq: MQ) -> list[dict]:
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
         "spec": {
             "restartPolicy": "Never",
+            "nodeSelector": {"kubernetes.io/hostname": mq.images.spark_node},
             "containers": [{"name": "main", "image": mq.images.spark, "imagePullPolicy": "Never",
                             "command": ["/opt/pyrocketmq/bin/python", "-c", READ_PARQUET],
                             "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],

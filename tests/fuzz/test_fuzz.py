@@ -17,7 +17,7 @@ from .seeds import CORPUS, acl_requests, broker_requests, namesrv_requests
 from .targets import TARGETS, _servers, acl_codes, request_from
 
 ROOT = Path(__file__).resolve().parents[2]
-SECONDS = int(os.environ.get("PYROCKETMQ_FUZZ_SECONDS", "20"))
+SECONDS = int(os.environ.get("PYROCKETMQ_FUZZ_SECONDS", "12"))
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
