@@ -17,10 +17,12 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from bench import clusters, profile, report
 from bench.scenarios import BENCH_JAVA, BENCH_JAVA5, Context, Plan, Result, catalogue
-from tests.conformance import jvm, maven
+from localkube.tools import cache_root
+from tests.conformance import jvm
 
 SMOKE_SCENARIOS = ["send-128-16", "drain", "latency", "grpc5-receive"]
 
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile and profile.py_spy() is None:
         print("--profile needs py-spy: pip install py-spy (scripts/setup.sh --test installs it)", file=sys.stderr)
         return 2
-    workdir = (args.workdir or maven.cache_root() / "bench").resolve()
+    workdir = (args.workdir or cache_root() / "bench").resolve()
     json_path = args.json or workdir / "results.json"
     began = time.time()
     command = "python -m bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
@@ -138,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                 for s in group:
                     result = Result(s.name, kind, flush, detail={"round": rnd + 1})
                     window = [sampler.mark()]
-                    ctx.restart_window = lambda w=window, sm=sampler: w.__setitem__(0, sm.mark())
+                    def restart(w: list[Any] = window, sm: Any = sampler) -> None:
+                        w[0] = sm.mark()
+
+                    ctx.restart_window = restart
                     t1 = time.monotonic()
                     spy = profile.Recorder(pid, args.profile, f"{s.name}-{flush}" + (f"-r{rnd + 1}" if args.rounds > 1 else "")) if args.profile and kind == "pyrocketmq" else None
                     try:

@@ -82,8 +82,8 @@ def ratio(ours: Any, theirs: Any) -> float | None:
 
 def rows(results: Iterable[Result]) -> list[list[str]]:
     by_key: dict[tuple[str, str], dict[str, Result]] = {}
-    for r in results:
-        by_key.setdefault((r.scenario, r.flush), {})[r.broker] = r
+    for each in results:
+        by_key.setdefault((each.scenario, each.flush), {})[each.broker] = each
     out = []
     for (scenario, flush), pair in by_key.items():
         for broker in ("pyrocketmq", "apache", "apache5"):

@@ -127,6 +127,7 @@ def run_once(flush: str, depth: int, size: int, seconds: float, warmup: float) -
             clusters.create_topic(cluster, TOPIC)
             frames = java_send_frames(4096, size)
             pid = clusters.broker_process(cluster).pid
+            assert pid is not None, "the broker process has no pid"
             drive(cluster.broker_addr, frames, depth, warmup)
             before = Threads.read(pid)
             started = time.monotonic()

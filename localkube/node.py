@@ -13,6 +13,7 @@ mounts, network namespaces, links, cgroups, the bridge, the sysctls and the stat
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -260,9 +261,12 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
     ])  # fmt: skip
     for name, port in (("kube-controller-manager", cfg.CONTROLLER_MANAGER_PORT),
                        ("kube-scheduler", cfg.SCHEDULER_PORT)):  # fmt: skip
+        def healthy(port: int = port) -> bool:
+            return _get(f"https://127.0.0.1:{port}/healthz", _insecure())[0] == 200
+
         _wait(
             f"{name} /healthz",
-            lambda port=port: _get(f"https://127.0.0.1:{port}/healthz", _insecure())[0] == 200,
+            healthy,
             90,
             layout,
             name,
@@ -303,7 +307,7 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
         "--service-account-name=local-path-provisioner-service-account", "--provisioner-name=rancher.io/local-path",
     ], env={**os.environ, "HOME": str(layout.state)})  # fmt: skip
     for node in nodes:
-        _wait(f"{node.name} Ready", lambda node=node: node_ready(layout, node), 120, layout, "kube-apiserver")
+        _wait(f"{node.name} Ready", functools.partial(node_ready, layout, node), 120, layout, "kube-apiserver")
         worker.wait_proxy(layout, node)
     _wait(
         "CoreDNS ready",

@@ -10,6 +10,7 @@ test does its worst: ``tests/conformance/java/FailoverProducer.java`` run until 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import time
@@ -50,10 +51,13 @@ class JavaSender:
     def __exit__(self, *exc: object) -> None:
         self._stop.touch()
         self._thread.join(120)
-        out = self._result.get("out")
-        if out is None:
-            raise AssertionError("the Java producer did not stop within 120 s of being told to")
-        self._read(out.json())
+        try:
+            out = self._result.get("out")
+            if out is None:
+                raise AssertionError("the Java producer did not stop within 120 s of being told to")
+            self._read(out.json())
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     def _read(self, report: dict[str, Any]) -> None:
         # its times are wall-clock milliseconds; ours are monotonic

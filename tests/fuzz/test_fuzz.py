@@ -58,6 +58,7 @@ def test_a_short_coverage_guided_run_finds_nothing(target, tmp_path):
         [sys.executable, "-m", "tests.fuzz.run", target, f"-max_total_time={SECONDS}", "-print_final_stats=1",
          f"-artifact_prefix={tmp_path}/", str(corpus)],
         cwd=ROOT, capture_output=True, text=True, timeout=SECONDS + 120,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # the target's store: the run ends without its atexit
     )
     runs = [line for line in proc.stderr.splitlines() if line.startswith("stat::number_of_executed_units")]
     assert proc.returncode == 0, proc.stderr[-4000:]

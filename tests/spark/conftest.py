@@ -13,9 +13,11 @@ they fail.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,10 +38,27 @@ def missing_prerequisite(reason: str) -> None:
     prereq.missing_prerequisite("Spark test", reason)
 
 
+@functools.cache
+def _scratch() -> str:
+    """This test process's directory for what Spark's JVMs write to a temporary directory (block
+    managers, staged files, native libraries), removed at the end of the session (``spark_scratch``)."""
+    return tempfile.mkdtemp(prefix="pyrocketmq-spark-")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark_scratch() -> Iterator[None]:
+    yield
+    if _scratch.cache_info().currsize:
+        shutil.rmtree(_scratch(), ignore_errors=True)
+
+
 def spark_env(**extra: str) -> dict[str, str]:
-    """Environment for Spark processes: this Python for driver and workers, quiet logs."""
+    """Environment for Spark processes: this Python for driver and workers, quiet logs, and their
+    scratch files in this session's directory (a JVM that is killed leaves none in /tmp)."""
     env = dict(os.environ)
     env.update(
+        SPARK_LOCAL_DIRS=_scratch(),
+        SPARK_SUBMIT_OPTS=f"-Djava.io.tmpdir={_scratch()}",
         PYSPARK_PYTHON=sys.executable,
         PYSPARK_DRIVER_PYTHON=sys.executable,
         PYTHONUNBUFFERED="1",

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from pyrocketmq.operator.drain import ROLE_LABEL, cordoned, drain_moves, handovers, in_sync_pods, role_labels, routed
+from pyrocketmq.operator.drain import (
+    ROLE_LABEL,
+    cordoned,
+    drain_moves,
+    handovers,
+    in_sync_pods,
+    role_labels,
+    routed,
+)
 from pyrocketmq.operator.model import BrokerModel
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.render import render_broker
