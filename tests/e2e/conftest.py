@@ -33,6 +33,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -158,8 +159,16 @@ def _set_up(progress) -> None:
     # those lanes (beside them at full share, Spark jobs there starved into time-outs).
     background = bool(os.environ.get(START_AFTER))
     # Prometheus, which only the metrics test runs, compiles beside the image builds, the cluster's
-    # start and the imports (it waits for the build lock of the Kubernetes binaries test.sh started).
-    prometheus = _in_thread(lambda: lk_tools.ensure(["prometheus"], progress=progress, background=background))
+    # start and the imports, once the node's binaries are built (test.sh builds them; the cluster's
+    # start must not wait behind Prometheus for the build lock).
+    cluster_started = threading.Event()
+
+    def build_prometheus() -> None:
+        while not cluster_started.is_set() and not all(lk_tools.is_built(n) for n in lk_tools.NODE):
+            cluster_started.wait(2)
+        lk_tools.ensure(["prometheus"], progress=progress, background=background)
+
+    prometheus = _in_thread(build_prometheus)
     try:
         # The images first: they need only the Debian packages, so on a cold machine they are
         # built while the Kubernetes binaries still compile (scripts/test.sh starts that build).
@@ -171,6 +180,7 @@ def _set_up(progress) -> None:
         _session.started_here = not lk_node.healthy(layout)
         lk_node.up(layout, progress, nodes=NODES)
         timings["cluster up"] = time.monotonic() - t0
+        cluster_started.set()
         t0 = time.monotonic()
         # The Spark image (1.4 GB) goes to one node, where the Spark test pins its pods; the project
         # image to every node.
@@ -187,6 +197,8 @@ def _set_up(progress) -> None:
         _session.error = f"the local cluster did not start: {exc}"
     else:
         _session.images = built[:2]
+    finally:
+        cluster_started.set()  # the Prometheus thread stops waiting for the node's binaries
     _session.timings = timings
     progress("; ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
 

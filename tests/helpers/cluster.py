@@ -55,22 +55,42 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise RuntimeError("no free port found")
 
 
-def free_broker_port(host: str = "127.0.0.1", low: int = 20000, high: int = 32000) -> int:
-    """A ``listenPort`` such that it, ``+1`` (HA) and ``-2`` (fast channel) are all free.
+def _worker_slice(low: int, high: int) -> tuple[int, int]:
+    """This pytest-xdist worker's share of ``[low, high)``: workers of one run pick ports from
+    disjoint slices, so one cannot take a port another has picked and not yet bound."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if not worker.startswith("gw") or not worker[2:].isdigit() or count <= 1:
+        return low, high
+    size = (high - low) // count
+    start = low + int(worker[2:]) % count * size
+    return start, start + size
+
+
+def free_port_run(below: int = 2, above: int = 1, host: str = "127.0.0.1", low: int = 20000,
+                  high: int = 32000) -> int:
+    """A port ``p`` such that ``p-below .. p+above`` are all free (a broker's ``listenPort``: ``-2`` is
+    its fast channel, ``+1`` its HA port).
 
     Picked at random below Linux's ephemeral range (32768+), so outgoing connections of other
-    processes cannot grab the neighbours between now and the broker's bind.
+    processes cannot grab one between now and the bind, and from this xdist worker's own slice.
     """
+    low, high = _worker_slice(low, high)
     rng = random.Random(os.getpid() ^ time.monotonic_ns())
     for _ in range(500):
-        port = rng.randrange(low + 2, high - 1)
-        group = (port - 2, port - 1, port, port + 1)
+        port = rng.randrange(low + below, high - above)
+        group = range(port - below, port + above + 1)
         if any(p in _handed_out for p in group):
             continue
-        if all(_bindable(p, host) for p in (port - 2, port, port + 1)):
+        if all(_bindable(p, host) for p in group):
             _handed_out.update(group)
             return port
-    raise RuntimeError("no free broker port triple found")
+    raise RuntimeError(f"no {below + above + 1} free ports in a row found in {low}-{high}")
+
+
+def free_broker_port(host: str = "127.0.0.1") -> int:
+    """A ``listenPort`` such that it, ``+1`` (HA) and ``-2`` (fast channel) are all free."""
+    return free_port_run(2, 1, host)
 
 
 def write_properties(path: Path, values: Mapping[str, object]) -> Path:

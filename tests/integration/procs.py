@@ -7,7 +7,6 @@ process started here is stopped (SIGTERM, then SIGKILL) by the fixture that star
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -15,23 +14,13 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers.cluster import _bindable, _handed_out
+from tests.helpers.cluster import free_port_run
 
 
 def free_port(span: int = 1) -> int:
-    """A free TCP port ``p`` on 127.0.0.1 such that ``p-2 .. p+span`` are free too, picked at random
-    below Linux's ephemeral range (32768+): another process's outgoing connection cannot take one of
-    them between now and the bind (the kernel hands those out only from the ephemeral range)."""
-    rng = random.Random(os.getpid() ^ time.monotonic_ns())
-    for _ in range(500):
-        port = rng.randrange(20002, 32000 - span)
-        group = range(port - 2, port + span + 1)
-        if any(p in _handed_out for p in group):
-            continue
-        if all(_bindable(p) for p in group):
-            _handed_out.update(group)
-            return port
-    raise RuntimeError("no free port")
+    """A free TCP port ``p`` on 127.0.0.1 such that ``p-2 .. p+span`` are free too (see
+    :func:`tests.helpers.cluster.free_port_run`)."""
+    return free_port_run(2, span)
 
 
 def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 30.0) -> None:
