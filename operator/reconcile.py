@@ -265,18 +265,17 @@ class BrokerReconcile:
         seconds (a master registers again as soon as it is elected); the others wait for a resync."""
         settings = self.ctx.settings.reconcile
         ready: set[str] = set()
-        for attempt in range(HANDOVER_ROUTE_POLLS):
-            try:
-                async with admin_session(self.admin_addr, settings.admin_timeout, self.security) as admin:
+        try:
+            async with admin_session(self.admin_addr, settings.admin_timeout, self.security) as admin:
+                for attempt in range(HANDOVER_ROUTE_POLLS):
+                    if attempt:
+                        await asyncio.sleep(0.5)
                     registered = await registered_groups(admin, self.model.cluster_name)
-            except (RocketMQUnavailable, RocketMQRefused) as e:
-                self.ctx.log.info("the name servers did not answer: %s", e)
-                return ready
-            ready = routed(pending, master_of, registered, self.pods, BROKER_PORT)
-            if ready == pending:
-                break
-            if attempt + 1 < HANDOVER_ROUTE_POLLS:
-                await asyncio.sleep(0.5)
+                    ready = routed(pending, master_of, registered, self.pods, BROKER_PORT)
+                    if ready == pending:
+                        break
+        except (RocketMQUnavailable, RocketMQRefused) as e:
+            self.ctx.log.info("the name servers did not answer: %s", e)
         return ready
 
     async def replace_lost(self) -> None:
