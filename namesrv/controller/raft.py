@@ -11,7 +11,10 @@ The controller's state is small, so every change is replicated as the whole stat
   earlier leaders left;
 - a follower takes a leader's entry only when it is later in ``(term, index)`` than its own (an
   older leader's uncommitted entry is overwritten, a reordered older message ignored);
-- any message with a higher term turns the receiver into a follower of that term.
+- any message with a higher term turns the receiver into a follower of that term;
+- **pre-vote** (Raft thesis 9.6): before raising its term a node asks whether it would win, and a
+  node that heard a leader within the election timeout says no, so a member that was frozen or cut
+  off and comes back cannot depose a leader the others still follow (raising the term would).
 
 With one member the node is its own majority: it leads at once and commits on proposal.
 """
@@ -86,8 +89,26 @@ class RaftNode:
         self._check_won()
         return {"term": self.term, "candidate": self.id, "last": list(self.entry.position)}
 
-    def handle_vote(self, req: dict[str, Any]) -> dict[str, Any]:
+    def pre_vote_request(self) -> dict[str, Any]:
+        """Would the peers elect this node at the next term? Changes nothing here or there."""
+        return {"term": self.term + 1, "candidate": self.id, "last": list(self.entry.position), "pre": True}
+
+    def pre_vote_won(self, replies: list[dict[str, Any]]) -> bool:
+        """Whether the pre-vote replies (with this node's own) make a majority; a reply naming a later
+        term makes this node a follower of it."""
+        for rep in replies:
+            if int(rep["term"]) > self.term:
+                self._follow(int(rep["term"]), None)
+        return 1 + sum(1 for rep in replies if rep.get("granted")) >= self.majority
+
+    def handle_vote(self, req: dict[str, Any], leader_heard: bool = False) -> dict[str, Any]:
+        """A vote, or with ``pre`` a pre-vote (refused while ``leader_heard``: the caller heard a
+        leader within the election timeout, or is a leader holding its lease)."""
         term = int(req["term"])
+        if req.get("pre"):
+            last = tuple(int(x) for x in req["last"])
+            return {"term": self.term, "pre": True,
+                    "granted": not leader_heard and term > self.term and last >= self.entry.position}
         if term > self.term:
             self._follow(term, None)
         last = tuple(int(x) for x in req["last"])

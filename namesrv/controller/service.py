@@ -15,6 +15,10 @@ CONTROLLER_NOT_LEADER naming the leader, and the caller tries the next address):
 A change of the state (an election, a new in-sync set, a new replica) is answered only once a
 majority of the instances holds it; a leader that cannot reach a majority within
 ``COMMIT_TIMEOUT`` steps down and forgets the change, so an isolated instance elects nobody.
+A leader answers only while it holds a **lease**: a majority acknowledged it less than the
+shortest election timeout ago, counted from when it asked (no other leader can be elected sooner).
+So an instance that was frozen or cut off while leading, and comes back still believing it leads,
+answers CONTROLLER_NOT_LEADER instead of its stale view until it hears the newer leader.
 Between instances: CONTROLLER_RAFT_VOTE and CONTROLLER_RAFT_APPEND (bodies: :mod:`.raft`'s).
 """
 
@@ -102,6 +106,9 @@ class Controller:
         self._committed = ""
         self._waiters: dict[int, asyncio.Future[bool]] = {}
         self._heard = time.monotonic()
+        """Follower: when a leader (or a granted vote) was last heard."""
+        self._lease_from = float("-inf")
+        """Leader: when it asked in the newest round a majority acknowledged (its lease runs from there)."""
         self._timeout = random.uniform(*ELECTION_TIMEOUT_S)
         self._lock = asyncio.Lock()
         self.scan = Service("controller election scan", self.scan_round, scan_interval_ms / 1000, logger=log)
@@ -109,7 +116,11 @@ class Controller:
 
     @property
     def leading(self) -> bool:
-        return self.raft.role == LEADER and self.raft.committed is not None
+        """Leader, with a committed entry and a lease (see the module docstring)."""
+        return self.raft.role == LEADER and self.raft.committed is not None and self._leased()
+
+    def _leased(self) -> bool:
+        return len(self.peers) == 1 or time.monotonic() - self._lease_from < ELECTION_TIMEOUT_S[0]
 
     def load(self) -> None:
         if self.store_path and os.path.exists(self.store_path):
@@ -156,6 +167,13 @@ class Controller:
 
     async def _stand(self) -> None:
         self._heard, self._timeout = time.monotonic(), random.uniform(*ELECTION_TIMEOUT_S)
+        if len(self.peers) > 1:  # pre-vote first: raise the term only when it would win
+            pre = await self._broadcast(RequestCode.CONTROLLER_RAFT_VOTE, self.raft.pre_vote_request())
+            won_pre = self.raft.pre_vote_won([rep for _, rep in pre])
+            self._persist()
+            if not won_pre:
+                return
+        asked = time.monotonic()
         req = self.raft.start_election()
         self._persist()
         won = self.raft.role == LEADER
@@ -164,6 +182,7 @@ class Controller:
             won = self.raft.handle_vote_reply(peer, rep) or won
         self._persist()
         if won and self.raft.role == LEADER:
+            self._lease_from = asked  # the voters reset their election timers when they granted
             log.info("controller %s leads at term %d", self.self_id, self.raft.term)
             self._load_state(self.raft.entry.state)
             self.raft.propose(self._state_text())  # Raft's no-op: commits what earlier leaders left
@@ -171,18 +190,23 @@ class Controller:
             await self._replicate()
 
     async def _replicate(self) -> None:
-        req = self.raft.append_request()
-        replies = await self._broadcast(RequestCode.CONTROLLER_RAFT_APPEND, req)
-        if len(replies) + 1 >= self.raft.majority:
-            self._heard = time.monotonic()
-        elif time.monotonic() - self._heard > ELECTION_TIMEOUT_S[0] and self.raft.role == LEADER:
+        asked, acks = time.monotonic(), 1
+
+        def on_reply(peer: str, rep: dict[str, Any]) -> None:  # as each arrives: a dead peer delays nothing
+            nonlocal acks
+            acks += bool(rep.get("ok"))
+            if acks >= self.raft.majority:
+                self._lease_from = max(self._lease_from, asked)
+            self._on_commit(self.raft.handle_append_reply(peer, rep))
+            self._persist()
+
+        await self._broadcast(RequestCode.CONTROLLER_RAFT_APPEND, self.raft.append_request(), on_reply)
+        if acks < self.raft.majority and not self._leased() and self.raft.role == LEADER:
             # a leader cut off from its majority stops answering before another can be elected
             log.warning("controller %s: no majority heard for %.1f s; stepping down", self.self_id, ELECTION_TIMEOUT_S[0])
             self.raft.role, self.raft.leader = "follower", None
+            self._heard = time.monotonic()
             return
-        for peer, rep in replies:
-            self._on_commit(self.raft.handle_append_reply(peer, rep))
-        self._persist()
         self._on_commit(self.raft.committed)
 
     def _on_commit(self, entry: Any) -> None:
@@ -194,7 +218,9 @@ class Controller:
             if not fut.done():
                 fut.set_result(True)
 
-    async def _broadcast(self, code: RequestCode, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    async def _broadcast(self, code: RequestCode, body: dict[str, Any],
+                         on_reply: Callable[[str, dict[str, Any]], None] | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """Every peer's answer (the peers that answered); ``on_reply`` sees each as it arrives."""
         peers = [p for p in self.peers if p != self.self_id]
         data = json.dumps(body).encode()
 
@@ -205,13 +231,20 @@ class Controller:
                 return None
             if resp.code != ResponseCode.SUCCESS:
                 return None
-            return peer, json.loads(bytes(resp.payload))
+            rep: dict[str, Any] = json.loads(bytes(resp.payload))
+            if on_reply is not None:
+                on_reply(peer, rep)
+            return peer, rep
 
         return [r for r in await asyncio.gather(*(one(p) for p in peers)) if r is not None]
 
     def handle_raft_vote(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        rep = self.raft.handle_vote(_body(cmd))
-        if rep["granted"]:
+        if self.raft.role == LEADER:
+            heard = self._leased()
+        else:
+            heard = self.raft.leader is not None and time.monotonic() - self._heard < ELECTION_TIMEOUT_S[0]
+        rep = self.raft.handle_vote(_body(cmd), leader_heard=heard)
+        if rep["granted"] and not rep.get("pre"):
             self._heard = time.monotonic()
         self._persist()
         return cmd.response(ResponseCode.SUCCESS, body=json.dumps(rep).encode())

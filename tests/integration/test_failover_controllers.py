@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
+import signal
 
 import yaml
 
@@ -17,6 +19,7 @@ from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.transport import RemotingError
 
 from .failover import (
+    GROUP,
     Acked,
     all_stopped,
     count,
@@ -123,6 +126,55 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
             await task
         await client.close()
 
+
+
+def test_a_leader_frozen_through_a_failover_answers_nothing_stale_and_deposes_nobody_when_it_thaws(tmp_path) -> None:
+    """A frozen machine's controller comes back believing it leads, with the view of before a
+    failover: it must not answer with that view (its lease ran out), and its return must not depose
+    the leader the others follow (pre-vote), which would risk a needless failover."""
+    ports = [free_port() for _ in range(3)]
+    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+    with all_stopped() as keep:
+        ctls = [keep(start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
+                                              controllerSelfId=f"n{i}")) for i in range(3)]
+        addrs = ";".join(c.addr for c in ctls)
+        asyncio.run(_until_leader(addrs))
+        replicas = {rid: keep(start_replica(tmp_path, addrs, rid)) for rid in (1, 2)}
+        asyncio.run(_frozen_leader(ctls, addrs, replicas))
+
+
+async def _frozen_leader(ctls, addrs: str, replicas) -> None:
+    client = RemotingClient()
+    try:
+        await until("a master with both replicas in sync", lambda: in_sync(client, addrs))
+        first = (await view(client, addrs))["masterId"]
+        frozen = ctls[await _leader(client, ctls)]
+        os.kill(frozen.proc.pid, signal.SIGSTOP)
+        try:
+            await until("a new controller leader", lambda: _has_leader(client, addrs), timeout=30)
+            replicas[first].kill9()
+            await until("the slave elected by the new leader", lambda: _master_is(client, addrs, 3 - first), timeout=30)
+            leader = await _leader(client, ctls)
+            elections = (await view(client, addrs))["elections"]
+        finally:
+            os.kill(frozen.proc.pid, signal.SIGCONT)
+        for _ in range(30):  # 3 s from the thaw: every answer is the current view or a refusal
+            try:
+                resp = await client.invoke(frozen.addr, RemotingCommand.request(
+                    RequestCode.CONTROLLER_GET_METADATA_INFO, {}, json.dumps({"brokerName": GROUP}).encode()), 2)
+            except RemotingError:  # still catching up: no answer is not a stale one
+                continue
+            if resp.code == ResponseCode.SUCCESS:
+                answered = json.loads(bytes(resp.payload))["groups"][0]
+                assert answered["masterId"] == 3 - first, f"a thawed controller answered a stale view: {answered}"
+            else:
+                assert resp.code == ResponseCode.CONTROLLER_NOT_LEADER, (resp.code, resp.remark)
+            await asyncio.sleep(0.1)
+        assert await _leader(client, ctls) == leader, "the thawed controller deposed the leader"
+        v = await view(client, addrs)
+        assert (v["masterId"], v["elections"]) == (3 - first, elections), v
+    finally:
+        await client.close()
 
 
 async def _master_is(client: RemotingClient, addrs: str, rid: int) -> bool:

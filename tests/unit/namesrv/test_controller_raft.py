@@ -90,3 +90,49 @@ def test_hard_state_round_trips() -> None:
     again = RaftNode("n0", list(nodes), nodes["n0"].hard)
     assert (again.term, again.voted_for, again.entry) == (nodes["n0"].term, "n0", nodes["n0"].entry)
     assert again.role == FOLLOWER
+
+
+def test_a_returning_member_cannot_depose_a_leader_the_others_follow() -> None:
+    nodes = _cluster()
+    _elect(nodes, "n0", ["n1"])
+    nodes["n0"].propose("s1")
+    _replicate(nodes, "n0", ["n1"])  # n2 was away
+    pre = nodes["n2"].pre_vote_request()
+    replies = [nodes["n0"].handle_vote(pre, leader_heard=True), nodes["n1"].handle_vote(pre, leader_heard=True)]
+    assert not nodes["n2"].pre_vote_won(replies)
+    assert (nodes["n2"].term, nodes["n2"].role) == (1, FOLLOWER)  # a pre-vote raises no term
+    assert (nodes["n0"].term, nodes["n0"].role, nodes["n1"].voted_for) == (1, LEADER, "n0")
+    # the leader gone silent: the others grant a pre-vote, but only to a member holding the entry
+    assert not nodes["n1"].handle_vote(pre)["granted"]
+    pre = nodes["n1"].pre_vote_request()
+    assert nodes["n1"].pre_vote_won([nodes["n2"].handle_vote(pre)]) and nodes["n1"].term == 1
+    assert _elect(nodes, "n1", ["n2"]) and nodes["n1"].term == 2
+
+
+def test_a_pre_vote_reply_of_a_later_term_makes_the_candidate_follow_it() -> None:
+    nodes = _cluster()
+    _elect(nodes, "n0", ["n1"])
+    _elect(nodes, "n1", ["n0"])  # term 2 without n2
+    assert not nodes["n2"].pre_vote_won([nodes["n1"].handle_vote(nodes["n2"].pre_vote_request(), leader_heard=True)])
+    assert (nodes["n2"].term, nodes["n2"].role) == (2, FOLLOWER)
+
+
+def test_a_leader_answers_only_while_a_majority_acknowledged_it_within_the_election_timeout() -> None:
+    import time
+
+    from pyrocketmq.namesrv.controller import service
+
+    ctl = service.Controller(None, self_id="n0", peers={"n0": "a:1", "n1": "b:1", "n2": "c:1"})
+    ctl.raft.start_election()
+    ctl.raft.handle_vote_reply("n1", {"term": 1, "granted": True})
+    ctl.raft.propose("{}")
+    ctl.raft.handle_append_reply("n1", {"term": 1, "ok": True, "have": [1, 1]})
+    assert ctl.raft.committed is not None and not ctl.leading  # no lease yet
+    ctl._lease_from = time.monotonic()
+    assert ctl.leading
+    ctl._lease_from = time.monotonic() - service.ELECTION_TIMEOUT_S[0]  # e.g. frozen since
+    assert not ctl.leading
+    alone = service.Controller(None, self_id="n0")
+    alone.raft.start_election()
+    alone.raft.propose("{}")
+    assert alone.leading
