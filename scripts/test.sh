@@ -44,12 +44,10 @@ bash scripts/setup.sh --test
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== import-linter"
-# import-linter walks a package's folder, so it checks an installed (non-editable) copy whose
-# layout is the wheel's: pyrocketmq/broker/store/…, not the repository's top-level folders.
+# On the checkout: pyrocketmq/<name> links to each top-level folder, the layout the wheel has.
+.venv/bin/lint-imports --no-cache pyproject.toml
 lintdir="$out/lint"
 mkdir -p "$lintdir"
-.venv/bin/python -m pip install -q --no-deps --no-build-isolation --target "$lintdir" . >/dev/null
-(cd "$lintdir" && PYTHONPATH="$lintdir" "$OLDPWD/.venv/bin/lint-imports" --no-cache --config "$OLDPWD/pyproject.toml")
 echo "== mypy (strict: remoting, broker, client, namesrv, operator, spark)"
 # pyrocketmq/<name> links to each top-level folder, so the checkout reads as the package it installs as.
 .venv/bin/mypy --config-file pyproject.toml --cache-dir "$lintdir/.mypy_cache" \
