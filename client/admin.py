@@ -349,40 +349,16 @@ class Admin:
 
     # -- subscription groups --------------------------------------------------------------------
     async def create_subscription_group(
-        self,
-        group: str,
-        *,
-        broker_addr: str | None = None,
-        cluster: str | None = None,
-        retry_queue_nums: int = 1,
-        retry_max_times: int = 16,
-        consume_enable: bool = True,
-        consume_from_min_enable: bool = True,
-        consume_broadcast_enable: bool = True,
-        broker_id: int = 0,
-        which_broker_when_consume_slowly: int = 1,
-        notify_consumer_ids_changed_enable: bool = True,
-        consume_message_orderly: bool = False,
-    ) -> tuple[list[str], SubscriptionGroupConfig]:
-        """Create or update a consumer group on one broker or every master of ``cluster``."""
-        if not group:
+        self, config: SubscriptionGroupConfig, *, broker_addr: str | None = None, cluster: str | None = None
+    ) -> list[str]:
+        """Create or update a consumer group on one broker or every master of ``cluster``; the
+        brokers it was sent to."""
+        if not config.group_name:
             raise MQClientError("the group name is empty")
-        config = SubscriptionGroupConfig(
-            group_name=group,
-            consume_enable=consume_enable,
-            consume_from_min_enable=consume_from_min_enable,
-            consume_broadcast_enable=consume_broadcast_enable,
-            retry_queue_nums=retry_queue_nums,
-            retry_max_times=retry_max_times,
-            broker_id=broker_id,
-            which_broker_when_consume_slowly=which_broker_when_consume_slowly,
-            notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
-            consume_message_orderly=consume_message_orderly,
-        )
         targets = await self.target_brokers(broker_addr, cluster)
         body = config.to_json()
         await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body) for a in targets))
-        return targets, config
+        return targets
 
     async def _group_brokers(self, group: str) -> list[str]:
         route = await self.instance.fetch_route(RETRY_GROUP_TOPIC_PREFIX + group)

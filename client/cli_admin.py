@@ -8,6 +8,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from pyrocketmq.remoting.body import SubscriptionGroupConfig
+
 from . import cli_controller, cli_query, cli_tools
 from .cli_common import (
     Parser,
@@ -139,13 +141,14 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
         elif cmd == "clusterList":
             await _cluster_list(admin, out)
         elif cmd == "updateSubGroup":
-            targets, config = await admin.create_subscription_group(
-                args.group, broker_addr=args.broker, cluster=args.cluster, retry_queue_nums=args.retryQueueNums,
-                retry_max_times=args.retryMaxTimes, consume_enable=args.consumeEnable,
-                consume_from_min_enable=args.consumeFromMinEnable, consume_broadcast_enable=args.consumeBroadcastEnable,
-                broker_id=args.brokerId, which_broker_when_consume_slowly=args.whichBrokerWhenConsumeSlowly,
+            config = SubscriptionGroupConfig(
+                group_name=args.group, retry_queue_nums=args.retryQueueNums, retry_max_times=args.retryMaxTimes,
+                consume_enable=args.consumeEnable, consume_from_min_enable=args.consumeFromMinEnable,
+                consume_broadcast_enable=args.consumeBroadcastEnable, broker_id=args.brokerId,
+                which_broker_when_consume_slowly=args.whichBrokerWhenConsumeSlowly,
                 notify_consumer_ids_changed_enable=args.notifyConsumerIdsChanged,
             )
+            targets = await admin.create_subscription_group(config, broker_addr=args.broker, cluster=args.cluster)
             for addr in targets:
                 out.write(f"create subscription group to {addr} success.\n")
             out.write(orjson.dumps(to_jsonable(config)).decode() + "\n")

@@ -200,17 +200,7 @@ async def apply_group(admin: Admin, model: ConsumerGroupModel, cluster: str, exc
              if table.get(model.group_name) != wanted]
     await asyncio.gather(
         *(
-            admin.create_subscription_group(
-                model.group_name,
-                broker_addr=addr,
-                retry_queue_nums=model.retry_queue_nums,
-                retry_max_times=model.retry_max_times,
-                consume_enable=model.consume_enable,
-                consume_from_min_enable=model.consume_from_min_enable,
-                consume_broadcast_enable=model.broadcast,
-                which_broker_when_consume_slowly=model.slow_consumer_broker_id,
-                consume_message_orderly=model.orderly,
-            )
+            admin.create_subscription_group(wanted, broker_addr=addr)
             for addr in stale
         )
     )
