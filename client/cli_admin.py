@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
@@ -23,6 +23,9 @@ from .cli_common import (
     version_desc,
 )
 from .errors import MQClientError, MQError
+
+if TYPE_CHECKING:
+    from .admin import Admin
 
 
 def _admin_parsers(sub: argparse._SubParsersAction[Parser]) -> None:
@@ -141,17 +144,7 @@ async def run_admin(args: argparse.Namespace, out: TextIO) -> int:
         elif cmd == "clusterList":
             await _cluster_list(admin, out)
         elif cmd == "updateSubGroup":
-            config = SubscriptionGroupConfig(
-                group_name=args.group, retry_queue_nums=args.retryQueueNums, retry_max_times=args.retryMaxTimes,
-                consume_enable=args.consumeEnable, consume_from_min_enable=args.consumeFromMinEnable,
-                consume_broadcast_enable=args.consumeBroadcastEnable, broker_id=args.brokerId,
-                which_broker_when_consume_slowly=args.whichBrokerWhenConsumeSlowly,
-                notify_consumer_ids_changed_enable=args.notifyConsumerIdsChanged,
-            )
-            targets = await admin.create_subscription_group(config, broker_addr=args.broker, cluster=args.cluster)
-            for addr in targets:
-                out.write(f"create subscription group to {addr} success.\n")
-            out.write(orjson.dumps(to_jsonable(config)).decode() + "\n")
+            await _update_sub_group(admin, args, out)
         elif cmd == "consumerProgress":
             await _consumer_progress(admin, args.group, args.topic, out)
         elif cmd == "consumerConnection":
@@ -207,6 +200,19 @@ def _perm(perm: int) -> str:
     from .route import perm_to_string
 
     return perm_to_string(perm)
+
+
+async def _update_sub_group(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
+    config = SubscriptionGroupConfig(
+        group_name=args.group, retry_queue_nums=args.retryQueueNums, retry_max_times=args.retryMaxTimes,
+        consume_enable=args.consumeEnable, consume_from_min_enable=args.consumeFromMinEnable,
+        consume_broadcast_enable=args.consumeBroadcastEnable, broker_id=args.brokerId,
+        which_broker_when_consume_slowly=args.whichBrokerWhenConsumeSlowly,
+        notify_consumer_ids_changed_enable=args.notifyConsumerIdsChanged,
+    )
+    for addr in await admin.create_subscription_group(config, broker_addr=args.broker, cluster=args.cluster):
+        out.write(f"create subscription group to {addr} success.\n")
+    out.write(orjson.dumps(to_jsonable(config)).decode() + "\n")
 
 
 async def _cluster_list(admin: Any, out: TextIO) -> None:

@@ -335,6 +335,18 @@ def _install_release(kube: KubeCluster, images: E2EImages) -> None:
     )  # fmt: skip
 
 
+def upgrade_release(kube: KubeCluster, *sets: str) -> None:
+    """``helm upgrade --reuse-values`` of the shared release with ``--set`` ``sets`` (``key=value``),
+    one worker at a time (Helm refuses a second operation on a release while one is under way)."""
+    state = os.environ.get(STATE)
+    with open(state + ".release.lock" if state else os.devnull, "a") as fh:
+        if state:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        kube.helm("upgrade", RELEASE, str(REPO_ROOT / "charts" / "pyrocketmq"), "-n", OPERATOR_NAMESPACE,
+                  "--reuse-values", *(a for kv in sets for a in ("--set", kv)), "--wait", "--timeout", "120s",
+                  timeout=180)  # fmt: skip
+
+
 def _uninstall_release(kube: KubeCluster) -> None:
     kube.helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False, timeout=180)
     kube.kubectl("delete", "namespace", OPERATOR_NAMESPACE, "--ignore-not-found", check=False)

@@ -16,7 +16,7 @@ import yaml
 
 from pyrocketmq.client import ClientSettings, ClientTls, Message, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.client.errors import MQError
-from tests.e2e.conftest import OPERATOR_NAMESPACE, RELEASE, REPO_ROOT, E2EImages
+from tests.e2e.conftest import E2EImages, upgrade_release
 from tests.e2e.helpers import (
     broker_cr,
     condition,
@@ -50,9 +50,7 @@ def acl_secret(accounts: list[dict]) -> dict:
 
 
 def _set_read_secrets(kube: KubeCluster, images: E2EImages, on: bool) -> None:
-    kube.helm("upgrade", RELEASE, str(REPO_ROOT / "charts" / "pyrocketmq"), "-n", OPERATOR_NAMESPACE,
-              "--reuse-values", "--set", f"rbac.readSecrets={'true' if on else 'false'}", "--wait", "--timeout", "120s",
-              timeout=180)  # fmt: skip
+    upgrade_release(kube, f"rbac.readSecrets={'true' if on else 'false'}")
 
 
 @pytest.fixture(scope="module")

@@ -57,6 +57,14 @@ def test_lint_and_template(kube: KubeCluster, values: list[str]) -> None:
         assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "secrets" not in rule["resources"]
 
 
+@pytest.mark.parametrize("value, named", [("operator.resyncInterval=soon", "/operator/resyncInterval"),
+                                          ("cluster.broker.groups=two", "/cluster/broker/groups"),
+                                          ("rbac.scop=cluster", "'scop' not allowed")])
+def test_a_wrong_value_fails_with_a_message_naming_it(kube: KubeCluster, value: str, named: str) -> None:
+    done = kube.helm("template", "rel", str(CHART), "--set", value, check=False)
+    assert done.returncode != 0 and named in done.stderr, done.stderr
+
+
 def test_reading_secrets_is_opt_in_and_get_only(kube: KubeCluster) -> None:
     rendered = docs(kube.helm("template", "rel", str(CHART), "-n", "ops", "--set", "rbac.readSecrets=true").stdout)
     rules = next(d for d in rendered if d["kind"] == "ClusterRole")["rules"]

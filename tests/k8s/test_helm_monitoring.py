@@ -79,7 +79,7 @@ def test_monitoring_auto_follows_the_prometheus_operator_api(kube: KubeCluster) 
                         "--set", "rbac.watchNamespaces={a,b}")
     selectors = [d["spec"]["namespaceSelector"] for d in namespaced if d["kind"] == "PodMonitor"]
     assert selectors == [{"matchNames": ["a", "b"]}] * 2
-    with pytest.raises(Exception, match="monitoring.enabled must be"):
+    with pytest.raises(Exception, match="/monitoring/enabled"):  # values.schema.json names the value
         render(kube, "--set", "monitoring.enabled=sometimes")
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pyrocketmq.client import Message
 from tests.conformance import pyclient5
@@ -164,3 +165,20 @@ def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
     result = run_promtool("check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"SUCCESS: \d+ rules found", result.stdout + result.stderr)
+
+
+def test_promtool_unit_tests_fire_every_alert_and_hold_it_back_where_they_should() -> None:
+    """tests/observability/alert_rules_test.yaml: each alert of the chart fires on some series and
+    stays silent on others (pending, under its threshold, or on a healthy series)."""
+    from tests.observability.prometheus import RULES, run_promtool
+
+    cases = Path(__file__).with_name("alert_rules_test.yaml")
+    alerts = {r["alert"] for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"] if "alert" in r}
+    fired, silent = set(), set()
+    for test in yaml.safe_load(cases.read_text())["tests"]:
+        for case in test["alert_rule_test"]:
+            (fired if case["exp_alerts"] else silent).add(case["alertname"])
+    assert alerts and fired == alerts and silent == alerts, (alerts, fired, silent)
+    result = run_promtool("test", "rules", str(cases))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout + result.stderr
