@@ -127,15 +127,27 @@ def parse_send_lines(text: str) -> dict[str, float | None]:
     }
 
 
-def _run_for(cmd: list[str], seconds: float, log: Path) -> str:
-    """Run a program that never exits on its own for ``seconds``, then SIGTERM it; its stdout."""
+def _run_for(cmd: list[str], seconds: float, log: Path, enough: Callable[[str], bool] = lambda _: True,
+             grace: float = 20.0) -> str:
+    """Run a program that never exits on its own for ``seconds``, then SIGTERM it; its stdout. When
+    its output is not ``enough`` by then (a JVM slow to start on a loaded machine reports late), it
+    runs on, up to ``grace`` seconds more, until it is."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=REPO_ROOT)
         chunks: list[bytes] = []
-        reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read() if proc.stdout else b""))
+
+        def read() -> None:
+            for line in iter(proc.stdout.readline if proc.stdout else (lambda: b""), b""):
+                chunks.append(line)
+
+        reader = threading.Thread(target=read)
         reader.start()
         time.sleep(seconds)
+        late = time.monotonic() + grace
+        while not enough(b"".join(chunks).decode("utf-8", "replace")) and time.monotonic() < late \
+                and proc.poll() is None:  # fmt: skip
+            time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(15)
@@ -167,7 +179,8 @@ def run_send(size: int, threads: int) -> Callable[[Context, Plan], dict[str, Any
         ns = ctx.cluster.namesrv_addr
         cmd = _java(ctx, PRODUCER_MAIN, ["-n", ns, "-t", topic, "-w", threads, "-s", size],
                     **{"org.apache.rocketmq.client.sendSmartMsg": "true", "rocketmq.namesrv.addr": ns})
-        out = _run_for(cmd, plan.send_seconds, ctx.logs / f"producer-{topic}.log")
+        out = _run_for(cmd, plan.send_seconds, ctx.logs / f"producer-{topic}.log",
+                       enough=lambda text: SEND_LINE.search(text) is not None)
         figures = parse_send_lines(out)
         if not figures:
             raise RuntimeError(f"the benchmark Producer printed no TPS line: {out[-500:]!r}")

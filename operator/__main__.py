@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import kopf
     except ImportError:
-        print("pyrocketmq operator: kopf is not installed: pip install 'pyrocketmq[operator]'", file=sys.stderr)
+        print("pyrocketmq operator: kopf is not installed: pip install 'pyrocketmq-k8s[operator]'", file=sys.stderr)
         return 2
     from .handlers import Runtime, build_registry, configure_kopf
 

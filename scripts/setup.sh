@@ -21,6 +21,9 @@ fi
 if [ ! -f "$stamp" ] && ! { [ "$kind" = run ] && [ -f ".venv/.installed-test-$hash" ]; }; then
   .venv/bin/python -m pip install -q --upgrade pip
   # -qq: errors only (setuptools' editable install prints an informational notice on every run)
+  # The distribution is pyrocketmq-k8s; an install under the old name "pyrocketmq" (an unrelated
+  # project's name on PyPI) would leave a second copy of the metadata behind.
+  .venv/bin/python -m pip uninstall -qq -y pyrocketmq 2>/dev/null || true
   .venv/bin/python -m pip install -qq -e ".$extras"
   rm -f .venv/.installed-*
   touch "$stamp"

@@ -13,7 +13,7 @@ Example::
 
 Importing this package does not import PySpark: the pure parts (:mod:`.options`, :mod:`.offsets`,
 :mod:`.planning`, :mod:`.rows`, :mod:`.submit`) work without it; :func:`register` and
-:class:`RocketMQDataSource` need ``pip install 'pyrocketmq[spark]'``. Modules:
+:class:`RocketMQDataSource` need ``pip install 'pyrocketmq-k8s[spark]'``. Modules:
 :mod:`.source` (the data source), :mod:`.broker_client` (pulls, offsets and sends through
 :mod:`pyrocketmq.client`), :mod:`.pipelines` (runnable jobs), :mod:`.submit` (``spark-submit``
 arguments for Kubernetes).

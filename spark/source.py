@@ -2,7 +2,7 @@
 
 The Spark-facing shell over the pure planning (:mod:`.offsets`, :mod:`.planning`, :mod:`.rows`)
 and the client calls (:mod:`.broker_client`). Needs PySpark 4.2+ (admission control for Python
-stream readers) — ``pip install 'pyrocketmq[spark]'``.
+stream readers) — ``pip install 'pyrocketmq-k8s[spark]'``.
 
 Where each piece runs:
 
