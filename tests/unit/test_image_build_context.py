@@ -77,7 +77,7 @@ def test_the_wheel_builds_from_the_copied_files(tmp_path):
         text=True,
     )
     assert built.returncode == 0, f"the image's wheel does not build from the copied files:\n{built.stderr[-3000:]}"
-    (wheel,) = out.glob("pyrocketmq-*.whl")
+    (wheel,) = out.glob("pyrocketmq_k8s-*.whl")  # the distribution pyrocketmq-k8s
     files = set(zipfile.ZipFile(wheel).namelist())
     for package in mapped_folders():
         init_or_module = [f for f in files if f.startswith(package.replace(".", "/") + "/")]
