@@ -126,12 +126,14 @@ class TransactionProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     def send_check(self, group: str, msg: MessageExt) -> bool:
-        channels = self.producers.groups.get(group)
-        if not channels:
+        """Ask one producer of ``group`` (in turn) for the transaction's state; a producer whose
+        connection or Telemetry stream is gone is passed over for the next, so a check is not lost
+        to a client that left until the next check turn."""
+        conns = [c for c in self.producers.groups.get(group) or () if getattr(c, "is_open", True)]
+        if not conns:
             log.info("transaction check of %s: no producer of group %s is connected", msg.msg_id, group)
             return False
-        conns = list(channels)
-        conn = conns[next(self._rr) % len(conns)]
+        start = next(self._rr)
         body_msg = check_body_message(msg)
         fields = {
             "tranStateTableOffset": str(msg.queue_offset),
@@ -140,9 +142,13 @@ class TransactionProcessor:
             "transactionId": msg.properties.get(Prop.UNIQ_KEY) or msg.offset_msg_id,
             "offsetMsgId": msg.offset_msg_id,
         }
-        try:
-            conn.invoke_oneway(RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, fields, bytes(encode_message(body_msg))))
-        except RemotingError as e:
-            log.info("transaction check of %s to %s failed: %s", msg.msg_id, conn.remote_addr, e)
-            return False
-        return True
+        body = bytes(encode_message(body_msg))
+        for i in range(len(conns)):
+            conn = conns[(start + i) % len(conns)]
+            try:
+                conn.invoke_oneway(RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, fields, body))
+            except RemotingError as e:
+                log.info("transaction check of %s to %s failed: %s", msg.msg_id, conn.remote_addr, e)
+                continue
+            return True
+        return False

@@ -192,3 +192,33 @@ def test_a_backlog_of_old_half_messages_is_asked_about_turn_by_turn(store, tmp_p
     assert turns == [4, 4, 4]  # the third turn: the last two first asks, then two second asks of the first ones
     times = [m.properties["TRANSACTION_CHECK_TIMES"] for m in asked]
     assert times == ["1"] * 10 + ["2"] * 2
+
+
+class _Conn:
+    def __init__(self, name: str, *, open_: bool = True, fails: bool = False) -> None:
+        self.remote_addr, self.is_open, self.fails, self.got = name, open_, fails, []
+
+    def invoke_oneway(self, cmd) -> None:
+        from pyrocketmq.remoting.transport import RemotingError
+
+        if self.fails:
+            raise RemotingError(f"{self.remote_addr} has no open stream")
+        self.got.append(cmd)
+
+
+def test_a_check_passes_over_producers_that_left_for_one_that_is_there() -> None:
+    from pyrocketmq.broker.client_manager import ProducerManager
+    from pyrocketmq.broker.processors.transaction import TransactionProcessor
+
+    producers = ProducerManager()
+    gone, silent, there = _Conn("gone", open_=False), _Conn("silent", fails=True), _Conn("there")
+    for i, conn in enumerate((gone, silent, there)):
+        producers.register(f"c{i}", conn, 0, 0, "pg")
+    tx = TransactionProcessor(settings=None, topics=None, producers=producers, store=None, stats=None,  # type: ignore[arg-type]
+                              store_host=b"")  # fmt: skip
+    for _ in range(4):  # whichever producer's turn it is
+        assert tx.send_check("pg", _half_ext())
+    assert len(there.got) == 4 and not gone.got and not silent.got
+    assert there.got[0].ext_fields["msgId"] == "U1"
+    producers.unregister(there, "pg")
+    assert not tx.send_check("pg", _half_ext())  # nobody left who can answer: the next turn asks again
