@@ -40,6 +40,12 @@ QUEUES = 2
 
 
 def test_three_controllers_survive_one_loss_and_refuse_to_elect_without_a_majority(tmp_path) -> None:
+    _with_group_on_three_controllers(tmp_path, _scenario)
+
+
+def _with_group_on_three_controllers(tmp_path, scenario) -> None:
+    """Three controllers (in three name servers), once one leads a group of two replicas; then
+    ``scenario(controllers, addresses, replicas)``; everything stopped afterwards."""
     ports = [free_port() for _ in range(3)]
     peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
     with all_stopped() as keep:
@@ -48,7 +54,7 @@ def test_three_controllers_survive_one_loss_and_refuse_to_elect_without_a_majori
         addrs = ";".join(c.addr for c in ctls)
         asyncio.run(_until_leader(addrs))
         replicas = {rid: keep(start_replica(tmp_path, addrs, rid)) for rid in (1, 2)}
-        asyncio.run(_scenario(ctls, addrs, replicas))
+        asyncio.run(scenario(ctls, addrs, replicas))
 
 
 async def _until_leader(addrs: str) -> None:
@@ -132,15 +138,7 @@ def test_a_leader_frozen_through_a_failover_answers_nothing_stale_and_deposes_no
     """A frozen machine's controller comes back believing it leads, with the view of before a
     failover: it must not answer with that view (its lease ran out), and its return must not depose
     the leader the others follow (pre-vote), which would risk a needless failover."""
-    ports = [free_port() for _ in range(3)]
-    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
-    with all_stopped() as keep:
-        ctls = [keep(start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
-                                              controllerSelfId=f"n{i}")) for i in range(3)]
-        addrs = ";".join(c.addr for c in ctls)
-        asyncio.run(_until_leader(addrs))
-        replicas = {rid: keep(start_replica(tmp_path, addrs, rid)) for rid in (1, 2)}
-        asyncio.run(_frozen_leader(ctls, addrs, replicas))
+    _with_group_on_three_controllers(tmp_path, _frozen_leader)
 
 
 async def _frozen_leader(ctls, addrs: str, replicas) -> None:
