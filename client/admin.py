@@ -360,8 +360,11 @@ class Admin:
         await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body) for a in targets))
         return targets
 
-    async def _group_brokers(self, group: str) -> list[str]:
-        route = await self.instance.fetch_route(RETRY_GROUP_TOPIC_PREFIX + group)
+    async def _group_brokers(self, group: str, topic: str | None = None) -> list[str]:
+        """The masters holding ``group``'s progress: those of ``topic`` when it is named (its rows are
+        there, also where the group never heartbeat and so has no retry topic yet), else those of the
+        group's retry topic, else every master of the cluster."""
+        route = await self.instance.fetch_route(topic or RETRY_GROUP_TOPIC_PREFIX + group)
         if route is not None:
             return [a for bd in route.broker_datas if (a := _addrs(bd).get(MASTER_ID))]
         info = await self.cluster_info()
@@ -373,7 +376,7 @@ class Admin:
         table: dict[MessageQueue, Any] = {}
         tps = 0.0
         fields = {"consumerGroup": group, "topic": topic}
-        for addr in await self._group_brokers(group):
+        for addr in await self._group_brokers(group, topic):
             resp = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
             stats = ConsumeStats.from_json(resp.payload or b"{}")
             table.update(stats.offset_table)

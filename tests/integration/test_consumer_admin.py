@@ -322,3 +322,33 @@ def test_a_silent_consumer_expires_and_the_others_are_told(tmp_path, namesrv):
         asyncio.run(run())
     finally:
         proc.stop()
+
+
+def test_consumer_progress_of_a_topic_covers_a_broker_the_group_never_heartbeat(tmp_path, broker, namesrv):
+    """The group heartbeat broker-a only (so only broker-a made its retry topic) and committed on both:
+    ``consumerProgress -t`` lists the topic's queues on both brokers, as the topic's route names them."""
+    topic, group = "ProgressBoth", "cg_progress_both"
+    other = start_broker(tmp_path, namesrv.addr, name="broker-b")
+
+    async def run():
+        admin = RemotingClient()
+        consumer = FakeConsumer("10.0.0.4@c", group, (topic,))
+        try:
+            for addr in (broker.addr, other.addr):
+                assert (await admin.invoke(addr, create_topic(topic, 1), 5)).code == 0
+                upd = {"consumerGroup": group, "topic": topic, "queueId": 0, "commitOffset": 0}
+                assert (await admin.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, upd), 5)).code == 0
+            await consumer.heartbeat(broker.addr)
+            assert await _until_route(namesrv.addr, "%RETRY%" + group)
+            out = io.StringIO()
+            args = ["admin", "consumerProgress", "-n", namesrv.addr, "-g", group, "-t", topic]
+            code = await asyncio.get_running_loop().run_in_executor(None, lambda: cli_main(args, stdout=out, stderr=out))
+            assert code == 0, out.getvalue()
+            rows = [line.split()[:3] for line in out.getvalue().splitlines() if line.startswith(topic)]
+            assert rows == [[topic, "broker-a", "0"], [topic, "broker-b", "0"]], out.getvalue()
+        finally:
+            await consumer.close()
+            await admin.close()
+            other.stop()
+
+    asyncio.run(run())
