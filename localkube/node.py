@@ -21,8 +21,6 @@ import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,30 +92,11 @@ def install_packages(progress: Progress) -> None:
 
 
 def _admin_context(layout: cfg.Layout) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=str(layout.pki / "ca.crt"))
-    ctx.load_cert_chain(str(layout.pki / "admin.crt"), str(layout.pki / "admin.key"))
-    return ctx
-
-
-def _get(url: str, ctx: ssl.SSLContext | None = None, timeout: float = 5) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, context=ctx, timeout=timeout) as resp:
-            return resp.status, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
-    except (urllib.error.URLError, OSError) as exc:
-        return 0, str(exc)
-
-
-def _insecure() -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+    return pki.client_context(layout.pki / "ca.crt", layout.pki / "admin.crt", layout.pki / "admin.key")
 
 
 def api(layout: cfg.Layout, path: str) -> dict | None:
-    status, body = _get(layout.server + path, _admin_context(layout))
+    status, body = pki.http_get(layout.server + path, _admin_context(layout))
     return json.loads(body) if status == 200 else None
 
 
@@ -137,7 +116,7 @@ def status(layout: cfg.Layout, count: int = 0) -> dict[str, bool]:
     cluster has, and at least ``count``)."""
     state = {name: host.daemon_pid(name, layout.run) is not None for name in DAEMONS}
     state["api"] = (
-        layout.kubeconfig.is_file() and _get(layout.server + "/readyz", _admin_context(layout))[0] == 200
+        layout.kubeconfig.is_file() and pki.http_get(layout.server + "/readyz", _admin_context(layout))[0] == 200
     )
     have = worker.present(layout)
     for node in cfg.nodes(max(count, len(have), 1)):
@@ -208,7 +187,7 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
         "--listen-metrics-urls=", f"--quota-backend-bytes={1024 * 2**20}", "--snapshot-count=5000",
         "--unsafe-no-fsync", "--log-level=warn",
     ])  # fmt: skip
-    _wait("etcd health", lambda: '"true"' in _get(f"http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}/health")[1],
+    _wait("etcd health", lambda: '"true"' in pki.http_get(f"http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}/health")[1],
           60, layout, "etcd")  # fmt: skip
     _start(layout, "kube-apiserver", [
         bins / "kube-apiserver", f"--etcd-servers=http://127.0.0.1:{cfg.ETCD_CLIENT_PORT}",
@@ -232,7 +211,7 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
     ])  # fmt: skip
     _wait(
         "kube-apiserver /readyz",
-        lambda: _get(layout.server + "/readyz", _admin_context(layout))[0] == 200,
+        lambda: pki.http_get(layout.server + "/readyz", _admin_context(layout))[0] == 200,
         120,
         layout,
         "kube-apiserver",
@@ -262,7 +241,7 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
     for name, port in (("kube-controller-manager", cfg.CONTROLLER_MANAGER_PORT),
                        ("kube-scheduler", cfg.SCHEDULER_PORT)):  # fmt: skip
         def healthy(port: int = port) -> bool:
-            return _get(f"https://127.0.0.1:{port}/healthz", _insecure())[0] == 200
+            return pki.http_get(f"https://127.0.0.1:{port}/healthz", pki.insecure_context())[0] == 200
 
         _wait(
             f"{name} /healthz",
@@ -311,7 +290,7 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
         worker.wait_proxy(layout, node)
     _wait(
         "CoreDNS ready",
-        lambda: _get(f"http://127.0.0.1:{cfg.COREDNS_READY_PORT}/ready")[0] == 200,
+        lambda: pki.http_get(f"http://127.0.0.1:{cfg.COREDNS_READY_PORT}/ready")[0] == 200,
         60,
         layout,
         "coredns",

@@ -1,8 +1,10 @@
-"""Certificates and kubeconfigs for a local cluster, made with the ``openssl`` command.
+"""Certificates and kubeconfigs for a local cluster, made with the ``openssl`` command, and the
+HTTPS GETs made with them (health endpoints, API reads while a cluster starts).
 
 One throwaway CA signs every certificate: the API server's serving certificate and one client
 certificate per identity (admin, controller manager, scheduler, the node's kubelet, kube-proxy).
-Keys are P-256. Standard library only.
+Keys are P-256. Standard library only. ``localkube`` and the tests' control plane both use this
+module: kubeconfigs and these calls exist once.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from __future__ import annotations
 import base64
 import secrets
 import shutil
+import ssl
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -124,3 +129,29 @@ def write_kubeconfig(
     )
     path.chmod(0o600)
     return path
+
+
+def client_context(ca: Path, crt: Path, key: Path) -> ssl.SSLContext:
+    """TLS trusting ``ca`` and presenting the client certificate ``crt``/``key``."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.load_cert_chain(str(crt), str(key))
+    return ctx
+
+
+def insecure_context() -> ssl.SSLContext:
+    """For a daemon's self-signed health endpoint on loopback (controller manager, scheduler)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def http_get(url: str, ctx: ssl.SSLContext | None = None, timeout: float = 5) -> tuple[int, str]:
+    """``(status, body)``; status 0 with the error when nothing answered."""
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=timeout) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError) as exc:
+        return 0, str(exc)

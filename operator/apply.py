@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kube import KubeClient, KubeError
+from .kubeapi import KubeClient, KubeError
 from .model import ObjectRef
 
 log = logging.getLogger("pyrocketmq.operator")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .apply import ApplyResult
-from .kube import KubeClient, KubeError
+from .kubeapi import KubeClient, KubeError
 from .model import GROUP_VERSION, BrokerModel, NameServerModel, ObjectRef, SpecError
 from .names import namesrv_addresses
 from .rocketmq import RocketMQRefused, RocketMQUnavailable

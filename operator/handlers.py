@@ -34,7 +34,7 @@ import kopf
 
 from .context import Context, ReconcileError, report_failure
 from .deletion import delete_group_from_brokers, delete_topic_from_brokers
-from .kube import KubeClient, KubeError
+from .kubeapi import KubeClient, KubeError, load_configuration
 from .metrics import OperatorMetrics
 from .model import API_GROUP, API_VERSION, GROUP_VERSION
 from .reconcile import reconcile
@@ -65,9 +65,24 @@ class Runtime:
     """One lock per object (by uid): kopf's handlers and the StatefulSet trigger never overlap."""
 
 
-def login(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
-    """In a pod: its ServiceAccount; elsewhere: the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``)."""
-    return kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
+async def login() -> kopf.ConnectionInfo | None:
+    """kopf's credentials, from the official client's login (:func:`.kubeapi.load_configuration`): in a
+    pod its ServiceAccount, elsewhere the kubeconfig; kopf calls this again when a token expires."""
+    conf = await load_configuration()
+    if conf is None:
+        return None
+    scheme, _, token = (conf.api_key.get("BearerToken") or "").partition(" ")
+    return kopf.ConnectionInfo(
+        server=str(conf.host),
+        ca_path=conf.ssl_ca_cert,
+        insecure=not conf.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=conf.cert_file,
+        private_key_path=conf.key_file,
+        username=conf.username or None,
+        password=conf.password or None,
+    )
 
 
 def configure_kopf(settings: kopf.OperatorSettings, ours: OperatorSettings) -> kopf.OperatorSettings:
@@ -171,8 +186,7 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
     @kopf.on.startup(registry=registry)
     async def startup(memo: Any, logger: kopf.Logger, **_: Any) -> None:
         runtime: Runtime = memo["runtime"]
-        kopf_settings = kopf.OperatorSettings()
-        runtime.kube = KubeClient(lambda: login(kopf_settings))
+        runtime.kube = KubeClient(load_configuration)
         port = runtime.settings.watch.metrics_port
         if port:
             runtime.metrics.serve(port)
@@ -186,8 +200,8 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
         runtime.metrics.close()
 
     @kopf.on.login(registry=registry)
-    def login_handler(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
-        return login(settings)
+    async def login_handler(**_: Any) -> kopf.ConnectionInfo | None:
+        return await login()
 
     @kopf.on.probe(id="reconciles", registry=registry)
     def probe(memo: Any, **_: Any) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .kube import KubeClient
+from .kubeapi import KubeClient
 from .nodeloss import LostReplica, group_masters, lost_replicas, stuck_without_claim
 from .status import Condition
 

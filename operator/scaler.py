@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .autoscale import Autoscale, history_of, recommend, stabilize
-from .kube import KubeClient, KubeError
+from .kubeapi import KubeClient, KubeError
 
 MAX_HISTORY = 64
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pyrocketmq.client import ClientTls
 
-from .kube import KubeError
+from .kubeapi import KubeError
 from .model import BrokerModel, NameServerModel
 from .render.common import ACL_FILE_KEY, secrets_hash
 

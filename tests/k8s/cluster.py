@@ -30,8 +30,6 @@ import shutil
 import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,7 +126,6 @@ def write_kubeconfig(path: Path, server: str, ca: Path, user: str, credentials: 
     return pki.write_kubeconfig(path, server, ca, user, credentials, CLUSTER_NAME)
 
 
-_cert_credentials = pki.cert_credentials
 
 
 # --------------------------------------------------------------------------------------------------
@@ -248,22 +245,6 @@ class KubeCluster:
         stop_all(self.processes)
 
 
-def _ssl_context(pki: Pki) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=str(pki.ca_crt))
-    ctx.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
-    return ctx
-
-
-def _http_get(url: str, ctx: ssl.SSLContext | None) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, context=ctx, timeout=5) as resp:
-            return resp.status, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
-    except (urllib.error.URLError, OSError) as exc:
-        return 0, str(exc)
-
-
 def _wait_http(
     proc: ManagedProcess, url: str, ctx: ssl.SSLContext | None, timeout: float, ok: Callable[[str], bool]
 ) -> None:
@@ -274,7 +255,7 @@ def _wait_http(
             raise ClusterStartError(
                 f"{proc.name} exited (code {proc.proc and proc.proc.returncode}):\n{proc.tail(60)}"
             )
-        status, body = _http_get(url, ctx)
+        status, body = pki.http_get(url, ctx)
         if status == 200 and ok(body):
             return
         time.sleep(0.2)
@@ -296,12 +277,12 @@ def start_kube(
     On failure every started process is stopped and ``ClusterStartError`` carries their log tails.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    pki = make_pki(workdir / "pki")
+    certs = make_pki(workdir / "pki")
     logs = workdir / "logs"
     etcd_client, etcd_peer, api_port, kcm_port = free_port(), free_port(), free_port(), free_port()
     server = f"https://127.0.0.1:{api_port}"
     kubeconfig = write_kubeconfig(
-        workdir / "kubeconfig", server, pki.ca_crt, "admin", _cert_credentials(pki.admin_crt, pki.admin_key)
+        workdir / "kubeconfig", server, certs.ca_crt, "admin", pki.cert_credentials(certs.admin_crt, certs.admin_key)
     )
     env = dict(os.environ)
     env.update(
@@ -312,7 +293,7 @@ def start_kube(
         HELM_CONFIG_HOME=str(workdir / "helm" / "config"),
         HELM_DATA_HOME=str(workdir / "helm" / "data"),
     )
-    cluster = KubeCluster(workdir, bin_dir, server, kubeconfig, pki.ca_crt, pki, env)
+    cluster = KubeCluster(workdir, bin_dir, server, kubeconfig, certs.ca_crt, certs, env)
 
     etcd = ManagedProcess(
         "etcd",
@@ -339,23 +320,23 @@ def start_kube(
         "--advertise-address=127.0.0.1",
         f"--secure-port={api_port}",
         f"--cert-dir={workdir / 'apiserver-certs'}",
-        f"--tls-cert-file={pki.serving_crt}",
-        f"--tls-private-key-file={pki.serving_key}",
-        f"--client-ca-file={pki.ca_crt}",
+        f"--tls-cert-file={certs.serving_crt}",
+        f"--tls-private-key-file={certs.serving_key}",
+        f"--client-ca-file={certs.ca_crt}",
         f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-        f"--service-account-key-file={pki.sa_pub}",
-        f"--service-account-signing-key-file={pki.sa_key}",
+        f"--service-account-key-file={certs.sa_pub}",
+        f"--service-account-signing-key-file={certs.sa_key}",
         "--authorization-mode=RBAC",
         # The front-proxy (request-header) settings kubeadm sets: they land in the
         # kube-system/extension-apiserver-authentication ConfigMap that delegated authentication
         # (the controller manager's, any extension API server's) reads.
-        f"--requestheader-client-ca-file={pki.ca_crt}",
+        f"--requestheader-client-ca-file={certs.ca_crt}",
         "--requestheader-allowed-names=front-proxy-client",
         "--requestheader-username-headers=X-Remote-User",
         "--requestheader-group-headers=X-Remote-Group",
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-        f"--proxy-client-cert-file={pki.proxy_crt}",
-        f"--proxy-client-key-file={pki.proxy_key}",
+        f"--proxy-client-cert-file={certs.proxy_crt}",
+        f"--proxy-client-key-file={certs.proxy_key}",
         # The "kubernetes" Service's endpoints cannot be a loopback address: do not maintain them.
         "--endpoint-reconciler-type=none",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
@@ -374,14 +355,14 @@ def start_kube(
         cluster.processes.append(etcd.start())
         _wait_http(etcd, f"http://127.0.0.1:{etcd_client}/health", None, timeout, lambda b: '"true"' in b)
         cluster.processes.append(apiserver.start())
-        _wait_http(apiserver, f"{server}/readyz", _ssl_context(pki), timeout, lambda b: b.strip() == "ok")
+        _wait_http(apiserver, f"{server}/readyz", pki.client_context(certs.ca_crt, certs.admin_crt, certs.admin_key), timeout, lambda b: b.strip() == "ok")
         if controller_manager:
             kcm_kubeconfig = write_kubeconfig(
                 workdir / "kubeconfig-controller-manager",
                 server,
-                pki.ca_crt,
+                certs.ca_crt,
                 "system:kube-controller-manager",
-                _cert_credentials(pki.kcm_crt, pki.kcm_key),
+                pki.cert_credentials(certs.kcm_crt, certs.kcm_key),
             )
             kcm = ManagedProcess(
                 "kube-controller-manager",
@@ -395,8 +376,8 @@ def start_kube(
                     f"--cert-dir={workdir / 'controller-manager-certs'}",
                     "--leader-elect=false",
                     "--use-service-account-credentials=true",  # each controller acts with its own RBAC
-                    f"--root-ca-file={pki.ca_crt}",
-                    f"--service-account-private-key-file={pki.sa_key}",
+                    f"--root-ca-file={certs.ca_crt}",
+                    f"--service-account-private-key-file={certs.sa_key}",
                     f"--controllers={','.join(CONTROLLERS)}",
                     "--profiling=false",
                     "--kube-api-qps=100",
@@ -409,7 +390,7 @@ def start_kube(
             _wait_http(
                 kcm,
                 f"https://127.0.0.1:{kcm_port}/healthz",
-                _insecure_context(),
+                pki.insecure_context(),
                 timeout,
                 lambda b: b.strip() == "ok",
             )
@@ -433,9 +414,3 @@ def start_kube(
     return cluster
 
 
-def _insecure_context() -> ssl.SSLContext:
-    """For the controller manager's self-signed health endpoint (loopback only)."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx

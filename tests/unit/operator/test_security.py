@@ -133,7 +133,7 @@ def test_a_changed_secret_rolls_the_pods():
 def test_a_missing_or_forbidden_secret_says_what_to_do():
     import asyncio
 
-    from pyrocketmq.operator.kube import KubeError
+    from pyrocketmq.operator.kubeapi import KubeError
     from pyrocketmq.operator.security import read_secrets
 
     async def forbidden(api_version, kind, namespace, name):
