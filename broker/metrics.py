@@ -16,10 +16,6 @@ and group configuration; no label ever holds a message key, a client id or an ad
 metric                                                     meaning
 =========================================================  =======================================
 ``pyrocketmq_broker_info``                                 1, with ``broker_id``, ``role``, ``version``
-``pyrocketmq_broker_messages_in_total{topic}``             messages stored by sends (and send-backs)
-``pyrocketmq_broker_bytes_in_total{topic}``                their stored bytes
-``pyrocketmq_broker_messages_out_total{topic}``            messages handed out by pulls
-``pyrocketmq_broker_bytes_out_total{topic}``               their bytes
 ``pyrocketmq_broker_queue_max_offset{topic,queue}``        next offset of each consume queue
 ``pyrocketmq_broker_queue_min_offset{topic,queue}``        first offset still stored
 ``pyrocketmq_broker_consumer_offset{group,topic,queue}``   committed offset
@@ -37,7 +33,6 @@ metric                                                     meaning
 ``pyrocketmq_broker_sync_state_set_size``                  controller mode, master: its in-sync set, itself included
 ``pyrocketmq_broker_held_pulls``                           pulls held by long polling
 ``pyrocketmq_broker_connections``                          open remoting connections
-``pyrocketmq_broker_consumer_clients{group}``              consumers of each group connected here
 ``pyrocketmq_broker_namesrv_registered``                   name servers the last registration reached
 ``pyrocketmq_broker_ready``                                1 when ``/readyz`` answers 200
 ``pyrocketmq_broker_requests_total{code,response}``        requests answered (transport)
@@ -45,6 +40,21 @@ metric                                                     meaning
 ``pyrocketmq_broker_store_put_duration_seconds``           store put latency (histogram)
 ``pyrocketmq_broker_store_flush_duration_seconds{kind}``   commitlog / consume-queue flush latency
 =========================================================  =======================================
+
+Under Apache RocketMQ 5's names (``BrokerMetricsConstant``; labels ``cluster``, ``node_type="broker"``,
+``node_id`` = the brokerName, then Apache's own), so dashboards and alert rules written for Apache
+read this broker too; the traffic counters exist under these names only:
+
+=====================================================================================  ==============================
+``rocketmq_messages_in_total{topic,message_type}``                                     messages stored (``normal``, ``fifo``, ``delay``, ``transaction``)
+``rocketmq_throughput_in_total{topic,message_type}``                                   their bytes
+``rocketmq_messages_out_total{topic,consumer_group}``                                  messages handed out by pulls
+``rocketmq_throughput_out_total{topic,consumer_group}``                                their bytes
+``rocketmq_consumer_lag_messages{topic,consumer_group,is_retry,is_system}``            lag per group and topic (master)
+``rocketmq_producer_connections{language,version,protocol_type}``                      producer connections
+``rocketmq_consumer_connections{consumer_group,language,version,consume_mode,...}``    consumer connections
+``rocketmq_topic_number``, ``rocketmq_consumer_group_number``                          topics and groups held
+=====================================================================================  ==============================
 
 Retry and DLQ counters are the max offsets of those topics' queues: they survive restarts, and
 they exist (at 0) for every subscription group the broker knows, so ``increase()`` sees the first
@@ -63,6 +73,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 import pyrocketmq
 from pyrocketmq.metrics import LatencyRecorder, RequestRecorder, ScrapeCollector, histogram_family
+from pyrocketmq.remoting.command import language_name, version_desc
 from pyrocketmq.remoting.names import (
     DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX,
@@ -76,7 +87,7 @@ from .settings import BrokerRole
 if TYPE_CHECKING:
     from pyrocketmq.remoting.server import RemotingServer
 
-    from .client_manager import ConsumerManager
+    from .client_manager import ConsumerManager, ProducerManager
     from .consumer_offset import ConsumerOffsetManager
     from .ha.replica import ReplicaManager
     from .ha.service import HAServer
@@ -89,6 +100,7 @@ if TYPE_CHECKING:
     from .store.message_store import MessageStore
     from .subscription_group import SubscriptionGroupManager
     from .timer_service import TimerService
+    from .topic_config import TopicConfigManager
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -203,6 +215,10 @@ class BrokerView(Protocol):
     @property
     def consumers(self) -> ConsumerManager: ...
     @property
+    def producers(self) -> ProducerManager: ...
+    @property
+    def topics(self) -> TopicConfigManager: ...
+    @property
     def offsets(self) -> ConsumerOffsetManager: ...
     @property
     def groups(self) -> SubscriptionGroupManager: ...
@@ -281,11 +297,95 @@ def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
     """Every broker metric family, read from ``broker`` now (called on the loop thread)."""
     f = _Families(broker)
     yield from _health_families(broker, metrics, f)
+    yield from apache_families(broker)
     store = broker.store
     if store is None:
         return
     yield from _queue_families(broker, store, f)
     yield from _store_families(broker, store, f)
+
+
+class _Apache:
+    """Families under Apache RocketMQ 5's names (``BrokerMetricsConstant``), with its base labels
+    ``cluster``, ``node_type`` (``broker``) and ``node_id`` (the brokerName)."""
+
+    def __init__(self, broker: BrokerView) -> None:
+        ident = broker.settings.identity
+        self.base = ["cluster", "node_type", "node_id"]
+        self.ident = [ident.cluster_name, "broker", ident.broker_name]
+
+    def gauge(self, name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily:
+        return GaugeMetricFamily(f"rocketmq_{name}", doc, labels=self.base + list(labels))
+
+    def counter(self, name: str, doc: str, labels: Iterable[str] = ()) -> CounterMetricFamily:
+        return CounterMetricFamily(f"rocketmq_{name}", doc, labels=self.base + list(labels))
+
+
+def _is_system_group(group: str) -> str:
+    return "true" if group in SYSTEM_GROUPS else "false"
+
+
+def apache_families(broker: BrokerView) -> Iterator[Metric]:
+    """Traffic, lag, connections and counts under Apache RocketMQ 5's metric names and labels, so its
+    users' dashboards and alert rules read this broker as they read theirs."""
+    a, stats = _Apache(broker), broker.stats
+    for name, doc, table, label in (
+        ("messages_in", "Messages stored by sends and send-backs.", stats.put_by_topic, "message_type"),
+        ("throughput_in", "Bytes stored by sends and send-backs.", stats.put_bytes_by_topic, "message_type"),
+        ("messages_out", "Messages handed to consumers by pulls.", stats.get_by_topic, "consumer_group"),
+        ("throughput_out", "Bytes handed to consumers by pulls.", stats.get_bytes_by_topic, "consumer_group"),
+    ):
+        family = a.counter(name, doc, ["topic", label])
+        for (topic, value_label), value in sorted(dict(table).items()):
+            family.add_metric(a.ident + [topic, value_label], value)
+        yield family
+    topics = a.gauge("topic_number", "Topics this broker holds.")
+    topics.add_metric(a.ident, len(broker.topics.table))
+    yield topics
+    groups = a.gauge("consumer_group_number", "Subscription groups this broker knows.")
+    groups.add_metric(a.ident, len(broker.groups.table))
+    yield groups
+    yield from _connection_families(broker, a)
+    store = broker.store
+    if store is not None and broker.settings.identity.role is not BrokerRole.SLAVE:
+        yield _apache_lag(broker, store, a)
+
+
+def _connection_families(broker: BrokerView, a: _Apache) -> Iterator[Metric]:
+    """Connected producers and consumers by language and version (and the consumers' group and mode)."""
+    producers: collections.Counter[tuple[str, str]] = collections.Counter()
+    for channels in broker.producers.groups.values():
+        for ch in channels.values():
+            producers[(language_name(ch.language).lower(), version_desc(ch.version).lower())] += 1
+    g = a.gauge("producer_connections", "Producer connections.", ["language", "version", "protocol_type"])
+    for (language, version), n in sorted(producers.items()):
+        g.add_metric(a.ident + [language, version, "remoting"], n)
+    yield g
+    g = a.gauge("consumer_connections", "Consumer connections.",
+                ["consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"])
+    consumers: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
+    for group, info in broker.consumers.groups.items():
+        mode = "push" if info.consume_type == "CONSUME_PASSIVELY" else "pull"
+        for ch in info.channels.values():
+            consumers[(group, language_name(ch.language).lower(), version_desc(ch.version).lower(), mode)] += 1
+    for (group, language, version, mode), n in sorted(consumers.items()):
+        g.add_metric(a.ident + [group, language, version, mode, "remoting", _is_system_group(group)], n)
+    yield g
+
+
+def _apache_lag(broker: BrokerView, store: MessageStore, a: _Apache) -> Metric:
+    """Messages a group has not consumed, per group and topic (Apache's granularity; the per-queue
+    series is ``pyrocketmq_broker_consumer_lag_messages``). A master's number: a slave's copy is left out."""
+    maxes = {(cq.topic, cq.queue_id): cq.max_offset for cq in store.consume_queues()}
+    per: collections.Counter[tuple[str, str]] = collections.Counter()
+    for group, topic, _queue, _committed, lag in lag_rows(broker.offsets.table, lambda t, q: maxes.get((t, q), 0)):
+        per[(group, topic)] += lag
+    g = a.gauge("consumer_lag_messages", "Messages not consumed yet (max offset - committed offset).",
+                ["topic", "consumer_group", "is_retry", "is_system"])
+    for (group, topic), lag in sorted(per.items()):
+        is_retry = "true" if topic.startswith(RETRY_PREFIX) else "false"
+        g.add_metric(a.ident + [topic, group, is_retry, _is_system_group(group)], lag)
+    return g
 
 
 def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
@@ -294,17 +394,6 @@ def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -
     info = f.gauge("info", "Always 1; the broker's id, role and version as labels.", ["broker_id", "role", "version"])
     info.add_metric(ident + [str(s.identity.broker_id), s.identity.role.value, pyrocketmq.__version__], 1)
     yield info
-    stats = broker.stats
-    for name, doc, table in (
-        ("messages_in", "Messages stored by sends and send-backs, per topic.", stats.put_by_topic),
-        ("bytes_in", "Bytes stored by sends and send-backs, per topic.", stats.put_bytes_by_topic),
-        ("messages_out", "Messages handed to consumers by pulls, per topic.", stats.get_by_topic),
-        ("bytes_out", "Bytes handed to consumers by pulls, per topic.", stats.get_bytes_by_topic),
-    ):
-        family = f.counter(name, doc, ["topic"])
-        for topic, value in sorted(dict(table).items()):
-            family.add_metric(ident + [topic], value)
-        yield family
     registered = len(broker.registrar.registered)
     ready = readiness(broker.store is not None, len(s.network.namesrv_addrs), registered)
     yield f.one("ready", "1 when the broker is ready (store recovered, registered with a name server).",
@@ -312,10 +401,6 @@ def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -
     yield f.one("namesrv_registered", "Name servers that accepted the last registration.", registered)
     yield f.one("held_pulls", "Pull requests held by long polling.", broker.holds.held_count)
     yield f.one("connections", "Open remoting connections (clients, other brokers, tools).", len(broker.server.connections))
-    g = f.gauge("consumer_clients", "Consumers of a group connected to this broker.", ["group"])
-    for group, ginfo in sorted(broker.consumers.groups.items()):
-        g.add_metric(ident + [group], len(ginfo.channels))
-    yield g
     yield from metrics.requests.families()
     yield from _grpc_families(broker, metrics, f)
     yield histogram_family(f"{PREFIX}_store_put_duration_seconds", "Time to append a message (or a batch) to the store.",

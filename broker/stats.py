@@ -20,10 +20,12 @@ class BrokerStats:
         self.put_bytes = 0
         self.get_count = 0
         self.get_bytes = 0
-        self.put_by_topic: dict[str, int] = defaultdict(int)
-        self.get_by_topic: dict[str, int] = defaultdict(int)
-        self.put_bytes_by_topic: dict[str, int] = defaultdict(int)
-        self.get_bytes_by_topic: dict[str, int] = defaultdict(int)
+        self.put_by_topic: dict[tuple[str, str], int] = defaultdict(int)
+        """Messages stored, per (topic, message type: ``normal``, ``fifo``, ``delay``, ``transaction``)."""
+        self.put_bytes_by_topic: dict[tuple[str, str], int] = defaultdict(int)
+        self.get_by_topic: dict[tuple[str, str], int] = defaultdict(int)
+        """Messages handed out by pulls, per (topic, consumer group)."""
+        self.get_bytes_by_topic: dict[tuple[str, str], int] = defaultdict(int)
         self.send_back_by_group: dict[str, int] = defaultdict(int)
         """Messages consumers sent back to ``%RETRY%<group>`` (CONSUMER_SEND_MSG_BACK), per group."""
         self.dead_letter_by_group: dict[str, int] = defaultdict(int)
@@ -33,11 +35,12 @@ class BrokerStats:
         self._put_items: dict[str, tuple[StatsItem, StatsItem]] = {}
         self._mark = (time.monotonic(), 0, 0)
 
-    def on_put(self, topic: str, count: int, nbytes: int) -> None:
+    def on_put(self, topic: str, count: int, nbytes: int, message_type: str = "normal") -> None:
         self.put_count += count
         self.put_bytes += nbytes
-        self.put_by_topic[topic] += count
-        self.put_bytes_by_topic[topic] += nbytes
+        key = (topic, message_type)
+        self.put_by_topic[key] += count
+        self.put_bytes_by_topic[key] += nbytes
         items = self._put_items.get(topic)
         if items is None:  # every send comes here: the topic's two items are looked up once
             now = _now_ms()
@@ -52,8 +55,8 @@ class BrokerStats:
     def on_get(self, topic: str, count: int, nbytes: int, group: str = "") -> None:
         self.get_count += count
         self.get_bytes += nbytes
-        self.get_by_topic[topic] += count
-        self.get_bytes_by_topic[topic] += nbytes
+        self.get_by_topic[(topic, group)] += count
+        self.get_bytes_by_topic[(topic, group)] += nbytes
         if group:
             now = _now_ms()
             self.table.add(GROUP_GET_NUMS, f"{topic}@{group}", count, now)

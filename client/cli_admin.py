@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import orjson
 
 from pyrocketmq.remoting.body import SubscriptionGroupConfig
+from pyrocketmq.remoting.command import version_desc
 
 from . import cli_controller, cli_query, cli_tools
 from .cli_common import (
@@ -20,7 +21,6 @@ from .cli_common import (
     fmt_ms,
     table,
     to_jsonable,
-    version_desc,
 )
 from .errors import MQClientError, MQError
 

@@ -57,13 +57,6 @@ def send_result_line(r: SendResult) -> str:
     )
 
 
-def version_desc(version: int) -> str:
-    """A client's version number as Java names it (``407`` → ``V4_9_7``); 4.9.x only, else the number."""
-    if 393 <= version <= 409 and version % 2:
-        return f"V4_9_{(version - 393) // 2}"
-    return str(version) if version else "N/A"
-
-
 def body_text(body: bytes, limit: int | None = None) -> str:
     text = body.decode("utf-8", "backslashreplace")
     if limit is not None and len(text) > limit:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from pyrocketmq.remoting.command import version_desc
 from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
-from .cli_common import _add_ns, _bool, version_desc
+from .cli_common import _add_ns, _bool
 from .errors import MQBrokerError, MQClientError, MQError
 from .stats_all import HEADER, format_row, stats_all
 

@@ -172,6 +172,13 @@ def encode_header(cmd: RemotingCommand) -> bytes:
 _LANG_NAMES = {m.value: m.name for m in LanguageCode}
 
 
+def version_desc(version: int) -> str:
+    """A client's version number as Java names it (``407`` → ``V4_9_7``); 4.9.x only, else the number."""
+    if 393 <= version <= 409 and version % 2:
+        return f"V4_9_{(version - 393) // 2}"
+    return str(version) if version else "N/A"
+
+
 def language_name(language: int) -> str:
     """The name a JSON header gives a language code (``OTHER`` for a code RocketMQ does not know)."""
     return _LANG_NAMES.get(language, "OTHER")

@@ -30,7 +30,7 @@ from pyrocketmq.remoting.message import (
     pack_host,
     tags_code,
 )
-from pyrocketmq.remoting.message_type import type_problem
+from pyrocketmq.remoting.message_type import message_type, type_problem
 from pyrocketmq.remoting.names import (
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
@@ -185,7 +185,7 @@ class SendProcessor:
             result = plain if plain is not None else self.store.put_message(
                 self._inner(h, topic, queue_id, sys_flag, born_host, body, props, props_bytes)
             )
-        return self._answer(holder, cmd, result, topic, queue_id, wait)
+        return self._answer(holder, cmd, result, topic, queue_id, wait, message_type(props).lower())
 
     def _timer_problem(self, props: dict[str, str]) -> str | None:
         """Why the timer the message asks for cannot be kept (RocketMQ 5's "timer message illegal")."""
@@ -288,13 +288,13 @@ class SendProcessor:
         return inner
 
     def _answer(self, holder: Connection | None, cmd: RemotingCommand, result: PutResult, topic: str, queue_id: int,
-                wait: bool) -> HandlerResult:
+                wait: bool, kind: str) -> HandlerResult:
         """The send's answer: at once, or once the flush / the slave covers the message (``holder``: the
         connection that keeps the request until the sync; None: the answer is a future)."""
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code != ResponseCode.SUCCESS:
             return cmd.response(code, f"putting the message failed: {result.status.name}")
-        self.stats.on_put(topic, result.message_count, result.wrote_bytes)
+        self.stats.on_put(topic, result.message_count, result.wrote_bytes, kind)
         response = cmd.response(ResponseCode.SUCCESS)
         response.ext_fields = {  # strings already: no stringify pass per send
             "msgId": result.msg_id,

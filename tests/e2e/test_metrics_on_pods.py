@@ -94,7 +94,7 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
     with traffic(mq.namesrv_addr(), topic, background, group, producer_group=f"met-producer-{suffix}") as t:
         for i in range(50):
             t.producer.send(Message(topic, f"order {i}".encode(), tags="order"))
-        in_topic = f'sum(pyrocketmq_broker_messages_in_total{{topic="{topic}"}})'
+        in_topic = f'sum(rocketmq_messages_in_total{{topic="{topic}"}})'
         prom.wait("51 messages in, counted by the masters", lambda: prom.value(in_topic) == 51)
         prom.wait("the group caught up", lambda: prom.value(
             f'sum(pyrocketmq_broker_consumer_offset{{group="{group}", topic="{topic}"}})') == 51)

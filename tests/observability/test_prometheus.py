@@ -35,6 +35,20 @@ TOPIC = "ObsOrders"
 BACKGROUND = "ObsBackground"
 GROUP = "obs-consumers"
 BROKER_JOB, NAMESRV_JOB = "pyrocketmq-broker", "pyrocketmq-namesrv"
+# Apache RocketMQ 5's broker metrics (``BrokerMetricsConstant``) with the labels its documentation
+# gives each (rocketmq.apache.org, "Metrics"), queried as a dashboard or alert rule written for
+# Apache would query them.
+APACHE_QUERIES = (
+    "sum by (cluster, node_id, topic, message_type) (rate(rocketmq_messages_in_total[1m]))",
+    "sum by (cluster, node_id, topic, message_type) (rate(rocketmq_throughput_in_total[1m]))",
+    "sum by (topic, consumer_group) (rate(rocketmq_messages_out_total[1m]))",
+    "sum by (topic, consumer_group) (rate(rocketmq_throughput_out_total[1m]))",
+    'sum by (topic, consumer_group) (rocketmq_consumer_lag_messages{is_system="false", is_retry="false"})',
+    "sum by (cluster, node_id, language, version) (rocketmq_producer_connections)",
+    'sum by (consumer_group, consume_mode, language) (rocketmq_consumer_connections{protocol_type="remoting"})',
+    "max by (cluster, node_id) (rocketmq_topic_number)",
+    "max by (cluster, node_id) (rocketmq_consumer_group_number)",
+)
 
 
 def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, str, str]:
@@ -83,7 +97,7 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
     with traffic(ns_addr, TOPIC, BACKGROUND, GROUP) as t:
         producer, consumed, client_registry = t.producer, t.consumed, t.client_registry
         # -- values move as the traffic implies -----------------------------------------------------
-        in_topic = f'sum(pyrocketmq_broker_messages_in_total{{topic="{TOPIC}"}})'
+        in_topic = f'sum(rocketmq_messages_in_total{{topic="{TOPIC}", message_type="normal"}})'
         before = prom.wait("the topic's counter", lambda: prom.value(in_topic))
         assert before == 1
         for i in range(100):
@@ -95,7 +109,7 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
         prom.wait("the group caught up", lambda: prom.value(
             f'sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{TOPIC}"}})') == 0
             and prom.value(f'sum(pyrocketmq_broker_consumer_offset{{group="{GROUP}", topic="{TOPIC}"}})') == 101)
-        assert prom.value(f'sum(pyrocketmq_broker_messages_out_total{{topic="{TOPIC}"}})') >= 101
+        assert prom.value(f'sum(rocketmq_messages_out_total{{topic="{TOPIC}", consumer_group="{GROUP}"}})') >= 101
         assert consumed.count(TOPIC) >= 101
         assert client_registry.get_sample_value(
             "pyrocketmq_client_sent_messages_total", {"group": "obs-producer", "topic": TOPIC, "outcome": "SEND_OK"}) == 101
@@ -119,6 +133,14 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
         prom.wait("5.x sends counted", lambda: prom.value(
             'sum(pyrocketmq_broker_grpc_requests_total{rpc="SendMessage", code="OK"})') == 3)
         prom.wait("5.x receives timed", lambda: prom.value('sum(pyrocketmq_broker_grpc_receive_duration_seconds_count)'))
+
+        # -- Apache RocketMQ 5's metric names and labels, as its users query them -------------------
+        for query in APACHE_QUERIES:
+            rows = prom.wait(f"data for Apache's {query}", lambda q=query: prom.query(q))
+            assert all(r["metric"].get("node_type", "broker") == "broker" for r in rows), rows
+        # Apache's lag per group and topic is the per-queue series summed (one query: one scrape)
+        assert prom.value(f'sum(rocketmq_consumer_lag_messages{{consumer_group="{GROUP}", topic="{BACKGROUND}"}})'
+                          f' - sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{BACKGROUND}"}})') == 0
 
         # -- every expression returns data, and reads only metrics that exist -------------------------
         names = prom.metric_names()

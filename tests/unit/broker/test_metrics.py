@@ -95,7 +95,7 @@ def samples(b: Broker) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     out = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            labels = {k: v for k, v in s.labels.items() if k not in ("cluster", "broker")}
+            labels = {k: v for k, v in s.labels.items() if k not in ("cluster", "broker", "node_type", "node_id")}
             out[(s.name, tuple(sorted(labels.items())))] = s.value
     return out
 
@@ -115,11 +115,18 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     put(broker, "Orders", 0, 1, DELAY="3")  # goes to the schedule queue of level 3
     broker.offsets.commit("g", "Orders", 0, 2)
     broker.offsets.commit("g", "Orders", 1, 3)
-    broker.stats.on_get("Orders", 4, 400)
+    broker.stats.on_get("Orders", 4, 400, "g")
+    broker.stats.on_put("Orders", 2, 200, "transaction")
     s = samples(broker)
-    assert s[("pyrocketmq_broker_messages_in_total", (("topic", "Orders"),))] == 9
-    assert s[("pyrocketmq_broker_messages_out_total", (("topic", "Orders"),))] == 4
-    assert s[("pyrocketmq_broker_bytes_out_total", (("topic", "Orders"),))] == 400
+    assert s[("rocketmq_messages_in_total", (("message_type", "normal"), ("topic", "Orders")))] == 9
+    assert s[("rocketmq_messages_in_total", (("message_type", "transaction"), ("topic", "Orders")))] == 2
+    assert s[("rocketmq_throughput_in_total", (("message_type", "transaction"), ("topic", "Orders")))] == 200
+    assert s[("rocketmq_messages_out_total", (("consumer_group", "g"), ("topic", "Orders")))] == 4
+    assert s[("rocketmq_throughput_out_total", (("consumer_group", "g"), ("topic", "Orders")))] == 400
+    lag = (("consumer_group", "g"), ("is_retry", "false"), ("is_system", "false"), ("topic", "Orders"))
+    assert s[("rocketmq_consumer_lag_messages", lag)] == 3  # (5 - 2) + (3 - 3), Apache's per-topic sum
+    assert s[("rocketmq_topic_number", ())] == len(broker.topics.table)
+    assert s[("rocketmq_consumer_group_number", ())] == len(broker.groups.table)
     assert s[("pyrocketmq_broker_queue_max_offset", (("queue", "0"), ("topic", "Orders")))] == 5
     assert s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "0"), ("topic", "Orders")))] == 3
     assert s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "1"), ("topic", "Orders")))] == 0
@@ -191,3 +198,21 @@ def test_replication_lag_is_master_offset_minus_the_best_slave_ack(broker):
     broker.ha_server.table.connect("slave")
     broker.ha_server.table.ack("slave", 10)
     assert samples(broker)[("pyrocketmq_broker_replication_lag_bytes", ())] == broker.store.get_max_phy_offset() - 10
+
+
+def test_connections_under_apache_names_by_language_version_and_mode(broker):
+    from pyrocketmq.remoting.body import ConsumerData
+
+    broker.producers.register("p1", object(), 0, 407, "pg")  # Java 4.9.7
+    broker.producers.register("p2", object(), 3, 407, "pg")
+    broker.producers.register("p3", object(), 3, 407, "pg2")
+    broker.consumers.register("c1", object(), 0, 407, ConsumerData(group_name="cg"))
+    broker.consumers.register("c2", object(), 3, 407, ConsumerData(group_name="lite", consume_type="CONSUME_ACTIVELY"))
+    s = samples(broker)
+    assert s[("rocketmq_producer_connections", (("language", "java"), ("protocol_type", "remoting"), ("version", "v4_9_7")))] == 1
+    assert s[("rocketmq_producer_connections", (("language", "python"), ("protocol_type", "remoting"), ("version", "v4_9_7")))] == 2
+    push = (("consume_mode", "push"), ("consumer_group", "cg"), ("is_system", "false"), ("language", "java"),
+            ("protocol_type", "remoting"), ("version", "v4_9_7"))
+    assert s[("rocketmq_consumer_connections", push)] == 1
+    assert ("rocketmq_consumer_connections", (("consume_mode", "pull"), ("consumer_group", "lite"), ("is_system", "false"),
+            ("language", "python"), ("protocol_type", "remoting"), ("version", "v4_9_7"))) in s
