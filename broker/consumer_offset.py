@@ -14,6 +14,9 @@ class ConsumerOffsetManager:
     def __init__(self, path: str) -> None:
         self.path = path
         self.table: dict[str, dict[int, int]] = {}
+        self.pulled: dict[str, dict[int, int]] = {}
+        """Where each group's last pull of a queue ended (``nextBeginOffset``), as the table is keyed;
+        not persisted (Apache's pull offsets): what was pulled and not committed is in flight."""
         self._dirty = False
 
     def load(self) -> None:
@@ -31,6 +34,12 @@ class ConsumerOffsetManager:
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         self.table.setdefault(f"{topic}@{group}", {})[queue_id] = offset
         self._dirty = True
+
+    def note_pull(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
+        queues = self.pulled.get(key := f"{topic}@{group}")
+        if queues is None:
+            queues = self.pulled[key] = {}
+        queues[queue_id] = next_offset
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when the group has none for that queue."""

@@ -35,8 +35,6 @@ metric                                                     meaning
 ``pyrocketmq_broker_connections``                          open remoting connections
 ``pyrocketmq_broker_namesrv_registered``                   name servers the last registration reached
 ``pyrocketmq_broker_ready``                                1 when ``/readyz`` answers 200
-``pyrocketmq_broker_requests_total{code,response}``        requests answered (transport)
-``pyrocketmq_broker_request_duration_seconds{code}``       their latency (histogram)
 ``pyrocketmq_broker_store_put_duration_seconds``           store put latency (histogram)
 ``pyrocketmq_broker_store_flush_duration_seconds{kind}``   commitlog / consume-queue flush latency
 =========================================================  =======================================
@@ -51,9 +49,15 @@ read this broker too; the traffic counters exist under these names only:
 ``rocketmq_messages_out_total{topic,consumer_group}``                                  messages handed out by pulls
 ``rocketmq_throughput_out_total{topic,consumer_group}``                                their bytes
 ``rocketmq_consumer_lag_messages{topic,consumer_group,is_retry,is_system}``            lag per group and topic (master)
+``rocketmq_consumer_ready_messages{...}``, ``..._inflight_messages{...}``               not pulled yet; pulled, not committed
+``rocketmq_consumer_queueing_latency{...}``, ``..._lag_latency{...}``                   ms the oldest not pulled / not consumed waited
 ``rocketmq_producer_connections{language,version,protocol_type}``                      producer connections
 ``rocketmq_consumer_connections{consumer_group,language,version,consume_mode,...}``    consumer connections
+``rocketmq_rpc_latency{protocol_type,request_code,response_code}``                     requests answered: latency (ms histogram), count
+``rocketmq_send_to_dlq_messages_total{topic,consumer_group,is_system}``                 dead-lettered since start
+``rocketmq_commit_messages_total{topic}``, ``rocketmq_rollback_messages_total{topic}``  transactions ended
 ``rocketmq_topic_number``, ``rocketmq_consumer_group_number``                          topics and groups held
+``rocketmq_storage_size``, ``..._flush_behind_bytes``, ``..._message_reserve_time``       disk used, unflushed bytes, oldest message age (ms)
 =====================================================================================  ==============================
 
 Retry and DLQ counters are the max offsets of those topics' queues: they survive restarts, and
@@ -66,13 +70,20 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 import pyrocketmq
-from pyrocketmq.metrics import LatencyRecorder, RequestRecorder, ScrapeCollector, histogram_family
+from pyrocketmq.metrics import (
+    RPC_LATENCY_BUCKETS,
+    LatencyRecorder,
+    RequestRecorder,
+    ScrapeCollector,
+    histogram_family,
+)
 from pyrocketmq.remoting.command import language_name, version_desc
 from pyrocketmq.remoting.names import (
     DLQ_GROUP_TOPIC_PREFIX as DLQ_PREFIX,
@@ -83,6 +94,7 @@ from pyrocketmq.remoting.names import (
 )
 
 from .settings import BrokerRole
+from .store.host import disk_used_bytes
 
 if TYPE_CHECKING:
     from pyrocketmq.remoting.server import RemotingServer
@@ -127,6 +139,53 @@ def lag_rows(
             continue
         for queue, committed in sorted(queues.items()):
             yield group, topic, queue, committed, max(0, max_offset(topic, queue) - max(committed, 0))
+
+
+@dataclass(slots=True)
+class ConsumerState:
+    """One group on one topic, summed over its queues, as Apache RocketMQ 5 reports it."""
+
+    lag: int = 0
+    """max offset - committed offset"""
+    ready: int = 0
+    """max offset - pulled offset: stored, not yet pulled"""
+    inflight: int = 0
+    """pulled offset - committed offset: pulled, not yet committed"""
+    queueing_ms: int = 0
+    """now - store time of the oldest message not yet pulled"""
+    lag_ms: int = 0
+    """now - store time of the oldest message not yet committed"""
+
+
+def consumer_states(
+    offsets: Mapping[str, Mapping[int, int]], pulled: Mapping[str, Mapping[int, int]],
+    max_offset: Callable[[str, int], int], store_time: Callable[[str, int, int], int], now_ms: int,
+) -> dict[tuple[str, str], ConsumerState]:
+    """``{(group, topic): ConsumerState}`` for every committed offset in ``offsets`` (keyed
+    ``"topic@group"``); a queue never pulled counts as pulled up to its committed offset;
+    ``store_time(topic, queue, offset)`` is -1 where no message is.
+
+    >>> s = consumer_states({"T@g": {0: 3, 1: 9}}, {"T@g": {0: 5}}, lambda t, q: 10, lambda t, q, o: 1000 + o, 2000)
+    >>> s[("g", "T")]
+    ConsumerState(lag=8, ready=6, inflight=2, queueing_ms=995, lag_ms=997)
+    """
+    out: dict[tuple[str, str], ConsumerState] = {}
+    for key, queues in offsets.items():
+        topic, _, group = key.partition("@")
+        if not group:
+            continue
+        state = out.setdefault((group, topic), ConsumerState())
+        pulls = pulled.get(key, {})
+        for queue, committed in queues.items():
+            top, committed = max_offset(topic, queue), max(committed, 0)
+            pulled_to = min(max(pulls.get(queue, committed), committed), top)
+            state.lag += max(0, top - committed)
+            state.ready += max(0, top - pulled_to)
+            state.inflight += pulled_to - committed if pulled_to > committed else 0
+            for offset, attr in ((pulled_to, "queueing_ms"), (committed, "lag_ms")):
+                if offset < top and (stored := store_time(topic, queue, offset)) >= 0:
+                    setattr(state, attr, max(getattr(state, attr), now_ms - stored))
+    return out
 
 
 def special_topic_totals(
@@ -239,8 +298,7 @@ class BrokerMetrics:
 
     def __init__(self, broker: BrokerView) -> None:
         self.broker = broker
-        ident = broker.settings.identity
-        self.requests = RequestRecorder(PREFIX, {"cluster": ident.cluster_name, "broker": ident.broker_name})
+        self.requests = RequestRecorder(PREFIX, bounds=RPC_LATENCY_BUCKETS)  # exported as rocketmq_rpc_latency
         self.put_latency = LatencyRecorder()
         self.flush_latency: dict[str, LatencyRecorder] = {"commitlog": LatencyRecorder(), "consumequeue": LatencyRecorder()}
         self.grpc_calls: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -297,7 +355,7 @@ def broker_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
     """Every broker metric family, read from ``broker`` now (called on the loop thread)."""
     f = _Families(broker)
     yield from _health_families(broker, metrics, f)
-    yield from apache_families(broker)
+    yield from apache_families(broker, metrics)
     store = broker.store
     if store is None:
         return
@@ -325,10 +383,11 @@ def _is_system_group(group: str) -> str:
     return "true" if group in SYSTEM_GROUPS else "false"
 
 
-def apache_families(broker: BrokerView) -> Iterator[Metric]:
-    """Traffic, lag, connections and counts under Apache RocketMQ 5's metric names and labels, so its
-    users' dashboards and alert rules read this broker as they read theirs."""
+def apache_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metric]:
+    """Traffic, requests, lag, connections and counts under Apache RocketMQ 5's metric names and
+    labels, so its users' dashboards and alert rules read this broker as they read theirs."""
     a, stats = _Apache(broker), broker.stats
+    yield from metrics.requests.apache_families(dict(zip(a.base, a.ident, strict=True)))
     for name, doc, table, label in (
         ("messages_in", "Messages stored by sends and send-backs.", stats.put_by_topic, "message_type"),
         ("throughput_in", "Bytes stored by sends and send-backs.", stats.put_bytes_by_topic, "message_type"),
@@ -339,6 +398,19 @@ def apache_families(broker: BrokerView) -> Iterator[Metric]:
         for (topic, value_label), value in sorted(dict(table).items()):
             family.add_metric(a.ident + [topic, value_label], value)
         yield family
+    dlq = a.counter("send_to_dlq_messages", "Messages sent to a group's dead-letter queue since the broker started.",
+                    ["topic", "consumer_group", "is_system"])
+    for (group, topic), n in sorted(dict(stats.dead_letter_by_group).items()):
+        dlq.add_metric(a.ident + [topic, group, _is_system_group(group)], n)
+    yield dlq
+    for name, doc, by_topic in (
+        ("commit_messages", "Transactional messages committed.", stats.commits_by_topic),
+        ("rollback_messages", "Transactional messages rolled back.", stats.rollbacks_by_topic),
+    ):
+        family = a.counter(name, doc, ["topic"])
+        for topic, n in sorted(dict(by_topic).items()):
+            family.add_metric(a.ident + [topic], n)
+        yield family
     topics = a.gauge("topic_number", "Topics this broker holds.")
     topics.add_metric(a.ident, len(broker.topics.table))
     yield topics
@@ -347,8 +419,21 @@ def apache_families(broker: BrokerView) -> Iterator[Metric]:
     yield groups
     yield from _connection_families(broker, a)
     store = broker.store
-    if store is not None and broker.settings.identity.role is not BrokerRole.SLAVE:
-        yield _apache_lag(broker, store, a)
+    if store is None:
+        return
+    for name, doc, value in (
+        ("storage_size", "Bytes used on the filesystem holding the store.", disk_used_bytes(store.settings.store_path_root_dir)),
+        ("storage_flush_behind_bytes", "Commitlog bytes written and not yet flushed.", store.commit_log.flush_behind_bytes()),
+    ):
+        g = a.gauge(name, doc)
+        g.add_metric(a.ident, value)
+        yield g
+    g = a.gauge("storage_message_reserve_time", "Milliseconds since the oldest stored message was stored.")
+    if (earliest := store.commit_log.earliest_store_time()) > 0:
+        g.add_metric(a.ident, max(0, int(time.time() * 1000) - earliest))
+    yield g
+    if broker.settings.identity.role is not BrokerRole.SLAVE:
+        yield from _apache_consumer_families(broker, store, a)
 
 
 def _connection_families(broker: BrokerView, a: _Apache) -> Iterator[Metric]:
@@ -373,19 +458,34 @@ def _connection_families(broker: BrokerView, a: _Apache) -> Iterator[Metric]:
     yield g
 
 
-def _apache_lag(broker: BrokerView, store: MessageStore, a: _Apache) -> Metric:
-    """Messages a group has not consumed, per group and topic (Apache's granularity; the per-queue
-    series is ``pyrocketmq_broker_consumer_lag_messages``). A master's number: a slave's copy is left out."""
+def _apache_consumer_families(broker: BrokerView, store: MessageStore, a: _Apache) -> Iterator[Metric]:
+    """Lag, ready and in-flight messages and their ages, per group and topic (Apache's granularity;
+    per queue: ``pyrocketmq_broker_consumer_lag_messages``). A master's numbers: a slave's copy is
+    left out. 5.x consumers' messages in flight are the POP leases."""
     maxes = {(cq.topic, cq.queue_id): cq.max_offset for cq in store.consume_queues()}
-    per: collections.Counter[tuple[str, str]] = collections.Counter()
-    for group, topic, _queue, _committed, lag in lag_rows(broker.offsets.table, lambda t, q: maxes.get((t, q), 0)):
-        per[(group, topic)] += lag
-    g = a.gauge("consumer_lag_messages", "Messages not consumed yet (max offset - committed offset).",
-                ["topic", "consumer_group", "is_retry", "is_system"])
-    for (group, topic), lag in sorted(per.items()):
-        is_retry = "true" if topic.startswith(RETRY_PREFIX) else "false"
-        g.add_metric(a.ident + [topic, group, is_retry, _is_system_group(group)], lag)
-    return g
+    offsets = broker.offsets
+    states = consumer_states(offsets.table, offsets.pulled, lambda t, q: maxes.get((t, q), 0),
+                             store.get_message_store_timestamp, int(time.time() * 1000))
+    grpc = broker.grpc
+    for key, n in (grpc.pop.inflight_by_group() if grpc is not None else {}).items():
+        states.setdefault(key, ConsumerState()).inflight += n
+    labels = ["topic", "consumer_group", "is_retry", "is_system"]
+    families = [
+        (a.gauge("consumer_lag_messages", "Messages not consumed yet (max offset - committed offset).", labels), "lag"),
+        (a.gauge("consumer_ready_messages", "Messages stored and not pulled yet.", labels), "ready"),
+        (a.gauge("consumer_inflight_messages", "Messages pulled (or received) and not committed (or acknowledged) yet.",
+                 labels), "inflight"),
+        (a.gauge("consumer_queueing_latency", "Milliseconds the oldest message not pulled yet has waited.", labels),
+         "queueing_ms"),
+        (a.gauge("consumer_lag_latency", "Milliseconds the oldest message not consumed yet has waited.", labels),
+         "lag_ms"),
+    ]
+    for (group, topic), state in sorted(states.items()):
+        values = a.ident + [topic, group, "true" if topic.startswith(RETRY_PREFIX) else "false", _is_system_group(group)]
+        for family, attr in families:
+            family.add_metric(values, getattr(state, attr))
+    for family, _ in families:
+        yield family
 
 
 def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
@@ -401,7 +501,6 @@ def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -
     yield f.one("namesrv_registered", "Name servers that accepted the last registration.", registered)
     yield f.one("held_pulls", "Pull requests held by long polling.", broker.holds.held_count)
     yield f.one("connections", "Open remoting connections (clients, other brokers, tools).", len(broker.server.connections))
-    yield from metrics.requests.families()
     yield from _grpc_families(broker, metrics, f)
     yield histogram_family(f"{PREFIX}_store_put_duration_seconds", "Time to append a message (or a batch) to the store.",
                            f.base, [(ident, metrics.put_latency)])
@@ -411,7 +510,7 @@ def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -
 
 
 def _grpc_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
-    """The 5.x endpoint: calls by RPC and status, clients, POP messages in flight, receive latency."""
+    """The 5.x endpoint: calls by RPC and status, clients, receive latency (its POP messages in flight: ``rocketmq_consumer_inflight_messages``)."""
     ident = f.ident
     calls = f.counter("grpc_requests", "RocketMQ 5 gRPC calls answered, by RPC and status code.", ["rpc", "code"])
     for (rpc, code), n in sorted(metrics.grpc_calls.items()):
@@ -422,11 +521,6 @@ def _grpc_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> 
         return
     yield f.one("grpc_clients", "5.x clients known to the gRPC endpoint (heartbeats or a Telemetry stream).",
                 len(grpc.clients.sessions))
-    inflight = f.gauge("pop_inflight_messages", "Messages received by 5.x consumers and not yet acknowledged "
-                                                "(invisible), per group and topic.", ["group", "topic"])
-    for (group, topic), n in sorted(grpc.pop.inflight_by_group().items()):
-        inflight.add_metric(ident + [group, topic], n)
-    yield inflight
     yield histogram_family(f"{PREFIX}_grpc_receive_duration_seconds",
                            "ReceiveMessage calls that handed out messages, request to answer (long polling included).",
                            f.base, [(ident, metrics.grpc_receive_latency)])

@@ -26,10 +26,14 @@ class BrokerStats:
         self.get_by_topic: dict[tuple[str, str], int] = defaultdict(int)
         """Messages handed out by pulls, per (topic, consumer group)."""
         self.get_bytes_by_topic: dict[tuple[str, str], int] = defaultdict(int)
+        self.commits_by_topic: dict[str, int] = defaultdict(int)
+        """Transactional messages committed (END_TRANSACTION), per topic: counted in ``put_by_topic``
+        when their half message was sent, as ``transaction``."""
+        self.rollbacks_by_topic: dict[str, int] = defaultdict(int)
         self.send_back_by_group: dict[str, int] = defaultdict(int)
         """Messages consumers sent back to ``%RETRY%<group>`` (CONSUMER_SEND_MSG_BACK), per group."""
-        self.dead_letter_by_group: dict[str, int] = defaultdict(int)
-        """Messages that went to ``%DLQ%<group>``, per group."""
+        self.dead_letter_by_group: dict[tuple[str, str], int] = defaultdict(int)
+        """Messages that went to ``%DLQ%<group>`` since the broker started, per (group, origin topic)."""
         self.table = StatsTable()
         """Last minute / hour / day per topic and per ``topic@group`` (VIEW_BROKER_STATS_DATA)."""
         self._put_items: dict[str, tuple[StatsItem, StatsItem]] = {}
@@ -49,8 +53,14 @@ class BrokerStats:
         items[0].add(count)
         items[1].add(nbytes)
 
-    def on_send_back(self, group: str, dead_letter: bool) -> None:
-        (self.dead_letter_by_group if dead_letter else self.send_back_by_group)[group] += 1
+    def on_end_transaction(self, topic: str, commit: bool) -> None:
+        (self.commits_by_topic if commit else self.rollbacks_by_topic)[topic] += 1
+
+    def on_send_back(self, group: str, dead_letter: bool, origin_topic: str = "") -> None:
+        if dead_letter:
+            self.dead_letter_by_group[(group, origin_topic)] += 1
+        else:
+            self.send_back_by_group[group] += 1
 
     def on_get(self, topic: str, count: int, nbytes: int, group: str = "") -> None:
         self.get_count += count

@@ -164,6 +164,7 @@ class PullProcessor:
         if code == ResponseCode.SUCCESS:
             response.body = list(result.buffers)
             self.stats.on_get(h.topic, result.message_count, result.buffer_total_size, h.consumer_group)
+            self.offsets.note_pull(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
         return response
 
     def _filters(

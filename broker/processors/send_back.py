@@ -126,7 +126,7 @@ class SendBackProcessor:
         if result.status != PutMessageStatus.PUT_OK:
             return cmd.response(ResponseCode.SYSTEM_ERROR, result.status.name)
         self.stats.on_put(topic, 1, result.wrote_bytes)
-        self.stats.on_send_back(h.group, decision.dead_letter)
+        self.stats.on_send_back(h.group, decision.dead_letter, h.origin_topic or msg.topic)
         log.debug(
             "sent back %s of %s (reconsumeTimes %d) to %s%s",
             msg.offset_msg_id, msg.topic, msg.reconsume_times + 1, topic,

@@ -115,7 +115,7 @@ class TransactionProcessor:
             if result.status != PutMessageStatus.PUT_OK:
                 log.warning("END_TRANSACTION %s: storing the committed message failed (%s)", h.msg_id, result.status.name)
                 return cmd.response(ResponseCode.SYSTEM_ERROR, f"storing the committed message failed: {result.status.name}")
-            self.stats.on_put(inner.topic, 1, result.wrote_bytes, "transaction")
+        self.stats.on_end_transaction(msg.properties.get(Prop.REAL_TOPIC, ""), h.commit_or_rollback == COMMIT)
         self.ensure_topic(HALF_TOPIC)
         self.ensure_topic(OP_TOPIC)
         op = op_inner(msg.queue_offset, store_host=self.store_host, born_timestamp=int(time.time() * 1000))

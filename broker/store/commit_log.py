@@ -254,6 +254,15 @@ class CommitLog:
         ts: int = _Q.unpack_from(rec, store_timestamp_pos(sys_flag))[0]
         return ts
 
+    def earliest_store_time(self) -> int:
+        """STORETIMESTAMP (ms) of the oldest record still stored, -1 when there is none."""
+        rec = self.get_record(self.min_offset)
+        return -1 if rec is None else self.pickup_store_timestamp(self.min_offset, len(rec))
+
+    def flush_behind_bytes(self) -> int:
+        """Bytes written and not yet flushed to disk."""
+        return max(0, self.max_offset - self.queue.flushed_where)
+
     def roll_next_file(self, phys: int) -> int:
         return phys + self.file_size - phys % self.file_size
 

@@ -23,6 +23,14 @@ def disk_usage_ratio(path: str, fallback: str) -> float:
     return du.used / du.total if du.total else 0.0
 
 
+def disk_used_bytes(path: str) -> int:
+    """Bytes used on the filesystem holding ``path`` (0 when it cannot be read)."""
+    try:
+        return shutil.disk_usage(path).used
+    except OSError:
+        return 0
+
+
 def is_clean_hour(delete_when: str, hour: int) -> bool:
     """``deleteWhen`` (``"04"`` or ``"04;16"``) names ``hour``.
 

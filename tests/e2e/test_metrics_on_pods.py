@@ -113,7 +113,7 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
         prom.wait("5.x sends counted", lambda: (prom.value(
             'sum(pyrocketmq_broker_grpc_requests_total{rpc="SendMessage", code="OK"})') or 0) >= 3)
         prom.wait("the 5.x group's POP state scraped", lambda: prom.query(
-            f'pyrocketmq_broker_pop_inflight_messages{{group="met-g5-{suffix}"}}'))
+            f'rocketmq_consumer_inflight_messages{{consumer_group="met-g5-{suffix}"}}'))
 
         names = prom.metric_names()
         for dashboard, title, expr in dashboard_exprs():

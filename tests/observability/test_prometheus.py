@@ -44,9 +44,19 @@ APACHE_QUERIES = (
     "sum by (topic, consumer_group) (rate(rocketmq_messages_out_total[1m]))",
     "sum by (topic, consumer_group) (rate(rocketmq_throughput_out_total[1m]))",
     'sum by (topic, consumer_group) (rocketmq_consumer_lag_messages{is_system="false", is_retry="false"})',
+    "sum by (topic, consumer_group) (rocketmq_consumer_ready_messages)",
+    "sum by (topic, consumer_group) (rocketmq_consumer_inflight_messages)",
+    "max by (topic, consumer_group) (rocketmq_consumer_queueing_latency)",
+    "max by (topic, consumer_group) (rocketmq_consumer_lag_latency)",
     "sum by (cluster, node_id, language, version) (rocketmq_producer_connections)",
     'sum by (consumer_group, consume_mode, language) (rocketmq_consumer_connections{protocol_type="remoting"})',
     "max by (cluster, node_id) (rocketmq_topic_number)",
+    "sum by (consumer_group, topic) (rocketmq_send_to_dlq_messages_total)",
+    'histogram_quantile(0.99, sum by (le, request_code) (rate(rocketmq_rpc_latency_bucket{protocol_type="remoting"}[1m])))',
+    "sum by (request_code, response_code) (rate(rocketmq_rpc_latency_count[1m]))",
+    "max by (cluster, node_id) (rocketmq_storage_size)",
+    "max by (cluster, node_id) (rocketmq_storage_flush_behind_bytes)",
+    "max by (cluster, node_id) (rocketmq_storage_message_reserve_time)",
     "max by (cluster, node_id) (rocketmq_consumer_group_number)",
 )
 
@@ -104,7 +114,7 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
             producer.send(Message(TOPIC, f"order {i}".encode(), tags="order"))
         prom.wait("101 messages in", lambda: prom.value(in_topic) == before + 100)
         assert prom.value(f'sum(pyrocketmq_broker_queue_max_offset{{topic="{TOPIC}"}})') == 101
-        assert prom.value('sum(pyrocketmq_broker_requests_total{code="SEND_MESSAGE_V2", response="SUCCESS"})') >= 102
+        assert prom.value('sum(rocketmq_rpc_latency_count{request_code="send_message_v2", response_code="success"})') >= 102
         # The consumer gets all 101 and commits them: no lag left on the topic.
         prom.wait("the group caught up", lambda: prom.value(
             f'sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{TOPIC}"}})') == 0
@@ -138,6 +148,7 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
         for query in APACHE_QUERIES:
             rows = prom.wait(f"data for Apache's {query}", lambda q=query: prom.query(q))
             assert all(r["metric"].get("node_type", "broker") == "broker" for r in rows), rows
+        assert prom.value(f'sum(rocketmq_send_to_dlq_messages_total{{consumer_group="{GROUP}", topic="{TOPIC}"}})') == 1
         # Apache's lag per group and topic is the per-queue series summed (one query: one scrape)
         assert prom.value(f'sum(rocketmq_consumer_lag_messages{{consumer_group="{GROUP}", topic="{BACKGROUND}"}})'
                           f' - sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{BACKGROUND}"}})') == 0

@@ -125,6 +125,21 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     assert s[("rocketmq_throughput_out_total", (("consumer_group", "g"), ("topic", "Orders")))] == 400
     lag = (("consumer_group", "g"), ("is_retry", "false"), ("is_system", "false"), ("topic", "Orders"))
     assert s[("rocketmq_consumer_lag_messages", lag)] == 3  # (5 - 2) + (3 - 3), Apache's per-topic sum
+    assert s[("rocketmq_consumer_ready_messages", lag)] == 3  # nothing pulled: all of the lag is ready
+    assert s[("rocketmq_consumer_inflight_messages", lag)] == 0
+    assert s[("rocketmq_consumer_lag_latency", lag)] >= 0 and s[("rocketmq_consumer_queueing_latency", lag)] >= 0
+    broker.stats.on_send_back("g", True, "Orders")
+    for commit in (True, True, False):
+        broker.stats.on_end_transaction("Orders", commit)
+    broker.offsets.note_pull("g", "Orders", 0, 4)  # queue 0: 2 of its 3 pulled, not committed
+    s = samples(broker)
+    assert (s[("rocketmq_consumer_ready_messages", lag)], s[("rocketmq_consumer_inflight_messages", lag)]) == (1, 2)
+    assert s[("rocketmq_commit_messages_total", (("topic", "Orders"),))] == 2
+    assert s[("rocketmq_storage_size", ())] > 0 and s[("rocketmq_storage_flush_behind_bytes", ())] >= 0
+    assert 0 <= s[("rocketmq_storage_message_reserve_time", ())] < 60_000  # the first message, just stored
+    assert s[("rocketmq_rollback_messages_total", (("topic", "Orders"),))] == 1
+    dlq = (("consumer_group", "g"), ("is_system", "false"), ("topic", "Orders"))
+    assert s[("rocketmq_send_to_dlq_messages_total", dlq)] == 1
     assert s[("rocketmq_topic_number", ())] == len(broker.topics.table)
     assert s[("rocketmq_consumer_group_number", ())] == len(broker.groups.table)
     assert s[("pyrocketmq_broker_queue_max_offset", (("queue", "0"), ("topic", "Orders")))] == 5

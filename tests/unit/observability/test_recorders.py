@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pyrocketmq.metrics import (
     LATENCY_BUCKETS,
+    RPC_LATENCY_BUCKETS,
     LatencyRecorder,
     RequestRecorder,
     ScrapeCollector,
@@ -68,6 +69,22 @@ def test_request_recorder_exports_counts_and_histograms_with_constant_labels():
     assert samples[("pyrocketmq_x_request_duration_seconds_count", (("cluster", "C"), ("code", "SEND_MESSAGE_V2")))] == 4
     assert samples[("pyrocketmq_x_request_duration_seconds_bucket", (("cluster", "C"), ("code", "OTHER"), ("le", "+Inf")))] == 2
     assert rec.count(RequestCode.SEND_MESSAGE_V2) == 4 and rec.count(RequestCode.SEND_MESSAGE_V2, 0) == 3
+
+
+def test_request_recorder_as_apache_exports_it():
+    rec = RequestRecorder("pyrocketmq_x", bounds=RPC_LATENCY_BUCKETS)
+    rec(RequestCode.SEND_MESSAGE_V2, ResponseCode.SUCCESS, 0.002)
+    rec(RequestCode.SEND_MESSAGE_V2, ResponseCode.SUCCESS, 0.5)
+    rec(RequestCode.HEART_BEAT, None, 0.0001)
+    samples = scrape(lambda: rec.apache_families({"cluster": "C", "node_type": "broker", "node_id": "b"}))
+    send = (("cluster", "C"), ("node_id", "b"), ("node_type", "broker"), ("protocol_type", "remoting"),
+            ("request_code", "send_message_v2"), ("response_code", "success"))
+    assert samples[("rocketmq_rpc_latency_count", send)] == 2
+    assert samples[("rocketmq_rpc_latency_bucket", tuple(sorted((*send, ("le", "3.0")))))] == 1  # milliseconds
+    assert samples[("rocketmq_rpc_latency_bucket", tuple(sorted((*send, ("le", "1000.0")))))] == 2
+    assert samples[("rocketmq_rpc_latency_sum", send)] == 502.0
+    oneway = (*send[:4], ("request_code", "heart_beat"), ("response_code", "none"))
+    assert samples[("rocketmq_rpc_latency_count", oneway)] == 1
 
 
 class FakeTransport:
