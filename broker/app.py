@@ -32,7 +32,8 @@ from .ha.replica import ReplicaManager
 from .ha.service import RECONNECT_DELAY, HAClient, HAServer
 from .ha.slave_sync import SlaveSync
 from .long_poll import PullHoldService
-from .metrics import BrokerMetrics, readiness
+from .metric_rows import readiness
+from .metrics import BrokerMetrics
 from .processors.admin import AdminProcessor
 from .processors.client import ClientProcessor
 from .processors.consumer import ConsumerProcessor

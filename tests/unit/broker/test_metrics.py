@@ -10,14 +10,16 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pyrocketmq.broker.app import Broker
-from pyrocketmq.broker.metrics import (
-    BrokerMetrics,
+from pyrocketmq.broker.metric_rows import (
+    ConsumerState,
+    consumer_states,
     lag_rows,
     readiness,
     scheduled_waiting,
     special_topic_totals,
     timed,
 )
+from pyrocketmq.broker.metrics import BrokerMetrics
 from pyrocketmq.broker.schedule import ScheduleService
 from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.broker.store.message_store import MessageStore
@@ -231,3 +233,12 @@ def test_connections_under_apache_names_by_language_version_and_mode(broker):
     assert s[("rocketmq_consumer_connections", push)] == 1
     assert ("rocketmq_consumer_connections", (("consume_mode", "pull"), ("consumer_group", "lite"), ("is_system", "false"),
             ("language", "python"), ("protocol_type", "remoting"), ("version", "v4_9_7"))) in s
+
+
+def test_consumer_states_sum_queues_as_apache_does():
+    """Queue 0: 10 stored, 3 committed, pulled to 5; queue 1: never pulled, 9 committed; stored at 1000 + offset."""
+    states = consumer_states({"T@g": {0: 3, 1: 9}, "bad-key": {0: 1}}, {"T@g": {0: 5}}, lambda t, q: 10,
+                             lambda t, q, o: 1000 + o, now_ms=2000)
+    assert states == {("g", "T"): ConsumerState(lag=8, ready=6, inflight=2, queueing_ms=995, lag_ms=997)}
+    caught_up = consumer_states({"T@g": {0: 10}}, {"T@g": {0: 12}}, lambda t, q: 10, lambda t, q, o: -1, 2000)
+    assert caught_up[("g", "T")] == ConsumerState()  # a pull offset past the top counts as the top
