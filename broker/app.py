@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable
 
 from pyrocketmq.metrics_server import MetricsServer
-from pyrocketmq.remoting.acl import AclConfigError
-from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.properties import ConfigError, read_properties
 from pyrocketmq.remoting.server import RemotingServer
+from pyrocketmq.server.acl import AclConfigError
+from pyrocketmq.server.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.service import Service, Services
 
 from .client_manager import ConsumerManager, ProducerManager

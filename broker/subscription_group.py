@@ -8,8 +8,8 @@ import time
 import orjson
 
 from pyrocketmq.remoting.body import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
-from pyrocketmq.remoting.config_checks import ConfigRefused, group_config_problem
 from pyrocketmq.remoting.names import SYSTEM_GROUPS, check_group_name
+from pyrocketmq.server.config_checks import ConfigRefused, group_config_problem
 
 from .store.config_file import load_json_file, write_json_file
 

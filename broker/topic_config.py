@@ -14,7 +14,6 @@ from collections.abc import Callable
 import orjson
 
 from pyrocketmq.remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from pyrocketmq.remoting.config_checks import ConfigRefused, topic_config_problem
 from pyrocketmq.remoting.names import (
     AUTO_CREATE_TOPIC,
     BENCHMARK_TOPIC,
@@ -28,6 +27,7 @@ from pyrocketmq.remoting.names import (
     TRANS_OP_HALF_TOPIC,
     is_system_topic,
 )
+from pyrocketmq.server.config_checks import ConfigRefused, topic_config_problem
 
 from .store.config_file import load_json_file, write_json_file
 

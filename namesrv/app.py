@@ -21,12 +21,12 @@ import sys
 import time
 
 from pyrocketmq.metrics_server import MetricsServer
-from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, AclConfigError, namesrv_needs
-from pyrocketmq.remoting.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.properties import ConfigError
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.server.acl import NAMESRV_ADMIN_CODES, AclConfigError, namesrv_needs
+from pyrocketmq.server.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
 from pyrocketmq.service import Service
 
 from .controller.service import Controller

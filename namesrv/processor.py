@@ -29,7 +29,6 @@ from pyrocketmq.remoting.address import address_problem
 from pyrocketmq.remoting.body import DataVersion, RegisterBrokerBody, TopicList
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.config_checks import MAX_ROUTED_QUEUE_NUMS, topic_config_problem
 from pyrocketmq.remoting.header import (
     DeleteTopicRequestHeader,
     Header,
@@ -54,6 +53,7 @@ from pyrocketmq.remoting.namesrv_header import (
     WipeWritePermOfBrokerResponseHeader,
 )
 from pyrocketmq.remoting.transport import Connection, Handler, HandlerRegistry
+from pyrocketmq.server.config_checks import MAX_ROUTED_QUEUE_NUMS, topic_config_problem
 
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from .route_info import RouteInfoManager

@@ -47,7 +47,7 @@ class NamesrvSettings:
     acl_file: str | None = None
     """``aclConfigFile`` when ``aclEnable=true``: every request must be signed by an account of this
     ``plain_acl.yml``; registering brokers, deleting topics and writing KV config need an admin one
-    (see :mod:`pyrocketmq.remoting.acl`). None: no check, as Apache's name server."""
+    (see :mod:`pyrocketmq.server.acl`). None: no check, as Apache's name server."""
 
     metrics_port: int = 0
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);

@@ -48,10 +48,10 @@ echo "== import-linter"
 .venv/bin/lint-imports --no-cache pyproject.toml
 lintdir="$out/lint"
 mkdir -p "$lintdir"
-echo "== mypy (strict: remoting, broker, client, namesrv, operator, spark)"
+echo "== mypy (strict: remoting, server, broker, client, namesrv, operator, spark)"
 # pyrocketmq/<name> links to each top-level folder, so the checkout reads as the package it installs as.
 .venv/bin/mypy --config-file pyproject.toml --cache-dir "$lintdir/.mypy_cache" \
-  -p pyrocketmq.remoting -p pyrocketmq.broker -p pyrocketmq.client -p pyrocketmq.namesrv \
+  -p pyrocketmq.remoting -p pyrocketmq.server -p pyrocketmq.broker -p pyrocketmq.client -p pyrocketmq.namesrv \
   -p pyrocketmq.operator -p pyrocketmq.spark
 echo "== mypy (the cluster harness and the benchmark, without strict's annotation rules)"
 .venv/bin/mypy --config-file pyproject.toml --cache-dir "$lintdir/.mypy_cache" localkube bench

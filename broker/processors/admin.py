@@ -2,7 +2,7 @@
 topic and consume statistics (202, 208), runtime info (28).
 
 View by id names a commitlog offset, not a topic: with the ACL on, the message found is returned
-only to an account with SUB on its topic (:func:`~pyrocketmq.remoting.acl_service.acl_refusal`)."""
+only to an account with SUB on its topic (:func:`~pyrocketmq.server.acl_service.acl_refusal`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from pyrocketmq.remoting.acl_service import acl_refusal
-from pyrocketmq.remoting.acl_table import stored_needs
 from pyrocketmq.remoting.body import (
     ConsumeStats,
     KVTable,
@@ -25,7 +23,6 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.config_checks import ConfigRefused
 from pyrocketmq.remoting.header import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -39,6 +36,9 @@ from pyrocketmq.remoting.message import MessageDecodeError, decode_message
 from pyrocketmq.remoting.message_type import AttributeRefused, parse_attributes
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, SCHEDULE_TOPIC, check_group_name, check_topic_name
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
+from pyrocketmq.server.acl_service import acl_refusal
+from pyrocketmq.server.acl_table import stored_needs
+from pyrocketmq.server.config_checks import ConfigRefused
 
 _CREATE_TOPIC_DEFAULTS = {"defaultTopic": AUTO_CREATE_TOPIC, "readQueueNums": "16", "writeQueueNums": "16",
                           "perm": "6", "topicFilterType": "SINGLE_TAG"}

@@ -15,7 +15,6 @@ import orjson
 from pyrocketmq.remoting.body import CheckClientRequestBody, HeartbeatData
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.config_checks import ConfigRefused, heartbeat_problem
 from pyrocketmq.remoting.header import (
     GetConsumerListByGroupRequestHeader,
     HeaderError,
@@ -24,6 +23,7 @@ from pyrocketmq.remoting.header import (
 from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
+from pyrocketmq.server.config_checks import ConfigRefused, heartbeat_problem
 
 from ..message_filter import SQL92, TAG, SqlParseError, not_supported, sql_record_filter
 

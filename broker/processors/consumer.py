@@ -10,7 +10,7 @@ is the answer; with no member online the answer is CONSUMER_NOT_ONLINE (206) and
 
 A relayed call carries the caller's fields but not its signature. CONSUME_MESSAGE_DIRECTLY hands the
 consumer a stored message found by its offset id: with the ACL on, only when the caller may read
-that message's topic (:func:`~pyrocketmq.remoting.acl_service.acl_refusal`).
+that message's topic (:func:`~pyrocketmq.server.acl_service.acl_refusal`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pyrocketmq.remoting.acl_service import acl_refusal
 from pyrocketmq.remoting.acl_sign import ACL_FIELDS
-from pyrocketmq.remoting.acl_table import stored_needs
 from pyrocketmq.remoting.body import (
     ClientConnection,
     ConsumerConnection,
@@ -48,6 +46,8 @@ from pyrocketmq.remoting.transport import (
     RemotingError,
     RemotingTimeoutError,
 )
+from pyrocketmq.server.acl_service import acl_refusal
+from pyrocketmq.server.acl_table import stored_needs
 
 from ..queue_lock import QueueLockTable
 

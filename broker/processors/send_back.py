@@ -18,12 +18,9 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from pyrocketmq.remoting.acl_service import acl_refusal
-from pyrocketmq.remoting.acl_table import stored_needs
 from pyrocketmq.remoting.body import TopicConfig
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.config_checks import ConfigRefused
 from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader, HeaderError
 from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.names import (
@@ -35,6 +32,9 @@ from pyrocketmq.remoting.names import (
     retry_topic,
 )
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
+from pyrocketmq.server.acl_service import acl_refusal
+from pyrocketmq.server.acl_table import stored_needs
+from pyrocketmq.server.config_checks import ConfigRefused
 
 from ..delay import DLQ_QUEUE_NUMS, decide_send_back, send_back_inner
 from ..settings import BrokerRole

@@ -4,7 +4,7 @@ END_TRANSACTION names a half message by commitlog offset; it is looked up and va
 (:func:`~..transaction.end_problem`). COMMIT stores the real message, then the op record; ROLLBACK
 stores the op record only; UNKNOWN (0) does nothing (the check service asks again later). A slave
 refuses. Being oneway, the answer is only for a client that asked for one; problems are logged.
-With the ACL on, ending needs rights on the producer group (:mod:`~pyrocketmq.remoting.acl_table`)
+With the ACL on, ending needs rights on the producer group (:mod:`~pyrocketmq.server.acl_table`)
 and a commit PUB on the real topic, asked here once the half message is found.
 
 :meth:`TransactionProcessor.send_check` picks one connected producer of the group (round-robin over
@@ -20,14 +20,14 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from pyrocketmq.remoting.acl_perm import PUB
-from pyrocketmq.remoting.acl_service import acl_refusal
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import EndTransactionRequestHeader, HeaderError
 from pyrocketmq.remoting.message import MessageExt, Prop, encode_message
 from pyrocketmq.remoting.names import PERM_READ, PERM_WRITE
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult, RemotingError
+from pyrocketmq.server.acl_perm import PUB
+from pyrocketmq.server.acl_service import acl_refusal
 
 from ..settings import BrokerRole
 from ..store.values import PutMessageStatus

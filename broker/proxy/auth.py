@@ -18,8 +18,8 @@ import hmac
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pyrocketmq.remoting.acl import PUB, SUB, Account, AclValidator, permission_refusal
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.server.acl import PUB, SUB, Account, AclValidator, permission_refusal
 
 from .pb import definition_pb2 as pb, service_pb2 as spb
 

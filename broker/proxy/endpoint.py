@@ -8,10 +8,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyrocketmq.remoting.acl import AclValidator
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.transport import Handler, call_handler
+from pyrocketmq.server.acl import AclValidator
 
 from .auth import GrpcAccess
 from .clients import ClientRegistry, ClientSession

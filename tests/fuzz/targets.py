@@ -10,7 +10,7 @@
   makes the connection log an internal error, is a bug: a hostile client must get an answer or a
   closed connection, never a failure inside the server.
 - :func:`acl`: the same kind of broker request, signed by an account, judged by the broker's ACL
-  (:mod:`pyrocketmq.remoting.acl_table` decodes it as its handler would): the verdict is a reason or
+  (:mod:`pyrocketmq.server.acl_table` decodes it as its handler would): the verdict is a reason or
   a pass; an exception escaping is a bug.
 
 Run them with atheris (``python -m tests.fuzz.run TARGET``, see ``scripts/fuzz``) or replay a
@@ -29,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import fields
 
 from pyrocketmq.remoting import header as headers, namesrv_header
-from pyrocketmq.remoting.acl import AclValidator, parse_plain_acl
 from pyrocketmq.remoting.command import FrameDecoder, FrameError, RemotingCommand, encode
 from pyrocketmq.remoting.transport import Connection
+from pyrocketmq.server.acl import AclValidator, parse_plain_acl
 from tests.helpers.transport import FakeTransport
 
 EDGE_VALUES = ("", "0", "-1", "1", "2147483647", "2147483648", "-2147483649", "9223372036854775807",
@@ -210,7 +210,7 @@ ACL_ACCOUNT = ("fuzzer01", "fuzzer-secret")
 
 
 def acl_codes() -> list[int]:
-    from pyrocketmq.remoting.acl_table import BROKER_RULES
+    from pyrocketmq.server.acl_table import BROKER_RULES
 
     return sorted(BROKER_RULES)
 

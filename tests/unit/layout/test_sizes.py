@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCES = ("remoting", "broker", "client", "namesrv", "operator", "spark", "localkube", "pyrocketmq")
+SOURCES = ("remoting", "server", "broker", "client", "namesrv", "operator", "spark", "localkube", "pyrocketmq")
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 

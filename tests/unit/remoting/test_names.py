@@ -11,8 +11,8 @@ from pyrocketmq.client.message import check_topic
 from pyrocketmq.operator.model import ConsumerGroupModel, SpecError, TopicModel
 from pyrocketmq.remoting.body import ConsumerData, HeartbeatData, ProducerData, SubscriptionData, TopicConfig
 from pyrocketmq.remoting.client_bodies import SubscriptionGroupConfig
-from pyrocketmq.remoting.config_checks import group_config_problem, heartbeat_problem, topic_config_problem
 from pyrocketmq.remoting.names import check_broker_name, check_group_name, check_topic_name, is_legal_name
+from pyrocketmq.server.config_checks import group_config_problem, heartbeat_problem, topic_config_problem
 
 TOPIC_ILLEGAL = "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
 BAD = ["Orders\n", "Orders\r\n", "\nOrders", "Ord ers", "Orders\x00", "a/b", "a.b", "caf\u00e9", "Orders\u0660",

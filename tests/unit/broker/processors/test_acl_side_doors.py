@@ -14,10 +14,10 @@ from pyrocketmq.broker.processors.consumer import ConsumerProcessor
 from pyrocketmq.broker.processors.send import SendProcessor
 from pyrocketmq.broker.processors.send_back import SendBackProcessor
 from pyrocketmq.broker.processors.transaction import TransactionProcessor
-from pyrocketmq.remoting.acl import parse_plain_acl
-from pyrocketmq.remoting.acl_service import CALLER
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.message import Prop, SysFlag, decode_offset_msg_id
+from pyrocketmq.server.acl import parse_plain_acl
+from pyrocketmq.server.acl_service import CALLER
 from tests.integration import wire
 
 from .conftest import Peer

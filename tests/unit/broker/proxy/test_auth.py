@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pyrocketmq.broker.proxy.auth import GrpcAccess, expected_signature, needs, parse_authorization
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
-from pyrocketmq.remoting.acl import PUB, SUB, AclValidator, parse_plain_acl
+from pyrocketmq.server.acl import PUB, SUB, AclValidator, parse_plain_acl
 
 ACL = parse_plain_acl({"globalWhiteRemoteAddresses": ["10.1.2.*"], "accounts": [
     {"accessKey": "alice01", "secretKey": "alice-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "SUB",

@@ -15,7 +15,7 @@ from pyrocketmq.broker.proxy.clients import ClientRegistry
 from pyrocketmq.broker.proxy.convert import transaction_group
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.broker.proxy.service import MessagingService
-from pyrocketmq.remoting.acl import AclValidator, parse_plain_acl
+from pyrocketmq.server.acl import AclValidator, parse_plain_acl
 
 ACL = parse_plain_acl({"globalWhiteRemoteAddresses": [], "accounts": [
     {"accessKey": "alice01", "secretKey": "alice-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "SUB",

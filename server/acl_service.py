@@ -13,12 +13,13 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 
+from pyrocketmq.remoting.code import ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.log_limit import RateLimitedLog
+from pyrocketmq.remoting.transport import Connection
+
 from .acl import ADMIN_CODES, Account, AclConfigError, AclValidator, load_plain_acl, needs, permission_refusal
 from .acl_perm import Needs
-from .code import ResponseCode
-from .command import RemotingCommand
-from .log_limit import RateLimitedLog
-from .transport import Connection
 
 log = logging.getLogger("pyrocketmq.acl")
 _refusals = RateLimitedLog(log)

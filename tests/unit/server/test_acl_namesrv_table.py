@@ -1,4 +1,4 @@
-"""The name server's ACL table (``NAMESRV_RULES`` in ``remoting/acl_table.py``), held up against the
+"""The name server's ACL table (``NAMESRV_RULES`` in ``server/acl_table.py``), held up against the
 codes the name server and its controller register: admin accounts for what changes what it serves,
 any signed account for the reads, and, as at the broker, a request carrying a field its code does
 not take is refused (a signed request replayed under another code), while every field real peers
@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from pyrocketmq.remoting.acl import AclValidator, parse_plain_acl
 from pyrocketmq.remoting.acl_sign import sign
-from pyrocketmq.remoting.acl_table import NAMESRV_ADMIN_CODES, NAMESRV_RULES, RequestRefused, namesrv_needs
 from pyrocketmq.remoting.code import RequestCode as C, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.server.acl import AclValidator, parse_plain_acl
+from pyrocketmq.server.acl_table import NAMESRV_ADMIN_CODES, NAMESRV_RULES, RequestRefused, namesrv_needs
 
 # -- every code the name server registers has a rule -------------------------------------------
 

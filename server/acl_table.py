@@ -6,7 +6,7 @@ from_command``, or the body class the handler reads) and returns resource → pe
 check sees what the handler will act on: a SEND_MESSAGE in the V2 spelling is read as V2 here as
 there. A request that does not decode is refused (its handler would refuse it too). A code the
 broker does not serve is not in the table and needs nothing (the broker answers that it does not
-serve it); ``tests/unit/remoting/test_acl_table.py`` checks that every code the broker registers
+serve it); ``tests/unit/server/test_acl_table.py`` checks that every code the broker registers
 has a rule, so a new handler cannot slip past.
 
 The broker's model, by family (``SUB`` on a group is the right on ``%RETRY%<group>``, as in ACL 1.0):
@@ -39,7 +39,7 @@ producer group's DENY is what keeps an account out. The Java client heart-beats 
 inner producer (``CLIENT_INNER_PRODUCER``) along with its own groups; that one group is exempt.
 
 The name server has its own table, :data:`NAMESRV_RULES` (every code it and its controller register,
-``tests/unit/remoting/test_acl_namesrv_table.py``): ACL 1.0 grants no topic or group rights there,
+``tests/unit/server/test_acl_namesrv_table.py``): ACL 1.0 grants no topic or group rights there,
 so its rules name no needs. What changes what it serves (registering, unregistering or keeping a
 broker alive, wiping a broker's write permission, deleting a topic, writing KV config, the
 controller's elections and consensus) needs an admin account; the reads (routes, cluster, topic
@@ -56,12 +56,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .acl_perm import ANY, INTERNAL_TOPICS, PUB, SUB, Needs, group_resource, is_group_resource
-from .acl_sign import ACL_FIELDS, UNIQUE_KEY_QUERY
-from .body import CheckClientRequestBody, HeartbeatData, LockBatchRequestBody, UnlockBatchRequestBody
-from .code import RequestCode as C
-from .command import RemotingCommand
-from .header import (
+from pyrocketmq.remoting.acl_sign import ACL_FIELDS, UNIQUE_KEY_QUERY
+from pyrocketmq.remoting.body import (
+    CheckClientRequestBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    UnlockBatchRequestBody,
+)
+from pyrocketmq.remoting.code import RequestCode as C
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.header import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
@@ -92,9 +96,9 @@ from .header import (
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
 )
-from .message import Prop, SysFlag, transaction_type
-from .names import TRANSACTION_GROUP_PREFIX
-from .namesrv_header import (
+from pyrocketmq.remoting.message import Prop, SysFlag, transaction_type
+from pyrocketmq.remoting.names import TRANSACTION_GROUP_PREFIX
+from pyrocketmq.remoting.namesrv_header import (
     DeleteKVConfigRequestHeader,
     GetKVConfigRequestHeader,
     GetKVListByNamespaceRequestHeader,
@@ -106,6 +110,8 @@ from .namesrv_header import (
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
+
+from .acl_perm import ANY, INTERNAL_TOPICS, PUB, SUB, Needs, group_resource, is_group_resource
 
 INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 """Java ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: every Java client process heart-beats as it."""

@@ -1,4 +1,4 @@
-"""The broker's table of what each request needs (``remoting/acl_table.py``), held up against the
+"""The broker's table of what each request needs (``server/acl_table.py``), held up against the
 codes the broker registers and walked request by request, in every spelling a peer may send: an
 account lacking any one of the rights a request needs is refused, one holding them all is let in.
 Then the fields: a request carrying a field its code does not take is refused (a signed request
@@ -14,10 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from pyrocketmq.broker import processors
-from pyrocketmq.remoting.acl import ANY, PUB, SUB, AclValidator, parse_plain_acl
-from pyrocketmq.remoting.acl_perm import describe
 from pyrocketmq.remoting.acl_sign import sign
-from pyrocketmq.remoting.acl_table import ADMIN_CODES, BROKER_RULES, OPEN_CODES, RequestRefused, needs
 from pyrocketmq.remoting.body import (
     CheckClientRequestBody,
     ConsumerData,
@@ -30,6 +27,9 @@ from pyrocketmq.remoting.body import (
 from pyrocketmq.remoting.code import RequestCode as C
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import PullMessageRequestHeader, SendMessageRequestHeader
+from pyrocketmq.server.acl import ANY, PUB, SUB, AclValidator, parse_plain_acl
+from pyrocketmq.server.acl_perm import describe
+from pyrocketmq.server.acl_table import ADMIN_CODES, BROKER_RULES, OPEN_CODES, RequestRefused, needs
 
 # -- every code the broker registers has a rule ------------------------------------------------
 

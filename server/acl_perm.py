@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from .names import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.remoting.names import NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX
 
 DENY, ANY, PUB, SUB = 1, 2, 4, 8
 

@@ -34,7 +34,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyrocketmq.remoting.acl_perm import (
+from pyrocketmq.remoting.acl_sign import ACCESS_KEY, SERVER_SKIPS, SIGNATURE, signature
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
+
+from .acl_perm import (
     ANY as ANY,
     DENY as DENY,
     INTERNAL_TOPICS,
@@ -45,16 +49,13 @@ from pyrocketmq.remoting.acl_perm import (
     describe,
     is_group_resource,
 )
-from pyrocketmq.remoting.acl_sign import ACCESS_KEY, SERVER_SKIPS, SIGNATURE, signature
-from pyrocketmq.remoting.acl_table import (
+from .acl_table import (
     ADMIN_CODES as ADMIN_CODES,
     NAMESRV_ADMIN_CODES as NAMESRV_ADMIN_CODES,
     RequestRefused,
     namesrv_needs as namesrv_needs,
     needs as needs,
 )
-from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 
 _PERMS = {"DENY": DENY, "PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB}
 MIN_KEY_LENGTH = 7

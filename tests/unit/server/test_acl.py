@@ -8,7 +8,11 @@ import time
 import pytest
 import yaml
 
-from pyrocketmq.remoting.acl import (
+from pyrocketmq.remoting.acl_sign import sign
+from pyrocketmq.remoting.body import ConsumerData, HeartbeatData, SubscriptionData
+from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.server.acl import (
     PUB,
     SUB,
     AclConfigError,
@@ -18,11 +22,7 @@ from pyrocketmq.remoting.acl import (
     parse_perm,
     parse_plain_acl,
 )
-from pyrocketmq.remoting.acl_service import AccessControl
-from pyrocketmq.remoting.acl_sign import sign
-from pyrocketmq.remoting.body import ConsumerData, HeartbeatData, SubscriptionData
-from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.server.acl_service import AccessControl
 from tests.integration import wire
 
 ACL = {
@@ -138,7 +138,7 @@ def test_a_broker_signs_its_own_requests_when_given_an_account(validator):
 
 
 def test_the_name_servers_rules_admin_for_changes_any_account_for_reads():
-    from pyrocketmq.remoting.acl import NAMESRV_ADMIN_CODES, namesrv_needs
+    from pyrocketmq.server.acl import NAMESRV_ADMIN_CODES, namesrv_needs
 
     ns = AclValidator(parse_plain_acl(ACL), NAMESRV_ADMIN_CODES, namesrv_needs)
     route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Other"})  # alice: topics DENY

@@ -11,9 +11,9 @@ True
 
 from __future__ import annotations
 
-from .body import TopicConfig
-from .client_bodies import HeartbeatData, SubscriptionGroupConfig
-from .names import check_group_name, check_topic_name
+from pyrocketmq.remoting.body import TopicConfig
+from pyrocketmq.remoting.client_bodies import HeartbeatData, SubscriptionGroupConfig
+from pyrocketmq.remoting.names import check_group_name, check_topic_name
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
