@@ -25,6 +25,7 @@ from tests.e2e.conftest import OPERATOR_NAMESPACE, RELEASE, E2EImages
 from tests.e2e.helpers import MQ, deployed_mq, group_cr, topic_cr, wait_ready
 from tests.k8s.cluster import KubeCluster
 from tests.observability.prometheus import (
+    APACHE_QUERIES,
     Prometheus,
     dashboard_exprs,
     grafana_to_promql,
@@ -124,3 +125,8 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
         for alert, expr in rule_exprs().items():
             assert not metric_names_in(expr) - names, alert
             prom.query(expr)  # parses and evaluates
+        # Apache RocketMQ 5's names and labels, as its users' dashboards and alert rules query them
+        for query in APACHE_QUERIES:
+            prom.wait(f"data for Apache's {query}", lambda q=query: prom.query(q))
+        masters = {r["metric"]["node_id"] for r in prom.query(f'rocketmq_messages_in_total{{topic="{topic}"}}')}
+        assert masters == {"orders-0", "orders-1"}, masters

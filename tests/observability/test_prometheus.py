@@ -21,6 +21,7 @@ from pyrocketmq.client import Message
 from tests.conformance import pyclient5
 from tests.helpers.cluster import ManagedProcess, free_broker_port, free_port, wait_for_tcp, write_properties
 from tests.observability.prometheus import (
+    APACHE_QUERIES,
     Prometheus,
     dashboard_exprs,
     fast_rules_copy,
@@ -35,30 +36,6 @@ TOPIC = "ObsOrders"
 BACKGROUND = "ObsBackground"
 GROUP = "obs-consumers"
 BROKER_JOB, NAMESRV_JOB = "pyrocketmq-broker", "pyrocketmq-namesrv"
-# Apache RocketMQ 5's broker metrics (``BrokerMetricsConstant``) with the labels its documentation
-# gives each (rocketmq.apache.org, "Metrics"), queried as a dashboard or alert rule written for
-# Apache would query them.
-APACHE_QUERIES = (
-    "sum by (cluster, node_id, topic, message_type) (rate(rocketmq_messages_in_total[1m]))",
-    "sum by (cluster, node_id, topic, message_type) (rate(rocketmq_throughput_in_total[1m]))",
-    "sum by (topic, consumer_group) (rate(rocketmq_messages_out_total[1m]))",
-    "sum by (topic, consumer_group) (rate(rocketmq_throughput_out_total[1m]))",
-    'sum by (topic, consumer_group) (rocketmq_consumer_lag_messages{is_system="false", is_retry="false"})',
-    "sum by (topic, consumer_group) (rocketmq_consumer_ready_messages)",
-    "sum by (topic, consumer_group) (rocketmq_consumer_inflight_messages)",
-    "max by (topic, consumer_group) (rocketmq_consumer_queueing_latency)",
-    "max by (topic, consumer_group) (rocketmq_consumer_lag_latency)",
-    "sum by (cluster, node_id, language, version) (rocketmq_producer_connections)",
-    'sum by (consumer_group, consume_mode, language) (rocketmq_consumer_connections{protocol_type="remoting"})',
-    "max by (cluster, node_id) (rocketmq_topic_number)",
-    "sum by (consumer_group, topic) (rocketmq_send_to_dlq_messages_total)",
-    'histogram_quantile(0.99, sum by (le, request_code) (rate(rocketmq_rpc_latency_bucket{protocol_type="remoting"}[1m])))',
-    "sum by (request_code, response_code) (rate(rocketmq_rpc_latency_count[1m]))",
-    "max by (cluster, node_id) (rocketmq_storage_size)",
-    "max by (cluster, node_id) (rocketmq_storage_flush_behind_bytes)",
-    "max by (cluster, node_id) (rocketmq_storage_message_reserve_time)",
-    "max by (cluster, node_id) (rocketmq_consumer_group_number)",
-)
 
 
 def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, str, str]:
