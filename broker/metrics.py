@@ -54,6 +54,7 @@ read this broker too; the traffic counters exist under these names only:
 ``rocketmq_producer_connections{language,version,protocol_type}``                      producer connections
 ``rocketmq_consumer_connections{consumer_group,language,version,consume_mode,...}``    consumer connections
 ``rocketmq_rpc_latency{protocol_type,request_code,response_code}``                     requests answered: latency (ms histogram), count
+``rocketmq_message_size{topic,message_type}``                                          stored sizes (histogram, bytes)
 ``rocketmq_send_to_dlq_messages_total{topic,consumer_group,is_system}``                 dead-lettered since start
 ``rocketmq_commit_messages_total{topic}``, ``rocketmq_rollback_messages_total{topic}``  transactions ended
 ``rocketmq_topic_number``, ``rocketmq_consumer_group_number``                          topics and groups held
@@ -271,6 +272,9 @@ def apache_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
         for (topic, value_label), value in sorted(dict(table).items()):
             family.add_metric(a.ident + [topic, value_label], value)
         yield family
+    yield histogram_family("rocketmq_message_size", "Stored size of the messages, in bytes.",
+                           [*a.base, "topic", "message_type"],
+                           [((*a.ident, topic, kind), rec) for (topic, kind), rec in sorted(dict(stats.sizes).items())])
     dlq = a.counter("send_to_dlq_messages", "Messages sent to a group's dead-letter queue since the broker started.",
                     ["topic", "consumer_group", "is_system"])
     for (group, topic), n in sorted(dict(stats.dead_letter_by_group).items()):

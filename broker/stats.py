@@ -5,7 +5,10 @@ scrape time (:mod:`.metrics`)."""
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections import defaultdict
+
+from pyrocketmq.metrics import MESSAGE_SIZE_BUCKETS, LatencyRecorder
 
 from .stats_items import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, StatsItem, StatsTable
 
@@ -36,6 +39,8 @@ class BrokerStats:
         """Messages that went to ``%DLQ%<group>`` since the broker started, per (group, origin topic)."""
         self.table = StatsTable()
         """Last minute / hour / day per topic and per ``topic@group`` (VIEW_BROKER_STATS_DATA)."""
+        self.sizes: dict[tuple[str, str], LatencyRecorder] = {}
+        """Stored sizes of the messages, per (topic, message type): Apache's ``rocketmq_message_size``."""
         self._put_items: dict[str, tuple[StatsItem, StatsItem]] = {}
         self._mark = (time.monotonic(), 0, 0)
 
@@ -45,6 +50,13 @@ class BrokerStats:
         key = (topic, message_type)
         self.put_by_topic[key] += count
         self.put_bytes_by_topic[key] += nbytes
+        sizes = self.sizes.get(key)
+        if sizes is None:
+            sizes = self.sizes[key] = LatencyRecorder(MESSAGE_SIZE_BUCKETS)
+        if count > 0:  # one observation per message (a batch's at their mean), inlined: every send comes here
+            sizes.counts[bisect_left(MESSAGE_SIZE_BUCKETS, nbytes / count)] += count
+            sizes.sum += nbytes
+            sizes.count += count
         items = self._put_items.get(topic)
         if items is None:  # every send comes here: the topic's two items are looked up once
             now = _now_ms()

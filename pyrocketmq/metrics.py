@@ -206,6 +206,9 @@ class RequestRecorder:
         yield family
 
 
+MESSAGE_SIZE_BUCKETS: tuple[float, ...] = (1024.0, 4096.0, 512 * 1024.0, 1024.0**2, 2 * 1024.0**2, 4 * 1024.0**2)
+"""Apache RocketMQ 5's ``rocketmq_message_size`` buckets, in bytes: 1 KiB, 4 KiB, 512 KiB, 1, 2, 4 MiB."""
+
 RPC_LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.003, 0.005, 0.007, 0.01, 0.1, 1.0, 2.0, 3.0)
 """Apache RocketMQ 5's ``rocketmq_rpc_latency`` buckets (1, 3, 5, 7, 10, 100 ms, 1, 2, 3 s), in seconds."""
 

@@ -225,6 +225,7 @@ def run_promtool(*args: str) -> subprocess.CompletedProcess[str]:
 APACHE_QUERIES = (
     "sum by (cluster, node_id, topic, message_type) (rate(rocketmq_messages_in_total[1m]))",
     "sum by (cluster, node_id, topic, message_type) (rate(rocketmq_throughput_in_total[1m]))",
+    "histogram_quantile(0.99, sum by (le, topic) (rate(rocketmq_message_size_bucket[1m])))",
     "sum by (topic, consumer_group) (rate(rocketmq_messages_out_total[1m]))",
     "sum by (topic, consumer_group) (rate(rocketmq_throughput_out_total[1m]))",
     'sum by (topic, consumer_group) (rocketmq_consumer_lag_messages{is_system="false", is_retry="false"})',

@@ -119,10 +119,15 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     broker.offsets.commit("g", "Orders", 1, 3)
     broker.stats.on_get("Orders", 4, 400, "g")
     broker.stats.on_put("Orders", 2, 200, "transaction")
+    broker.stats.on_put("Big", 2, 2 * 600 * 1024)  # a batch of two 600 KiB messages
     s = samples(broker)
     assert s[("rocketmq_messages_in_total", (("message_type", "normal"), ("topic", "Orders")))] == 9
     assert s[("rocketmq_messages_in_total", (("message_type", "transaction"), ("topic", "Orders")))] == 2
     assert s[("rocketmq_throughput_in_total", (("message_type", "transaction"), ("topic", "Orders")))] == 200
+    big = (("message_type", "normal"), ("topic", "Big"))
+    assert s[("rocketmq_message_size_count", big)] == 2 and s[("rocketmq_message_size_sum", big)] == 2 * 600 * 1024
+    assert s[("rocketmq_message_size_bucket", (("le", "524288.0"), *big))] == 0  # over 512 KiB
+    assert s[("rocketmq_message_size_bucket", (("le", "1048576.0"), *big))] == 2
     assert s[("rocketmq_messages_out_total", (("consumer_group", "g"), ("topic", "Orders")))] == 4
     assert s[("rocketmq_throughput_out_total", (("consumer_group", "g"), ("topic", "Orders")))] == 400
     lag = (("consumer_group", "g"), ("is_retry", "false"), ("is_system", "false"), ("topic", "Orders"))
