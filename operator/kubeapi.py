@@ -47,7 +47,8 @@ class KubeError(Exception):
 
     @property
     def not_found(self) -> bool:
-        return self.status == 404
+        """The object is not there (a kind the API server does not serve is an error, not this)."""
+        return self.status == 404 and self.reason != "NoSuchKind"
 
     @property
     def invalid(self) -> bool:

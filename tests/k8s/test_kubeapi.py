@@ -51,6 +51,9 @@ def test_verbs_on_a_real_api_server(kube: KubeCluster, kube_namespace: str, monk
         assert await api.patch_status("apps/v1", "StatefulSet", ns, "none", {"replicas": 1}) is None
         assert await api.get_scale("apps/v1", "StatefulSet", ns, "none") is None
         assert [n["metadata"]["name"] for n in await api.list("v1", "Node", "")] == []  # cluster-scoped
+        with pytest.raises(KubeError) as unknown:  # a kind nobody serves is an error, not "gone"
+            await api.get("pyrocketmq.io/v1alpha1", "NoSuchThing", ns, "x")
+        assert unknown.value.reason == "NoSuchKind" and not unknown.value.not_found
 
     _run(kube.kubeconfig, body, monkeypatch)
 
