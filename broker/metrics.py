@@ -366,7 +366,7 @@ def _apache_consumer_families(broker: BrokerView, store: MessageStore, a: _Apach
 
 
 def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
-    """Identity, traffic per topic, readiness, connections, request and store latencies."""
+    """Identity, readiness, connections, the 5.x front, store latencies."""
     s, ident = broker.settings, f.ident
     info = f.gauge("info", "Always 1; the broker's id, role and version as labels.", ["broker_id", "role", "version"])
     info.add_metric(ident + [str(s.identity.broker_id), s.identity.role.value, pyrocketmq.__version__], 1)
