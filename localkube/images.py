@@ -236,6 +236,10 @@ def _archive(name: str) -> Path:
     return archive
 
 
+CONNECT_TIMEOUT_S = 120
+IMPORT_ATTEMPTS = 3
+
+
 def import_into_containerd(
     names: Sequence[str], sockets: Sequence[Path], progress: Progress = lambda m: None
 ) -> None:
@@ -248,8 +252,18 @@ def import_into_containerd(
     def one(socket: Path) -> None:
         for name, archive in archives:
             t0 = time.monotonic()
-            ctr = ["ctr", "--address", str(socket), "-n", "k8s.io"]
-            _run([*ctr, "images", "import", "--snapshotter", "overlayfs", archive], timeout=1800)
+            # A runtime unpacking at the smallest CPU share beside a busy machine can take longer than
+            # ctr's 10 s default to answer a connection (a cold CI run saw it): wait for it longer, and
+            # try again when it still did not answer.
+            ctr = ["ctr", "--address", str(socket), "--connect-timeout", f"{CONNECT_TIMEOUT_S}s", "-n", "k8s.io"]
+            for attempt in range(1, IMPORT_ATTEMPTS + 1):
+                try:
+                    _run([*ctr, "images", "import", "--snapshotter", "overlayfs", archive], timeout=1800)
+                    break
+                except ImageError as exc:
+                    if "failed to dial" not in str(exc) or attempt == IMPORT_ATTEMPTS:
+                        raise
+                    progress(f"containerd at {socket} did not answer (attempt {attempt}); trying again")
             where = f" ({socket.parent.parent.name})" if len(sockets) > 1 else ""
             progress(f"imported {name} into containerd{where} in {time.monotonic() - t0:.0f} s")
 
