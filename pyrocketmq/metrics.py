@@ -21,7 +21,8 @@ message, client id or address); recorders never allocate per observation once a 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -34,6 +35,7 @@ LATENCY_BUCKETS: tuple[float, ...] = (
 """Upper bounds (seconds) of request, put and flush latency buckets: 100 µs to 30 s (a long poll)."""
 
 OTHER = "OTHER"
+_K = TypeVar("_K", bound=Hashable)
 _KNOWN_RESPONSES = frozenset(int(c) for c in ResponseCode)
 
 
@@ -163,16 +165,7 @@ class RequestRecorder:
         for (code_name, resp_name), n in sorted(totals.items()):
             requests.add_metric([*const_values, code_name, resp_name], n)
         yield requests
-        merged: dict[str, LatencyRecorder] = {}
-        for (req, _resp), rec in list(self.latency.items()):
-            name = request_code_name(req)
-            into = merged.get(name)
-            if into is None:
-                into = merged[name] = LatencyRecorder(self.bounds)
-            for i, n in enumerate(list(rec.counts)):
-                into.counts[i] += n
-            into.sum += rec.sum
-            into.count += rec.count
+        merged = self._merged(lambda req, _resp: request_code_name(req))
         yield histogram_family(
             f"{self.prefix}_request_duration_seconds",
             "Time from a request's arrival to its answer being queued, by request code "
@@ -182,6 +175,20 @@ class RequestRecorder:
         )
 
 
+    def _merged(self, label: Callable[[int, int | None], _K]) -> dict[_K, LatencyRecorder]:
+        """The latency recorders summed by ``label(request, response)`` (codes share a label name)."""
+        merged: dict[_K, LatencyRecorder] = {}
+        for (req, resp), rec in list(self.latency.items()):
+            key = label(req, resp)
+            into = merged.get(key)
+            if into is None:
+                into = merged[key] = LatencyRecorder(self.bounds)
+            for i, n in enumerate(list(rec.counts)):
+                into.counts[i] += n
+            into.sum += rec.sum
+            into.count += rec.count
+        return merged
+
     def apache_families(self, const: Mapping[str, str]) -> Iterator[Metric]:
         """The same requests as Apache RocketMQ 5 exports them: ``rocketmq_rpc_latency``, a histogram
         in milliseconds by ``protocol_type``, ``request_code`` and ``response_code`` (lower-case code
@@ -190,16 +197,7 @@ class RequestRecorder:
             "rocketmq_rpc_latency", "Time from a request's arrival to its answer being queued, in milliseconds.",
             labels=[*const, "protocol_type", "request_code", "response_code"],
         )
-        merged: dict[tuple[str, str], LatencyRecorder] = {}
-        for (req, resp), rec in list(self.latency.items()):
-            key = (request_code_name(req).lower(), response_code_name(resp).lower())
-            into = merged.get(key)
-            if into is None:
-                into = merged[key] = LatencyRecorder(self.bounds)
-            for i, n in enumerate(list(rec.counts)):
-                into.counts[i] += n
-            into.sum += rec.sum
-            into.count += rec.count
+        merged = self._merged(lambda req, resp: (request_code_name(req).lower(), response_code_name(resp).lower()))
         for (req_name, resp_name), rec in sorted(merged.items()):
             buckets = [(le if le == "+Inf" else _ms(float(le)), n) for le, n in rec.cumulative()]
             family.add_metric([*const.values(), "remoting", req_name, resp_name], buckets, rec.sum * 1000)
