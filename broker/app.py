@@ -45,7 +45,7 @@ from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .processors.tools import ToolsProcessor
 from .processors.transaction import TransactionProcessor
-from .proxy.endpoint import GrpcEndpoint
+from .proxy.endpoint import EndpointObservers, GrpcEndpoint
 from .registration import Registrar
 from .schedule import ScheduleService
 from .settings import BrokerRole, BrokerSettings
@@ -149,8 +149,8 @@ class Broker:
                                      groups=self.groups, offsets=self.offsets, producers=self.producers,
                                      client=self.registrar.client,
                                      acl=self.acl.validator if self.acl is not None else None,
-                                     on_call=self.metrics.grpc_call if self.metrics is not None else None,
-                                     observe_receive=self.metrics.grpc_receive_latency.observe
+                                     observers=EndpointObservers(self.metrics.grpc_call,
+                                                                 self.metrics.grpc_receive_latency.observe)
                                      if self.metrics is not None else None)
             await self.grpc.start(self.addr)
         self.serving = True

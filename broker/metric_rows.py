@@ -120,10 +120,8 @@ def readiness(store_ready: bool, namesrv_configured: int, namesrv_registered: in
     return None
 
 
-def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter,
-          unless_none: bool = False) -> Callable[_P, _R]:
-    """``fn`` that also records how long each call took (``unless_none``: each call that returned
-    something other than None, for a function whose None means "not done here, ask the next one").
+def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter) -> Callable[_P, _R]:
+    """``fn`` that also records how long each call took.
 
     >>> rec = LatencyRecorder((1.0,)); ticks = iter([0.0, 0.5])
     >>> timed(lambda x: x * 2, rec, lambda: next(ticks))(21), rec.count, rec.sum
@@ -132,13 +130,10 @@ def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], f
 
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         started = clock()
-        result: object = None
         try:
-            result = fn(*args, **kwargs)
-            return result
+            return fn(*args, **kwargs)
         finally:
-            if result is not None or not unless_none:
-                recorder.observe(clock() - started)
+            recorder.observe(clock() - started)
 
     call.__wrapped__ = fn  # type: ignore[attr-defined]  # functools' convention for the wrapped function
     return call

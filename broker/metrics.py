@@ -188,9 +188,7 @@ class BrokerMetrics:
         """Time the store's puts (the instance's methods are wrapped: no cost when metrics are off)
         and its flushes (the flush thread's hook)."""
         store.put_message = timed(store.put_message, self.put_latency)  # type: ignore[method-assign]  # wrapped on purpose: no cost when metrics are off
-        store.put_messages = timed(store.put_messages, self.put_latency)  # type: ignore[method-assign]  # as above
-        store.put_batch_body = timed(store.put_batch_body, self.put_latency)  # type: ignore[method-assign]  # as above
-        store.put_plain = timed(store.put_plain, self.put_latency, unless_none=True)  # type: ignore[method-assign]  # as above
+        store.put_batch = timed(store.put_batch, self.put_latency)  # type: ignore[method-assign]  # as above
         store.flush_service.on_flush = self._on_flush
 
     def grpc_call(self, rpc: str, code: str) -> None:

@@ -47,6 +47,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .msg_id import (
     UniqIdGenerator as UniqIdGenerator,
@@ -294,28 +295,33 @@ def record_size(sys_flag: int, body_len: int, topic_len: int, properties_len: in
     return HEAD_SIZE + born + 8 + store + 4 + 8 + 4 + body_len + 1 + topic_len + 2 + properties_len
 
 
-def encode_record(
-    *,
-    topic: bytes,
-    body: bytes | bytearray | memoryview,
-    flag: int,
-    properties: bytes,
-    queue_id: int,
-    sys_flag: int,
-    born_timestamp: int,
-    born_host: bytes,
-    store_timestamp: int,
-    store_host: bytes,
-    reconsume_times: int,
-    prepared_transaction_offset: int,
-    body_crc: int | None = None,
-) -> bytearray:
-    """One record with QUEUEOFFSET and PHYSICALOFFSET zero (the store patches them in).
+class RecordSource(Protocol):
+    """What a record takes from its message besides the topic, properties, flags and hosts (the
+    broker's message to store and a decoded :class:`MessageExt` both have these)."""
+
+    @property
+    def body(self) -> bytes | bytearray | memoryview: ...
+    @property
+    def flag(self) -> int: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def born_timestamp(self) -> int: ...
+    @property
+    def reconsume_times(self) -> int: ...
+    @property
+    def prepared_transaction_offset(self) -> int: ...
+
+
+def encode_record(msg: RecordSource, topic: bytes, properties: bytes, sys_flag: int, born_host: bytes,
+                  store_host: bytes, store_timestamp: int, body_crc: int | None = None) -> bytearray:
+    """The record of ``msg`` with QUEUEOFFSET and PHYSICALOFFSET zero (the store patches them in).
 
     ``born_host``/``store_host`` are packed (:func:`pack_host`); their lengths must agree with the
     BORNHOST_V6 / STOREHOST_V6 bits of ``sys_flag``. Raises ``ValueError`` on an over-long topic or
     properties.
     """
+    body = msg.body
     tlen = len(topic)
     if tlen > MAX_TOPIC_BYTES:
         raise ValueError(f"topic is {tlen} bytes; at most {MAX_TOPIC_BYTES} fit in a record")
@@ -332,11 +338,11 @@ def encode_record(
     # One join = one allocation and one copy of the body (the body is the bulk of the bytes).
     return bytearray(b"").join(
         (
-            _HEAD.pack(size, MAGIC, crc, queue_id, flag, 0, 0, sys_flag, born_timestamp),
+            _HEAD.pack(size, MAGIC, crc, msg.queue_id, msg.flag, 0, 0, sys_flag, msg.born_timestamp),
             born_host,
             _Q.pack(store_timestamp),
             store_host,
-            _IQ.pack(reconsume_times, prepared_transaction_offset),
+            _IQ.pack(msg.reconsume_times, msg.prepared_transaction_offset),
             _I.pack(blen),
             body,
             bytes((tlen,)),
@@ -414,21 +420,8 @@ def encode_message(msg: MessageExt) -> bytearray:
         sys_flag |= SysFlag.BORNHOST_V6
     if len(store) == 20:
         sys_flag |= SysFlag.STOREHOST_V6
-    buf = encode_record(
-        topic=msg.topic.encode(),
-        body=msg.body,
-        flag=msg.flag,
-        properties=encode_properties(msg.properties),
-        queue_id=msg.queue_id,
-        sys_flag=sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=born,
-        store_timestamp=msg.store_timestamp,
-        store_host=store,
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-        body_crc=msg.body_crc,
-    )
+    buf = encode_record(msg, msg.topic.encode(), encode_properties(msg.properties), sys_flag, born, store,
+                        msg.store_timestamp, msg.body_crc)
     patch_record(buf, 0, msg.queue_offset, msg.commitlog_offset)
     return buf
 

@@ -43,9 +43,7 @@ from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerRe
 
 from ..delay import DLQ_QUEUE_NUMS
 from ..settings import BrokerRole
-from ..store.native import send_properties
-from ..store.timer import TimerRefused, asks_for_timer, timer_due
-from ..store.values import MessageInner, PutMessageStatus, PutResult
+from ..store import MessageInner, PutMessageStatus, PutResult, send_properties
 from ..transaction import half_inner, is_prepared
 from .durable import DurableWaiters
 
@@ -55,7 +53,7 @@ if TYPE_CHECKING:
     from ..ha.service import HAServer
     from ..settings import BrokerSettings
     from ..stats import BrokerStats
-    from ..store.message_store import MessageStore
+    from ..store import MessageStore
     from ..subscription_group import SubscriptionGroupManager
     from ..topic_config import TopicConfigManager
 
@@ -148,7 +146,7 @@ class SendProcessor:
             return target
         topic, queue_id, config = target
         try:  # (a retry turned dead letter waits for nothing: its DELAY goes)
-            raw_props, props_bytes, props, wait = send_properties(h.properties, self.cluster_prop, topic != h.topic)
+            _, props_bytes, props, wait = send_properties(h.properties, self.cluster_prop, topic != h.topic)
         except UnicodeEncodeError:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "the message properties are not valid Unicode")
         if len(props_bytes) > MAX_PROPERTIES_BYTES:
@@ -157,46 +155,27 @@ class SendProcessor:
             problem = self._type_problem(topic, config.message_type, props, body if batch else None)
             if problem is not None:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
-        if not batch and asks_for_timer(raw_props):
-            problem = self._timer_problem(props)
-            if problem is not None:
-                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
         sys_flag = h.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= SysFlag.MULTI_TAGS
-        born_host = self._born_host(conn)
+        # the send's one record for the store (a batch's: its body is the batch body, its properties the batch's own)
+        msg = MessageInner(config.topic_name if batch else topic, body, 0 if batch else h.flag, props, props_bytes,
+                           queue_id, sys_flag, h.born_timestamp or int(time.time() * 1000), self._born_host(conn),
+                           self.store_host, h.reconsume_times or 0, 0, 0 if batch else tags_code(props.get(Prop.TAGS)))
         if batch:
             if is_prepared(sys_flag):
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot be a transactional (prepared) message")
             try:
-                result = self.store.put_batch_body(
-                    config.topic_name, queue_id, body, props_bytes, sys_flag=sys_flag,
-                    born_timestamp=h.born_timestamp or int(time.time() * 1000), born_host=born_host,
-                    store_host=self.store_host, reconsume_times=h.reconsume_times or 0, max_body=self.max_body)
+                result = self.store.put_batch(msg)
             except ValueError as e:
                 problem = str(e)
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem if problem == "empty batch" else f"bad batch body: {e}")
         else:
-            # the common send in one compiled call; anything else (delay, timer, a half message, a full
-            # segment...) through the general put
-            plain = self.store.put_plain(topic, queue_id, body, h.flag, props, props_bytes, sys_flag,
-                                         h.born_timestamp or int(time.time() * 1000), born_host, self.store_host,
-                                         h.reconsume_times or 0, tags_code(props.get(Prop.TAGS)))
-            result = plain if plain is not None else self.store.put_message(
-                self._inner(h, topic, queue_id, sys_flag, born_host, body, props, props_bytes)
-            )
+            problem = self.store.timer_problem(msg)
+            if problem is not None:
+                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
+            result = self.store.put_message(half_inner(msg) if is_prepared(sys_flag) else msg)
         return self._answer(holder, cmd, result, topic, queue_id, wait, message_type(props).lower())
-
-    def _timer_problem(self, props: dict[str, str]) -> str | None:
-        """Why the timer the message asks for cannot be kept (RocketMQ 5's "timer message illegal")."""
-        store = self.settings.store
-        if not store.timer_wheel_enable:
-            return None
-        try:
-            timer_due(props, int(time.time() * 1000), store.timer_max_delay_sec)
-        except TimerRefused as e:
-            return str(e)
-        return None
 
     @staticmethod
     def _type_problem(topic: str, topic_type: str | None, props: dict[str, str],
@@ -261,31 +240,6 @@ class SendProcessor:
                 f"request queueId[{queue_id}] is illegal, topic {topic} has {config.write_queue_nums} write queues",
             )
         return topic, queue_id, config
-
-    def _inner(
-        self, h: SendMessageRequestHeader, topic: str, queue_id: int, sys_flag: int, born_host: bytes,
-        body: bytes | bytearray | memoryview, props: dict[str, str], props_bytes: bytes,
-    ) -> MessageInner:
-        """The one message of a single send (a half message when it is a prepared transaction)."""
-        inner = MessageInner(
-            topic=topic,
-            body=body,
-            flag=h.flag,
-            properties=props,
-            properties_bytes=props_bytes,
-            queue_id=queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=h.born_timestamp or int(time.time() * 1000),
-            born_host=born_host,
-            store_host=self.store_host,
-            reconsume_times=h.reconsume_times or 0,
-            prepared_transaction_offset=0,
-            tags_code=tags_code(props.get(Prop.TAGS)),
-            keys=props.get(Prop.KEYS),
-        )
-        if is_prepared(sys_flag):  # a half message: stored aside until END_TRANSACTION or a check
-            inner = half_inner(inner)
-        return inner
 
     def _answer(self, holder: Connection | None, cmd: RemotingCommand, result: PutResult, topic: str, queue_id: int,
                 wait: bool, kind: str) -> HandlerResult:

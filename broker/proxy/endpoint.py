@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyrocketmq.remoting.command import RemotingCommand
@@ -20,7 +21,7 @@ from .pb import definition_pb2 as pb
 from .pop import PopService
 from .routes import RouteLookup
 from .server import GrpcServer
-from .service import MessagingService, peer_of
+from .service import ClientTerms, MessagingService, peer_of
 
 if TYPE_CHECKING:
     from ..client_manager import ProducerManager
@@ -33,12 +34,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("pyrocketmq.broker.proxy")
 
 
+@dataclass(frozen=True)
+class EndpointObservers:
+    """What the broker's metrics hear from the 5.x endpoint."""
+
+    on_call: Callable[[str, str], None]
+    """Every answered call's RPC name and status code."""
+    observe_receive: Callable[[float], None]
+    """Seconds each ReceiveMessage call that handed out messages took."""
+
+
 class GrpcEndpoint:
     def __init__(self, settings: BrokerSettings, *, handlers: Mapping[int, Handler], store: MessageStore,
                  topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
                  producers: ProducerManager, client: RemotingClient, acl: AclValidator | None = None,
-                 on_call: Callable[[str, str], None] | None = None,
-                 observe_receive: Callable[[float], None] | None = None) -> None:
+                 observers: EndpointObservers | None = None) -> None:
         self.settings = settings
         self.handlers = handlers
         self.routes = RouteLookup(client, settings.network.namesrv_addrs, settings.network.grpc_port or 0)
@@ -50,11 +60,13 @@ class GrpcEndpoint:
         refusal = self._refusal if self.access is not None else None
         self.service = MessagingService(
             handlers=handlers, store=store, topics=topics, producers=producers, routes=self.routes,
-            clients=self.clients, max_body_size=settings.store.max_message_size, groups=groups,
-            retry_delays_ms=settings.store.delay_levels_ms[2:], on_call=on_call, access=refusal)
+            clients=self.clients, groups=groups, access=refusal,
+            terms=ClientTerms(settings.store.max_message_size, settings.store.delay_levels_ms[2:]),
+            on_call=observers.on_call if observers is not None else None)
         self.consume = ConsumeRpcs(pop=self.pop, topics=topics, groups=groups, routes=self.routes, clients=self.clients,
                                    sql_enabled=settings.pull.property_filter, broker_name=settings.identity.broker_name,
-                                   seen=self.service.seen, observe_receive=observe_receive)
+                                   seen=self.service.seen,
+                                   observe_receive=observers.observe_receive if observers is not None else None)
         self.server = GrpcServer(self.service, self.consume, refusal)
         self.broker_addr = ""
 

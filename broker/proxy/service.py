@@ -22,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -93,6 +94,15 @@ async def topic_route(routes: RouteLookup, topics: TopicConfigManager,
     return spans, accepted_types(config.message_type if config is not None else None)
 
 
+@dataclass(frozen=True)
+class ClientTerms:
+    """What the endpoint's settings replies tell clients: the largest body a producer may send, and the
+    delays of a consumer group's retry backoff."""
+
+    max_body_size: int
+    retry_delays_ms: list[int] = field(default_factory=list)
+
+
 class MessagingService:
     def __init__(
         self,
@@ -103,9 +113,8 @@ class MessagingService:
         producers: ProducerManager,
         routes: RouteLookup,
         clients: ClientRegistry,
-        max_body_size: int,
+        terms: ClientTerms,
         groups: SubscriptionGroupManager | None = None,
-        retry_delays_ms: list[int] | None = None,
         on_call: Callable[[str, str], None] | None = None,
         access: Access | None = None,
     ) -> None:
@@ -115,9 +124,8 @@ class MessagingService:
         self.producers = producers
         self.routes = routes
         self.clients = clients
-        self.max_body_size = max_body_size
+        self.terms = terms
         self.groups = groups
-        self.retry_delays_ms = retry_delays_ms or []
         self.on_call = on_call
         """Told every answered call's RPC name and status code (metrics)."""
         self.access = access
@@ -229,12 +237,12 @@ class MessagingService:
         return spb.TelemetryCommand(status=status(pb.OK), settings=self._settings_reply(settings))
 
     def _settings_reply(self, client: pb.Settings) -> pb.Settings:
-        reply = settings_reply(client, max_body_size=self.max_body_size)
+        reply = settings_reply(client, max_body_size=self.terms.max_body_size)
         if client.HasField("subscription") and self.groups is not None:
             config = self.groups.find(client.subscription.group.name)
             if config is not None:
                 consumer_settings(reply, fifo=config.consume_message_orderly, max_attempts=config.retry_max_times + 1,
-                                  retry_delays_ms=self.retry_delays_ms)
+                                  retry_delays_ms=self.terms.retry_delays_ms)
         return reply
 
     # -- sending ----------------------------------------------------------------------------------

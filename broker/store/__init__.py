@@ -1,12 +1,14 @@
 """The synchronous storage engine (commitlog, consume queues, flush, retention, recovery).
 
-Public surface: :class:`MessageStore` and the values it takes and returns; the modules behind it
-are importable for tests and tools. No asyncio and no transport here (import-linter enforces it).
+Public surface: :class:`MessageStore`, the values it takes and returns, and ``send_properties`` (a
+send's properties made into what a record holds); processors use nothing else of it. The modules
+behind it are importable for tests and tools. No asyncio and no transport here (import-linter enforces it).
 """
 
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC
 
 from .message_store import MessageStore
+from .native import send_properties
 from .settings import FlushDiskType, FlushSettings, RetentionSettings, StoreSettings
 from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult
 
@@ -22,4 +24,5 @@ __all__ = [
     "PutResult",
     "RetentionSettings",
     "StoreSettings",
+    "send_properties",
 ]

@@ -128,6 +128,101 @@ static PyObject *decode_props(const unsigned char *p, Py_ssize_t n) {
     return d;
 }
 
+/* -- reading a record's fields from the object the store was handed (a MessageInner) --------------- */
+
+static PyObject *a_topic, *a_body, *a_flag, *a_properties_bytes, *a_queue_id, *a_sys_flag, *a_born_timestamp,
+    *a_born_host, *a_store_host, *a_reconsume_times, *a_prepared, *a_tags_code;
+
+static int names_init(void) {
+    return (a_topic = PyUnicode_InternFromString("topic")) && (a_body = PyUnicode_InternFromString("body")) &&
+                   (a_flag = PyUnicode_InternFromString("flag")) &&
+                   (a_properties_bytes = PyUnicode_InternFromString("properties_bytes")) &&
+                   (a_queue_id = PyUnicode_InternFromString("queue_id")) &&
+                   (a_sys_flag = PyUnicode_InternFromString("sys_flag")) &&
+                   (a_born_timestamp = PyUnicode_InternFromString("born_timestamp")) &&
+                   (a_born_host = PyUnicode_InternFromString("born_host")) &&
+                   (a_store_host = PyUnicode_InternFromString("store_host")) &&
+                   (a_reconsume_times = PyUnicode_InternFromString("reconsume_times")) &&
+                   (a_prepared = PyUnicode_InternFromString("prepared_transaction_offset")) &&
+                   (a_tags_code = PyUnicode_InternFromString("tags_code"))
+               ? 0
+               : -1;
+}
+
+/* The attribute ``name`` of ``o`` as a C long long; -1 with an exception set when missing or not an int. */
+static int attr_ll(PyObject *o, PyObject *name, long long *out) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* The attribute ``name`` of ``o`` as a C int (OverflowError outside its range, as the "i" format). */
+static int attr_int(PyObject *o, PyObject *name, int *out) {
+    long long v;
+    if (attr_ll(o, name, &v) < 0)
+        return -1;
+    if (v < INT32_MIN || v > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%U of %lld does not fit a 32-bit field", name, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* The attribute ``name`` of ``o`` as a buffer (released by the caller). */
+static int attr_buf(PyObject *o, PyObject *name, Py_buffer *view) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int rc = PyObject_GetBuffer(v, view, PyBUF_SIMPLE);
+    Py_DECREF(v); /* the view keeps its own reference */
+    return rc;
+}
+
+/* A message's topic (a str) as UTF-8 in ``view``: the caller releases it like any buffer. */
+static int attr_topic(PyObject *o, Py_buffer *view) {
+    PyObject *v = PyObject_GetAttr(o, a_topic);
+    if (v == NULL)
+        return -1;
+    if (!PyUnicode_Check(v)) {
+        Py_DECREF(v);
+        PyErr_SetString(PyExc_TypeError, "the message's topic is not a str");
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(v, &n);
+    if (utf8 == NULL) {
+        Py_DECREF(v);
+        return -1;
+    }
+    int rc = PyBuffer_FillInfo(view, v, (void *)utf8, n, 1, PyBUF_SIMPLE); /* holds the str while in use */
+    Py_DECREF(v);
+    return rc;
+}
+
+/* The buffers a record is written from; ``n`` of them filled (released by ``release_all``). */
+typedef struct {
+    Py_buffer b[6];
+    int n;
+} Buffers;
+
+static Py_buffer *next_buf(Buffers *bs) { return &bs->b[bs->n]; }
+
+static int took(Buffers *bs, int rc) {
+    if (rc == 0)
+        bs->n++;
+    return rc;
+}
+
+static void release_all(Buffers *bs) {
+    for (int i = 0; i < bs->n; i++)
+        PyBuffer_Release(&bs->b[i]);
+    bs->n = 0;
+}
+
 /* -- one record ----------------------------------------------------------------------------------- */
 
 /* Writes the record of one message at ``r`` (``size`` bytes, QUEUEOFFSET and PHYSICALOFFSET zero). Its
@@ -176,15 +271,24 @@ static void write_record(unsigned char *r, Py_ssize_t size, unsigned int magic, 
 
 /* -- encode_batch ---------------------------------------------------------------------------------- */
 
+/* encode_batch(batch, sys_flag, store_ts, max_body, magic): ``batch`` is the store's record of the send (a
+ * MessageInner): its body is the SEND_BATCH_MESSAGE body, its properties_bytes the batch's own properties. */
 static PyObject *py_encode_batch(PyObject *self, PyObject *args) {
-    Py_buffer data, topic, batch_props, born_host, store_host;
+    PyObject *batch;
     int queue_id, sys_flag, reconsume_times;
     long long born_ts, store_ts, max_body;
     unsigned int magic;
-    if (!PyArg_ParseTuple(args, "y*y*y*iiLy*Ly*iLI", &data, &topic, &batch_props, &queue_id, &sys_flag, &born_ts,
-                          &born_host, &store_ts, &store_host, &reconsume_times, &max_body, &magic))
+    if (!PyArg_ParseTuple(args, "OiLLI", &batch, &sys_flag, &store_ts, &max_body, &magic))
         return NULL;
     PyObject *block = NULL, *metas = NULL, *tags_key = NULL, *result = NULL;
+    Buffers bs = {.n = 0};
+    if (took(&bs, attr_buf(batch, a_body, next_buf(&bs))) < 0 || took(&bs, attr_topic(batch, next_buf(&bs))) < 0 ||
+        took(&bs, attr_buf(batch, a_properties_bytes, next_buf(&bs))) < 0 ||
+        took(&bs, attr_buf(batch, a_born_host, next_buf(&bs))) < 0 ||
+        took(&bs, attr_buf(batch, a_store_host, next_buf(&bs))) < 0 || attr_int(batch, a_queue_id, &queue_id) < 0 ||
+        attr_ll(batch, a_born_timestamp, &born_ts) < 0 || attr_int(batch, a_reconsume_times, &reconsume_times) < 0)
+        goto done;
+    Py_buffer data = bs.b[0], topic = bs.b[1], batch_props = bs.b[2], born_host = bs.b[3], store_host = bs.b[4];
     const unsigned char *src = data.buf;
     Py_ssize_t n = data.len, pos = 0, total = 0;
     if (topic.len > MAX_TOPIC_BYTES) {
@@ -269,29 +373,32 @@ done:
     Py_XDECREF(block);
     Py_XDECREF(metas);
     Py_XDECREF(tags_key);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&topic);
-    PyBuffer_Release(&batch_props);
-    PyBuffer_Release(&born_host);
-    PyBuffer_Release(&store_host);
+    release_all(&bs);
     return result;
 }
 
 /* -- encode_record: one message's record ------------------------------------------------------------ */
 
-/* encode_record(topic, body, flag, properties, queue_id, sys_flag, born_ts, born_host, store_ts, store_host,
- *               reconsume_times, prepared_transaction_offset, magic) -> bytearray
+/* encode_record(msg, topic, properties, sys_flag, born_host, store_host, store_ts, magic) -> bytearray
  * The record of one message with QUEUEOFFSET and PHYSICALOFFSET zero, as message.encode_record writes it
- * (the same checks, the same ValueErrors). */
+ * (the same checks, the same ValueErrors); ``msg`` gives its body, flag, queue id, born timestamp,
+ * reconsume times and prepared transaction offset. */
 static PyObject *py_encode_record(PyObject *self, PyObject *args) {
-    Py_buffer topic, body, props, born_host, store_host;
+    PyObject *msg;
+    Py_buffer topic, props, born_host, store_host;
     int flag, queue_id, sys_flag, reconsume_times;
     long long born_ts, store_ts, prepared;
     unsigned int magic;
-    if (!PyArg_ParseTuple(args, "y*y*iy*iiLy*Ly*iLI", &topic, &body, &flag, &props, &queue_id, &sys_flag, &born_ts,
-                          &born_host, &store_ts, &store_host, &reconsume_times, &prepared, &magic))
+    if (!PyArg_ParseTuple(args, "Oy*y*iy*y*LI", &msg, &topic, &props, &sys_flag, &born_host, &store_host, &store_ts,
+                          &magic))
         return NULL;
     PyObject *rec = NULL;
+    Buffers bs = {.n = 0};
+    if (took(&bs, attr_buf(msg, a_body, next_buf(&bs))) < 0 || attr_int(msg, a_flag, &flag) < 0 ||
+        attr_int(msg, a_queue_id, &queue_id) < 0 || attr_ll(msg, a_born_timestamp, &born_ts) < 0 ||
+        attr_int(msg, a_reconsume_times, &reconsume_times) < 0 || attr_ll(msg, a_prepared, &prepared) < 0)
+        goto done;
+    Py_buffer body = bs.b[0];
     if (topic.len > MAX_TOPIC_BYTES) {
         PyErr_Format(PyExc_ValueError, "topic is %zd bytes; at most %d fit in a record", topic.len, MAX_TOPIC_BYTES);
         goto done;
@@ -321,8 +428,8 @@ static PyObject *py_encode_record(PyObject *self, PyObject *args) {
                  born_ts, &born_host, store_ts, &store_host, reconsume_times, prepared, &topic, props.len, props.buf,
                  props.len, 0, NULL, 0);
 done:
+    release_all(&bs);
     PyBuffer_Release(&topic);
-    PyBuffer_Release(&body);
     PyBuffer_Release(&props);
     PyBuffer_Release(&born_host);
     PyBuffer_Release(&store_host);
@@ -405,26 +512,36 @@ static PyObject *py_offset_msg_ids(PyObject *self, PyObject *args) {
 
 /* -- put_record: a single send's record and consume-queue unit, written in place ------------------- */
 
-/* put_record(segment, position, segment_offset, units, unit_position, topic, body, flag, properties, queue_id,
- *            sys_flag, born_ts, born_host, store_ts, store_host, reconsume_times, queue_offset, tags_code, magic,
- *            max_size) -> (size, offset message id) | None
- * The record of one message (prepared offset 0; the BORNHOST_V6 / STOREHOST_V6 bits of ``sys_flag`` set from
+/* put_record(segment, position, segment_offset, units, unit_position, msg, queue_offset, store_ts, magic, max_size)
+ *   -> (size, offset message id) | None
+ * The record of one message ``msg`` (a MessageInner: topic, body, flag, properties_bytes, queue id, sys flag,
+ * born timestamp and host, store host, reconsume times, tags code) (prepared offset 0; the BORNHOST_V6 / STOREHOST_V6 bits of ``sys_flag`` set from
  * the hosts' lengths) written at ``position`` of the commitlog segment ``segment`` (which starts at commitlog
  * offset ``segment_offset``) with its QUEUEOFFSET and PHYSICALOFFSET, and its consume-queue unit (offset,
  * size, tags code) at ``unit_position`` of ``units``. None, with nothing written, when this is not such a
  * plain put: the record would not leave a segment end's 8 bytes free, the unit does not fit, the record is
  * over ``max_size``, or a field does not fit a record (the caller's general path says which). */
 static PyObject *py_put_record(PyObject *self, PyObject *args) {
-    Py_buffer seg, units, topic, body, props, born_host, store_host;
+    PyObject *msg;
+    Py_buffer seg, units;
     Py_ssize_t pos, unit_pos;
     long long seg_offset, born_ts, store_ts, qoff, tags, max_size;
     int flag, queue_id, sys_flag, reconsume_times;
     unsigned int magic;
-    if (!PyArg_ParseTuple(args, "w*nLw*ny*y*iy*iiLy*Ly*iLLIL", &seg, &pos, &seg_offset, &units, &unit_pos, &topic,
-                          &body, &flag, &props, &queue_id, &sys_flag, &born_ts, &born_host, &store_ts, &store_host,
-                          &reconsume_times, &qoff, &tags, &magic, &max_size))
+    if (!PyArg_ParseTuple(args, "w*nLw*nOLLIL", &seg, &pos, &seg_offset, &units, &unit_pos, &msg, &qoff, &store_ts,
+                          &magic, &max_size))
         return NULL;
     PyObject *result = NULL;
+    Buffers bs = {.n = 0};
+    if (took(&bs, attr_topic(msg, next_buf(&bs))) < 0 || took(&bs, attr_buf(msg, a_body, next_buf(&bs))) < 0 ||
+        took(&bs, attr_buf(msg, a_properties_bytes, next_buf(&bs))) < 0 ||
+        took(&bs, attr_buf(msg, a_born_host, next_buf(&bs))) < 0 ||
+        took(&bs, attr_buf(msg, a_store_host, next_buf(&bs))) < 0 || attr_int(msg, a_flag, &flag) < 0 ||
+        attr_int(msg, a_queue_id, &queue_id) < 0 || attr_int(msg, a_sys_flag, &sys_flag) < 0 ||
+        attr_ll(msg, a_born_timestamp, &born_ts) < 0 || attr_int(msg, a_reconsume_times, &reconsume_times) < 0 ||
+        attr_ll(msg, a_tags_code, &tags) < 0)
+        goto done;
+    Py_buffer topic = bs.b[0], body = bs.b[1], props = bs.b[2], born_host = bs.b[3], store_host = bs.b[4];
     sys_flag &= ~(SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6);
     if (born_host.len == 20)
         sys_flag |= SYSFLAG_BORNHOST_V6;
@@ -457,11 +574,7 @@ static PyObject *py_put_record(PyObject *self, PyObject *args) {
 done:
     PyBuffer_Release(&seg);
     PyBuffer_Release(&units);
-    PyBuffer_Release(&topic);
-    PyBuffer_Release(&body);
-    PyBuffer_Release(&props);
-    PyBuffer_Release(&born_host);
-    PyBuffer_Release(&store_host);
+    release_all(&bs);
     return result;
 }
 
@@ -864,19 +977,18 @@ done:
 
 static PyMethodDef methods[] = {
     {"encode_batch", py_encode_batch, METH_VARARGS,
-     "encode_batch(data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, "
-     "reconsume_times, max_body, magic) -> (bytearray of records, [(size, tags_code, properties)])"},
+     "encode_batch(batch, sys_flag, store_ts, max_body, magic) -> (bytearray of records, "
+     "[(size, tags_code, properties)])"},
     {"encode_record", py_encode_record, METH_VARARGS,
-     "encode_record(topic, body, flag, properties, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, "
-     "reconsume_times, prepared_transaction_offset, magic) -> bytearray: one record, offsets zero"},
+     "encode_record(msg, topic, properties, sys_flag, born_host, store_host, store_ts, magic) -> bytearray: "
+     "one record, offsets zero"},
     {"patch_offsets", py_patch_offsets, METH_VARARGS,
      "patch_offsets(records, queue_offset, phys_offset): number the consecutive records in place"},
     {"offset_msg_ids", py_offset_msg_ids, METH_VARARGS,
      "offset_msg_ids(store_host, phys_offset, sizes) -> comma-joined offset message ids"},
     {"put_record", py_put_record, METH_VARARGS,
-     "put_record(segment, position, segment_offset, units, unit_position, topic, body, flag, properties, queue_id, "
-     "sys_flag, born_ts, born_host, store_ts, store_host, reconsume_times, queue_offset, tags_code, magic, max_size) "
-     "-> (size, offset message id), or None when it is not a plain put (nothing written)"},
+     "put_record(segment, position, segment_offset, units, unit_position, msg, queue_offset, store_ts, magic, "
+     "max_size) -> (size, offset message id), or None when it is not a plain put (nothing written)"},
     {"cq_units", py_cq_units, METH_VARARGS, "cq_units(phys, metas) -> the consume-queue units of a batch's records"},
     {"index_keys", py_index_keys, METH_VARARGS,
      "index_keys(prefix_hash, metas, phys) -> (uint32 key hashes, int64 offsets) of a batch's index keys"},
@@ -897,5 +1009,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "The store
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
+    if (names_init() < 0)
+        return NULL;
     return PyModule_Create(&module);
 }

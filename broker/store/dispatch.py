@@ -41,8 +41,9 @@ class DispatchRequest:
     store_timestamp: int
     properties: dict[str, str]
     sys_flag: int = 0
-    rebuild_unit: bool = True
-    """False for records recovery scans only to re-index: their consume-queue units stay as they are."""
+    write_unit: bool = True
+    """False when the record's consume-queue unit is there already: a record recovery scans only to
+    re-index, or a plain put's (:mod:`.plain_put` writes the unit in the same compiled call)."""
     queue: ConsumeQueue | None = None
     """The record's consume queue when the caller already holds it (the put path)."""
 
@@ -88,7 +89,7 @@ class ConsumeQueueDispatcher:
         """Units written by recovery (reported once it ends)."""
 
     def dispatch(self, req: DispatchRequest) -> None:
-        if not req.rebuild_unit:
+        if not req.write_unit:
             return
         cq = req.queue or self._queue_of(req.topic, req.queue_id)
         if cq.put(req.queue_offset, req.phys, req.size, req.tags_code):
@@ -162,25 +163,9 @@ class DispatchChain:
     def _arrange(self) -> None:
         ds = self.dispatchers
         self._calls = tuple(d.dispatch for d in ds)
-        kinds = tuple(type(d) for d in ds)
-        self.units_first = kinds in ((ConsumeQueueDispatcher, IndexDispatcher),
-                                     (ConsumeQueueDispatcher, IndexDispatcher, HookDispatcher))
-        """The chain is the store's own (units, index, optionally the listener): a put may write a
-        record's unit itself and hand the rest to :meth:`after_unit`."""
-        index, hook = (ds + [None, None])[1:3] if self.units_first else (None, None)
-        self._index = index if isinstance(index, IndexDispatcher) else None
-        self._hook = hook if isinstance(hook, HookDispatcher) else None
-
-    def after_unit(self, topic: str, queue_id: int, queue_offset: int, phys: int, tags_code: int, store_timestamp: int,
-                   properties: dict[str, str]) -> None:
-        """The chain past the consume-queue unit, for a record whose unit the put wrote itself (only
-        while :attr:`units_first`): what :meth:`dispatch_checked` does after the unit, without a request."""
-        if self._index is not None:
-            self._index.index(topic, properties, phys, store_timestamp)
-        if self._hook is not None:
-            self._hook.hook(topic, queue_id, queue_offset + 1, tags_code, properties)
-        if store_timestamp > self.last_timestamp:
-            self.last_timestamp = store_timestamp
+        self.units_first = bool(ds) and type(ds[0]) is ConsumeQueueDispatcher
+        """The chain starts with the store's consume-queue unit: a put may write a record's unit itself
+        and dispatch the record with ``write_unit=False`` (the rest of the chain sees it as usual)."""
 
     def dispatch(self, req: DispatchRequest) -> None:
         """Run every dispatcher on ``req`` unless its transaction type is never dispatched."""

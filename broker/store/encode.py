@@ -67,20 +67,7 @@ def encode_inner(msg: MessageInner, now: int, default_store_host: bytes) -> tupl
     store_host = msg.store_host or default_store_host
     sys_flag = host_flags(msg.sys_flag, msg.born_host, store_host)
     try:
-        rec = encode_one(
-            topic=topic,
-            body=msg.body,
-            flag=msg.flag,
-            properties=props,
-            queue_id=msg.queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_timestamp=now,
-            store_host=store_host,
-            reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
-        )
+        rec = encode_one(msg, topic, props, sys_flag, store_host, now)
     except ValueError as e:
         log.warning("put refused: %s", e)
         return None, PutMessageStatus.MESSAGE_ILLEGAL

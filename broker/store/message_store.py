@@ -15,8 +15,10 @@ the clean thread deletes expired files (segment lists are copy-on-write, so it c
 
 Put path: encode the record once, pick the segment (blank + roll if needed), patch QUEUEOFFSET and
 PHYSICALOFFSET in the encoded bytes, copy them into the mapping, append the consume-queue unit, index
-the keys, call ``on_dispatch``; a plain single send (``put_plain``, :mod:`.plain_put`) does the first
-steps up to the unit in one compiled call, in place. So when ``put_message`` returns, a pull (or a query by key) can already
+the keys, call ``on_dispatch``; a plain single send (:mod:`.plain_put`) does the first steps up to
+the unit in one compiled call, in place. One ``put_message`` for single messages and one ``put_batch``
+for batch sends, each taking the send's one record (:class:`~.values.MessageInner`); the store, not its
+caller, picks the compiled or the general path. So when ``put_message`` returns, a pull (or a query by key) can already
 read the message.
 
 Recovery (``load``): with no abort file (clean stop) the last 3 commitlog segments are checked;
@@ -36,6 +38,7 @@ import shutil
 import struct
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from pyrocketmq.remoting.message import (
     MessageExt,
@@ -70,7 +73,7 @@ from .plain_put import plain_enough, put_in_place
 from .reads import offset_by_time, query_by_key, readable_end, scan_units
 from .retention import clean_expired, clean_tick
 from .settings import CQ_UNIT_SIZE, StoreSettings
-from .timer import TimerRefused, hold_for_timer
+from .timer import TimerRefused, hold_for_timer, names_a_timer, timer_due
 from .values import GetMessageStatus, GetResult, MessageInner, PutMessageStatus, PutResult, QueryMessageResult
 
 log = logging.getLogger("pyrocketmq.broker.store")
@@ -153,7 +156,7 @@ class MessageStore:
         def redispatch(msg: MessageExt, phys: int, size: int) -> None:
             # Records before `start` (scanned for the index only) keep their units: re-deriving
             # them could resurrect the queues of a deleted topic.
-            self._dispatch_record(msg, phys, size, rebuild_unit=phys >= start)
+            self._dispatch_record(msg, phys, size, write_unit=phys >= start)
 
         self._units.rebuilt = 0
         if abnormal:
@@ -274,6 +277,17 @@ class MessageStore:
         if not self._running:
             return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         now = self._next_timestamp()
+        return self._put_plain(msg, now) or self._put_general(msg, now)
+
+    def _put_plain(self, msg: MessageInner, now: int) -> PutResult | None:
+        """The common send in one compiled call (:mod:`.plain_put`); None, with nothing written, for
+        anything else (a delay, a timer, a half message, a new queue, a full segment...)."""
+        cq = self._cqs.get((msg.topic, msg.queue_id))
+        if cq is None or not plain_enough(msg, self.settings.timer_wheel_enable):
+            return None
+        return put_in_place(self.commit_log, cq, self.dispatch, now, self.settings.max_message_size, msg)
+
+    def _put_general(self, msg: MessageInner, now: int) -> PutResult:
         if Prop.DELAY in msg.properties and msg.topic != SCHEDULE_TOPIC:
             msg = to_schedule_topic(msg, self._delay_levels)
         if self.settings.timer_wheel_enable and msg.topic not in (SCHEDULE_TOPIC, TIMER_TOPIC):
@@ -305,54 +319,35 @@ class MessageStore:
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
         return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
 
-    def put_plain(self, topic: str, queue_id: int, body: bytes | bytearray | memoryview, flag: int,
-                  properties: dict[str, str], properties_bytes: bytes, sys_flag: int, born_timestamp: int,
-                  born_host: bytes, store_host: bytes, reconsume_times: int, tags_code: int) -> PutResult | None:
-        """:meth:`put_message` of a single send that needs only its record, unit and index keys, in one
-        compiled call (:mod:`.plain_put`). None, with nothing written, when the put is not such a one:
-        :meth:`put_message` then does it (and says what is wrong, if anything)."""
-        cq = self._cqs.get((topic, queue_id))
-        if cq is None or not self._running or not plain_enough(topic, properties, sys_flag,
-                                                                 self.settings.timer_wheel_enable):
+    def timer_problem(self, msg: MessageInner) -> str | None:
+        """Why :meth:`put_message` would refuse the timer ``msg`` asks for (RocketMQ 5's "timer message
+        illegal"); None when it asks none, or the store keeps it."""
+        if not self.settings.timer_wheel_enable or not names_a_timer(msg.properties):
             return None
-        return put_in_place(self.commit_log, cq, self.dispatch, self._next_timestamp(), self.settings.max_message_size,
-                            topic, queue_id, body, flag, properties, properties_bytes, sys_flag, born_timestamp,
-                            born_host, store_host, reconsume_times, tags_code)
+        try:
+            timer_due(msg.properties, int(time.time() * 1000), self.settings.timer_max_delay_sec)
+        except TimerRefused as e:
+            return str(e)
+        return None
 
-    def put_messages(self, msgs: list[MessageInner]) -> PutResult:
-        """Append a decoded batch as consecutive records of ONE queue (that of ``msgs[0]``), in one segment."""
-        if not self._running or not msgs:
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL if self._running else PutMessageStatus.SERVICE_NOT_AVAILABLE)
-        first = msgs[0]
-        now = self._next_timestamp()
-        recs, metas = [], []
-        for m in msgs:
-            if m.topic != first.topic or m.queue_id != first.queue_id:
-                log.warning("batch refused: mixes queues (%s/%d, %s/%d)", first.topic, first.queue_id, m.topic, m.queue_id)
-                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            rec, status = encode_inner(m, now, self.store_host_bytes)
-            if rec is None:
-                return PutResult(status)
-            recs.append(rec)
-            metas.append((len(rec), tags_code_of(m.topic, m.properties, now, m.tags_code, self._delay_levels), m.properties))
-        return self._commit_batch(first.topic, first.queue_id, bytearray().join(recs), metas,
-                                  first.store_host or self.store_host_bytes, first.sys_flag, now)
-
-    def put_batch_body(self, topic: str, queue_id: int, data: bytes | bytearray | memoryview, batch_props: bytes, *,
-                       sys_flag: int, born_timestamp: int, born_host: bytes, store_host: bytes, reconsume_times: int,
-                       max_body: int) -> PutResult:
-        """:meth:`put_messages` from a SEND_BATCH_MESSAGE body (:mod:`.native`); ValueError if malformed."""
+    def put_batch(self, batch: MessageInner) -> PutResult:
+        """Append a batch send as consecutive records of its queue, in one segment: ``batch`` is the
+        send's record, its ``body`` a SEND_BATCH_MESSAGE body and its ``properties_bytes`` the batch's
+        own properties, appended to each message's (:mod:`.native`). ValueError if the body is malformed
+        or holds a body over ``maxMessageSize``."""
         if not self._running:
             return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         now = self._next_timestamp()
-        flag = host_flags(sys_flag, born_host, store_host)
+        store_host = batch.store_host or self.store_host_bytes
+        flag = host_flags(batch.sys_flag, batch.born_host, store_host)
+        if store_host is not batch.store_host:
+            batch = replace(batch, store_host=store_host)
         try:
-            block, metas = encode_batch(data, topic.encode(), batch_props, queue_id, flag, born_timestamp, born_host,
-                                        now, store_host, reconsume_times, max_body)
+            block, metas = encode_batch(batch, flag, now, self.settings.max_message_size)
         except OverflowError as e:
             log.warning("batch refused: %s", e)
             return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-        return self._commit_batch(topic, queue_id, block, metas, store_host, flag, now)
+        return self._commit_batch(batch.topic, batch.queue_id, block, metas, store_host, flag, now)
 
     def _commit_batch(self, topic: str, queue_id: int, block: bytearray, metas: list[Meta], store_host: bytes,
                       sys_flag: int, now: int) -> PutResult:
@@ -483,12 +478,12 @@ class MessageStore:
             self._reput = pos + size
         return True
 
-    def _dispatch_record(self, msg: MessageExt, phys: int, size: int, *, rebuild_unit: bool = True) -> None:
+    def _dispatch_record(self, msg: MessageExt, phys: int, size: int, *, write_unit: bool = True) -> None:
         """Dispatch a record read back from the commitlog (replication, recovery)."""
         tags = tags_code_of(msg.topic, msg.properties, msg.store_timestamp, None, self._delay_levels)
         self.dispatch.dispatch(DispatchRequest(
             msg.topic, msg.queue_id, msg.queue_offset, phys, size, tags, msg.store_timestamp, msg.properties,
-            msg.sys_flag, rebuild_unit,
+            msg.sys_flag, write_unit,
         ))
 
     @property

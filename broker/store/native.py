@@ -4,14 +4,17 @@ which write the same bytes — they are the reference the tests hold the compile
 ``PYROCKETMQ_PURE_PYTHON=1`` picks them even when the compiled module is there (to compare, or to
 rule it out).
 
+Each takes the store's record of the send (a :class:`~.values.MessageInner`), not its fields one by one.
 ``encode_one`` is the record of one message (a single send), ``send_properties`` the properties it is
 stored with, ``put_record`` the record and consume-queue unit of a plain single send written in place;
-``encode_batch`` turns a SEND_BATCH_MESSAGE body into the records of all its messages (offsets left
-zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets`` numbers the
+``encode_batch`` turns a batch send (its body a SEND_BATCH_MESSAGE body) into the records of all its
+messages (offsets left zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets`` numbers the
 records once the commitlog position is known; ``offset_msg_ids`` makes their offset message ids.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from pyrocketmq.remoting.compiled import load_compiled
 from pyrocketmq.remoting.message import (
@@ -27,20 +30,33 @@ from pyrocketmq.remoting.message import (
 )
 from pyrocketmq.remoting.msg_id import create_offset_msg_id
 
+from .values import MessageInner
+
 Meta = tuple[int, int, dict[str, str]]
 """(record size, tags code, properties) of one message of a batch."""
 
 NATIVE = load_compiled(f"{__package__}._native", "batch sends and the store's put path")
 
 
-def py_encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_props: bytes, queue_id: int,
-                    sys_flag: int, born_ts: int, born_host: bytes, store_ts: int, store_host: bytes,
-                    reconsume_times: int, max_body: int) -> tuple[bytearray, list[Meta]]:
+class _Item(NamedTuple):
+    """One message of a batch as :func:`~pyrocketmq.remoting.message.encode_record` reads it."""
+
+    body: bytes | bytearray | memoryview
+    flag: int
+    queue_id: int
+    born_timestamp: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+
+
+def py_encode_batch(batch: MessageInner, sys_flag: int, store_ts: int, max_body: int) -> tuple[bytearray, list[Meta]]:
     """Pure-Python :func:`encode_batch`. ValueError for a malformed batch or an over-long body,
     OverflowError for over-long properties."""
     block = bytearray()
     metas: list[Meta] = []
-    for body, flag, item_props in iter_batch_raw(data):
+    topic = batch.topic.encode()
+    batch_props = batch.properties_bytes or b""
+    for body, flag, item_props in iter_batch_raw(batch.body):
         if len(body) > max_body:
             raise ValueError(f"a message body of {len(body)} bytes is over maxMessageSize {max_body}")
         raw = bytes(item_props)
@@ -49,9 +65,8 @@ def py_encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_pr
         if len(raw) + len(batch_props) > MAX_PROPERTIES_BYTES:
             raise OverflowError(f"properties are {len(raw) + len(batch_props)} bytes; at most {MAX_PROPERTIES_BYTES} "
                                 "fit in a record")
-        rec = encode_record(topic=topic, body=body, flag=flag, properties=raw + batch_props, queue_id=queue_id,
-                            sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host, store_timestamp=store_ts,
-                            store_host=store_host, reconsume_times=reconsume_times, prepared_transaction_offset=0)
+        item = _Item(body, flag, batch.queue_id, batch.born_timestamp, batch.reconsume_times, 0)
+        rec = encode_record(item, topic, raw + batch_props, sys_flag, batch.born_host, batch.store_host, store_ts)
         props = decode_properties(raw)
         block += rec
         metas.append((len(rec), tags_code(props.get(Prop.TAGS)), props))
@@ -75,49 +90,38 @@ def py_offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
     return ",".join(ids)
 
 
-def encode_batch(data: bytes | bytearray | memoryview, topic: bytes, batch_props: bytes, queue_id: int,
-                 sys_flag: int, born_ts: int, born_host: bytes, store_ts: int, store_host: bytes,
-                 reconsume_times: int, max_body: int) -> tuple[bytearray, list[Meta]]:
+def encode_batch(batch: MessageInner, sys_flag: int, store_ts: int, max_body: int) -> tuple[bytearray, list[Meta]]:
+    """The records of a batch send stored at ``store_ts`` with ``sys_flag`` (offsets zero), and its
+    messages' metas: ``batch`` is the send's record, its ``body`` the SEND_BATCH_MESSAGE body and its
+    ``properties_bytes`` the batch's own properties (appended to each message's)."""
     if NATIVE is None:
-        return py_encode_batch(data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts,
-                               store_host, reconsume_times, max_body)
-    result: tuple[bytearray, list[Meta]] = NATIVE.encode_batch(
-        data, topic, batch_props, queue_id, sys_flag, born_ts, born_host, store_ts, store_host, reconsume_times,
-        max_body, MAGIC)
+        return py_encode_batch(batch, sys_flag, store_ts, max_body)
+    result: tuple[bytearray, list[Meta]] = NATIVE.encode_batch(batch, sys_flag, store_ts, max_body, MAGIC)
     return result
 
 
-def encode_one(*, topic: bytes, body: bytes | bytearray | memoryview, flag: int, properties: bytes, queue_id: int,
-               sys_flag: int, born_timestamp: int, born_host: bytes, store_timestamp: int, store_host: bytes,
-               reconsume_times: int, prepared_transaction_offset: int) -> bytearray:
-    """:func:`~pyrocketmq.remoting.message.encode_record`, compiled when it can be (the same bytes, the same
-    ValueErrors)."""
+def encode_one(msg: MessageInner, topic: bytes, properties: bytes, sys_flag: int, store_host: bytes,
+               store_ts: int) -> bytearray:
+    """:func:`~pyrocketmq.remoting.message.encode_record` of ``msg`` (born at its own host), compiled when it
+    can be (the same bytes, the same ValueErrors)."""
     if NATIVE is None:
-        return encode_record(topic=topic, body=body, flag=flag, properties=properties, queue_id=queue_id,
-                             sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
-                             store_timestamp=store_timestamp, store_host=store_host, reconsume_times=reconsume_times,
-                             prepared_transaction_offset=prepared_transaction_offset)
-    record: bytearray = NATIVE.encode_record(topic, body, flag, properties, queue_id, sys_flag, born_timestamp,
-                                             born_host, store_timestamp, store_host, reconsume_times,
-                                             prepared_transaction_offset, MAGIC)
+        return encode_record(msg, topic, properties, sys_flag, msg.born_host, store_host, store_ts)
+    record: bytearray = NATIVE.encode_record(msg, topic, properties, sys_flag, msg.born_host, store_host, store_ts,
+                                             MAGIC)
     return record
 
 
 def put_record(segment: memoryview, position: int, segment_offset: int, units: memoryview, unit_position: int,
-               topic: bytes, body: bytes | bytearray | memoryview, flag: int, properties: bytes, queue_id: int,
-               sys_flag: int, born_timestamp: int, born_host: bytes, store_timestamp: int, store_host: bytes,
-               reconsume_times: int, queue_offset: int, tags_code: int, max_size: int) -> tuple[int, str] | None:
-    """A single send's record written at ``position`` of the commitlog segment ``segment`` (at commitlog
-    offset ``segment_offset``), numbered, and its consume-queue unit at ``unit_position`` of ``units``, in
-    one compiled call: ``(record size, offset message id)``. None, with nothing written, when it is not such
-    a plain put (no room left, a field that does not fit) and always without the compiled module: the
-    store's general path, which writes the same bytes, does it then."""
+               msg: MessageInner, queue_offset: int, store_ts: int, max_size: int) -> tuple[int, str] | None:
+    """The record of the single send ``msg`` written at ``position`` of the commitlog segment ``segment``
+    (at commitlog offset ``segment_offset``), numbered ``queue_offset``, and its consume-queue unit at
+    ``unit_position`` of ``units``, in one compiled call: ``(record size, offset message id)``. None, with
+    nothing written, when it is not such a plain put (no room left, a field that does not fit) and always
+    without the compiled module: the store's general path, which writes the same bytes, does it then."""
     if NATIVE is None:
         return None
-    done: tuple[int, str] | None = NATIVE.put_record(
-        segment, position, segment_offset, units, unit_position, topic, body, flag, properties, queue_id, sys_flag,
-        born_timestamp, born_host, store_timestamp, store_host, reconsume_times, queue_offset, tags_code, MAGIC,
-        max_size)
+    done: tuple[int, str] | None = NATIVE.put_record(segment, position, segment_offset, units, unit_position, msg,
+                                                     queue_offset, store_ts, MAGIC, max_size)
     return done
 
 

@@ -1,6 +1,6 @@
 """The common single send put in one compiled call: the record written in place in the newest
 commitlog segment, numbered, its consume-queue unit beside it (``native.put_record``), then the
-index and the listener. ``MessageStore.put_plain`` asks :func:`plain_enough` and :func:`put_in_place`;
+rest of the dispatch chain. ``MessageStore.put_message`` asks :func:`plain_enough` and :func:`put_in_place` first;
 whatever they decline (a delay level, a timer, a half message, a new queue, a segment or
 consume-queue file without room, a field that does not fit) the general put does, and it writes the
 same bytes (``tests/unit/broker/store/test_put_plain.py`` holds them to it)."""
@@ -12,32 +12,35 @@ from pyrocketmq.remoting.names import SCHEDULE_TOPIC, TIMER_TOPIC
 
 from .commit_log import CommitLog
 from .consume_queue import ConsumeQueue
-from .dispatch import NO_DISPATCH, DispatchChain
+from .dispatch import NO_DISPATCH, DispatchChain, DispatchRequest
 from .native import put_record
 from .settings import CQ_UNIT_SIZE
 from .timer import names_a_timer
-from .values import PutMessageStatus, PutResult
+from .values import MessageInner, PutMessageStatus, PutResult
 
 
-def plain_enough(topic: str, properties: dict[str, str], sys_flag: int, timers: bool) -> bool:
-    """The message is stored where it is sent, as it is: no delay level, no timer (while ``timers``
-    are kept), not a prepared or rolled-back transaction, not for the schedule or timer topic."""
+def plain_enough(msg: MessageInner, timers: bool) -> bool:
+    """The message is stored where it is sent, as it is: its properties encoded and its store host
+    given already, no delay level, no timer (while ``timers`` are kept), no transaction offset, not a
+    prepared or rolled-back transaction, not for the schedule or timer topic."""
+    properties = msg.properties
     return not (
-        Prop.DELAY in properties
+        msg.properties_bytes is None
+        or not msg.store_host
+        or msg.prepared_transaction_offset
+        or Prop.DELAY in properties
         or (timers and names_a_timer(properties))
-        or (sys_flag & SysFlag.TRANSACTION_MASK) in NO_DISPATCH
-        or topic == SCHEDULE_TOPIC
-        or topic == TIMER_TOPIC
+        or (msg.sys_flag & SysFlag.TRANSACTION_MASK) in NO_DISPATCH
+        or msg.topic == SCHEDULE_TOPIC
+        or msg.topic == TIMER_TOPIC
     )
 
 
-def put_in_place(commit_log: CommitLog, cq: ConsumeQueue, chain: DispatchChain, now: int, max_size: int, topic: str,
-                 queue_id: int, body: bytes | bytearray | memoryview, flag: int, properties: dict[str, str],
-                 properties_bytes: bytes, sys_flag: int, born_timestamp: int, born_host: bytes, store_host: bytes,
-                 reconsume_times: int, tags_code: int) -> PutResult | None:
+def put_in_place(commit_log: CommitLog, cq: ConsumeQueue, chain: DispatchChain, now: int, max_size: int,
+                 msg: MessageInner) -> PutResult | None:
     """The put of a :func:`plain_enough` message into ``cq`` at store time ``now``; None, with nothing
-    written, when it does not fit the newest segment or consume-queue file, or the chain has more than
-    the store's own dispatchers."""
+    written, when it does not fit the newest segment or consume-queue file, or the chain does not start
+    with the consume-queue unit."""
     unit_files = cq.queue.files
     segments = commit_log.queue.files
     if not unit_files or not segments or not chain.units_first:
@@ -47,9 +50,7 @@ def put_in_place(commit_log: CommitLog, cq: ConsumeQueue, chain: DispatchChain, 
     unit_pos = uf.wrote_position
     qoff = (uf.file_from_offset + unit_pos) // CQ_UNIT_SIZE
     pos = seg.wrote_position
-    done = put_record(seg.buffer(), pos, seg.file_from_offset, uf.buffer(), unit_pos, topic.encode(), body, flag,
-                      properties_bytes, queue_id, sys_flag, born_timestamp, born_host, now, store_host,
-                      reconsume_times, qoff, tags_code, max_size)
+    done = put_record(seg.buffer(), pos, seg.file_from_offset, uf.buffer(), unit_pos, msg, qoff, now, max_size)
     if done is None:
         return None
     size, msg_id = done
@@ -58,5 +59,6 @@ def put_in_place(commit_log: CommitLog, cq: ConsumeQueue, chain: DispatchChain, 
     commit_log.last_store_timestamp = now
     uf.wrote_position = unit_pos + CQ_UNIT_SIZE
     cq.max_physic_offset = phys + size
-    chain.after_unit(topic, queue_id, qoff, phys, tags_code, now, properties)
+    chain.dispatch_checked(DispatchRequest(msg.topic, msg.queue_id, qoff, phys, size, msg.tags_code, now,
+                                           msg.properties, msg.sys_flag, False, cq))
     return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)

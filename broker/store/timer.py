@@ -26,19 +26,10 @@ from .values import MessageInner
 
 REQUEST_KEYS = (Prop.TIMER_DELAY_SEC, Prop.TIMER_DELAY_MS, Prop.TIMER_DELIVER_MS, Prop.START_DELIVER_TIME)
 """The properties that ask for a time, in the order they are read."""
-RAW_MARKERS = tuple(k.encode() + b"\x01" for k in REQUEST_KEYS)
-"""The same, as they appear in the encoded properties (a cheap test before decoding)."""
 
 
 class TimerRefused(ValueError):
     """The timer the message asks for cannot be kept; the message says why (MESSAGE_ILLEGAL)."""
-
-
-def asks_for_timer(raw_properties: bytes) -> bool:
-    # every send asks this: two substring tests rule out nearly all of them before the exact ones
-    if b"TIMER_" not in raw_properties and b"__STARTDELIVERTIME" not in raw_properties:
-        return False
-    return any(marker in raw_properties for marker in RAW_MARKERS)
 
 
 def deliver_ms(properties: Mapping[str, str], now_ms: int) -> int | None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from pyrocketmq.broker.store import message_store as ms_module
-from pyrocketmq.broker.store.timer import TimerRefused, asks_for_timer, deliver_ms, timer_due
+from pyrocketmq.broker.store.timer import TimerRefused, deliver_ms, names_a_timer, timer_due
 from pyrocketmq.broker.store.values import MessageInner, PutMessageStatus
 from pyrocketmq.broker.timer_service import TimerProgress, TimerService
-from pyrocketmq.remoting.message import decode_messages, encode_properties, pack_host
+from pyrocketmq.remoting.message import decode_messages, pack_host
 from pyrocketmq.remoting.names import TIMER_TOPIC
 
 from .store.storekit import make_settings, open_store
@@ -62,7 +62,7 @@ def test_what_a_message_asks_for():
     assert deliver_ms({"DELAY": "3", "TIMER_DELIVER_MS": str(T0 + 5)}, T0) is None  # a delay level wins
     assert deliver_ms({"k": "v"}, T0) is None
     assert timer_due({"TIMER_DELIVER_MS": str(T0 - 1)}, T0, 60) is None  # already due: an ordinary message
-    assert asks_for_timer(encode_properties({"TIMER_DELIVER_MS": "5"})) and not asks_for_timer(b"KEYS\x01TIMER")
+    assert names_a_timer({"TIMER_DELIVER_MS": "5"}) and not names_a_timer({"KEYS": "TIMER"})
     with pytest.raises(TimerRefused, match="not a whole number"):
         deliver_ms({"TIMER_DELIVER_MS": "soon"}, T0)
     with pytest.raises(TimerRefused, match="over the max delay 60000 ms"):

@@ -87,20 +87,9 @@ def test_golden_record_encodes_to_hand_computed_bytes() -> None:
 
 
 def test_golden_record_via_encode_record_and_patch() -> None:
-    buf = encode_record(
-        topic=b"T",
-        body=b"hi",
-        flag=0,
-        properties=encode_properties({"TAGS": "a"}),
-        queue_id=1,
-        sys_flag=0,
-        born_timestamp=1000,
-        born_host=pack_host("127.0.0.1", 5000),
-        store_timestamp=9,
-        store_host=pack_host("10.0.0.1", 10911),
-        reconsume_times=0,
-        prepared_transaction_offset=0,
-    )
+    buf = encode_record(MessageExt(body=b"hi", queue_id=1, born_timestamp=1000), b"T",
+                        encode_properties({"TAGS": "a"}), 0, pack_host("127.0.0.1", 5000),
+                        pack_host("10.0.0.1", 10911), 9)
     assert buf[20:36] == bytes(16)  # offsets are left for the store
     patch_record(buf, 0, 2, 3, 2000)
     assert buf.hex().upper() == GOLDEN_HEX
@@ -229,23 +218,10 @@ def test_keys_split_on_spaces() -> None:
 # -- validation and malformed input ---------------------------------------------------------------
 
 
-def _record(**kw: object) -> bytearray:
-    args: dict[str, object] = dict(
-        topic=b"T",
-        body=b"",
-        flag=0,
-        properties=b"",
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=0,
-        born_host=pack_host("1.2.3.4", 1),
-        store_timestamp=0,
-        store_host=pack_host("1.2.3.4", 2),
-        reconsume_times=0,
-        prepared_transaction_offset=0,
-    )
-    args.update(kw)
-    return encode_record(**args)  # type: ignore[arg-type]
+def _record(topic: bytes = b"T", body: bytes = b"", properties: bytes = b"", sys_flag: int = 0,
+            body_crc: int | None = None) -> bytearray:
+    return encode_record(MessageExt(body=body), topic, properties, sys_flag, pack_host("1.2.3.4", 1),
+                         pack_host("1.2.3.4", 2), 0, body_crc)
 
 
 def test_encode_limits() -> None:

@@ -14,7 +14,7 @@ from pyrocketmq.broker.proxy.auth import GrpcAccess, expected_signature
 from pyrocketmq.broker.proxy.clients import ClientRegistry
 from pyrocketmq.broker.proxy.convert import transaction_group
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
-from pyrocketmq.broker.proxy.service import MessagingService
+from pyrocketmq.broker.proxy.service import ClientTerms, MessagingService
 from pyrocketmq.server.acl import AclValidator, parse_plain_acl
 
 ACL = parse_plain_acl({"globalWhiteRemoteAddresses": [], "accounts": [
@@ -48,7 +48,7 @@ def _service() -> MessagingService:
         return access.refusal(context.invocation_metadata(), "127.0.0.1", request)
 
     return MessagingService(handlers={}, store=None, topics=None, producers=ProducerManager(),
-                            routes=None, clients=ClientRegistry(), max_body_size=4 << 20,
+                            routes=None, clients=ClientRegistry(), terms=ClientTerms(4 << 20),
                             access=refusal)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import FlushDiskType, StoreSettings
 from pyrocketmq.broker.store.values import MessageInner, PutResult
-from pyrocketmq.remoting.message import MessageExt, decode_messages
+from pyrocketmq.remoting.message import MessageExt, decode_messages, encode_batch
 
 HOST = ("10.0.0.9", 10911)
 SEGMENT = 4096
@@ -65,6 +65,12 @@ def put(
     r = store.put_message(MessageInner.build(topic, body, p, queue_id=queue_id, born_timestamp=1))
     assert r.ok, r
     return r
+
+
+def put_batch(store: MessageStore, topic: str, queue_id: int, items: list[tuple[bytes, dict[str, str]]]) -> PutResult:
+    """A batch send of ``items`` (body, properties) into one queue, as the send processor hands it over."""
+    body = encode_batch([(b, 0, p) for b, p in items])
+    return store.put_batch(MessageInner(topic, body, properties_bytes=b"", queue_id=queue_id, born_timestamp=1))
 
 
 def read_queue(

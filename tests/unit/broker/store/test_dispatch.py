@@ -10,7 +10,7 @@ from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import MessageInner
 from pyrocketmq.remoting.message import SysFlag
 
-from .storekit import HOST, crash, make_settings, open_store, put
+from .storekit import HOST, crash, make_settings, open_store, put, put_batch
 
 
 class Recorder:
@@ -28,8 +28,7 @@ class Recorder:
 def fill(store: MessageStore) -> None:
     for i in range(5):
         put(store, "T", i % 2, b"m%d" % i, tags="a" if i % 2 else "b", KEYS=f"k{i}")
-    batch = [MessageInner.build("B", b"b%d" % i, {"KEYS": f"bk{i}"}, queue_id=1) for i in range(3)]
-    assert store.put_messages(batch).ok
+    assert put_batch(store, "B", 1, [(b"b%d" % i, {"KEYS": f"bk{i}"}) for i in range(3)]).ok
     half = MessageInner.build("T", b"half", {}, sys_flag=SysFlag.TRANSACTION_PREPARED)
     assert store.put_message(half).ok  # stored, never dispatched
 

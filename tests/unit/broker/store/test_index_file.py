@@ -29,7 +29,7 @@ from pyrocketmq.broker.store.settings import IndexSettings, StoreSettings
 from pyrocketmq.broker.store.values import MessageInner
 from pyrocketmq.remoting.message import SysFlag, decode_message, tags_code
 
-from .storekit import SEGMENT, crash, make_settings, open_store, put, segment_paths
+from .storekit import SEGMENT, crash, make_settings, open_store, put, put_batch, segment_paths
 
 FOREVER = 2**63 - 1
 
@@ -248,11 +248,7 @@ def test_time_range(tmp_path: Path, clock: list[int]) -> None:
 def test_batch_transactions_and_switch(tmp_path: Path) -> None:
     store = open_store(tiny(tmp_path, slots=16, entries=64))
     try:
-        batch = [
-            MessageInner.build("T", bytes([i]), {"KEYS": f"b{i}", "UNIQ_KEY": f"UB{i}"}, queue_id=2)
-            for i in range(3)
-        ]
-        assert store.put_messages(batch).ok
+        assert put_batch(store, "T", 2, [(bytes([i]), {"KEYS": f"b{i}", "UNIQ_KEY": f"UB{i}"}) for i in range(3)]).ok
         half = MessageInner.build("T", b"half", {"KEYS": "tx"}, sys_flag=SysFlag.TRANSACTION_PREPARED)
         assert store.put_message(half).ok
         assert bodies_for(store, "b1") == [b"\x01"] and bodies_for(store, "UB2") == [b"\x02"]

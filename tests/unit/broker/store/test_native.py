@@ -15,6 +15,7 @@ from pyrocketmq.broker.store import consume_queue, index_service, native
 from pyrocketmq.broker.store.consume_queue import cq_units
 from pyrocketmq.broker.store.encode import host_flags
 from pyrocketmq.broker.store.index_file import _py_extend
+from pyrocketmq.broker.store.values import MessageInner
 from pyrocketmq.remoting.message import (
     MAGIC,
     decode_messages,
@@ -41,10 +42,11 @@ items = st.lists(st.tuples(st.binary(max_size=300), st.integers(-(2**31), 2**31 
 hosts = st.sampled_from([pack_host("10.1.2.3", 4567), pack_host("::1", 10911)])
 
 
-def both(data, batch_props=b"CLUSTER\x01C\x02", topic=b"T", born=None, store=None, max_body=4096):
+def both(data, batch_props=b"CLUSTER\x01C\x02", topic="T", born=None, store=None, max_body=4096):
     born, store = born or pack_host("10.1.2.3", 4567), store or pack_host("10.9.9.9", 10911)
-    args = (data, topic, batch_props, 3, host_flags(0x2, born, store), 1_700_000_000_123, born, 1_700_000_000_456,
-            store, 2, max_body)
+    batch = MessageInner(topic, data, properties_bytes=batch_props, queue_id=3, born_timestamp=1_700_000_000_123,
+                         born_host=born, store_host=store, reconsume_times=2)
+    args = (batch, host_flags(0x2, born, store), 1_700_000_000_456, max_body)
     outcome = []
     for fn in (native.py_encode_batch, lambda *a: native.NATIVE.encode_batch(*a, MAGIC)):
         try:
@@ -74,10 +76,11 @@ def test_the_compiled_records_are_the_python_ones(items, born, store, batch_prop
         assert decoded_props == given_props and tags == tags_code(given_props.get("TAGS"))
 
 
-def _records(**kw):
+def _records(msg, topic, properties, sys_flag, store_host, store_ts):
     """The record of one message from the Python encoder and from the compiled one (or their ValueErrors)."""
     out = []
-    for fn in (lambda: encode_record(**kw), lambda: native.encode_one(**kw)):
+    for fn in (lambda: encode_record(msg, topic, properties, sys_flag, msg.born_host, store_host, store_ts),
+               lambda: native.encode_one(msg, topic, properties, sys_flag, store_host, store_ts)):
         try:
             out.append(fn())
         except ValueError as e:
@@ -92,20 +95,17 @@ def _records(**kw):
        prepared=st.integers(0, 2**62))
 def test_a_single_record_is_the_python_one(topic, body, flag, props, queue_id, sys_flag, born, store, born_ts, store_ts,
                                            reconsume, prepared):
-    kw = dict(topic=topic, body=body, flag=flag, properties=encode_properties(props), queue_id=queue_id,
-              sys_flag=host_flags(sys_flag, born, store), born_timestamp=born_ts, born_host=born,
-              store_timestamp=store_ts, store_host=store, reconsume_times=reconsume,
-              prepared_transaction_offset=prepared)
-    py, c = _records(**kw)
+    msg = MessageInner("T", body, flag, queue_id=queue_id, born_timestamp=born_ts, born_host=born,
+                       reconsume_times=reconsume, prepared_transaction_offset=prepared)
+    py, c = _records(msg, topic, encode_properties(props), host_flags(sys_flag, born, store), store, store_ts)
     assert type(c) is bytearray and c == py
     (decoded,) = decode_messages(bytes(c))
     assert decoded.body == body and decoded.properties == props
 
 
 def test_a_single_record_is_refused_alike():
-    ok = dict(topic=b"T", body=memoryview(b"body"), flag=0, properties=b"a\x01b", queue_id=1, sys_flag=0,
-              born_timestamp=1, born_host=pack_host("10.1.2.3", 1), store_timestamp=2,
-              store_host=pack_host("10.1.2.4", 2), reconsume_times=0, prepared_transaction_offset=0)
+    msg = MessageInner("T", memoryview(b"body"), queue_id=1, born_timestamp=1, born_host=pack_host("10.1.2.3", 1))
+    ok = dict(msg=msg, topic=b"T", properties=b"a\x01b", sys_flag=0, store_host=pack_host("10.1.2.4", 2), store_ts=2)
     assert _records(**ok)[0] == _records(**ok)[1]
     for bad in ({"topic": b"t" * 128}, {"properties": b"k\x01" + b"v" * 32766}, {"sys_flag": 0x10}, {"sys_flag": 0x20}):
         py, c = _records(**{**ok, **bad})
@@ -123,7 +123,7 @@ def test_the_same_refusals():
     big = encode_batch([(b"x", 0, {"k": "v" * 32760})])
     py, c = both(big)
     assert py == c and py[0] is OverflowError
-    assert both(good, topic=b"t" * 128)[1][0] is ValueError
+    assert both(good, topic="t" * 128)[1][0] is ValueError
 
 
 @given(st.text(max_size=80), st.integers(0, 2**32 - 1))

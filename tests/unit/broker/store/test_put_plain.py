@@ -1,8 +1,9 @@
-"""A plain single send put in one compiled call (``MessageStore.put_plain``, ``_native.put_record``)
-against the general put (``put_message``): the same commitlog, consume-queue and index bytes for the
-same messages, whatever their bodies, properties, flags and hosts, across segment and consume-queue
-file ends; and every put that is not plain is declined with nothing written, so the general put
-does it. Without the compiled module ``put_plain`` declines everything (CI builds it: fails there)."""
+"""A plain single send put in one compiled call (``MessageStore._put_plain``, ``_native.put_record``)
+against the general put (``_put_general``), the two paths ``put_message`` chooses between: the same
+commitlog, consume-queue and index bytes for the same messages, whatever their bodies, properties,
+flags and hosts, across segment and consume-queue file ends; and every put that is not plain is
+declined with nothing written, so the general put does it. Without the compiled module the plain
+path declines everything (CI builds it: fails there)."""
 
 from __future__ import annotations
 
@@ -47,9 +48,11 @@ def _inner(topic: str, queue_id: int, body: bytes, props: dict[str, str], *, fla
 
 
 def _plain(store: MessageStore, m: MessageInner):
-    assert m.properties_bytes is not None
-    return store.put_plain(m.topic, m.queue_id, m.body, m.flag, m.properties, m.properties_bytes, m.sys_flag,
-                           m.born_timestamp, m.born_host, m.store_host, m.reconsume_times, m.tags_code)
+    return store._put_plain(m, store._next_timestamp())
+
+
+def _general(store: MessageStore, m: MessageInner):
+    return store._put_general(m, store._next_timestamp())
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -120,12 +123,12 @@ def _compare(tmp: Path, monkeypatch: pytest.MonkeyPatch, batch: list, **kw: obje
             m = _inner(topic, qid, body, props, flag=flag, sys_flag=sys_flag, born=born, born_ts=1_700_000_000_000 + i,
                        reconsume=i % 3)
             start = ms_module._now_ms.now
-            a = general.put_message(m)
+            a = _general(general, m)
             ms_module._now_ms.now = start
             b = _plain(plain, m)
             if b is None:  # a new queue, a full segment or consume-queue file: the general path
                 ms_module._now_ms.now = start
-                b = plain.put_message(m)
+                b = _general(plain, m)
             else:
                 taken += 1
             assert a.status == b.status == PutMessageStatus.PUT_OK
@@ -184,8 +187,8 @@ def test_most_puts_of_a_queue_take_the_plain_path(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "case",
-    ["delay", "timer", "prepared", "rollback", "schedule topic", "too big", "topic too long", "host", "listener",
-     "stopped"],
+    ["delay", "timer", "prepared", "rollback", "schedule topic", "too big", "topic too long", "host",
+     "transaction offset", "no store host", "properties not encoded"],
 )
 def test_what_is_not_plain_is_declined_and_nothing_is_written(tmp_path, monkeypatch, case):
     _, store = _pair(tmp_path, monkeypatch, mapped_file_size_commit_log=1 << 20, timer_wheel_enable=True)
@@ -201,15 +204,44 @@ def test_what_is_not_plain_is_declined_and_nothing_is_written(tmp_path, monkeypa
             store.put_message(_inner(m.topic, 0, b"first", {}))
         if case == "host":
             m.born_host = b"\x00" * 5
-        if case == "listener":
-            store.dispatch.add(type("Other", (), {"dispatch": lambda self, r: None})())
-        if case == "stopped":
-            store._running = False
+        if case == "transaction offset":
+            m.prepared_transaction_offset = 7
+        if case == "no store host":
+            m.store_host = b""
+        if case == "properties not encoded":
+            m.properties_bytes = None
         before = _files(tmp_path / "plain")
         max_offset = store.commit_log.max_offset
         assert _plain(store, m) is None
         assert store.commit_log.max_offset == max_offset
         assert _files(tmp_path / "plain") == before
+    finally:
+        store.shutdown()
+
+
+def test_put_message_takes_the_plain_path_and_every_dispatcher_sees_it(tmp_path, monkeypatch):
+    _, store = _pair(tmp_path, monkeypatch, mapped_file_size_commit_log=1 << 20)
+    seen: list[tuple[str, int, bool]] = []
+
+    class Other:
+        def dispatch(self, req):
+            seen.append((req.topic, req.queue_offset, req.write_unit))
+
+        def dispatch_batch(self, batch):
+            raise AssertionError("no batch here")
+
+    try:
+        store.put_message(_inner("T", 0, b"first", {}))  # makes the queue: the general path
+        store.dispatch.add(Other())
+        wrote = store.commit_log.max_offset
+        r = store.put_message(_inner("T", 0, b"second", {"UNIQ_KEY": "U2"}))
+        assert r.ok and r.queue_offset == 1 and r.wrote_offset == wrote
+        assert seen == [("T", 1, False)]  # the unit was written by the compiled put, then the chain ran
+        assert len(check_queue_consistent(store, "T", 0)) == 2
+        assert len(store.query_message("T", "U2", 4, 0, 1 << 62).buffers) == 1
+        store._running = False
+        assert store.put_message(_inner("T", 0, b"third", {})).status == PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert store.commit_log.max_offset == wrote + r.wrote_bytes
     finally:
         store._running = True
         store.shutdown()
@@ -225,7 +257,7 @@ def test_a_full_segment_is_declined_and_the_general_put_rolls_it(tmp_path, monke
             r = _plain(store, m)
             if r is None:
                 declined += 1
-                r = store.put_message(m)
+                r = _general(store, m)
             assert r.ok
         assert declined >= 3  # a 4 KiB segment takes four of these records
         assert len(check_queue_consistent(store, "T", 0)) == 21

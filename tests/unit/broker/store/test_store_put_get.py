@@ -21,7 +21,7 @@ from pyrocketmq.remoting.message import (
 )
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC
 
-from .storekit import HOST, SEGMENT, check_queue_consistent, put, read_queue, segment_paths
+from .storekit import HOST, SEGMENT, check_queue_consistent, put, put_batch, read_queue, segment_paths
 
 
 def test_put_then_pull_one(store: MessageStore) -> None:
@@ -90,8 +90,7 @@ def test_record_that_exactly_fills_a_segment_and_one_that_never_fits(store: Mess
 
 def test_batch_is_consecutive_in_one_segment(store: MessageStore) -> None:
     put(store, body=b"a" * 3000)
-    msgs = [MessageInner.build("T", bytes([65 + i]) * 200, {"TAGS": "b"}, queue_id=0) for i in range(5)]
-    r = store.put_messages(msgs)
+    r = put_batch(store, "T", 0, [(bytes([65 + i]) * 200, {"TAGS": "b"}) for i in range(5)])
     assert r.ok and r.message_count == 5 and r.queue_offset == 1
     assert r.wrote_offset == SEGMENT  # the whole batch did not fit behind the first message
     ids = r.msg_id.split(",")
@@ -101,9 +100,8 @@ def test_batch_is_consecutive_in_one_segment(store: MessageStore) -> None:
     assert [m.body[:1] for m in got[1:]] == [b"A", b"B", b"C", b"D", b"E"]
     assert [m.offset_msg_id for m in got[1:]] == ids
     check_queue_consistent(store, "T", 0)
-    mixed = [MessageInner.build("T", b"x", queue_id=0), MessageInner.build("T", b"x", queue_id=1)]
-    assert store.put_messages(mixed).status == PutMessageStatus.MESSAGE_ILLEGAL
-    assert store.put_messages([]).status == PutMessageStatus.MESSAGE_ILLEGAL
+    with pytest.raises(ValueError, match="empty batch"):
+        put_batch(store, "T", 0, [])
 
 
 def test_refusals(settings: StoreSettings) -> None:
