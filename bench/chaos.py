@@ -23,9 +23,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench chaos", description=__doc__.splitlines()[0])
     p.add_argument("--faults", type=int, default=30, help="how many faults, one at a time (default 30)")
     p.add_argument("--seed", type=int, default=1, help="the schedule's seed (default 1)")
-    p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, from {', '.join(KINDS)} (default all)")
-    p.add_argument("--no-java", action="store_true", help="without the Apache RocketMQ 4.9 Java producer beside ours")
-    p.add_argument("--json", type=Path, default=Path("chaos.json"), help="where to write the run (default chaos.json)")
+    p.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"comma-separated, from {', '.join(KINDS)} (default all)"
+    )
+    p.add_argument(
+        "--no-java", action="store_true", help="without the Apache RocketMQ 4.9 Java producer beside ours"
+    )
+    p.add_argument(
+        "--json", type=Path, default=Path("chaos.json"), help="where to write the run (default chaos.json)"
+    )
     return p
 
 

@@ -29,25 +29,47 @@ SMOKE_SCENARIOS = ["send-128-16", "drain", "latency", "grpc5-receive"]
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    p.add_argument("--scenarios", default="all",
-                   help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency, grpc5); default all")
+    p.add_argument(
+        "--scenarios",
+        default="all",
+        help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency, grpc5); default all",
+    )
     p.add_argument("--flush", default=",".join(clusters.MODES),
                    help="modes to run: ASYNC_FLUSH, SYNC_FLUSH (one broker), SYNC_MASTER (master + slave, "
                         "asynchronous flush); default all three")
     p.add_argument("--brokers", default=",".join(clusters.KINDS), help="pyrocketmq,apache (default both)")
-    p.add_argument("--duration", type=float, default=None, help="seconds per Producer run (default 22; >= 11)")
+    p.add_argument(
+        "--duration", type=float, default=None, help="seconds per Producer run (default 22; >= 11)"
+    )
     p.add_argument("--batch-duration", type=float, default=None, help="seconds per batch run (default 16)")
-    p.add_argument("--scale", type=float, default=1.0, help="backlog = 1 000 000 x scale messages (default 1)")
-    p.add_argument("--rate", type=int, default=None, help="fixed rate of the latency scenario (default 2000 msg/s)")
-    p.add_argument("--latency-duration", type=float, default=None, help="seconds of the latency scenario (default 15)")
+    p.add_argument(
+        "--scale", type=float, default=1.0, help="backlog = 1 000 000 x scale messages (default 1)"
+    )
+    p.add_argument(
+        "--rate", type=int, default=None, help="fixed rate of the latency scenario (default 2000 msg/s)"
+    )
+    p.add_argument(
+        "--latency-duration", type=float, default=None, help="seconds of the latency scenario (default 15)"
+    )
     p.add_argument("--smoke", action="store_true",
                    help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s), ASYNC_FLUSH only")
     p.add_argument("--workdir", type=Path, default=None, help="stores and logs (default <cache>/bench)")
-    p.add_argument("--json", type=Path, default=None, help="where to write the JSON (default <workdir>/results.json)")
-    p.add_argument("--rounds", type=int, default=1,
-                   help="run everything N times, the brokers' order swapped each round; the table shows medians")
-    p.add_argument("--profile", type=Path, default=None, metavar="DIR",
-                   help="sample our broker with py-spy during each scenario: collapsed stacks and top frames in DIR")
+    p.add_argument(
+        "--json", type=Path, default=None, help="where to write the JSON (default <workdir>/results.json)"
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run everything N times, the brokers' order swapped each round; the table shows medians",
+    )
+    p.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="sample our broker with py-spy during each scenario: collapsed stacks and top frames in DIR",
+    )
     return p
 
 
@@ -72,10 +94,14 @@ def make_plan(args: argparse.Namespace) -> Plan:
 def select(args: argparse.Namespace):
     wanted = SMOKE_SCENARIOS if args.smoke and args.scenarios == "all" else [
         s.strip() for s in args.scenarios.split(",") if s.strip()]
-    flushes = ["ASYNC_FLUSH"] if args.smoke else [f.strip().upper() for f in args.flush.split(",") if f.strip()]
+    flushes = (
+        ["ASYNC_FLUSH"] if args.smoke else [f.strip().upper() for f in args.flush.split(",") if f.strip()]
+    )
     chosen = [
-        s for s in catalogue()
-        if s.flush in flushes and ("all" in wanted or any(s.name == w or s.name.startswith(w) for w in wanted))
+        s
+        for s in catalogue()
+        if s.flush in flushes
+        and ("all" in wanted or any(s.name == w or s.name.startswith(w) for w in wanted))
     ]
     return chosen, flushes
 
@@ -93,11 +119,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1:
         print("--rounds must be at least 1", file=sys.stderr)
         return 2
-    if not chosen or any(k not in clusters.KINDS for k in kinds) or any(f not in clusters.MODES for f in flushes):
+    if (
+        not chosen
+        or any(k not in clusters.KINDS for k in kinds)
+        or any(f not in clusters.MODES for f in flushes)
+    ):
         print("nothing to run: check --scenarios, --flush and --brokers", file=sys.stderr)
         return 2
     if args.profile and profile.py_spy() is None:
-        print("--profile needs py-spy: pip install py-spy (scripts/setup.sh --test installs it)", file=sys.stderr)
+        print(
+            "--profile needs py-spy: pip install py-spy (scripts/setup.sh --test installs it)",
+            file=sys.stderr,
+        )
         return 2
     workdir = (args.workdir or cache_root() / "bench").resolve()
     json_path = args.json or workdir / "results.json"
@@ -128,7 +161,15 @@ def main(argv: list[str] | None = None) -> int:
                 cluster, endpoint = clusters.start(kind, home, flush, grpc=peer == "apache5")
             except Exception as exc:  # report and go on with the other broker
                 for s in group:
-                    results.append(Result(s.name, kind, flush, detail={"round": rnd + 1}, error=f"broker did not start: {exc}"))
+                    results.append(
+                        Result(
+                            s.name,
+                            kind,
+                            flush,
+                            detail={"round": rnd + 1},
+                            error=f"broker did not start: {exc}",
+                        )
+                    )
                 print(f"{kind} {flush}: did not start: {str(exc).splitlines()[0]}", flush=True)
                 continue
             pid = clusters.broker_process(cluster).pid
@@ -145,7 +186,15 @@ def main(argv: list[str] | None = None) -> int:
 
                     ctx.restart_window = restart
                     t1 = time.monotonic()
-                    spy = profile.Recorder(pid, args.profile, f"{s.name}-{flush}" + (f"-r{rnd + 1}" if args.rounds > 1 else "")) if args.profile and kind == "pyrocketmq" else None
+                    spy = (
+                        profile.Recorder(
+                            pid,
+                            args.profile,
+                            f"{s.name}-{flush}" + (f"-r{rnd + 1}" if args.rounds > 1 else ""),
+                        )
+                        if args.profile and kind == "pyrocketmq"
+                        else None
+                    )
                     try:
                         result.figures.update(s.run(ctx, plan))
                     except Exception as exc:

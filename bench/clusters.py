@@ -124,7 +124,9 @@ def _start_master(kind: str, home: Path, flush: str, *, grpc: bool) -> tuple[Clu
             home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP
         ), None
     if kind == "apache5":
-        return apache5.start_apache5_cluster(home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP)
+        return apache5.start_apache5_cluster(
+            home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP
+        )
     if kind == "pyrocketmq":
         overrides = broker_settings(flush)
         endpoint = None

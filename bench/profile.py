@@ -29,7 +29,9 @@ def frame_name(frame: str) -> str:
     return f"{m['func']} ({m['file'].rsplit('/', 1)[-1]})"
 
 
-def top_frames(collapsed: str, limit: int = 25, above: float = 80.0) -> tuple[int, list[tuple[str, float, float]]]:
+def top_frames(
+    collapsed: str, limit: int = 25, above: float = 80.0
+) -> tuple[int, list[tuple[str, float, float]]]:
     """(samples, [(frame, inclusive %, self %)]) of py-spy's collapsed output (``a;b;c N`` per line),
     by inclusive share; a function counted once per stack however often it recurses. Frames in
     more than ``above`` % of the samples (the entry chain: ``main``, the event loop, ``data_received``)
@@ -75,7 +77,9 @@ class Recorder:
     def __init__(self, pid: int, out_dir: Path, stem: str) -> None:
         exe = py_spy()
         if exe is None:
-            raise RuntimeError("--profile needs py-spy (pip install py-spy; scripts/setup.sh --test installs it)")
+            raise RuntimeError(
+                "--profile needs py-spy (pip install py-spy; scripts/setup.sh --test installs it)"
+            )
         out_dir.mkdir(parents=True, exist_ok=True)
         self.raw = out_dir / f"{stem}.collapsed"
         self.summary = out_dir / f"{stem}.md"
@@ -95,6 +99,10 @@ class Recorder:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        text = markdown(*top_frames(self.raw.read_text())) if self.raw.is_file() else "no samples (py-spy failed)"
+        text = (
+            markdown(*top_frames(self.raw.read_text()))
+            if self.raw.is_file()
+            else "no samples (py-spy failed)"
+        )
         self.summary.write_text(text + "\n")
         return text

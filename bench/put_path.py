@@ -60,7 +60,9 @@ def _child(messages: int, size: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.put_path", description=__doc__.splitlines()[0])
-    p.add_argument("--messages", type=int, default=30_000, help="puts timed per child (as many again warm up)")
+    p.add_argument(
+        "--messages", type=int, default=30_000, help="puts timed per child (as many again warm up)"
+    )
     p.add_argument("--size", type=int, default=128, help="body bytes")
     p.add_argument("--rounds", type=int, default=3, help="pairs of children (compiled, pure Python)")
     p.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)
@@ -82,9 +84,20 @@ def main(argv: list[str] | None = None) -> int:
         for kind in order:
             env = dict(os.environ, PYROCKETMQ_PURE_PYTHON="1" if kind == "python" else "")
             out = subprocess.run(
-                [sys.executable, "-m", "bench.put_path", CHILD_FLAG, "--messages", str(args.messages), "--size",
-                 str(args.size)],
-                env=env, check=True, capture_output=True, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.put_path",
+                    CHILD_FLAG,
+                    "--messages",
+                    str(args.messages),
+                    "--size",
+                    str(args.size),
+                ],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
             )
             times[kind].append(float(out.stdout.strip().splitlines()[-1]))
             print(f"round {r + 1} {kind:8s} {times[kind][-1] * 1e6:7.2f} us/put", flush=True)

@@ -91,7 +91,10 @@ def rows(results: Iterable[Result]) -> list[list[str]]:
             if r is None:
                 continue
             if r.error:
-                out.append([scenario, flush, broker, f"FAILED: {r.error.splitlines()[0][:100]}"] + [""] * (len(COLUMNS) - 1))
+                out.append(
+                    [scenario, flush, broker, f"FAILED: {r.error.splitlines()[0][:100]}"]
+                    + [""] * (len(COLUMNS) - 1)
+                )
                 continue
             cells = [_cell(r.figures.get(k), f) for k, _, f in COLUMNS]
             spread = r.detail.get("send_tps_range")
@@ -100,7 +103,9 @@ def rows(results: Iterable[Result]) -> list[list[str]]:
             out.append([scenario, flush, broker] + cells)
         ours, theirs = pair.get("pyrocketmq"), pair.get("apache") or pair.get("apache5")
         if ours and theirs and not ours.error and not theirs.error:
-            cells = [_cell(ratio(ours.figures.get(k), theirs.figures.get(k)), "{:.2f}") for k, _, _ in COLUMNS]
+            cells = [
+                _cell(ratio(ours.figures.get(k), theirs.figures.get(k)), "{:.2f}") for k, _, _ in COLUMNS
+            ]
             out.append([scenario, flush, "ratio"] + cells)
     return out
 

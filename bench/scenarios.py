@@ -134,7 +134,9 @@ def _run_for(cmd: list[str], seconds: float, log: Path, enough: Callable[[str], 
     runs on, up to ``grace`` seconds more, until it is."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=REPO_ROOT)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=REPO_ROOT
+        )
         chunks: list[bytes] = []
 
         def read() -> None:
@@ -170,7 +172,9 @@ def _run_json(cmd: list[str], timeout: float, log: Path) -> dict[str, Any]:
 
 
 def _java(ctx: Context, main: str, args: list[Any], **props: str) -> list[str]:
-    return ctx.java.command(main, [str(a) for a in args], jvm_props=props or None, jvm_flags=GENERATOR_JVM_FLAGS)
+    return ctx.java.command(
+        main, [str(a) for a in args], jvm_props=props or None, jvm_flags=GENERATOR_JVM_FLAGS
+    )
 
 
 def run_send(size: int, threads: int) -> Callable[[Context, Plan], dict[str, Any]]:
@@ -203,9 +207,29 @@ def run_batch_java(ctx: Context, plan: Plan) -> dict[str, Any]:
 
 def run_batch_python(ctx: Context, plan: Plan) -> dict[str, Any]:
     topic = ctx.fresh_topic("batch_python")
-    cmd = [sys.executable, "-m", "pyrocketmq", "bench", "produce", "-n", ctx.cluster.namesrv_addr, "-t", topic,
-           "-s", "128", "-w", "16", "--batch", str(plan.batch_size), "--duration", str(plan.batch_seconds),
-           "--warmup", str(plan.warmup_seconds), "--json", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyrocketmq",
+        "bench",
+        "produce",
+        "-n",
+        ctx.cluster.namesrv_addr,
+        "-t",
+        topic,
+        "-s",
+        "128",
+        "-w",
+        "16",
+        "--batch",
+        str(plan.batch_size),
+        "--duration",
+        str(plan.batch_seconds),
+        "--warmup",
+        str(plan.warmup_seconds),
+        "--json",
+        "--no-progress",
+    ]
     doc = _run_json(cmd, plan.batch_seconds + 60, ctx.logs / f"pybench-{topic}.log")
     return {"send_tps": doc["tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"],
             "rt_max_ms": doc["rt_max_ms"], "send_failed": doc["failed"]}
@@ -234,8 +258,20 @@ def run_drain(ctx: Context, plan: Plan) -> dict[str, Any]:
 def run_latency(ctx: Context, plan: Plan) -> dict[str, Any]:
     topic = ctx.fresh_topic("latency")
     doc = _run_json(
-        _java(ctx, "FixedRateLatency", [ctx.cluster.namesrv_addr, topic, f"bench_latency_{ctx.seq}",
-                                        plan.latency_rate, plan.latency_seconds, 128, 4, plan.latency_warmup]),
+        _java(
+            ctx,
+            "FixedRateLatency",
+            [
+                ctx.cluster.namesrv_addr,
+                topic,
+                f"bench_latency_{ctx.seq}",
+                plan.latency_rate,
+                plan.latency_seconds,
+                128,
+                4,
+                plan.latency_warmup,
+            ],
+        ),
         plan.latency_seconds + 90,
         ctx.logs / f"latency-{topic}.log",
     )
@@ -254,7 +290,12 @@ def run_grpc5_send(ctx: Context, plan: Plan) -> dict[str, Any]:
     topic = ctx.fresh_topic("grpc5_send")
     doc = _grpc(ctx, [topic, "send", 16, 128, plan.grpc_seconds, plan.warmup_seconds], plan.grpc_seconds + 90,
                 ctx.logs / f"grpc5-send-{topic}.log")
-    return {"send_tps": doc["tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"], "send_failed": doc["failed"]}
+    return {
+        "send_tps": doc["tps"],
+        "rt_avg_ms": doc["rt_avg_ms"],
+        "rt_p99_ms": doc["rt_p99_ms"],
+        "send_failed": doc["failed"],
+    }
 
 
 def run_grpc5_receive(ctx: Context, plan: Plan) -> dict[str, Any]:
@@ -277,16 +318,42 @@ def catalogue() -> list[Scenario]:
                 out.append(Scenario(f"send-{size}-{threads}", flush, run_send(size, threads),
                                     f"benchmark.Producer, sync send {size} B, {threads} threads"))
     for size, threads in ((128, 16), (1024, 64)):
-        out.append(Scenario(f"send-{size}-{threads}", "SYNC_MASTER", run_send(size, threads),
-                            f"benchmark.Producer, sync send {size} B, {threads} threads, each send on master and slave"))
+        out.append(
+            Scenario(
+                f"send-{size}-{threads}",
+                "SYNC_MASTER",
+                run_send(size, threads),
+                f"benchmark.Producer, sync send {size} B, {threads} threads, each send on master and slave",
+            )
+        )
     out += [
         Scenario("batch-java", "ASYNC_FLUSH", run_batch_java, "BatchSend (Java), 16 threads x 32 x 128 B"),
-        Scenario("batch-python", "ASYNC_FLUSH", run_batch_python, "pyrocketmq bench produce --batch 32, 16 in flight"),
-        Scenario("drain", "ASYNC_FLUSH", run_drain, "Java push consumer (benchmark Consumer settings) draining a 128 B backlog"),
+        Scenario(
+            "batch-python",
+            "ASYNC_FLUSH",
+            run_batch_python,
+            "pyrocketmq bench produce --batch 32, 16 in flight",
+        ),
+        Scenario(
+            "drain",
+            "ASYNC_FLUSH",
+            run_drain,
+            "Java push consumer (benchmark Consumer settings) draining a 128 B backlog",
+        ),
         Scenario("latency", "ASYNC_FLUSH", run_latency, "FixedRateLatency, 128 B at a fixed rate"),
-        Scenario("grpc5-send", "ASYNC_FLUSH", run_grpc5_send, "official 5.x Java client over gRPC, sync send 128 B, 16 threads",
-                 peer="apache5"),
-        Scenario("grpc5-receive", "ASYNC_FLUSH", run_grpc5_receive,
-                 "official 5.x Java SimpleConsumer over gRPC, 8 threads receive 32 + ack, 128 B backlog", peer="apache5"),
+        Scenario(
+            "grpc5-send",
+            "ASYNC_FLUSH",
+            run_grpc5_send,
+            "official 5.x Java client over gRPC, sync send 128 B, 16 threads",
+            peer="apache5",
+        ),
+        Scenario(
+            "grpc5-receive",
+            "ASYNC_FLUSH",
+            run_grpc5_receive,
+            "official 5.x Java SimpleConsumer over gRPC, 8 threads receive 32 + ack, 128 B backlog",
+            peer="apache5",
+        ),
     ]
     return out

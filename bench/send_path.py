@@ -101,7 +101,9 @@ def drive(addr: str, frames: list[bytes], depth: int, seconds: float) -> int:
                     break
                 hlen = _LEN.unpack_from(buf, pos + 4)[0] & 0xFFFFFF
                 if b'"code":0' not in bytes(buf[pos + 8 : pos + 8 + hlen]):
-                    raise RuntimeError(f"a send was not answered SEND_OK: {bytes(buf[pos + 8 : pos + 8 + hlen])[:300]!r}")
+                    raise RuntimeError(
+                        f"a send was not answered SEND_OK: {bytes(buf[pos + 8 : pos + 8 + hlen])[:300]!r}"
+                    )
                 pos += 4 + length
                 got += 1
             del buf[:pos]

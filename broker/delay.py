@@ -64,8 +64,14 @@ def delivered_inner(msg: MessageExt) -> MessageInner | None:
         return None
     real_topic, real_qid = where
     props = {k: v for k, v in msg.properties.items() if k != Prop.DELAY}
-    return restored(msg, topic=real_topic, queue_id=real_qid, properties=props,
-                    reconsume_times=msg.reconsume_times, prepared_transaction_offset=msg.prepared_transaction_offset)
+    return restored(
+        msg,
+        topic=real_topic,
+        queue_id=real_qid,
+        properties=props,
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+    )
 
 
 @dataclass(frozen=True, slots=True)

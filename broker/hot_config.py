@@ -62,16 +62,20 @@ class ConfigRefused(ValueError):
     """The update cannot be applied; the message says what to do."""
 
 
-def apply_updates(store: StoreSettings, updates: Mapping[str, str], effective: dict[str, str]) -> dict[str, str]:
+def apply_updates(
+    store: StoreSettings, updates: Mapping[str, str], effective: dict[str, str]
+) -> dict[str, str]:
     """Apply ``updates`` to ``store`` (and record them in ``effective``, what GET_BROKER_CONFIG shows);
     returns what changed. ConfigRefused, with nothing changed, for an unknown or invalid key."""
     if not updates:
         raise ConfigRefused("no key=value given")
     cold = sorted(k for k in updates if k not in HOT_KEYS)
     if cold:
-        raise ConfigRefused(f"{', '.join(k[:64] for k in cold[:10])} cannot change while the broker runs; these can: "
-                            f"{', '.join(sorted(HOT_KEYS))}. Change the others in broker.conf (on Kubernetes: "
-                            "spec.config of the Broker, which rolls its pods)")
+        raise ConfigRefused(
+            f"{', '.join(k[:64] for k in cold[:10])} cannot change while the broker runs; these can: "
+            f"{', '.join(sorted(HOT_KEYS))}. Change the others in broker.conf (on Kubernetes: "
+            "spec.config of the Broker, which rolls its pods)"
+        )
     parsed: dict[str, Any] = {}
     for key, raw in updates.items():
         try:

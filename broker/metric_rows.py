@@ -96,7 +96,9 @@ def special_topic_totals(
     return dict(sorted(totals.items()))
 
 
-def scheduled_waiting(levels: int, max_offset: Callable[[int], int], delivered: Mapping[int, int]) -> dict[int, int]:
+def scheduled_waiting(
+    levels: int, max_offset: Callable[[int], int], delivered: Mapping[int, int]
+) -> dict[int, int]:
     """Delayed messages stored but not yet delivered, per level (1-based): the schedule queue's
     max offset minus the level's delivery offset.
 
@@ -120,7 +122,9 @@ def readiness(store_ready: bool, namesrv_configured: int, namesrv_registered: in
     return None
 
 
-def timed(fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter) -> Callable[_P, _R]:
+def timed(
+    fn: Callable[_P, _R], recorder: LatencyRecorder, clock: Callable[[], float] = time.perf_counter
+) -> Callable[_P, _R]:
     """``fn`` that also records how long each call took.
 
     >>> rec = LatencyRecorder((1.0,)); ticks = iter([0.0, 0.5])

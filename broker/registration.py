@@ -30,7 +30,11 @@ log = logging.getLogger("pyrocketmq.broker")
 def outgoing_client(settings: BrokerSettings) -> RemotingClient:
     """A client for this broker's own requests: TLS and ACL signatures as configured."""
     n = settings.network
-    sign = functools.partial(acl_sign, access_key=n.access_key, secret_key=n.secret_key) if n.access_key else None
+    sign = (
+        functools.partial(acl_sign, access_key=n.access_key, secret_key=n.secret_key)
+        if n.access_key
+        else None
+    )
     return RemotingClient(ssl=n.client_tls.context(), sign=sign)
 
 
@@ -77,7 +81,9 @@ class Registrar:
         if self.settings.identity.broker_id == 0 and self.role_fresh is not None and not self.role_fresh():
             log.info("not registering as master: the role is not confirmed by a controller lately")
             return 0
-        body = RegisterBrokerBody(topic_config_serialize_wrapper=self.topics.wrapper(), filter_server_list=[]).to_json()
+        body = RegisterBrokerBody(
+            topic_config_serialize_wrapper=self.topics.wrapper(), filter_server_list=[]
+        ).to_json()
         ext = self._header()
         ext["bodyCrc32"] = zlib.crc32(body) & 0x7FFFFFFF
         results = await asyncio.gather(
@@ -88,7 +94,9 @@ class Registrar:
 
     async def _register_one(self, addr: str, ext: dict[str, object], body: bytes) -> bool:
         try:
-            resp = await self.client.invoke(addr, RemotingCommand.request(RequestCode.REGISTER_BROKER, ext, body), 6.0)
+            resp = await self.client.invoke(
+                addr, RemotingCommand.request(RequestCode.REGISTER_BROKER, ext, body), 6.0
+            )
         except RemotingError as e:
             if addr in self.registered:
                 log.warning("registering with name server %s failed: %s", addr, e)
@@ -122,7 +130,9 @@ class Registrar:
         }
         for addr in s.network.namesrv_addrs:
             try:
-                await self.client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, ext), 3.0)
+                await self.client.invoke(
+                    addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, ext), 3.0
+                )
             except RemotingError as e:
                 log.info("unregistering from %s failed: %s", addr, e)
 

@@ -93,12 +93,19 @@ class ScheduleService:
             return IDLE_WAIT_S
         offset = self.offsets.get(level, 0)
         if offset < cq.min_offset:
-            log.warning("delay level %d: offset %d below the queue's min %d; skipping ahead", level, offset, cq.min_offset)
+            log.warning(
+                "delay level %d: offset %d below the queue's min %d; skipping ahead",
+                level,
+                offset,
+                cq.min_offset,
+            )
             offset = cq.min_offset
             self._set(level, offset)
         elif offset > cq.max_offset:
             # The queue lost its tail (a torn commitlog after a crash): resume at its end.
-            log.warning("delay level %d: offset %d past the queue's max %d; moving back", level, offset, cq.max_offset)
+            log.warning(
+                "delay level %d: offset %d past the queue's max %d; moving back", level, offset, cq.max_offset
+            )
             offset = cq.max_offset
             self._set(level, offset)
         level_ms = self.levels_ms[level - 1]
@@ -130,7 +137,9 @@ class ScheduleService:
     def _deliver_one(self, level: int, offset: int, phys: int) -> bool:
         msg = self.store.look_message(phys)
         if msg is None:
-            log.error("delay level %d: no message at commitlog offset %d (entry %d); skipped", level, phys, offset)
+            log.error(
+                "delay level %d: no message at commitlog offset %d (entry %d); skipped", level, phys, offset
+            )
             return True
         inner = delivered_inner(msg)
         if inner is None:
@@ -138,7 +147,12 @@ class ScheduleService:
             return True
         result = self.store.put_message(inner)
         if result.status != PutMessageStatus.PUT_OK:
-            log.warning("delay level %d: re-storing the message at %d failed (%s); will retry", level, phys, result.status.name)
+            log.warning(
+                "delay level %d: re-storing the message at %d failed (%s); will retry",
+                level,
+                phys,
+                result.status.name,
+            )
             return False
         if self.on_delivered is not None:
             self.on_delivered(inner.topic, inner.queue_id)
@@ -151,7 +165,9 @@ class ScheduleService:
                 f"delay level {level}", functools.partial(self.deliver_level, level), RETRY_WAIT_S,
                 first_wait=False, chooses_wait=True, logger=log,
             ))
-        self._services.add(Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log))
+        self._services.add(
+            Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log)
+        )
         self._services.start()
 
     async def stop(self) -> None:

@@ -118,7 +118,15 @@ def _to_bool(s: str) -> bool:
 
 
 def _kind(v: Value) -> str:
-    return "bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "float" if isinstance(v, float) else "str"
+    return (
+        "bool"
+        if isinstance(v, bool)
+        else "int"
+        if isinstance(v, int)
+        else "float"
+        if isinstance(v, float)
+        else "str"
+    )
 
 
 def _cmp_same(a: Any, b: Any) -> int:
@@ -403,7 +411,11 @@ class _Parser:
                 return self.unary()
             if self._take("op", "-"):
                 inner = self.unary()
-                if inner.constant and isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool):
+                if (
+                    inner.constant
+                    and isinstance(inner.value, (int, float))
+                    and not isinstance(inner.value, bool)
+                ):
                     value = -inner.value
                     return _Node(_constant(value), constant=True, value=value, text=f"-{inner.text}")
                 return _Node(_negate(inner.ev))

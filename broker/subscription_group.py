@@ -21,7 +21,9 @@ class SubscriptionGroupManager:
     def __init__(self, path: str, *, auto_create: bool) -> None:
         self.path = path
         self.auto_create = auto_create
-        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
+        self.table: dict[str, SubscriptionGroupConfig] = {
+            g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS
+        }
         self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=0)
 
     def load(self) -> None:
@@ -34,7 +36,9 @@ class SubscriptionGroupManager:
             self.data_version = wrapper.data_version
 
     def persist(self) -> None:
-        wrapper = SubscriptionGroupWrapper(subscription_group_table=dict(self.table), data_version=self.data_version)
+        wrapper = SubscriptionGroupWrapper(
+            subscription_group_table=dict(self.table), data_version=self.data_version
+        )
         write_json_file(self.path, orjson.loads(wrapper.to_json()))
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
@@ -67,4 +71,6 @@ class SubscriptionGroupManager:
         return True
 
     def _next_version(self) -> None:
-        self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=self.data_version.counter + 1)
+        self.data_version = DataVersion(
+            timestamp=int(time.time() * 1000), counter=self.data_version.counter + 1
+        )

@@ -103,8 +103,14 @@ def delivered(msg: MessageExt, now_ms: int) -> MessageInner | None:
     drop = {*REQUEST_KEYS, Prop.REAL_TOPIC, Prop.REAL_QID, Prop.TIMER_ROLL_TIMES}
     props = {k: v for k, v in msg.properties.items() if k not in drop}
     props[Prop.TIMER_DEQUEUE_MS] = str(now_ms)
-    return restored(msg, topic=real_topic, queue_id=real_qid, properties=props,
-                    reconsume_times=msg.reconsume_times, prepared_transaction_offset=msg.prepared_transaction_offset)
+    return restored(
+        msg,
+        topic=real_topic,
+        queue_id=real_qid,
+        properties=props,
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+    )
 
 
 def rolled(msg: MessageExt) -> MessageInner:
@@ -172,7 +178,11 @@ class TimerService:
         if cq is None:
             return IDLE_WAIT_S
         if self.scan < cq.min_offset:
-            log.warning("timer queue: entries below %d are gone (retention); skipping from %d", cq.min_offset, self.scan)
+            log.warning(
+                "timer queue: entries below %d are gone (retention); skipping from %d",
+                cq.min_offset,
+                self.scan,
+            )
             self.scan = cq.min_offset
             self.progress.skip_to(cq.min_offset)
             self._dirty = True
@@ -217,11 +227,18 @@ class TimerService:
         msg = self.store.look_message(phys)
         inner = None if msg is None else delivered(msg, now)
         if inner is None:
-            log.error("timer queue entry %d (commitlog %d): no message naming its topic; skipped", offset, phys)
+            log.error(
+                "timer queue entry %d (commitlog %d): no message naming its topic; skipped", offset, phys
+            )
             return True
         result = self.store.put_message(inner)
         if result.status != PutMessageStatus.PUT_OK:
-            log.warning("timer entry %d: re-storing in %s failed (%s); will retry", offset, inner.topic, result.status.name)
+            log.warning(
+                "timer entry %d: re-storing in %s failed (%s); will retry",
+                offset,
+                inner.topic,
+                result.status.name,
+            )
             return False
         self.delivered_count += 1
         return True
@@ -244,13 +261,20 @@ class TimerService:
         if moved:
             self.heap = [e for e in self.heap if e[1] not in moved]
             heapq.heapify(self.heap)
-            log.info("timer: %d long-pending timer message(s) rolled to the head of the timer queue", len(moved))
+            log.info(
+                "timer: %d long-pending timer message(s) rolled to the head of the timer queue", len(moved)
+            )
 
     # -- the loop ---------------------------------------------------------------------------------
     def start(self) -> None:
-        self._services.add(Service("timer delivery", self.turn, RETRY_WAIT_S, first_wait=False, chooses_wait=True,
-                                   logger=log))
-        self._services.add(Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log))
+        self._services.add(
+            Service(
+                "timer delivery", self.turn, RETRY_WAIT_S, first_wait=False, chooses_wait=True, logger=log
+            )
+        )
+        self._services.add(
+            Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log)
+        )
         self._services.start()
 
     async def stop(self) -> None:

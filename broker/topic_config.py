@@ -55,7 +55,9 @@ class TopicConfigManager:
         self.own_topics = frozenset({cluster_name, broker_name})
         self._system_defaults(cluster_name, broker_name, auto_create_topic, default_queue_nums)
         if trace_topic:  # traceTopicEnable: clients' message traces (Apache creates it with one queue)
-            self.table[trace_topic] = TopicConfig(topic_name=trace_topic, read_queue_nums=1, write_queue_nums=1)
+            self.table[trace_topic] = TopicConfig(
+                topic_name=trace_topic, read_queue_nums=1, write_queue_nums=1
+            )
 
     def _system_defaults(self, cluster: str, broker: str, auto_create: bool, queues: int) -> None:
         def put(name: str, r: int, w: int, perm: int = PERM_READ | PERM_WRITE) -> None:
@@ -87,10 +89,14 @@ class TopicConfigManager:
         write_json_file(self.path, orjson.loads(self.wrapper().to_json()))
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
-        return TopicConfigSerializeWrapper(topic_config_table=dict(self.table), data_version=self.data_version)
+        return TopicConfigSerializeWrapper(
+            topic_config_table=dict(self.table), data_version=self.data_version
+        )
 
     def _changed(self) -> None:
-        self.data_version = DataVersion(timestamp=int(time.time() * 1000), counter=self.data_version.counter + 1)
+        self.data_version = DataVersion(
+            timestamp=int(time.time() * 1000), counter=self.data_version.counter + 1
+        )
         self.persist()
         if self.on_change is not None:
             self.on_change()
@@ -121,7 +127,9 @@ class TopicConfigManager:
         self._changed()
         return True
 
-    def create_in_send(self, topic: str, default_topic: str, queue_nums: int, sys_flag: int) -> TopicConfig | None:
+    def create_in_send(
+        self, topic: str, default_topic: str, queue_nums: int, sys_flag: int
+    ) -> TopicConfig | None:
         """A producer sent to an unknown topic through ``default_topic`` (TBW102): create it, if allowed."""
         existing = self.table.get(topic)
         if existing is not None:
@@ -146,7 +154,11 @@ class TopicConfigManager:
         if existing is not None:
             return existing
         config = TopicConfig(
-            topic_name=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=perm, topic_sys_flag=sys_flag
+            topic_name=topic,
+            read_queue_nums=queue_nums,
+            write_queue_nums=queue_nums,
+            perm=perm,
+            topic_sys_flag=sys_flag,
         )
         self.update(config)
         return config

@@ -78,7 +78,9 @@ def half_inner(inner: MessageInner) -> MessageInner:
     )
 
 
-def end_problem(msg: MessageExt, *, producer_group: str, tran_state_table_offset: int, commit_log_offset: int) -> str | None:
+def end_problem(
+    msg: MessageExt, *, producer_group: str, tran_state_table_offset: int, commit_log_offset: int
+) -> str | None:
     """Why an END_TRANSACTION does not match the half message it names (None: it matches)."""
     if msg.topic != HALF_TOPIC:
         return f"the message at commitlog offset {commit_log_offset} is not a half message"
@@ -91,9 +93,18 @@ def end_problem(msg: MessageExt, *, producer_group: str, tran_state_table_offset
     return None
 
 
-def _inner(msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], sys_flag: int, prepared: int) -> MessageInner:
-    return restored(msg, topic=topic, queue_id=queue_id, properties=props, reconsume_times=msg.reconsume_times,
-                    prepared_transaction_offset=prepared, sys_flag=sys_flag)
+def _inner(
+    msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], sys_flag: int, prepared: int
+) -> MessageInner:
+    return restored(
+        msg,
+        topic=topic,
+        queue_id=queue_id,
+        properties=props,
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=prepared,
+        sys_flag=sys_flag,
+    )
 
 
 def committed_inner(msg: MessageExt) -> MessageInner | None:
@@ -146,7 +157,9 @@ def rechecked_inner(msg: MessageExt, times: int) -> MessageInner:
 
 def discarded_inner(msg: MessageExt) -> MessageInner:
     """``msg`` moved to ``TRANS_CHECK_MAX_TIME_TOPIC`` queue 0 (kept for an operator to look at)."""
-    return _inner(msg, CHECK_MAX_TOPIC, 0, dict(msg.properties), msg.sys_flag, msg.prepared_transaction_offset)
+    return _inner(
+        msg, CHECK_MAX_TOPIC, 0, dict(msg.properties), msg.sys_flag, msg.prepared_transaction_offset
+    )
 
 
 def check_body_message(msg: MessageExt) -> MessageExt:

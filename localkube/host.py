@@ -278,7 +278,9 @@ def remove_chains() -> None:
 
 
 def leftover_chains() -> list[str]:
-    return [f"{binary}/{table}/{chain}" for binary, table in _tables() for chain in _our_chains(binary, table)[0]]
+    return [
+        f"{binary}/{table}/{chain}" for binary, table in _tables() for chain in _our_chains(binary, table)[0]
+    ]
 
 
 # -- mounts, netns, cgroups ---------------------------------------------------------------------
@@ -332,7 +334,9 @@ def cgroup_hierarchies() -> list[Path]:
     if (CGROUP_ROOT / "cgroup.controllers").exists():
         return [CGROUP_ROOT]
     return sorted(
-        h for h in CGROUP_ROOT.iterdir() if h.is_dir() and not h.is_symlink() and (h / "cgroup.procs").exists()
+        h
+        for h in CGROUP_ROOT.iterdir()
+        if h.is_dir() and not h.is_symlink() and (h / "cgroup.procs").exists()
     )
 
 
@@ -367,8 +371,10 @@ def low_cpu_share(names: Iterable[str]) -> Iterator[None]:
     """While the block runs, cgroups ``names`` (everything in and below them) get the smallest CPU
     share, so work there yields to every other process; the default share after."""
     v1 = CGROUP_ROOT / "cpu"
-    knobs = [(v1 / n / "cpu.shares", "2", "1024") if v1.is_dir() else (CGROUP_ROOT / n / "cpu.weight", "1", "100")
-             for n in names]
+    knobs = [
+        (v1 / n / "cpu.shares", "2", "1024") if v1.is_dir() else (CGROUP_ROOT / n / "cpu.weight", "1", "100")
+        for n in names
+    ]
     knobs = [k for k in knobs if k[0].exists()]
     for path, low, _ in knobs:
         path.write_text(low)

@@ -74,7 +74,9 @@ def image_id(name: str) -> str | None:
     return out[0] if proc.returncode == 0 and out else None
 
 
-def _from_scratch(name: str, fill: Callable[[Path], None], config: Sequence[str], base: str = "scratch") -> None:
+def _from_scratch(
+    name: str, fill: Callable[[Path], None], config: Sequence[str], base: str = "scratch"
+) -> None:
     """Commit ``name``: ``base`` with what ``fill`` writes into its mounted root, configured by ``config``."""
     ctr = _run(["buildah", "from", base]).strip()
     try:
@@ -150,7 +152,12 @@ def _build_mounts(tmp: Path) -> list[str]:
 
 
 def build(
-    dockerfile: str, name: str, build_args: dict[str, str], progress: Progress = lambda m: None, *, background: bool = False
+    dockerfile: str,
+    name: str,
+    build_args: dict[str, str],
+    progress: Progress = lambda m: None,
+    *,
+    background: bool = False,
 ) -> str:
     """``buildah bud`` a Dockerfile of the repository (its ``<Dockerfile>.dockerignore`` applies).
 
@@ -182,7 +189,9 @@ def build_project_images(
     previous = [image_id(name) for name in names]
     built = [build("docker/Dockerfile", names[0], {"BASE_IMAGE": base}, progress, background=background)]
     if spark:
-        built.append(build("spark/k8s/Dockerfile", names[1], {"BASE_IMAGE": built[0]}, progress, background=background))
+        built.append(
+            build("spark/k8s/Dockerfile", names[1], {"BASE_IMAGE": built[0]}, progress, background=background)
+        )
     remove_replaced(previous, progress)
     return built
 
@@ -200,7 +209,9 @@ def remove_replaced(previous: Sequence[str | None], progress: Progress = lambda 
         if done.returncode == 0:
             progress(f"removed the replaced image {iid.removeprefix('sha256:')[:12]}")
         else:
-            progress(f"kept the replaced image {iid.removeprefix('sha256:')[:12]}: {done.stderr.strip()[-200:]}")
+            progress(
+                f"kept the replaced image {iid.removeprefix('sha256:')[:12]}: {done.stderr.strip()[-200:]}"
+            )
 
 
 def _tags(iid: str) -> list[str]:
@@ -255,7 +266,15 @@ def import_into_containerd(
             # A runtime unpacking at the smallest CPU share beside a busy machine can take longer than
             # ctr's 10 s default to answer a connection (a cold CI run saw it): wait for it longer, and
             # try again when it still did not answer.
-            ctr = ["ctr", "--address", str(socket), "--connect-timeout", f"{CONNECT_TIMEOUT_S}s", "-n", "k8s.io"]
+            ctr = [
+                "ctr",
+                "--address",
+                str(socket),
+                "--connect-timeout",
+                f"{CONNECT_TIMEOUT_S}s",
+                "-n",
+                "k8s.io",
+            ]
             for attempt in range(1, IMPORT_ATTEMPTS + 1):
                 try:
                     _run([*ctr, "images", "import", "--snapshotter", "overlayfs", archive], timeout=1800)

@@ -116,7 +116,8 @@ def status(layout: cfg.Layout, count: int = 0) -> dict[str, bool]:
     cluster has, and at least ``count``)."""
     state = {name: host.daemon_pid(name, layout.run) is not None for name in DAEMONS}
     state["api"] = (
-        layout.kubeconfig.is_file() and pki.http_get(layout.server + "/readyz", _admin_context(layout))[0] == 200
+        layout.kubeconfig.is_file()
+        and pki.http_get(layout.server + "/readyz", _admin_context(layout))[0] == 200
     )
     have = worker.present(layout)
     for node in cfg.nodes(max(count, len(have), 1)):
@@ -276,7 +277,9 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
         "--force-conflicts",
         "-f",
         "-",
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cfg.cluster_objects(layout, len(nodes))}),
+        input=json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": cfg.cluster_objects(layout, len(nodes))}
+        ),
     )
     _start(layout, "coredns", [bins / "coredns", "-conf", layout.etc / "Corefile"])
     _start(layout, "local-path-provisioner", [
@@ -286,7 +289,9 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
         "--service-account-name=local-path-provisioner-service-account", "--provisioner-name=rancher.io/local-path",
     ], env={**os.environ, "HOME": str(layout.state)})  # fmt: skip
     for node in nodes:
-        _wait(f"{node.name} Ready", functools.partial(node_ready, layout, node), 120, layout, "kube-apiserver")
+        _wait(
+            f"{node.name} Ready", functools.partial(node_ready, layout, node), 120, layout, "kube-apiserver"
+        )
         worker.wait_proxy(layout, node)
     _wait(
         "CoreDNS ready",
@@ -334,7 +339,9 @@ def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None, no
     except BaseException:
         progress("start failed; logs are under " + str(layout.logs))
         raise
-    progress(f"cluster of {nodes} node(s) up in {time.monotonic() - t0:.0f} s; kubeconfig: {layout.kubeconfig}")
+    progress(
+        f"cluster of {nodes} node(s) up in {time.monotonic() - t0:.0f} s; kubeconfig: {layout.kubeconfig}"
+    )
     return layout.kubeconfig
 
 
@@ -461,7 +468,13 @@ def main(argv: list[str]) -> int:
             state = status(layout) if layout.state.exists() else {}
             print(json.dumps(state, indent=2))
             return 0 if state and all(state.values()) else 1
-    except (ClusterError, worker.NodeError, images.ImageError, tools.PrerequisiteMissing, pki.PkiError) as exc:
+    except (
+        ClusterError,
+        worker.NodeError,
+        images.ImageError,
+        tools.PrerequisiteMissing,
+        pki.PkiError,
+    ) as exc:
         say(f"error: {exc}")
         return 1
     return 0

@@ -449,7 +449,11 @@ class _Builder:
 
 
 def ensure(
-    names: Iterable[str] = NODE, *, progress: Progress | None = None, force: bool = False, background: bool = False
+    names: Iterable[str] = NODE,
+    *,
+    progress: Progress | None = None,
+    force: bool = False,
+    background: bool = False,
 ) -> Path:
     """Return the bin directory holding ``names``, building the missing ones first (``background``:
     at the lowest CPU priority).
@@ -506,7 +510,9 @@ def main(argv: list[str]) -> int:
         return 2
     names = ALL if "--all" in argv else NODE
     try:
-        path = ensure(names, progress=lambda msg: print(msg, file=sys.stderr, flush=True), force="--force" in argv)
+        path = ensure(
+            names, progress=lambda msg: print(msg, file=sys.stderr, flush=True), force="--force" in argv
+        )
     except PrerequisiteMissing as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

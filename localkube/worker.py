@@ -90,7 +90,9 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, layout: cfg.Layo
     def error(message: str) -> NodeError:
         return NodeError(f"{node.name}: {message}")
 
-    host.wait_for(what, check, timeout, daemon=daemon(node, name), run_dir=layout.run, logs=layout.logs, error=error)
+    host.wait_for(
+        what, check, timeout, daemon=daemon(node, name), run_dir=layout.run, logs=layout.logs, error=error
+    )
 
 
 def start(layout: cfg.Layout, nodes: list[cfg.Node], bins: Path, progress: Progress) -> None:

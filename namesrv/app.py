@@ -57,8 +57,11 @@ class NameServer:
         self.kv = KVConfigManager(self.settings.kv_config_path)
         self.processor = NamesrvProcessor(self.routes, self.kv)
         self.server = RemotingServer(
-            "namesrv", self.processor.handlers(), idle_timeout=self.settings.server_channel_max_idle_s or None,
-            limits=self.settings.limits, tls=self.settings.tls,
+            "namesrv",
+            self.processor.handlers(),
+            idle_timeout=self.settings.server_channel_max_idle_s or None,
+            limits=self.settings.limits,
+            tls=self.settings.tls,
         )
         self.server.on_connection_closed(self._connection_closed)
         self.controller: Controller | None = None
@@ -75,7 +78,9 @@ class NameServer:
                 self.server.register(code, handler)
             self.server.on_connection_closed(self.controller.connection_closed)
         self.port = 0
-        self._scan = Service("broker expiry scan", self.scan_expired, self.settings.scan_interval_ms / 1000, logger=log)
+        self._scan = Service(
+            "broker expiry scan", self.scan_expired, self.settings.scan_interval_ms / 1000, logger=log
+        )
         self.metrics = NamesrvMetrics(self) if self.settings.metrics_port else None
         self.metrics_server: MetricsServer | None = None
         if self.metrics is not None:
@@ -88,7 +93,9 @@ class NameServer:
             except AclConfigError as e:
                 raise ConfigError(str(e)) from None
             self.server.before = self.acl.check
-            self._acl_reload = Service("ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL, logger=log)
+            self._acl_reload = Service(
+                "ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL, logger=log
+            )
 
     @property
     def addr(self) -> str:
@@ -101,7 +108,9 @@ class NameServer:
         if self.controller is not None:
             self.controller.load()
         if self.metrics is not None:
-            self.metrics_server = MetricsServer(self.metrics.registry, lambda: None if self.port else "starting")
+            self.metrics_server = MetricsServer(
+                self.metrics.registry, lambda: None if self.port else "starting"
+            )
             mport = await self.metrics_server.start(self.settings.host, self.settings.metrics_port)
             log.info("metrics, /healthz and /readyz on http://%s:%d", self.settings.host, mport)
         self.port = await self.server.start(self.settings.host, self.settings.listen_port)
@@ -145,14 +154,23 @@ class NameServer:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pyrocketmq namesrv", description="Run a RocketMQ-compatible name server.")
+    p = argparse.ArgumentParser(
+        prog="pyrocketmq namesrv", description="Run a RocketMQ-compatible name server."
+    )
     p.add_argument("-c", "--config", help="namesrv.conf (Java properties with RocketMQ's keys)")
-    p.add_argument("--listen-port", type=int, metavar="N", help="port to listen on (overrides listenPort; 0 = any free)")
+    p.add_argument(
+        "--listen-port", type=int, metavar="N", help="port to listen on (overrides listenPort; 0 = any free)"
+    )
     p.add_argument("--host", metavar="H", help="address to bind (overrides bindAddress; default 0.0.0.0)")
     p.add_argument("--metrics-port", type=int, metavar="N",
                    help="HTTP port of /metrics, /healthz and /readyz (overrides metricsPort; 0 = off)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a namesrv.conf key, over the file's (repeatable), e.g. --set tls.server.mode=enforcing")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a namesrv.conf key, over the file's (repeatable), e.g. --set tls.server.mode=enforcing",
+    )
     p.add_argument("-p", "--print-config", action="store_true", help="print the effective settings and exit")
     p.add_argument("--log-level", default=os.environ.get("PYROCKETMQ_LOG_LEVEL", "INFO"))
     return p
@@ -194,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         print(settings)
         return 0
     if settings.extra:
-        log.info("ignoring namesrv.conf keys this name server does not use: %s", ", ".join(sorted(settings.extra)))
+        log.info(
+            "ignoring namesrv.conf keys this name server does not use: %s", ", ".join(sorted(settings.extra))
+        )
     try:
         ns = NameServer(settings)
     except ConfigError as e:

@@ -46,7 +46,9 @@ def live_brokers_by_cluster(routes: RouteInfoManager) -> dict[str, int]:
     live = routes.broker_live_table
     counts = {cluster: 0 for cluster in routes.cluster_addr_table}
     for group in list(routes.broker_addr_table.values()):
-        counts[group.cluster] = counts.get(group.cluster, 0) + sum(1 for a in group.addrs.values() if a in live)
+        counts[group.cluster] = counts.get(group.cluster, 0) + sum(
+            1 for a in group.addrs.values() if a in live
+        )
     return dict(sorted(counts.items()))
 
 
@@ -88,20 +90,33 @@ class NamesrvMetrics:
 
     def families(self) -> Iterator[Metric]:
         ns = self.ns
-        g = GaugeMetricFamily(f"{PREFIX}_live_brokers", "Broker addresses registered and not expired, per cluster.",
-                              labels=["cluster"])
+        g = GaugeMetricFamily(
+            f"{PREFIX}_live_brokers",
+            "Broker addresses registered and not expired, per cluster.",
+            labels=["cluster"],
+        )
         for cluster, n in live_brokers_by_cluster(ns.routes).items():
             g.add_metric([cluster], n)
         yield g
-        yield GaugeMetricFamily(f"{PREFIX}_topics", "Topics in the routing table.", value=len(ns.routes.topic_queue_table))
-        c = CounterMetricFamily(f"{PREFIX}_route_queries", "Topic route queries (GET_ROUTEINFO_BY_TOPIC), by answer.",
-                                labels=["response"])
+        yield GaugeMetricFamily(
+            f"{PREFIX}_topics", "Topics in the routing table.", value=len(ns.routes.topic_queue_table)
+        )
+        c = CounterMetricFamily(
+            f"{PREFIX}_route_queries",
+            "Topic route queries (GET_ROUTEINFO_BY_TOPIC), by answer.",
+            labels=["response"],
+        )
         for resp, n in sorted(route_query_counts(self.requests.responses).items()):
             c.add_metric([resp], n)
         yield c
-        yield GaugeMetricFamily(f"{PREFIX}_connections", "Open remoting connections (brokers, clients, tools).",
-                                value=len(ns.server.connections))
-        yield GaugeMetricFamily(f"{PREFIX}_ready", "1 when the name server serves requests.", value=1 if ns.port else 0)
+        yield GaugeMetricFamily(
+            f"{PREFIX}_connections",
+            "Open remoting connections (brokers, clients, tools).",
+            value=len(ns.server.connections),
+        )
+        yield GaugeMetricFamily(
+            f"{PREFIX}_ready", "1 when the name server serves requests.", value=1 if ns.port else 0
+        )
         yield from self.requests.families()
         if ns.controller is not None:
             yield from controller_families(ns.controller)
@@ -110,14 +125,26 @@ class NamesrvMetrics:
 def controller_families(ctl: Controller) -> Iterator[Metric]:
     """The controller's gauges; the groups only from the leading instance (the others hold no live view)."""
     leading = ctl.leading
-    yield GaugeMetricFamily("pyrocketmq_controller_leader", "1 on the leading controller instance.", value=int(leading))
-    yield GaugeMetricFamily("pyrocketmq_controller_term", "The controller's consensus term.", value=ctl.raft.term)
+    yield GaugeMetricFamily(
+        "pyrocketmq_controller_leader", "1 on the leading controller instance.", value=int(leading)
+    )
+    yield GaugeMetricFamily(
+        "pyrocketmq_controller_term", "The controller's consensus term.", value=ctl.raft.term
+    )
     groups = list(ctl.state.groups.values()) if leading else []
-    epoch = GaugeMetricFamily("pyrocketmq_controller_master_epoch", "The group's master epoch.", labels=["broker_name"])
-    master = GaugeMetricFamily("pyrocketmq_controller_master_replica", "Replica id of the group's master (-1: none).",
-                               labels=["broker_name"])
-    isr = GaugeMetricFamily("pyrocketmq_controller_sync_state_set_size", "Replicas in the group's in-sync set.",
-                            labels=["broker_name"])
+    epoch = GaugeMetricFamily(
+        "pyrocketmq_controller_master_epoch", "The group's master epoch.", labels=["broker_name"]
+    )
+    master = GaugeMetricFamily(
+        "pyrocketmq_controller_master_replica",
+        "Replica id of the group's master (-1: none).",
+        labels=["broker_name"],
+    )
+    isr = GaugeMetricFamily(
+        "pyrocketmq_controller_sync_state_set_size",
+        "Replicas in the group's in-sync set.",
+        labels=["broker_name"],
+    )
     elections = CounterMetricFamily("pyrocketmq_controller_elections", "Masters elected for the group.",
                                     labels=["broker_name"])
     for g in groups:

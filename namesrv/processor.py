@@ -159,11 +159,18 @@ class NamesrvProcessor:
             reg.topic_config_serialize_wrapper.data_version = DataVersion(0, 0)
         table = reg.topic_config_serialize_wrapper.topic_config_table
         for name, config in list(table.items()):
-            problem = topic_config_problem(config, MAX_ROUTED_QUEUE_NUMS) or (None if name == config.topic_name else "its key is not its name")
+            problem = topic_config_problem(config, MAX_ROUTED_QUEUE_NUMS) or (
+                None if name == config.topic_name else "its key is not its name"
+            )
             if problem is not None:  # not routed; the rest of the registration stands
                 del table[name]
-                self._refusals.warning("register from %s (%s): topic %r not routed: %s", h.broker_addr, h.broker_name,
-                                       name[:64], problem)
+                self._refusals.warning(
+                    "register from %s (%s): topic %r not routed: %s",
+                    h.broker_addr,
+                    h.broker_name,
+                    name[:64],
+                    problem,
+                )
         result = self.routes.register_broker(
             h.cluster_name,
             h.broker_addr,
@@ -175,8 +182,12 @@ class NamesrvProcessor:
             conn,
             self.clock(),
         )
-        ext = RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr, master_addr=result.master_addr).to_ext()
-        return cmd.response(ResponseCode.SUCCESS, ext_fields=ext, body=self.kv.namespace_body(NAMESPACE_ORDER_TOPIC_CONFIG))
+        ext = RegisterBrokerResponseHeader(
+            ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
+        ).to_ext()
+        return cmd.response(
+            ResponseCode.SUCCESS, ext_fields=ext, body=self.kv.namespace_body(NAMESPACE_ORDER_TOPIC_CONFIG)
+        )
 
     def handle_unregister_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: UnRegisterBrokerRequestHeader = _header(UnRegisterBrokerRequestHeader, cmd)
@@ -191,21 +202,31 @@ class NamesrvProcessor:
             raise _BadRequest(f"bad DataVersion body: {e}") from None
         changed, ours = self.routes.query_data_version(h.broker_addr, version, self.clock())
         ext = QueryDataVersionResponseHeader(changed=changed).to_ext()
-        return cmd.response(ResponseCode.SUCCESS, ext_fields=ext, body=None if ours is None else ours.to_json())
+        return cmd.response(
+            ResponseCode.SUCCESS, ext_fields=ext, body=None if ours is None else ours.to_json()
+        )
 
     def handle_wipe_write_perm(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: WipeWritePermOfBrokerRequestHeader = _header(WipeWritePermOfBrokerRequestHeader, cmd)
         count = self.routes.wipe_write_perm(h.broker_name)
-        self.routes.events.info("write permission of broker %.127s wiped on %d topics (from %s)", h.broker_name, count,
-                                conn.remote_addr)
-        return cmd.response(ResponseCode.SUCCESS, ext_fields=WipeWritePermOfBrokerResponseHeader(count).to_ext())
+        self.routes.events.info(
+            "write permission of broker %.127s wiped on %d topics (from %s)",
+            h.broker_name,
+            count,
+            conn.remote_addr,
+        )
+        return cmd.response(
+            ResponseCode.SUCCESS, ext_fields=WipeWritePermOfBrokerResponseHeader(count).to_ext()
+        )
 
     # -- routes and topics ----------------------------------------------------------------------------
     def handle_get_route(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: GetRouteInfoRequestHeader = _header(GetRouteInfoRequestHeader, cmd)
         route = self.routes.pick_route(h.topic)
         if route is None:
-            return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {h.topic}")
+            return cmd.response(
+                ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {h.topic}"
+            )
         route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, h.topic)
         # Java picks fastjson's bare numeric keys for old clients; quoted keys parse everywhere
         return cmd.response(ResponseCode.SUCCESS, body=route.to_json())
@@ -218,7 +239,9 @@ class NamesrvProcessor:
 
     def handle_topics_by_cluster(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h: GetTopicsByClusterRequestHeader = _header(GetTopicsByClusterRequestHeader, cmd)
-        return cmd.response(ResponseCode.SUCCESS, body=TopicList(self.routes.topics_by_cluster(h.cluster)).to_json())
+        return cmd.response(
+            ResponseCode.SUCCESS, body=TopicList(self.routes.topics_by_cluster(h.cluster)).to_json()
+        )
 
     def handle_system_topics(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         topics, master = self.routes.system_topics()
@@ -241,7 +264,9 @@ class NamesrvProcessor:
         h: GetKVConfigRequestHeader = _header(GetKVConfigRequestHeader, cmd)
         value = self.kv.get(h.namespace, h.key)
         if value is None:
-            return cmd.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}")
+            return cmd.response(
+                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}"
+            )
         return cmd.response(ResponseCode.SUCCESS, ext_fields=GetKVConfigResponseHeader(value).to_ext())
 
     def handle_delete_kv(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:

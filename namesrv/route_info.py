@@ -164,7 +164,9 @@ class RouteInfoManager:
                              cluster_name, broker_id)
         elif old.channel != channel:
             self._unindex_channel(old.channel, broker_addr)
-        self.broker_live_table[broker_addr] = BrokerLiveInfo(broker_addr, now_ms, version, channel, ha_server_addr)
+        self.broker_live_table[broker_addr] = BrokerLiveInfo(
+            broker_addr, now_ms, version, channel, ha_server_addr
+        )
         if channel is not None:
             self._addrs_of.setdefault(channel, {})[broker_addr] = None
 
@@ -184,7 +186,9 @@ class RouteInfoManager:
         live = self.broker_live_table.get(broker_addr)
         return live is None or live.data_version != version
 
-    def query_data_version(self, broker_addr: str, version: DataVersion, now_ms: int) -> tuple[bool, DataVersion | None]:
+    def query_data_version(
+        self, broker_addr: str, version: DataVersion, now_ms: int
+    ) -> tuple[bool, DataVersion | None]:
         """QUERY_DATA_VERSION: (changed, the version we hold); also counts as a sign of life."""
         live = self.broker_live_table.get(broker_addr)
         if live is None:
@@ -192,7 +196,9 @@ class RouteInfoManager:
         live.last_update_ms = now_ms
         return live.data_version != version, live.data_version
 
-    def _put_queue_datas(self, broker_name: str, broker_addr: str, wrapper: TopicConfigSerializeWrapper) -> None:
+    def _put_queue_datas(
+        self, broker_name: str, broker_addr: str, wrapper: TopicConfigSerializeWrapper
+    ) -> None:
         """A master's topic table into the routes; one line for what is new or changed."""
         added: list[str] = []
         changed: list[str] = []
@@ -209,10 +215,19 @@ class RouteInfoManager:
             del self._topics_of[broker_name]
         for what, names in (("new", added), ("changed", changed)):
             if names:
-                self.events.info("%d topic routes %s on %s (%s): %s%s", len(names), what, broker_name, broker_addr,
-                                 ", ".join(names[:20]), ", ..." if len(names) > 20 else "")
+                self.events.info(
+                    "%d topic routes %s on %s (%s): %s%s",
+                    len(names),
+                    what,
+                    broker_name,
+                    broker_addr,
+                    ", ".join(names[:20]),
+                    ", ..." if len(names) > 20 else "",
+                )
 
-    def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
+    def unregister_broker(
+        self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
+    ) -> None:
         """A broker shutting down cleanly (UNREGISTER_BROKER)."""
         live = self.broker_live_table.pop(broker_addr, None)
         if live is not None:
@@ -270,7 +285,9 @@ class RouteInfoManager:
                     del self.topic_queue_table[topic]
                     gone.append(topic)
         if gone:
-            self.events.info("%d topics have no broker left, routes removed: %s", len(gone), ", ".join(sorted(gone)[:20]))
+            self.events.info(
+                "%d topics have no broker left, routes removed: %s", len(gone), ", ".join(sorted(gone)[:20])
+            )
 
     # -- departures ---------------------------------------------------------------------------------
     def on_channel_closed(self, channel: Hashable) -> list[str]:
@@ -282,7 +299,9 @@ class RouteInfoManager:
 
     def scan_expired(self, now_ms: int, expiry_ms: int = BROKER_EXPIRY_MS) -> list[BrokerLiveInfo]:
         """Remove brokers silent for longer than ``expiry_ms``; the removed entries (close their channels)."""
-        expired = [live for live in self.broker_live_table.values() if live.last_update_ms + expiry_ms < now_ms]
+        expired = [
+            live for live in self.broker_live_table.values() if live.last_update_ms + expiry_ms < now_ms
+        ]
         for live in expired:
             self.events.warning("broker %s expired: no registration for %d ms", live.broker_addr,
                                 now_ms - live.last_update_ms)
@@ -340,7 +359,9 @@ class RouteInfoManager:
 
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo(
-            broker_addr_table={n: BrokerData(g.cluster, n, dict(g.addrs)) for n, g in self.broker_addr_table.items()},
+            broker_addr_table={
+                n: BrokerData(g.cluster, n, dict(g.addrs)) for n, g in self.broker_addr_table.items()
+            },
             cluster_addr_table={c: sorted(names) for c, names in self.cluster_addr_table.items()},
         )
 
@@ -358,7 +379,9 @@ class RouteInfoManager:
         topics = set(self.cluster_addr_table)
         for names in self.cluster_addr_table.values():
             topics |= names
-        master = next((g.addrs[MASTER_ID] for g in self.broker_addr_table.values() if MASTER_ID in g.addrs), None)
+        master = next(
+            (g.addrs[MASTER_ID] for g in self.broker_addr_table.values() if MASTER_ID in g.addrs), None
+        )
         return sorted(topics), master
 
     # -- administration -----------------------------------------------------------------------------
@@ -388,7 +411,11 @@ class RouteInfoManager:
             qd = per_broker.get(broker_name)
             if qd is not None and qd.perm & PERM_WRITE:
                 per_broker[broker_name] = QueueData(
-                    qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm & ~PERM_WRITE, qd.topic_sys_flag
+                    qd.broker_name,
+                    qd.read_queue_nums,
+                    qd.write_queue_nums,
+                    qd.perm & ~PERM_WRITE,
+                    qd.topic_sys_flag,
                 )
                 count += 1
         return count

@@ -134,7 +134,9 @@ class NamesrvSettings:
         )
 
     @classmethod
-    def load(cls, path: str | None, conf_overrides: dict[str, str] | None = None, **overrides: object) -> NamesrvSettings:
+    def load(
+        cls, path: str | None, conf_overrides: dict[str, str] | None = None, **overrides: object
+    ) -> NamesrvSettings:
         """Settings from ``path`` (if any) with ``conf_overrides`` (RocketMQ keys, ``--set``) over its keys and
         command-line ``overrides`` (snake_case names) applied last."""
         conf = read_properties(path) if path else {}
@@ -154,7 +156,9 @@ def _peers(raw: str | None) -> tuple[tuple[str, str], ...]:
         pid, sep, addr = item.strip().partition("-")
         host, _, port = addr.rpartition(":")
         if not sep or not pid or not host or not port.isdigit():
-            raise ConfigError(f"controllerPeers entry {item.strip()!r}: expected id-host:port, e.g. n0-10.0.0.5:9876")
+            raise ConfigError(
+                f"controllerPeers entry {item.strip()!r}: expected id-host:port, e.g. n0-10.0.0.5:9876"
+            )
         out.append((pid, addr))
     if len({p for p, _ in out}) != len(out):
         raise ConfigError("controllerPeers: every id must be different")
@@ -167,7 +171,9 @@ def _self_id(self_id: str, peers: tuple[tuple[str, str], ...]) -> str:
     if self_id in by_addr:
         return by_addr[self_id]
     if peers and self_id not in {p for p, _ in peers}:
-        raise ConfigError(f"controllerSelfId={self_id!r}: not among controllerPeers ({', '.join(p for p, _ in peers)})")
+        raise ConfigError(
+            f"controllerSelfId={self_id!r}: not among controllerPeers ({', '.join(p for p, _ in peers)})"
+        )
     return self_id
 
 

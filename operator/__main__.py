@@ -21,13 +21,25 @@ from .settings import OperatorSettings
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pyrocketmq operator", description="Run the pyrocketmq Kubernetes operator.")
+    p = argparse.ArgumentParser(
+        prog="pyrocketmq operator", description="Run the pyrocketmq Kubernetes operator."
+    )
     scope = p.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", action="append", default=[], metavar="NS",
-                       help="serve this namespace (repeatable); default: PYROCKETMQ_OPERATOR_NAMESPACES or all")
+    scope.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="serve this namespace (repeatable); default: PYROCKETMQ_OPERATOR_NAMESPACES or all",
+    )
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="serve every namespace")
-    p.add_argument("--resync-interval", type=float, metavar="S", help="seconds between resyncs of every resource")
-    p.add_argument("--liveness", metavar="URL", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz, or 'off'")
+    p.add_argument(
+        "--resync-interval", type=float, metavar="S", help="seconds between resyncs of every resource"
+    )
+    p.add_argument(
+        "--liveness", metavar="URL", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz, or 'off'"
+    )
     p.add_argument("--metrics-port", type=int, metavar="N", help="port of /metrics (0: off)")
     p.add_argument("--log-level", default="INFO")
     return p
@@ -40,12 +52,17 @@ def settings_from_args(args: argparse.Namespace, base: OperatorSettings) -> Oper
     elif args.namespace:
         watch = dataclasses.replace(watch, namespaces=tuple(args.namespace))
     if args.liveness:
-        watch = dataclasses.replace(watch, liveness_endpoint=None if args.liveness == "off" else args.liveness)
+        watch = dataclasses.replace(
+            watch, liveness_endpoint=None if args.liveness == "off" else args.liveness
+        )
     if args.metrics_port is not None:
         watch = dataclasses.replace(watch, metrics_port=args.metrics_port or None)
     if args.resync_interval:
-        reconcile = dataclasses.replace(reconcile, resync_interval=args.resync_interval,
-                                        resync_initial_delay=min(reconcile.resync_initial_delay, args.resync_interval))
+        reconcile = dataclasses.replace(
+            reconcile,
+            resync_interval=args.resync_interval,
+            resync_initial_delay=min(reconcile.resync_initial_delay, args.resync_interval),
+        )
     return dataclasses.replace(base, watch=watch, reconcile=reconcile)
 
 
@@ -59,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import kopf
     except ImportError:
-        print("pyrocketmq operator: kopf is not installed: pip install 'pyrocketmq-k8s[operator]'", file=sys.stderr)
+        print(
+            "pyrocketmq operator: kopf is not installed: pip install 'pyrocketmq-k8s[operator]'",
+            file=sys.stderr,
+        )
         return 2
     from .handlers import Runtime, build_registry, configure_kopf
 

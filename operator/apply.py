@@ -42,7 +42,9 @@ def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or ())
 
 
-def plan_prune(desired: Iterable[Mapping[str, Any]], existing: Iterable[Mapping[str, Any]], owner_uid: str) -> list[Key]:
+def plan_prune(
+    desired: Iterable[Mapping[str, Any]], existing: Iterable[Mapping[str, Any]], owner_uid: str
+) -> list[Key]:
     """Existing objects owned by ``owner_uid`` that are not desired, in :data:`MANAGED_KINDS` order.
 
     >>> sts = lambda n, uid="u": {"kind": "StatefulSet", "metadata": {"name": n, "ownerReferences": [{"uid": uid}]}}
@@ -70,7 +72,9 @@ class ApplyResult:
 IMMUTABLE_STATEFULSET = "updates to statefulset spec for fields other than"
 
 
-async def _recreate_statefulset(kube: KubeClient, obj: Mapping[str, Any], field_manager: str) -> dict[str, Any]:
+async def _recreate_statefulset(
+    kube: KubeClient, obj: Mapping[str, Any], field_manager: str
+) -> dict[str, Any]:
     """Delete the StatefulSet leaving its pods (and claims) in place, and create it as ``obj``: the
     new one adopts the pods and replaces them one by one, as any template change does."""
     meta = obj["metadata"]

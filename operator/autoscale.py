@@ -46,17 +46,23 @@ class Autoscale:
         ref = spec.get("scaleTargetRef") or {}
         kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
         if kind not in SCALABLE_KINDS:
-            raise ValueError(f"spec.autoscale.scaleTargetRef.kind {kind!r}: use one of {', '.join(SCALABLE_KINDS)}")
+            raise ValueError(
+                f"spec.autoscale.scaleTargetRef.kind {kind!r}: use one of {', '.join(SCALABLE_KINDS)}"
+            )
         if not name:
             raise ValueError("spec.autoscale.scaleTargetRef.name: name the workload to scale")
         per = int(spec.get("lagPerReplica") or 0)
         low, high = int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 10))
         window = int(spec.get("scaleDownStabilizationSeconds", 300))
         if per < 1:
-            raise ValueError("spec.autoscale.lagPerReplica: give the lag one replica should carry (at least 1)")
+            raise ValueError(
+                "spec.autoscale.lagPerReplica: give the lag one replica should carry (at least 1)"
+            )
         if low < 0 or high < 1 or low > high:
-            raise ValueError(f"spec.autoscale: minReplicas ({low}) must be between 0 and maxReplicas ({high}), "
-                            "and maxReplicas at least 1")
+            raise ValueError(
+                f"spec.autoscale: minReplicas ({low}) must be between 0 and maxReplicas ({high}), "
+                "and maxReplicas at least 1"
+            )
         if window < 0:
             raise ValueError("spec.autoscale.scaleDownStabilizationSeconds: must not be negative")
         return cls(kind, name, per, low, high, window)

@@ -67,7 +67,9 @@ async def write_status(ctx: Context, body: Mapping[str, Any], status: dict[str, 
     await ctx.kube.patch_status(GROUP_VERSION, ref.kind, ref.namespace, ref.name, status)
 
 
-async def report_failure(ctx: Context, body: Mapping[str, Any], reason: str, message: str, step: str | None) -> None:
+async def report_failure(
+    ctx: Context, body: Mapping[str, Any], reason: str, message: str, step: str | None
+) -> None:
     """Ready=False with the reason, on the status; a Warning Event when the reason is new."""
     ref = ObjectRef.from_body(body)
     previous = body.get("status") or {}
@@ -91,17 +93,24 @@ async def broker_name_servers(ctx: Context, model: BrokerModel) -> tuple[list[st
     ns = await ctx.kube.get(GROUP_VERSION, "NameServer", model.ref.namespace, model.namesrv_name)
     if ns is None:
         raise ReconcileError(
-            "NameServerNotFound", f"NameServer {model.namesrv_name!r} not found in namespace {model.ref.namespace}"
+            "NameServerNotFound",
+            f"NameServer {model.namesrv_name!r} not found in namespace {model.ref.namespace}",
         )
     names = NameServerModel.from_body(ns)
-    addrs = namesrv_addresses(model.namesrv_name, model.ref.namespace, names.replicas, ctx.settings.render.cluster_domain)
+    addrs = namesrv_addresses(
+        model.namesrv_name, model.ref.namespace, names.replicas, ctx.settings.render.cluster_domain
+    )
     return addrs, names.controller
 
 
 def repair_events(ctx: Context, result: ApplyResult, first_time: bool) -> None:
     for _, name in result.recreated:
-        ctx.event("Normal", "StatefulSetReplaced", f"StatefulSet {name} recreated for a change it cannot take in place "
-                  "(its claim templates); its pods were kept and are replaced one by one")
+        ctx.event(
+            "Normal",
+            "StatefulSetReplaced",
+            f"StatefulSet {name} recreated for a change it cannot take in place "
+            "(its claim templates); its pods were kept and are replaced one by one",
+        )
     if first_time or not result.created:
         return
     shown = ", ".join(f"{kind} {name}" for kind, name in result.created)

@@ -22,7 +22,9 @@ async def delete_topic_from_brokers(body: Mapping[str, Any], ctx: Context) -> No
                      model.topic_name)
         return
     try:
-        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security) as admin:
+        async with admin_session(
+            target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security
+        ) as admin:
             await delete_topic(admin, model.topic_name, target.cluster_name)
     except RocketMQUnavailable as e:
         if e.reason == "ClusterNotReady":
@@ -31,7 +33,9 @@ async def delete_topic_from_brokers(body: Mapping[str, Any], ctx: Context) -> No
         raise ReconcileError(e.reason, f"cannot delete topic {model.topic_name}: {e}") from None
     except RocketMQRefused as e:
         raise ReconcileError("BrokerRefused", f"cannot delete topic {model.topic_name}: {e}") from None
-    ctx.event("Normal", "TopicDeleted", f"topic {model.topic_name} deleted from cluster {target.cluster_name}")
+    ctx.event(
+        "Normal", "TopicDeleted", f"topic {model.topic_name} deleted from cluster {target.cluster_name}"
+    )
 
 
 async def delete_group_from_brokers(body: Mapping[str, Any], ctx: Context) -> None:
@@ -51,4 +55,8 @@ async def delete_group_from_brokers(body: Mapping[str, Any], ctx: Context) -> No
         raise ReconcileError(e.reason, f"cannot delete group {model.group_name}: {e}") from None
     except RocketMQRefused as e:
         raise ReconcileError("BrokerRefused", f"cannot delete group {model.group_name}: {e}") from None
-    ctx.event("Normal", "GroupDeleted", f"consumer group {model.group_name} deleted from cluster {target.cluster_name}")
+    ctx.event(
+        "Normal",
+        "GroupDeleted",
+        f"consumer group {model.group_name} deleted from cluster {target.cluster_name}",
+    )

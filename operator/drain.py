@@ -20,7 +20,9 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 def cordoned(node: Mapping[str, Any]) -> bool:
     spec = node.get("spec") or {}
-    return bool(spec.get("unschedulable")) or any(t.get("key") == UNSCHEDULABLE_TAINT for t in spec.get("taints") or ())
+    return bool(spec.get("unschedulable")) or any(
+        t.get("key") == UNSCHEDULABLE_TAINT for t in spec.get("taints") or ()
+    )
 
 
 def _ready(obj: Mapping[str, Any]) -> bool:
@@ -61,7 +63,9 @@ def drain_moves(
     return moves
 
 
-def role_labels(master_of: Mapping[str, str], pods: Iterable[Mapping[str, Any]], group_label: str) -> dict[str, str]:
+def role_labels(
+    master_of: Mapping[str, str], pods: Iterable[Mapping[str, Any]], group_label: str
+) -> dict[str, str]:
     """Pod -> the role label it should carry, for the pods whose label differs."""
     out = {}
     for pod in pods:

@@ -44,7 +44,12 @@ from .status import all_ready, condition_of, statefulset_rolled_out
 
 log = logging.getLogger("pyrocketmq.operator")
 
-PLURALS = {"NameServer": "nameservers", "Broker": "brokers", "Topic": "topics", "ConsumerGroup": "consumergroups"}
+PLURALS = {
+    "NameServer": "nameservers",
+    "Broker": "brokers",
+    "Topic": "topics",
+    "ConsumerGroup": "consumergroups",
+}
 DELETERS: dict[str, Callable[[Mapping[str, Any], Context], Awaitable[None]]] = {
     "Topic": delete_topic_from_brokers,
     "ConsumerGroup": delete_group_from_brokers,
@@ -156,12 +161,16 @@ async def _run(
             logger.warning("%s (step %s); retrying in %.1f s", e.message, e.step, delay)
             raise kopf.TemporaryError(f"{e.reason}: {e.message}", delay=delay) from None
         except KubeError as e:
-            reason = {0: "APIUnreachable", 403: "Forbidden", 409: "Conflict", 422: "ApplyRefused"}.get(e.status, "APIError")
+            reason = {0: "APIUnreachable", 403: "Forbidden", 409: "Conflict", 422: "ApplyRefused"}.get(
+                e.status, "APIError"
+            )
             metrics.errors.labels(kind, reason).inc()
             metrics.reconciles.labels(kind, trigger, "retry").inc()
             if trigger != "delete" and e.status != 0:
                 await report_failure(ctx, snapshot, reason, e.message, None)
-            raise kopf.TemporaryError(f"{reason}: {e}", delay=runtime.settings.reconcile.backoff(retry)) from None
+            raise kopf.TemporaryError(
+                f"{reason}: {e}", delay=runtime.settings.reconcile.backoff(retry)
+            ) from None
         except (kopf.TemporaryError, kopf.PermanentError, asyncio.CancelledError):
             raise
         except Exception as e:
@@ -170,7 +179,9 @@ async def _run(
             metrics.reconciles.labels(kind, trigger, "retry").inc()
             if trigger != "delete":
                 await report_failure(ctx, snapshot, "InternalError", f"{type(e).__name__}: {e}", None)
-            raise kopf.TemporaryError(f"{type(e).__name__}: {e}", delay=runtime.settings.reconcile.backoff(retry)) from None
+            raise kopf.TemporaryError(
+                f"{type(e).__name__}: {e}", delay=runtime.settings.reconcile.backoff(retry)
+            ) from None
         finally:
             metrics.duration.labels(kind).observe(time.monotonic() - started)
     runtime.reconciles += 1
@@ -211,8 +222,13 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
     for kind, plural in PLURALS.items():
         _register_kind(registry, kind, plural, resync.resync_interval, resync.resync_initial_delay)
 
-    @kopf.on.event("apps", "v1", "statefulsets", labels={LABEL_COMPONENT: "broker", LABEL_MANAGED_BY: MANAGED_BY},
-                   registry=registry)
+    @kopf.on.event(
+        "apps",
+        "v1",
+        "statefulsets",
+        labels={LABEL_COMPONENT: "broker", LABEL_MANAGED_BY: MANAGED_BY},
+        registry=registry,
+    )
     async def broker_statefulset(body: kopf.Body, type: str | None, memo: Any, logger: kopf.Logger,
                                  **_: Any) -> None:
         broker = await _rolling_broker(memo["runtime"], body, type)
@@ -222,7 +238,9 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
     return registry
 
 
-async def _rolling_broker(runtime: Runtime, sts: Mapping[str, Any], event: str | None) -> Mapping[str, Any] | None:
+async def _rolling_broker(
+    runtime: Runtime, sts: Mapping[str, Any], event: str | None
+) -> Mapping[str, Any] | None:
     """The Broker to reconcile now: ``sts`` has just finished rolling out, every replica Ready, and its
     Broker says it is in a rolling update (other groups wait for their turn)."""
     if event != "MODIFIED" or runtime.kube is None or not statefulset_rolled_out(sts) or not all_ready(sts):
@@ -265,7 +283,9 @@ def _timers_without_finalizer(registry: kopf.OperatorRegistry, plurals: set[str]
         log.warning("cannot drop the timers' finalizer (kopf changed?): %s", e)
 
 
-def _register_kind(registry: kopf.OperatorRegistry, kind: str, plural: str, interval: float, initial_delay: float) -> None:
+def _register_kind(
+    registry: kopf.OperatorRegistry, kind: str, plural: str, interval: float, initial_delay: float
+) -> None:
     async def on_change(body: kopf.Body, memo: Any, retry: int, logger: kopf.Logger, reason: Any = None,
                         **_: Any) -> None:
         await _run(str(getattr(reason, "value", reason) or "change"), reconcile, body, memo, retry, logger)
@@ -278,7 +298,9 @@ def _register_kind(registry: kopf.OperatorRegistry, kind: str, plural: str, inte
     resource = (API_GROUP, API_VERSION, plural)
     for decorator in (kopf.on.create, kopf.on.update, kopf.on.resume):
         decorator(*resource, id="reconcile", registry=registry)(on_change)
-    kopf.timer(*resource, id="resync", interval=interval, initial_delay=initial_delay, registry=registry)(on_resync)
+    kopf.timer(*resource, id="resync", interval=interval, initial_delay=initial_delay, registry=registry)(
+        on_resync
+    )
 
     deleter = DELETERS.get(kind)
     if deleter is not None:

@@ -120,7 +120,9 @@ class KubeClient:
             if self._dynamic is None:
                 conf = await self._configure()
                 if conf is None:
-                    raise KubeError(0, "NoCredentials", "no kubeconfig and not in a pod: cannot reach the API server")
+                    raise KubeError(
+                        0, "NoCredentials", "no kubeconfig and not in a pod: cannot reach the API server"
+                    )
                 api = client.ApiClient(conf)
                 api.user_agent = "pyrocketmq-operator"
                 # Discovery is cached in a file: this client's own, so no other run's stale one is read.
@@ -150,12 +152,16 @@ class KubeClient:
                 )
             target = resource.subresources[subresource] if subresource else resource
             # serialize=False: the raw answer, read as a dict here (and not raised on by the library)
-            resp = await getattr(dyn, verb)(target, serialize=False, _request_timeout=REQUEST_TIMEOUT_S, **kwargs)
+            resp = await getattr(dyn, verb)(
+                target, serialize=False, _request_timeout=REQUEST_TIMEOUT_S, **kwargs
+            )
             status, text = resp.status, await resp.text()
         except ApiException as e:
             raise _error(int(e.status or 0), str(e.reason), e.body, what) from None
         except ResourceNotFoundError as e:
-            raise KubeError(404, "NoSuchKind", f"the API server serves no {api_version} {kind}: {e}", what) from None
+            raise KubeError(
+                404, "NoSuchKind", f"the API server serves no {api_version} {kind}: {e}", what
+            ) from None
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise KubeError(0, "Unreachable", f"{type(e).__name__}: {e}", what) from None
         except Exception:
@@ -178,7 +184,14 @@ class KubeClient:
 
     async def get(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return await self._or_none(
-            self._call(f"get {kind} {namespace}/{name}", "get", api_version, kind, name=name, namespace=namespace or None)
+            self._call(
+                f"get {kind} {namespace}/{name}",
+                "get",
+                api_version,
+                kind,
+                name=name,
+                namespace=namespace or None,
+            )
         )
 
     async def list(
@@ -192,7 +205,9 @@ class KubeClient:
             item.setdefault("kind", kind)
         return items
 
-    async def apply(self, obj: Mapping[str, Any], field_manager: str, force: bool = True) -> tuple[bool, dict[str, Any]]:
+    async def apply(
+        self, obj: Mapping[str, Any], field_manager: str, force: bool = True
+    ) -> tuple[bool, dict[str, Any]]:
         """Server-side apply ``obj``; returns ``(created, the object as stored)``."""
         meta = obj["metadata"]
         status, doc = await self._call(
@@ -219,19 +234,25 @@ class KubeClient:
     async def patch_annotations(self, api_version: str, kind: str, namespace: str, name: str,
                                 annotations: Mapping[str, str | None]) -> dict[str, Any] | None:
         """Merge-patch ``metadata.annotations`` (None removes one); ``None`` when the object is gone."""
-        return await self._merge(api_version, kind, namespace, name, {"metadata": {"annotations": dict(annotations)}})
+        return await self._merge(
+            api_version, kind, namespace, name, {"metadata": {"annotations": dict(annotations)}}
+        )
 
     async def patch_status(self, api_version: str, kind: str, namespace: str, name: str,
                            status: Mapping[str, Any]) -> dict[str, Any] | None:
         """Merge-patch the status subresource; ``None`` when the object is gone."""
         return await self._merge(api_version, kind, namespace, name, {"status": status}, "status")
 
-    async def get_scale(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    async def get_scale(
+        self, api_version: str, kind: str, namespace: str, name: str
+    ) -> dict[str, Any] | None:
         """The ``scale`` subresource (``spec.replicas``, ``status.replicas``); ``None`` when gone."""
         return await self._or_none(self._call(f"get scale of {kind} {namespace}/{name}", "get", api_version, kind,
                                               "scale", name=name, namespace=namespace))  # fmt: skip
 
-    async def set_scale(self, api_version: str, kind: str, namespace: str, name: str, replicas: int) -> dict[str, Any]:
+    async def set_scale(
+        self, api_version: str, kind: str, namespace: str, name: str, replicas: int
+    ) -> dict[str, Any]:
         """Merge-patch ``spec.replicas`` through the ``scale`` subresource."""
         doc = await self._merge(api_version, kind, namespace, name, {"spec": {"replicas": replicas}}, "scale")
         if doc is None:

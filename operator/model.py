@@ -203,7 +203,9 @@ class Storage:
         return self.type == "persistent"
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any] | None, where: str = "spec.storage", size: str = "10Gi") -> Storage:
+    def from_spec(
+        cls, spec: Mapping[str, Any] | None, where: str = "spec.storage", size: str = "10Gi"
+    ) -> Storage:
         spec = spec or {}
         kind = str(spec.get("type", "persistent"))
         if kind not in ("persistent", "ephemeral"):
@@ -386,8 +388,10 @@ class BrokerModel:
             raise SpecError(f"spec.grpc.port {grpc.port} is spec.metrics.port too: give them different ports")
         reserved = sorted(RESERVED_CONFIG_KEYS & set(config))
         if reserved:
-            raise SpecError(f"spec.config: {', '.join(reserved)} are set by the operator (TLS and ACL come from "
-                            "spec.tls and spec.acl)")
+            raise SpecError(
+                f"spec.config: {', '.join(reserved)} are set by the operator (TLS and ACL come from "
+                "spec.tls and spec.acl)"
+            )
         return cls(
             ref=ref,
             cluster_name=str(spec.get("clusterName") or ref.name),
@@ -446,13 +450,17 @@ class TopicModel:
         spec = body.get("spec") or {}
         topic = str(spec.get("topicName") or ref.name)
         if not is_legal_name(topic) or len(topic.encode()) > 127:
-            raise SpecError(f"spec.topicName {topic!r}: use at most 127 of letters, digits, '%', '|', '_', '-'")
+            raise SpecError(
+                f"spec.topicName {topic!r}: use at most 127 of letters, digits, '%', '|', '_', '-'"
+            )
         read, write = int(spec.get("readQueueNums", 8)), int(spec.get("writeQueueNums", 8))
         if not (1 <= read <= 1024 and 1 <= write <= 1024):
             raise SpecError("spec.readQueueNums and spec.writeQueueNums must be within 1..1024")
         message_type = str(spec.get("messageType", "NORMAL"))
         if message_type not in ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"):
-            raise SpecError(f"spec.messageType {message_type!r}: use NORMAL, FIFO, DELAY, TRANSACTION or MIXED")
+            raise SpecError(
+                f"spec.messageType {message_type!r}: use NORMAL, FIFO, DELAY, TRANSACTION or MIXED"
+            )
         order = spec.get("order")
         return cls(
             ref=ref,
@@ -484,7 +492,9 @@ class OffsetReset:
         if not rid:
             raise SpecError("spec.resetOffset.id: give any text; a new one resets again")
         if not is_legal_name(topic):
-            raise SpecError(f"spec.resetOffset.topic {topic!r}: name the topic (letters, digits, '%', '|', '_', '-')")
+            raise SpecError(
+                f"spec.resetOffset.topic {topic!r}: name the topic (letters, digits, '%', '|', '_', '-')"
+            )
         return cls(rid, topic, to, reset_timestamp(to))
 
 
@@ -530,7 +540,9 @@ class ConsumerGroupModel:
         spec = body.get("spec") or {}
         group = str(spec.get("groupName") or ref.name)
         if not is_legal_name(group) or len(group.encode()) > 120:
-            raise SpecError(f"spec.groupName {group!r}: use at most 120 of letters, digits, '%', '|', '_', '-'")
+            raise SpecError(
+                f"spec.groupName {group!r}: use at most 120 of letters, digits, '%', '|', '_', '-'"
+            )
         return cls(
             ref=ref,
             cluster_ref=str((spec.get("clusterRef") or {}).get("name") or ""),

@@ -73,7 +73,9 @@ class LostReplica:
 
 def _claims(pod: Mapping[str, Any]) -> tuple[str, ...]:
     volumes = (pod.get("spec") or {}).get("volumes") or ()
-    return tuple(str(v["persistentVolumeClaim"]["claimName"]) for v in volumes if v.get("persistentVolumeClaim"))
+    return tuple(
+        str(v["persistentVolumeClaim"]["claimName"]) for v in volumes if v.get("persistentVolumeClaim")
+    )
 
 
 def lost_replicas(
@@ -113,7 +115,9 @@ def lost_replicas(
     return out
 
 
-def master_pods(groups: Iterable[str], failover: bool, views: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def master_pods(
+    groups: Iterable[str], failover: bool, views: Mapping[str, Mapping[str, Any]]
+) -> dict[str, str]:
     """Group -> its master pod: ordinal 0, or with failover the replica the controller elected
     (replica id = ordinal + 1; '' while it has none)."""
     out = {}

@@ -49,7 +49,9 @@ def role_for_ordinal(ordinal: int, master_role: str) -> tuple[int, str]:
     ((0, 'SYNC_MASTER'), (2, 'SLAVE'))
     """
     if master_role not in MASTER_ROLES:
-        raise PodConfError(f"brokerRole {master_role!r} in the template: expected ASYNC_MASTER or SYNC_MASTER")
+        raise PodConfError(
+            f"brokerRole {master_role!r} in the template: expected ASYNC_MASTER or SYNC_MASTER"
+        )
     if ordinal < 0:
         raise PodConfError(f"ordinal {ordinal} is negative")
     return (0, master_role) if ordinal == 0 else (ordinal, "SLAVE")
@@ -90,7 +92,9 @@ def pod_conf(template: str, env: Mapping[str, str]) -> str:
         broker_id, role = pod_ordinal(pod_name) + 1, master_role
     wanted = {"brokerId": str(broker_id), "brokerRole": role, "brokerIP1": pod_ip}
     for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
-        if env.get(var, "").strip():  # spec.acl's Secret: the broker's own account (kept out of the ConfigMap)
+        if env.get(
+            var, ""
+        ).strip():  # spec.acl's Secret: the broker's own account (kept out of the ConfigMap)
             wanted[key] = env[var].strip()
     out = [line for line in lines if _key(line) not in wanted]
     out.append(f"# set by the entrypoint for pod {pod_name}")

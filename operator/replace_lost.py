@@ -43,7 +43,9 @@ async def replace_lost(
               f"{replica.pod}: node {replica.node} not Ready for {replica.down_for:.0f} s; claims "
               f"{', '.join(replica.claims) or '(none)'} deleted and the pod {replica.reason}")  # fmt: skip
     if any((p.get("status") or {}).get("phase") == "Pending" for p in pods):  # only then can one be stuck
-        claims = [str(c["metadata"]["name"]) for c in await kube.list("v1", "PersistentVolumeClaim", namespace)]
+        claims = [
+            str(c["metadata"]["name"]) for c in await kube.list("v1", "PersistentVolumeClaim", namespace)
+        ]
         for pod in stuck_without_claim(pods, claims):
             await kube.delete("v1", "Pod", namespace, pod)
     return lost

@@ -58,9 +58,15 @@ async def admin_session(namesrv_addr: str, timeout: float,
     """An :class:`Admin` on ``namesrv_addr`` whose errors become the two exceptions above; ``security``:
     TLS and the ACL account of a Broker with spec.tls / spec.acl."""
     sec = security or ClientSecurity()
-    settings = ClientSettings(namesrv_addr=namesrv_addr, request_timeout=timeout, connect_timeout=min(timeout, 3.0),
-                              instance_name="pyrocketmq-operator", tls=sec.tls, access_key=sec.access_key,
-                              secret_key=sec.secret_key)
+    settings = ClientSettings(
+        namesrv_addr=namesrv_addr,
+        request_timeout=timeout,
+        connect_timeout=min(timeout, 3.0),
+        instance_name="pyrocketmq-operator",
+        tls=sec.tls,
+        access_key=sec.access_key,
+        secret_key=sec.secret_key,
+    )
     admin = Admin(namesrv_addr, settings)
     try:
         await admin.start()
@@ -130,7 +136,9 @@ async def apply_topic(admin: Admin, model: TopicModel, cluster: str, exclude: Co
     wanted = (model.read_queue_nums, model.write_queue_nums, model.perm)
     layout = await current_layout(admin, model.topic_name)
     retype = applied_type != model.message_type
-    stale = {name: addr for name, addr in masters.items() if model.order or retype or layout.get(name) != wanted}
+    stale = {
+        name: addr for name, addr in masters.items() if model.order or retype or layout.get(name) != wanted
+    }
     await asyncio.gather(
         *(
             admin.create_topic(
@@ -154,7 +162,9 @@ async def apply_topic(admin: Admin, model: TopicModel, cluster: str, exclude: Co
 async def topic_brokers(admin: Admin, topic: str) -> list[dict[str, Any]]:
     """Where the topic lives, from its route: one entry per broker name."""
     route = await admin.topic_route(topic)
-    addrs = {bd.broker_name: {int(k): v for k, v in (bd.broker_addrs or {}).items()} for bd in route.broker_datas}
+    addrs = {
+        bd.broker_name: {int(k): v for k, v in (bd.broker_addrs or {}).items()} for bd in route.broker_datas
+    }
     out = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
         out.append(
@@ -191,7 +201,9 @@ def group_config(model: ConsumerGroupModel) -> SubscriptionGroupConfig:
     )
 
 
-async def apply_group(admin: Admin, model: ConsumerGroupModel, cluster: str, exclude: Collection[str] = ()) -> list[str]:
+async def apply_group(
+    admin: Admin, model: ConsumerGroupModel, cluster: str, exclude: Collection[str] = ()
+) -> list[str]:
     """Create or update the group on every master (but ``exclude``) whose config differs from the spec."""
     masters = await master_addrs(admin, cluster, exclude)
     wanted = group_config(model)
@@ -207,8 +219,9 @@ async def apply_group(admin: Admin, model: ConsumerGroupModel, cluster: str, exc
     return sorted(masters)
 
 
-async def reset_group_offsets(admin: Admin, group: str, reset: OffsetReset | None, last: Mapping[str, Any] | None,
-                              now: str) -> tuple[Mapping[str, Any] | None, bool]:
+async def reset_group_offsets(
+    admin: Admin, group: str, reset: OffsetReset | None, last: Mapping[str, Any] | None, now: str
+) -> tuple[Mapping[str, Any] | None, bool]:
     """Do ``spec.resetOffset`` (mqadmin ``resetOffsetByTime``, forced) unless ``last`` (the status's
     ``offsetReset``) has its id: the ``status.offsetReset`` to keep, and whether a reset ran."""
     if reset is None or (last or {}).get("id") == reset.id:
@@ -217,9 +230,17 @@ async def reset_group_offsets(admin: Admin, group: str, reset: OffsetReset | Non
         table = await admin.reset_offset_by_time(group, reset.topic, reset.timestamp_ms, force=True)
     except MQBrokerError as e:
         raise RocketMQRefused(f"reset of group {group} on topic {reset.topic} to {reset.to}: {e}") from None
-    queues = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off} for mq, off in table.items()]
-    return {"id": reset.id, "topic": reset.topic, "to": reset.to, "timestamp": reset.timestamp_ms, "time": now,
-            "queues": queues}, True
+    queues = [
+        {"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off} for mq, off in table.items()
+    ]
+    return {
+        "id": reset.id,
+        "topic": reset.topic,
+        "to": reset.to,
+        "timestamp": reset.timestamp_ms,
+        "time": now,
+        "queues": queues,
+    }, True
 
 
 async def group_configs(admin: Admin, addr: str) -> dict[str, SubscriptionGroupConfig]:
@@ -257,7 +278,9 @@ async def group_stats(admin: Admin, group: str) -> GroupStats:
     except MQBrokerError:  # the group has no offsets anywhere yet
         table = {}
     for mq, wrapper in table.items():
-        lag[mq.topic] = lag.get(mq.topic, 0) + max(0, int(wrapper.broker_offset) - max(0, int(wrapper.consumer_offset)))
+        lag[mq.topic] = lag.get(mq.topic, 0) + max(
+            0, int(wrapper.broker_offset) - max(0, int(wrapper.consumer_offset))
+        )
     queues = sum(1 for mq in table if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX))
     return GroupStats(members, dict(sorted(lag.items())), queues)
 
@@ -284,7 +307,9 @@ async def drain_facts(admin: Admin, cluster: str, group: str, served_traffic: bo
                 continue
             stats = await admin.broker_consume_stats(addr, name)
             read.update(mq.topic for mq in stats.offset_table)
-            behind = sum(max(0, w.broker_offset - max(0, w.consumer_offset)) for w in stats.offset_table.values())
+            behind = sum(
+                max(0, w.broker_offset - max(0, w.consumer_offset)) for w in stats.offset_table.values()
+            )
             if behind > 0:
                 lag.append((name, behind))
         unread: list[tuple[str, int]] = []

@@ -75,8 +75,10 @@ def client_security(model: BrokerModel, tls_secret: Mapping[str, Any] | None,
     if model.acl.enabled:
         ak, sk = _decoded(acl_secret, "accessKey") or "", _decoded(acl_secret, "secretKey") or ""
         if not ak or not sk:
-            raise SecretError(f"Secret {model.acl.secret_name} has no accessKey/secretKey: the operator needs an "
-                              "admin account to manage topics and groups on brokers that check ACLs")
+            raise SecretError(
+                f"Secret {model.acl.secret_name} has no accessKey/secretKey: the operator needs an "
+                "admin account to manage topics and groups on brokers that check ACLs"
+            )
     return ClientSecurity(tls, ak, sk)
 
 
@@ -89,10 +91,15 @@ async def read_secrets(get: SecretGetter, namespace: str, names: list[str]) -> d
         except KubeError as e:
             if e.status != 403:
                 raise
-            raise SecretError(f"the operator may not read Secret {name!r} in {namespace}: install the chart with "
-                              "rbac.readSecrets=true (spec.tls and spec.acl need it)", "SecretForbidden") from None
+            raise SecretError(
+                f"the operator may not read Secret {name!r} in {namespace}: install the chart with "
+                "rbac.readSecrets=true (spec.tls and spec.acl need it)",
+                "SecretForbidden",
+            ) from None
         if body is None:
-            raise SecretError(f"Secret {name!r} (named in the spec) not found in namespace {namespace}", "SecretNotFound")
+            raise SecretError(
+                f"Secret {name!r} (named in the spec) not found in namespace {namespace}", "SecretNotFound"
+            )
         found[name] = body
     return found
 
@@ -124,4 +131,6 @@ async def read_nameserver_secrets(get: SecretGetter, model: NameServerModel) -> 
 
 def require_acl_file(secret: Mapping[str, Any], name: str) -> None:
     if ACL_FILE_KEY not in (secret.get("data") or {}):
-        raise SecretError(f"Secret {name!r} (spec.acl) has no {ACL_FILE_KEY}: put the accounts file under that key")
+        raise SecretError(
+            f"Secret {name!r} (spec.acl) has no {ACL_FILE_KEY}: put the accounts file under that key"
+        )

@@ -68,7 +68,9 @@ def merge_conditions(
             "observedGeneration": generation,
         }
     order = ["Ready", "Reconciling", "Degraded", "ScaleDownPending"]
-    return sorted(out.values(), key=lambda c: (order.index(c["type"]) if c["type"] in order else len(order), c["type"]))
+    return sorted(
+        out.values(), key=lambda c: (order.index(c["type"]) if c["type"] in order else len(order), c["type"])
+    )
 
 
 def condition_of(status: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
@@ -139,14 +141,23 @@ def spread_condition(replicas: int, nodes: int | None, unit: str) -> Condition:
 def failover_condition(model: BrokerModel, controller: bool) -> Condition:
     """``Failover``: whether the controller elects each group's master, and if not, why."""
     if model.failover:
-        return Condition("Failover", True, "ControllerElects", "the name servers' controller elects each group's "
-                         "master among its in-sync replicas")
+        return Condition(
+            "Failover",
+            True,
+            "ControllerElects",
+            "the name servers' controller elects each group's master among its in-sync replicas",
+        )
     if model.failover_asked is False:
         return Condition("Failover", False, "Disabled", "spec.failover.enabled is false")
     if model.replicas_per_group < 2:
         return Condition("Failover", False, "SingleReplica", "one replica per group: no slave to elect")
-    return Condition("Failover", False, "NoController", "the name servers run no controller (a NameServer with "
-                     "2 replicas runs none: give it 3): a lost master's group serves reads only until it returns")
+    return Condition(
+        "Failover",
+        False,
+        "NoController",
+        "the name servers run no controller (a NameServer with "
+        "2 replicas runs none: give it 3): a lost master's group serves reads only until it returns",
+    )
 
 
 def master_columns(groups: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -254,9 +265,15 @@ def broker_conditions(
     missing = desired_groups - len(active)
     conds: list[Condition] = []
     if missing > 0:
-        conds.append(Condition("Ready", False, "GroupsMissing", f"{missing} of {desired_groups} groups not created yet"))
+        conds.append(
+            Condition(
+                "Ready", False, "GroupsMissing", f"{missing} of {desired_groups} groups not created yet"
+            )
+        )
     elif not_ready:
-        detail = ", ".join(f"{g['name']} {g.get('readyReplicas', 0)}/{g.get('replicas', 0)}" for g in not_ready)
+        detail = ", ".join(
+            f"{g['name']} {g.get('readyReplicas', 0)}/{g.get('replicas', 0)}" for g in not_ready
+        )
         conds.append(Condition("Ready", False, "PodsNotReady", f"pods ready: {detail}"))
     else:
         conds.append(Condition("Ready", True, "ClusterReady", f"{len(active)} groups, every pod ready"))
@@ -274,9 +291,13 @@ def broker_conditions(
             conds.append(Condition("Reconciling", True, "RollingUpdate", message))
         else:
             conds.append(Condition("Reconciling", False, "Reconciled", "the cluster matches the spec"))
-    degraded = [g["name"] for g in active if g.get("servedTraffic") and not (g.get("master") or {}).get("ready")]
+    degraded = [
+        g["name"] for g in active if g.get("servedTraffic") and not (g.get("master") or {}).get("ready")
+    ]
     if degraded:
-        conds.append(Condition("Degraded", True, "MasterNotReady", "masters not ready: " + ", ".join(degraded)))
+        conds.append(
+            Condition("Degraded", True, "MasterNotReady", "masters not ready: " + ", ".join(degraded))
+        )
     else:
         conds.append(Condition("Degraded", False, "AsExpected", ""))
     return conds

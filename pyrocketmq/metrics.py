@@ -30,7 +30,23 @@ from prometheus_client.registry import Collector
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 
 LATENCY_BUCKETS: tuple[float, ...] = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
 )
 """Upper bounds (seconds) of request, put and flush latency buckets: 100 µs to 30 s (a long poll)."""
 
@@ -194,17 +210,27 @@ class RequestRecorder:
         in milliseconds by ``protocol_type``, ``request_code`` and ``response_code`` (lower-case code
         names; ``none`` for a oneway request); its ``_count`` is the request counter."""
         family = HistogramMetricFamily(
-            "rocketmq_rpc_latency", "Time from a request's arrival to its answer being queued, in milliseconds.",
+            "rocketmq_rpc_latency",
+            "Time from a request's arrival to its answer being queued, in milliseconds.",
             labels=[*const, "protocol_type", "request_code", "response_code"],
         )
-        merged = self._merged(lambda req, resp: (request_code_name(req).lower(), response_code_name(resp).lower()))
+        merged = self._merged(
+            lambda req, resp: (request_code_name(req).lower(), response_code_name(resp).lower())
+        )
         for (req_name, resp_name), rec in sorted(merged.items()):
             buckets = [(le if le == "+Inf" else _ms(float(le)), n) for le, n in rec.cumulative()]
             family.add_metric([*const.values(), "remoting", req_name, resp_name], buckets, rec.sum * 1000)
         yield family
 
 
-MESSAGE_SIZE_BUCKETS: tuple[float, ...] = (1024.0, 4096.0, 512 * 1024.0, 1024.0**2, 2 * 1024.0**2, 4 * 1024.0**2)
+MESSAGE_SIZE_BUCKETS: tuple[float, ...] = (
+    1024.0,
+    4096.0,
+    512 * 1024.0,
+    1024.0**2,
+    2 * 1024.0**2,
+    4 * 1024.0**2,
+)
 """Apache RocketMQ 5's ``rocketmq_message_size`` buckets, in bytes: 1 KiB, 4 KiB, 512 KiB, 1, 2, 4 MiB."""
 
 RPC_LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.003, 0.005, 0.007, 0.01, 0.1, 1.0, 2.0, 3.0)

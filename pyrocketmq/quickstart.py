@@ -131,7 +131,9 @@ async def _sample(namesrv: str, broker_addr: str, count: int) -> None:
             result = await producer.send(Message(TOPIC, body, tags=tag, keys=[f"order-{i}"]))
             sent.append(result)
             mq = result.message_queue
-            print(f"  sent   #{i} {result.status.name:8} queue {mq.queue_id} offset {result.queue_offset} msgId {result.msg_id}")
+            print(
+                f"  sent   #{i} {result.status.name:8} queue {mq.queue_id} offset {result.queue_offset} msgId {result.msg_id}"
+            )
     finally:
         await producer.shutdown()
 
@@ -159,7 +161,9 @@ async def _sample(namesrv: str, broker_addr: str, count: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="pyrocketmq quickstart", description=__doc__.splitlines()[0])
-    p.add_argument("--home", default=".pyrocketmq", help="folder for data, logs and pid files (default: .pyrocketmq)")
+    p.add_argument(
+        "--home", default=".pyrocketmq", help="folder for data, logs and pid files (default: .pyrocketmq)"
+    )
     p.add_argument("--count", type=int, default=10, help="messages to send and read back (default: 10)")
     p.add_argument("--stop", action="store_true", help="stop the name server and broker started here")
     args = p.parse_args(argv)

@@ -108,7 +108,9 @@ class TopicConfig(JsonBody):
     def decode_line(cls, line: str) -> TopicConfig:
         parts = line.split(" ")
         if len(parts) < 5:
-            raise ValueError(f"invalid topic config line {line!r}: expected 'name read write perm filterType'")
+            raise ValueError(
+                f"invalid topic config line {line!r}: expected 'name read write perm filterType'"
+            )
         sys_flag = int(parts[5]) if len(parts) > 5 and parts[5].lstrip("-").isdigit() else 0
         order = len(parts) > 6 and parts[6].lower() == "true"
         return cls(parts[0], int(parts[1]), int(parts[2]), int(parts[3]), parts[4], sys_flag, order)
@@ -158,7 +160,9 @@ class RegisterBrokerBody(JsonBody):
     more is refused, not inflated.
     """
 
-    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(default_factory=TopicConfigSerializeWrapper)
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
+        default_factory=TopicConfigSerializeWrapper
+    )
     filter_server_list: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,7 +179,9 @@ class RegisterBrokerBody(JsonBody):
         )
 
     @classmethod
-    def decode(cls, data: bytes, compressed: bool = False, max_inflated: int | None = None) -> RegisterBrokerBody:
+    def decode(
+        cls, data: bytes, compressed: bool = False, max_inflated: int | None = None
+    ) -> RegisterBrokerBody:
         return cls.from_compressed(data, max_inflated) if compressed else cls.from_json(data)
 
     @classmethod

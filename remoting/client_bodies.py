@@ -36,7 +36,9 @@ class SubscriptionData(JsonBody):
     class_filter_mode: bool = False
 
     @classmethod
-    def build(cls, topic: str, expression: str | None, sub_version: int, expression_type: str = "TAG") -> SubscriptionData:
+    def build(
+        cls, topic: str, expression: str | None, sub_version: int, expression_type: str = "TAG"
+    ) -> SubscriptionData:
         """Java ``FilterAPI.buildSubscriptionData``: ``*`` or tags joined by ``||``.
 
         >>> SubscriptionData.build("T", "TagA || TagB", 1).code_set
@@ -74,7 +76,10 @@ class ConsumerData(JsonBody):
     unit_mode: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {**JsonBody.to_dict(self), "subscriptionDataSet": [s.to_dict() for s in self.subscription_data_set]}
+        return {
+            **JsonBody.to_dict(self),
+            "subscriptionDataSet": [s.to_dict() for s in self.subscription_data_set],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ConsumerData:
@@ -262,7 +267,9 @@ class SubscriptionGroupWrapper(JsonBody):
     data_version: DataVersion | None = field(default_factory=DataVersion)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"subscriptionGroupTable": {k: v.to_dict() for k, v in self.subscription_group_table.items()}}
+        d: dict[str, Any] = {
+            "subscriptionGroupTable": {k: v.to_dict() for k, v in self.subscription_group_table.items()}
+        }
         if self.data_version is not None:
             d["dataVersion"] = self.data_version.to_dict()
         return d
@@ -324,7 +331,9 @@ class ConsumeStats(JsonBody):
 
     @classmethod
     def from_dict(cls, d: dict[Any, Any]) -> ConsumeStats:
-        return cls(float(d.get("consumeTps") or 0.0), _mq_map_from(d.get("offsetTable"), OffsetWrapper.from_dict))
+        return cls(
+            float(d.get("consumeTps") or 0.0), _mq_map_from(d.get("offsetTable"), OffsetWrapper.from_dict)
+        )
 
 
 @dataclass(slots=True)
@@ -349,7 +358,9 @@ class GetConsumerStatusBody(JsonBody):
     consumer_table: dict[str, dict[MessageQueue, int]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
-        clients = b",".join(dumps(k) + b":" + _mq_map_json(v, int) for k, v in sorted(self.consumer_table.items()))
+        clients = b",".join(
+            dumps(k) + b":" + _mq_map_json(v, int) for k, v in sorted(self.consumer_table.items())
+        )
         queues = _mq_map_json(self.message_queue_table, int)
         return b'{"consumerTable":{' + clients + b'},"messageQueueTable":' + queues + b"}"
 

@@ -301,7 +301,11 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
                 and _INT32_MIN <= flag <= _INT32_MAX and _INT32_MIN <= version <= _INT32_MAX):
             # not the plain form every peer sends: the field by field reading names what is wrong
             code = _int32(doc, "code", None)
-            opaque, flag, version = _int32(doc, "opaque", 0), _int32(doc, "flag", 0), _int32(doc, "version", 0)
+            opaque, flag, version = (
+                _int32(doc, "opaque", 0),
+                _int32(doc, "flag", 0),
+                _int32(doc, "version", 0),
+            )
         lang = get("language", "JAVA")
         language: int
         if isinstance(lang, str):

@@ -95,11 +95,15 @@ def _read(cls: type[H], ext: dict[str, str], spec: _Spec) -> H:
             try:
                 value = int(raw)
             except ValueError:
-                raise HeaderError(f"the request header field {label} is not an integer: {_cut(raw)!r}", key) from None
+                raise HeaderError(
+                    f"the request header field {label} is not an integer: {_cut(raw)!r}", key
+                ) from None
             low, high = _RANGES[kind]
             if not low <= value <= high:
                 java = "an Integer" if kind == "int" else "a Long"
-                raise HeaderError(f"the request header field {label} is out of range for {java}: {_cut(raw)}", key)
+                raise HeaderError(
+                    f"the request header field {label} is out of range for {java}: {_cut(raw)}", key
+                )
             kw[attr] = value
         elif kind == "bool":
             kw[attr] = raw.strip().lower() == "true"  # Java Boolean.parseBoolean: anything else is false
@@ -224,17 +228,30 @@ def _send_v2_fast(ext: dict[str, str]) -> SendMessageRequestHeader:
     get = ext.get
     k, m = get("k"), get("m")
     h = SendMessageRequestHeader(
-        ext["a"], ext["b"], ext["c"], int(ext["d"]), int(ext["e"]), int(ext["f"]), int(ext["g"]), int(ext["h"]),
-        get("i"), _opt_int(get("j")),
+        ext["a"],
+        ext["b"],
+        ext["c"],
+        int(ext["d"]),
+        int(ext["e"]),
+        int(ext["f"]),
+        int(ext["g"]),
+        int(ext["h"]),
+        get("i"),
+        _opt_int(get("j")),
         k is not None and k.strip().lower() == "true",
         m is not None and m.strip().lower() == "true",
         _opt_int(get("l")),
     )
     low, high = INT_RANGE
-    if not (low <= h.default_topic_queue_nums <= high and low <= h.queue_id <= high and low <= h.sys_flag <= high
-            and low <= h.flag <= high and LONG_RANGE[0] <= h.born_timestamp <= LONG_RANGE[1]
-            and (h.reconsume_times is None or low <= h.reconsume_times <= high)
-            and (h.max_reconsume_times is None or low <= h.max_reconsume_times <= high)):
+    if not (
+        low <= h.default_topic_queue_nums <= high
+        and low <= h.queue_id <= high
+        and low <= h.sys_flag <= high
+        and low <= h.flag <= high
+        and LONG_RANGE[0] <= h.born_timestamp <= LONG_RANGE[1]
+        and (h.reconsume_times is None or low <= h.reconsume_times <= high)
+        and (h.max_reconsume_times is None or low <= h.max_reconsume_times <= high)
+    ):
         raise ValueError("a field out of its Java type's range")
     return h
 

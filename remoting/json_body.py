@@ -97,7 +97,9 @@ class JsonBody:
         try:
             return cls.from_dict(d)
         except (AttributeError, TypeError, KeyError) as e:
-            raise ValueError(f"invalid JSON body for {cls.__name__}: a value has the wrong shape ({e})") from None
+            raise ValueError(
+                f"invalid JSON body for {cls.__name__}: a value has the wrong shape ({e})"
+            ) from None
 
 
 B = TypeVar("B", bound=JsonBody)

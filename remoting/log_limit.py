@@ -49,6 +49,8 @@ class RateLimitedLog:
             else:
                 self.suppressed += 1
         if dropped:
-            self._log.warning("%d more lines like the next were suppressed in the last %.0f s", dropped, self._window)
+            self._log.warning(
+                "%d more lines like the next were suppressed in the last %.0f s", dropped, self._window
+            )
         if allowed:
             self._log.log(level, msg, *args)

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 MESSAGE_TYPE = "message.type"
 TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
 _DELAY_KEYS = ("DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "__STARTDELIVERTIME")
-_ACCEPTS = {"NORMAL": {"NORMAL"}, "FIFO": {"FIFO", "NORMAL"}, "DELAY": {"DELAY"}, "TRANSACTION": {"TRANSACTION"}}
+_ACCEPTS = {
+    "NORMAL": {"NORMAL"},
+    "FIFO": {"FIFO", "NORMAL"},
+    "DELAY": {"DELAY"},
+    "TRANSACTION": {"TRANSACTION"},
+}
 SUPPORTED_ATTRIBUTES = {MESSAGE_TYPE: TYPES}
 
 
@@ -39,8 +44,10 @@ def type_problem(topic: str, topic_type: str | None, properties: Mapping[str, st
     kind = message_type(properties)
     if kind in accepted:
         return None
-    return (f"the topic[{topic}] takes {topic_type} messages, not {kind} ones; send {topic_type} messages to it "
-            "or use a topic of the right message type")
+    return (
+        f"the topic[{topic}] takes {topic_type} messages, not {kind} ones; send {topic_type} messages to it "
+        "or use a topic of the right message type"
+    )
 
 
 def parse_attributes(text: str, current: Mapping[str, str]) -> dict[str, str]:
@@ -55,7 +62,9 @@ def parse_attributes(text: str, current: Mapping[str, str]) -> dict[str, str]:
             raise AttributeRefused(f"topic attribute {item[:80]!r}: use +key=value to set or -key to remove")
         allowed = SUPPORTED_ATTRIBUTES.get(key)
         if allowed is None:
-            raise AttributeRefused(f"topic attribute {key[:80]!r} is not supported (supported: {', '.join(SUPPORTED_ATTRIBUTES)})")
+            raise AttributeRefused(
+                f"topic attribute {key[:80]!r} is not supported (supported: {', '.join(SUPPORTED_ATTRIBUTES)})"
+            )
         if op == "-":
             out.pop(key, None)
         elif value not in allowed:

@@ -76,8 +76,13 @@ class RemotingClient:
 
         try:
             _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: Connection(self.handlers, on_close=drop, name="client"), host, int(port),
-                                       ssl=self.ssl, server_hostname=host if self.ssl is not None else None),
+                loop.create_connection(
+                    lambda: Connection(self.handlers, on_close=drop, name="client"),
+                    host,
+                    int(port),
+                    ssl=self.ssl,
+                    server_hostname=host if self.ssl is not None else None,
+                ),
                 timeout,
             )
         except ssl_module.SSLError as e:

@@ -26,8 +26,13 @@ class RemotingServer:
     """Accepts connections and dispatches their requests by request code."""
 
     def __init__(
-        self, name: str = "server", handlers: dict[int, Handler] | None = None, *, idle_timeout: float | None = 120.0,
-        limits: ConnectionLimits | None = None, tls: ServerTls | None = None,
+        self,
+        name: str = "server",
+        handlers: dict[int, Handler] | None = None,
+        *,
+        idle_timeout: float | None = 120.0,
+        limits: ConnectionLimits | None = None,
+        tls: ServerTls | None = None,
         before: BeforeRequest | None = None,
     ) -> None:
         self.name = name
@@ -63,9 +68,19 @@ class RemotingServer:
     def _make_connection(self) -> Connection:
         limit = self.limits.max_connections
         if limit and len(self.connections) >= limit:  # accepted and closed at once, with a logged reason
-            return Connection({}, name=self.name, serving=True, refuse=f"{limit} connections are open already")
-        conn = Connection(self.handlers, on_close=self._forget, name=self.name, observer=self.observer, serving=True,
-                          limits=self.limits, before=self.before, unproven=self.unproven)
+            return Connection(
+                {}, name=self.name, serving=True, refuse=f"{limit} connections are open already"
+            )
+        conn = Connection(
+            self.handlers,
+            on_close=self._forget,
+            name=self.name,
+            observer=self.observer,
+            serving=True,
+            limits=self.limits,
+            before=self.before,
+            unproven=self.unproven,
+        )
         self.connections.add(conn)
         return conn
 
@@ -108,8 +123,12 @@ class RemotingServer:
         now = asyncio.get_running_loop().time()
         idle = [c for c in list(self.connections) if now - c.last_active > self.idle_timeout]
         for conn in idle:
-            peer_log.info("%s: closing connection from %s: idle for more than %.0f s", self.name, conn.remote_addr,
-                          self.idle_timeout)
+            peer_log.info(
+                "%s: closing connection from %s: idle for more than %.0f s",
+                self.name,
+                conn.remote_addr,
+                self.idle_timeout,
+            )
             conn.close(f"idle for more than {self.idle_timeout:.0f} s")
         return len(idle)
 
@@ -163,8 +182,12 @@ class RemotingServer:
                 sock.close()
                 return
             use_tls = self.tls.mode is TlsMode.ENFORCING or first == TLS_HANDSHAKE
-            await loop.connect_accepted_socket(self._make_connection, sock, ssl=self._ssl if use_tls else None,
-                                               ssl_handshake_timeout=HANDSHAKE_TIMEOUT if use_tls else None)
+            await loop.connect_accepted_socket(
+                self._make_connection,
+                sock,
+                ssl=self._ssl if use_tls else None,
+                ssl_handshake_timeout=HANDSHAKE_TIMEOUT if use_tls else None,
+            )
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
             peer_log.warning("%s: closing connection from %s before serving it: %s", self.name, peer,
                              str(e) or type(e).__name__)

@@ -62,7 +62,10 @@ class ServerTls:
         """From ``tls.server.*`` keys; without a certificate the mode is ``disabled`` (a mode other
         than disabled named without one is an error)."""
         raw_mode = (conf.get("tls.server.mode") or "").strip().lower()
-        cert, key = (conf.get("tls.server.certPath") or "").strip(), (conf.get("tls.server.keyPath") or "").strip()
+        cert, key = (
+            (conf.get("tls.server.certPath") or "").strip(),
+            (conf.get("tls.server.keyPath") or "").strip(),
+        )
         if raw_mode and raw_mode not in TlsMode.__members__.values():
             raise TlsConfigError(f"tls.server.mode={raw_mode}: use disabled, permissive or enforcing")
         auth = (conf.get("tls.server.need.client.auth") or "none").strip().lower()
@@ -70,7 +73,9 @@ class ServerTls:
             raise TlsConfigError(f"tls.server.need.client.auth={auth}: use none, optional or require")
         if not cert and not key:
             if raw_mode in ("permissive", "enforcing"):
-                raise TlsConfigError(f"tls.server.mode={raw_mode} needs tls.server.certPath and tls.server.keyPath")
+                raise TlsConfigError(
+                    f"tls.server.mode={raw_mode} needs tls.server.certPath and tls.server.keyPath"
+                )
             return cls()
         if not cert or not key:
             raise TlsConfigError("give both tls.server.certPath and tls.server.keyPath (PEM files)")
@@ -97,11 +102,15 @@ class ServerTls:
         ctx.verify_mode = _CLIENT_AUTH[self.need_client_auth]
         if ctx.verify_mode != ssl.CERT_NONE:
             if not self.trust_cert_path:
-                raise TlsConfigError("tls.server.need.client.auth needs tls.server.trustCertPath (the clients' CA)")
+                raise TlsConfigError(
+                    "tls.server.need.client.auth needs tls.server.trustCertPath (the clients' CA)"
+                )
             try:
                 ctx.load_verify_locations(self.trust_cert_path)
             except (OSError, ssl.SSLError) as e:
-                raise TlsConfigError(f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}") from None
+                raise TlsConfigError(
+                    f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}"
+                ) from None
         return ctx
 
 

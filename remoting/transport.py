@@ -55,7 +55,9 @@ def next_opaque() -> int:
     return next(_opaque_counter) & 0x7FFFFFFF
 
 
-def handler_failed(where: str, cmd: RemotingCommand, exc: BaseException, what: str = "handler") -> RemotingCommand:
+def handler_failed(
+    where: str, cmd: RemotingCommand, exc: BaseException, what: str = "handler"
+) -> RemotingCommand:
     """The one answer to a request whose handler (or the check before it) raised: logged with its
     traceback, SYSTEM_ERROR naming the exception. No handler guards itself."""
     log.error("%s: %s for code %d failed", where, what, cmd.code, exc_info=exc)
@@ -166,7 +168,9 @@ class Connection(asyncio.Protocol):
         if peer:
             self.remote_addr = f"{peer[0]}:{peer[1]}"
         if self._refuse is not None:
-            peer_log.warning("%s: refusing connection from %s: %s", self._name, self.remote_addr, self._refuse)
+            peer_log.warning(
+                "%s: refusing connection from %s: %s", self._name, self.remote_addr, self._refuse
+            )
             self.close_reason = self._refuse
             self.abort()
             return
@@ -187,7 +191,9 @@ class Connection(asyncio.Protocol):
         pending = self._decoder.pending
         if not pending:
             self.frame_started = None
-        elif pending < held or self.frame_started is None:  # a frame ended and the next began here, or a first byte
+        elif (
+            pending < held or self.frame_started is None
+        ):  # a frame ended and the next began here, or a first byte
             self.frame_started = now
         if self._unproven is not None and pending != self._unproven_held:
             self._hold_unproven(pending)
@@ -198,9 +204,14 @@ class Connection(asyncio.Protocol):
         if self._unproven.resize(self._unproven_held, pending):
             self._unproven_held = pending
             return
-        peer_log.warning("%s: closing connection from %s: %d bytes of a frame from a connection with no request "
-                         "accepted yet would pass the %d bytes all such connections may hold",
-                         self._name, self.remote_addr, pending, self._unproven.cap)
+        peer_log.warning(
+            "%s: closing connection from %s: %d bytes of a frame from a connection with no request "
+            "accepted yet would pass the %d bytes all such connections may hold",
+            self._name,
+            self.remote_addr,
+            pending,
+            self._unproven.cap,
+        )
         self._decoder = FrameDecoder()  # its bytes go now, not when the transport is collected
         self.drop(f"partial frames of unproven connections over {self._unproven.cap} bytes")
 
@@ -219,7 +230,12 @@ class Connection(asyncio.Protocol):
                     if fut is not None and not fut.done():
                         fut.set_result(cmd)
                     elif fut is None:
-                        log.debug("%s: response for unknown opaque %d from %s", self._name, cmd.opaque, self.remote_addr)
+                        log.debug(
+                            "%s: response for unknown opaque %d from %s",
+                            self._name,
+                            cmd.opaque,
+                            self.remote_addr,
+                        )
                     continue
                 if self._transport is not None and self._transport.is_closing():
                     frames.close()  # closed while reading (a limit, a close by a handler): the rest is dropped
@@ -234,10 +250,14 @@ class Connection(asyncio.Protocol):
                         frames.close()  # the undispatched frames stay in the decoder
                         return
         except FrameError as e:
-            peer_log.warning("%s: closing connection from %s: malformed frame: %s", self._name, self.remote_addr, e)
+            peer_log.warning(
+                "%s: closing connection from %s: malformed frame: %s", self._name, self.remote_addr, e
+            )
             self.close(f"malformed frame: {e}")
         except Exception as e:  # nothing a peer sends may reach the event loop's error handler
-            log.exception("%s: closing connection from %s: error handling its data", self._name, self.remote_addr)
+            log.exception(
+                "%s: closing connection from %s: error handling its data", self._name, self.remote_addr
+            )
             self.close(f"internal error: {type(e).__name__}")
 
     def pause_writing(self) -> None:
@@ -300,7 +320,9 @@ class Connection(asyncio.Protocol):
         handler = self._handlers.get(cmd.code)
         result: HandlerResult
         if handler is None:
-            result = cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
+            result = cmd.response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
+            )
         else:
             try:
                 result = handler(self, cmd)
@@ -364,13 +386,17 @@ class Connection(asyncio.Protocol):
                              self._name, self.remote_addr, self._max_in_flight, cmd.code)
             self.drop(f"more than {self._max_in_flight} requests in flight")
 
-    def _observe(self, observer: RequestObserver, code: int, result: RemotingCommand | None, started: float) -> None:
+    def _observe(
+        self, observer: RequestObserver, code: int, result: RemotingCommand | None, started: float
+    ) -> None:
         try:
             observer(code, None if result is None else result.code, time.perf_counter() - started)
         except Exception:  # metrics must never break serving
             log.exception("%s: request observer failed", self._name)
 
-    async def _finish(self, cmd: RemotingCommand, pending: Awaitable[RemotingCommand | None], started: float = 0.0) -> None:
+    async def _finish(
+        self, cmd: RemotingCommand, pending: Awaitable[RemotingCommand | None], started: float = 0.0
+    ) -> None:
         try:
             result = await pending
         except Exception as e:
@@ -382,7 +408,9 @@ class Connection(asyncio.Protocol):
         if self._observer is not None:
             self._observe(self._observer, cmd.code, result, started)
 
-    def _future_done(self, cmd: RemotingCommand, started: float, fut: asyncio.Future[RemotingCommand | None]) -> None:
+    def _future_done(
+        self, cmd: RemotingCommand, started: float, fut: asyncio.Future[RemotingCommand | None]
+    ) -> None:
         """A handler's future completed: answer (like :meth:`_finish`, without a task)."""
         self.in_flight -= 1
         result: RemotingCommand | None
@@ -429,9 +457,17 @@ class Connection(asyncio.Protocol):
                 out.append(body)
                 size += len(body)
         self._out_bytes += size
-        if self.writing_paused and self._max_queued and self._out_bytes + t.get_write_buffer_size() > self._max_queued:
-            peer_log.warning("%s: closing connection from %s: it is not reading its answers (over %d bytes queued)",
-                             self._name, self.remote_addr, self._max_queued)
+        if (
+            self.writing_paused
+            and self._max_queued
+            and self._out_bytes + t.get_write_buffer_size() > self._max_queued
+        ):
+            peer_log.warning(
+                "%s: closing connection from %s: it is not reading its answers (over %d bytes queued)",
+                self._name,
+                self.remote_addr,
+                self._max_queued,
+            )
             self.drop(f"over {self._max_queued} bytes of answers queued")
 
     def _flush_out(self) -> None:

@@ -87,7 +87,9 @@ def address_matcher(spec: str | None) -> Callable[[str], bool]:
     if len(parts) != 4 or not all(_PART.match(p) for p in parts) or any("{" in p for p in parts[:3]):
         with_ip = _ip(spec)
         if with_ip is None:
-            raise AclConfigError(f"remote address {spec!r}: use *, a.b.c.d, a.b.c.*, a.b.c.1-9 or a.b.c.{{1,2}}")
+            raise AclConfigError(
+                f"remote address {spec!r}: use *, a.b.c.d, a.b.c.*, a.b.c.1-9 or a.b.c.{{1,2}}"
+            )
         return lambda ip: _ip(ip) == with_ip
     sets = [_part_test(p) for p in parts]
 
@@ -221,7 +223,10 @@ class AclValidator:
         if account is None:
             return None, why
         if cmd.code in self.admin_codes and not account.admin:
-            return None, f"Need admin permission for request code={cmd.code}, but accessKey={account.access_key} is not"
+            return (
+                None,
+                f"Need admin permission for request code={cmd.code}, but accessKey={account.access_key} is not",
+            )
         try:
             needed = self.needs(cmd)
         except RequestRefused as e:

@@ -143,7 +143,11 @@ class Rule:
     def stray_field(self, cmd: RemotingCommand) -> str | None:
         """The first (by name) field of ``cmd`` its code does not take, or None."""
         allowed = self.header.wire_keys(cmd) if self.header is not None else frozenset()
-        stray = [k for k in cmd.ext_fields if k not in allowed and k not in self.tolerated and k not in ALWAYS_TOLERATED]
+        stray = [
+            k
+            for k in cmd.ext_fields
+            if k not in allowed and k not in self.tolerated and k not in ALWAYS_TOLERATED
+        ]
         return min(stray) if stray else None
 
 
@@ -325,7 +329,9 @@ BROKER_RULES: dict[int, Rule] = {
     C.SEND_BATCH_MESSAGE: Rule(SendMessageRequestHeader, _send, tolerated=_V2_SEND),
     # -- pull and consume
     C.PULL_MESSAGE: Rule(PullMessageRequestHeader, _pull),
-    C.CONSUMER_SEND_MSG_BACK: Rule(ConsumerSendMsgBackRequestHeader, _send_back),  # + its handler: the message's topic
+    C.CONSUMER_SEND_MSG_BACK: Rule(
+        ConsumerSendMsgBackRequestHeader, _send_back
+    ),  # + its handler: the message's topic
     C.HEART_BEAT: Rule(None, _heartbeat),
     C.UNREGISTER_CLIENT: Rule(UnregisterClientRequestHeader, _unregister),
     C.GET_CONSUMER_LIST_BY_GROUP: Rule(GetConsumerListByGroupRequestHeader, _consumer_list),
@@ -343,7 +349,9 @@ BROKER_RULES: dict[int, Rule] = {
     C.GET_CONSUMER_CONNECTION_LIST: Rule(GetConsumerConnectionListRequestHeader, _consumer_connections),
     C.GET_PRODUCER_CONNECTION_LIST: Rule(GetProducerConnectionListRequestHeader, _producer_connections),
     C.GET_CONSUMER_RUNNING_INFO: Rule(GetConsumerRunningInfoRequestHeader, _running_info),
-    C.CONSUME_MESSAGE_DIRECTLY: Rule(ConsumeMessageDirectlyResultRequestHeader, _consume_directly),  # + its handler
+    C.CONSUME_MESSAGE_DIRECTLY: Rule(
+        ConsumeMessageDirectlyResultRequestHeader, _consume_directly
+    ),  # + its handler
     # -- a topic's queues and statistics
     C.GET_MAX_OFFSET: Rule(GetMaxOffsetRequestHeader, _max_offset),
     C.GET_MIN_OFFSET: Rule(GetMinOffsetRequestHeader, _min_offset),
@@ -353,19 +361,24 @@ BROKER_RULES: dict[int, Rule] = {
     C.QUERY_TOPIC_CONSUME_BY_WHO: Rule(QueryTopicConsumeByWhoRequestHeader, _consumed_by),
     C.VIEW_BROKER_STATS_DATA: Rule(ViewBrokerStatsDataRequestHeader, _stats_data),
     # -- transactions
-    C.END_TRANSACTION: Rule(EndTransactionRequestHeader, _end_transaction),  # + its handler: PUB on the real topic
+    C.END_TRANSACTION: Rule(
+        EndTransactionRequestHeader, _end_transaction
+    ),  # + its handler: PUB on the real topic
     # -- message bodies by key
     C.QUERY_MESSAGE: Rule(QueryMessageRequestHeader, _query_message, tolerated=frozenset({UNIQUE_KEY_QUERY})),
     # -- admin
     C.UPDATE_AND_CREATE_TOPIC: Rule(CreateTopicRequestHeader, admin=True),
     C.DELETE_TOPIC_IN_BROKER: Rule(DeleteTopicRequestHeader, admin=True),
     C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Rule(None, admin=True),
-    C.DELETE_SUBSCRIPTIONGROUP: Rule(DeleteSubscriptionGroupRequestHeader, admin=True,
-                                     tolerated=frozenset({"removeOffset"})),  # Java 4.9.8's; offsets stay here
+    C.DELETE_SUBSCRIPTIONGROUP: Rule(
+        DeleteSubscriptionGroupRequestHeader, admin=True, tolerated=frozenset({"removeOffset"})
+    ),  # Java 4.9.8's; offsets stay here
     C.UPDATE_BROKER_CONFIG: Rule(None, admin=True),
     C.GET_ALL_CONSUMER_OFFSET: Rule(None, admin=True),  # every group's offsets (a slave's sync)
     # -- names no topic or group: any authenticated account
-    C.VIEW_MESSAGE_BY_ID: Rule(ViewMessageRequestHeader),  # a commitlog offset: its handler asks SUB on the topic found
+    C.VIEW_MESSAGE_BY_ID: Rule(
+        ViewMessageRequestHeader
+    ),  # a commitlog offset: its handler asks SUB on the topic found
     C.GET_ALL_TOPIC_CONFIG: Rule(None),  # topic configs (a slave's sync, tools)
     C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: Rule(None),  # group configs (a slave's sync, tools)
     C.GET_ALL_DELAY_OFFSET: Rule(None),  # delivery progress of the delay levels (a slave's sync)
@@ -388,13 +401,20 @@ one-way), sent when a client sets them; nothing here reads them."""
 
 NAMESRV_RULES: dict[int, Rule] = {
     # -- brokers: what a broker (signing with an admin account) says about itself
-    C.REGISTER_BROKER: Rule(RegisterBrokerRequestHeader, admin=True,
-                            tolerated=frozenset({"heartbeatTimeoutMillis", "enableActingMaster"})),  # 5.x brokers'
+    C.REGISTER_BROKER: Rule(
+        RegisterBrokerRequestHeader,
+        admin=True,
+        tolerated=frozenset({"heartbeatTimeoutMillis", "enableActingMaster"}),
+    ),  # 5.x brokers'
     C.UNREGISTER_BROKER: Rule(UnRegisterBrokerRequestHeader, admin=True),
-    C.QUERY_DATA_VERSION: Rule(QueryDataVersionRequestHeader, admin=True),  # a sign of life: keeps a broker routed
+    C.QUERY_DATA_VERSION: Rule(
+        QueryDataVersionRequestHeader, admin=True
+    ),  # a sign of life: keeps a broker routed
     C.WIPE_WRITE_PERM_OF_BROKER: Rule(WipeWritePermOfBrokerRequestHeader, admin=True),
     # -- topics and KV config: changes
-    C.DELETE_TOPIC_IN_NAMESRV: Rule(DeleteTopicRequestHeader, admin=True),  # topic, clusterName: as Java 5.x sends
+    C.DELETE_TOPIC_IN_NAMESRV: Rule(
+        DeleteTopicRequestHeader, admin=True
+    ),  # topic, clusterName: as Java 5.x sends
     C.PUT_KV_CONFIG: Rule(PutKVConfigRequestHeader, admin=True),
     C.DELETE_KV_CONFIG: Rule(DeleteKVConfigRequestHeader, admin=True),
     # -- reads: any authenticated account

@@ -55,8 +55,16 @@ def topic_config_problem(c: TopicConfig, max_queues: int = MAX_QUEUE_NUMS) -> st
         check_topic_name(c.topic_name)
         or queue_nums_problem(c.read_queue_nums, c.write_queue_nums, max_queues)
         or perm_problem(c.perm)
-        or (None if c.topic_filter_type in FILTER_TYPES else f"topicFilterType {c.topic_filter_type[:32]!r} is not SINGLE_TAG or MULTI_TAG")
-        or (None if 0 <= c.topic_sys_flag <= INT_MAX else f"topicSysFlag {c.topic_sys_flag} is not a non-negative int")
+        or (
+            None
+            if c.topic_filter_type in FILTER_TYPES
+            else f"topicFilterType {c.topic_filter_type[:32]!r} is not SINGLE_TAG or MULTI_TAG"
+        )
+        or (
+            None
+            if 0 <= c.topic_sys_flag <= INT_MAX
+            else f"topicSysFlag {c.topic_sys_flag} is not a non-negative int"
+        )
     )
 
 
@@ -68,7 +76,10 @@ def group_config_problem(c: SubscriptionGroupConfig) -> str | None:
         return f"retryQueueNums {c.retry_queue_nums} is outside 0..{MAX_QUEUE_NUMS}"
     if not -1 <= c.retry_max_times <= INT_MAX:
         return f"retryMaxTimes {c.retry_max_times} is outside -1..{INT_MAX}"
-    for name, n in (("brokerId", c.broker_id), ("whichBrokerWhenConsumeSlowly", c.which_broker_when_consume_slowly)):
+    for name, n in (
+        ("brokerId", c.broker_id),
+        ("whichBrokerWhenConsumeSlowly", c.which_broker_when_consume_slowly),
+    ):
         if not 0 <= n <= LONG_MAX:
             return f"{name} {n} is not a broker id (0 or more)"
     return None

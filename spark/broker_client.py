@@ -85,14 +85,20 @@ def consumer_for(name_server: str, group: str, request_timeout_ms: int = 3000,
     with _lock:
         consumer = _consumers.get(key)
         if consumer is None:
-            settings = PullConsumerSettings(auto_commit=False, long_poll_ms=0, pull_timeout=pull_timeout_ms / 1000.0)
-            consumer = PullConsumer(group, name_server, settings, _client_settings(name_server, request_timeout_ms))
+            settings = PullConsumerSettings(
+                auto_commit=False, long_poll_ms=0, pull_timeout=pull_timeout_ms / 1000.0
+            )
+            consumer = PullConsumer(
+                group, name_server, settings, _client_settings(name_server, request_timeout_ms)
+            )
             _run(consumer.start())
             _consumers[key] = consumer
         return consumer
 
 
-def producer_for(name_server: str, group: str, send_timeout_ms: int = 3000, request_timeout_ms: int = 3000) -> Producer:
+def producer_for(
+    name_server: str, group: str, send_timeout_ms: int = 3000, request_timeout_ms: int = 3000
+) -> Producer:
     """The process's started :class:`Producer` for these settings."""
     key = (name_server, group, send_timeout_ms, request_timeout_ms)
     with _lock:
@@ -113,7 +119,9 @@ def _explain(e: MQError, name_server: str) -> MQError:
     return e
 
 
-async def _gather_map(queues: Iterable[MessageQueue], fn: Callable[[MessageQueue], Awaitable[int]]) -> Offsets:
+async def _gather_map(
+    queues: Iterable[MessageQueue], fn: Callable[[MessageQueue], Awaitable[int]]
+) -> Offsets:
     qs = list(queues)
     values = await asyncio.gather(*(fn(mq) for mq in qs))
     return dict(zip(qs, values, strict=True))
@@ -139,7 +147,9 @@ class QueueDirectory:
         self._queues: list[MessageQueue] | None = None
         self._queues_at = 0.0
         try:
-            self.consumer = consumer_for(opts.name_server, opts.group, opts.request_timeout_ms, opts.pull_timeout_ms)
+            self.consumer = consumer_for(
+                opts.name_server, opts.group, opts.request_timeout_ms, opts.pull_timeout_ms
+            )
         except MQError as e:
             raise _explain(e, opts.name_server) from None
 
@@ -292,8 +302,14 @@ def read_range(opts: SourceOptions, r: QueueRange) -> Iterator[MessageExt]:
                     f"broker holds {result.min_offset}..{result.max_offset} (was the queue or broker reset?). "
                     "Set failOnDataLoss=false to skip them."
                 )
-            log.warning("%s: offsets %d..%d are not on the broker (it holds %d..%d); skipping", mq, offset, r.end,
-                        result.min_offset, result.max_offset)
+            log.warning(
+                "%s: offsets %d..%d are not on the broker (it holds %d..%d); skipping",
+                mq,
+                offset,
+                r.end,
+                result.min_offset,
+                result.max_offset,
+            )
             return
 
 
@@ -303,7 +319,9 @@ def send_messages(opts: SinkOptions, messages: Iterable[Message], chunk: int = 1
     Raises the first send error after the sends in flight finish; earlier messages stay sent
     (at-least-once: a retried task sends them again).
     """
-    producer = producer_for(opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.request_timeout_ms)
+    producer = producer_for(
+        opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.request_timeout_ms
+    )
     sent = 0
 
     async def send_chunk(msgs: list[Message]) -> list[SendResult]:

@@ -70,19 +70,27 @@ def decode_offsets(doc: Mapping[str, object], what: str = "offsets") -> Offsets:
     {MessageQueue(topic='T', broker_name='b', queue_id=0): 4}
     """
     if not isinstance(doc, Mapping):
-        raise OffsetOptionError(f"{what} must be a JSON object topic -> broker -> queue id -> offset, got {doc!r}")
+        raise OffsetOptionError(
+            f"{what} must be a JSON object topic -> broker -> queue id -> offset, got {doc!r}"
+        )
     out: Offsets = {}
     for topic, brokers in doc.items():
         if not isinstance(brokers, Mapping):
-            raise OffsetOptionError(f"{what}: topic {topic!r} must map broker names to objects, got {brokers!r}")
+            raise OffsetOptionError(
+                f"{what}: topic {topic!r} must map broker names to objects, got {brokers!r}"
+            )
         for broker, queues in brokers.items():
             if not isinstance(queues, Mapping):
-                raise OffsetOptionError(f"{what}: {topic}/{broker} must map queue ids to offsets, got {queues!r}")
+                raise OffsetOptionError(
+                    f"{what}: {topic}/{broker} must map queue ids to offsets, got {queues!r}"
+                )
             for qid, off in queues.items():
                 try:
                     queue_id = int(qid)
                 except (TypeError, ValueError):
-                    raise OffsetOptionError(f"{what}: queue id {qid!r} of {topic}/{broker} is not a number") from None
+                    raise OffsetOptionError(
+                        f"{what}: queue id {qid!r} of {topic}/{broker} is not a number"
+                    ) from None
                 if isinstance(off, bool) or not isinstance(off, int) or off < EARLIEST:
                     raise OffsetOptionError(
                         f"{what}: offset {off!r} of {topic}/{broker}/{qid} must be an integer >= 0 "
@@ -120,7 +128,9 @@ class OffsetSpec:
         return dict(self.specific)
 
 
-def parse_offset_spec(text: str | None, *, default: OffsetKind, what: str, allow_group: bool = True) -> OffsetSpec:
+def parse_offset_spec(
+    text: str | None, *, default: OffsetKind, what: str, allow_group: bool = True
+) -> OffsetSpec:
     """``earliest`` | ``latest`` | ``group`` | JSON → :class:`OffsetSpec`.
 
     >>> parse_offset_spec("earliest", default=OffsetKind.LATEST, what="startingOffsets").kind
@@ -224,8 +234,10 @@ def find_losses(start: Mapping[MessageQueue, int], min_offsets: Mapping[MessageQ
 
 def data_loss_error(losses: list[Loss], where: str = "") -> DataLossError:
     """The :class:`DataLossError` describing ``losses`` (first few queues spelled out)."""
-    parts = [f"{x.mq.topic}/{x.mq.broker_name}/{x.mq.queue_id}: wanted {x.wanted}, oldest stored {x.available}"
-             for x in losses[:5]]
+    parts = [
+        f"{x.mq.topic}/{x.mq.broker_name}/{x.mq.queue_id}: wanted {x.wanted}, oldest stored {x.available}"
+        for x in losses[:5]
+    ]
     more = f" and {len(losses) - 5} more queue(s)" if len(losses) > 5 else ""
     total = sum(x.lost for x in losses)
     return DataLossError(
@@ -253,8 +265,10 @@ def find_resets(start: Mapping[MessageQueue, int], max_offsets: Mapping[MessageQ
 
 def reset_error(resets: list[Loss]) -> DataLossError:
     """The :class:`DataLossError` for queues that went back (see :func:`find_resets`)."""
-    parts = [f"{x.mq.topic}/{x.mq.broker_name}/{x.mq.queue_id}: at {x.wanted}, the broker's end is {x.available}"
-             for x in resets[:5]]
+    parts = [
+        f"{x.mq.topic}/{x.mq.broker_name}/{x.mq.queue_id}: at {x.wanted}, the broker's end is {x.available}"
+        for x in resets[:5]
+    ]
     more = f" and {len(resets) - 5} more queue(s)" if len(resets) > 5 else ""
     return DataLossError(
         f"queue offsets went back ({'; '.join(parts)}{more}): the topic was deleted and created again, or "

@@ -184,7 +184,9 @@ class SinkOptions:
             raise MQClientError(f"option topic names one default topic for writing, got {list(topics)}")
         prefix = _get(opts, "dedupKeyPrefix") or "spark"
         if " " in prefix:
-            raise MQClientError(f"option dedupKeyPrefix={prefix!r} must not contain spaces (keys are space-separated)")
+            raise MQClientError(
+                f"option dedupKeyPrefix={prefix!r} must not contain spaces (keys are space-separated)"
+            )
         batch_id = _get(opts, "batchId") or "0"
         if " " in batch_id:
             raise MQClientError(f"option batchId={batch_id!r} must not contain spaces")

@@ -106,7 +106,9 @@ def _text(value: Any, column: str) -> str | None:
     return value
 
 
-def row_to_message(row: Mapping[str, Any], default_topic: str | None, extra_key: str | None = None) -> Message:
+def row_to_message(
+    row: Mapping[str, Any], default_topic: str | None, extra_key: str | None = None
+) -> Message:
     """The message for one writer row (a mapping of column name → value).
 
     >>> m = row_to_message({"body": "hi", "tags": "TagA", "keys": ["k1", "k2"]}, "Out", extra_key="d-1")
@@ -141,7 +143,9 @@ def row_to_message(row: Mapping[str, Any], default_topic: str | None, extra_key:
         try:
             props = dict(props)
         except (TypeError, ValueError):
-            raise MQClientError(f"column properties must be a map<string,string>, got {type(props).__name__}") from None
+            raise MQClientError(
+                f"column properties must be a map<string,string>, got {type(props).__name__}"
+            ) from None
     return Message(
         topic=topic,
         body=body,

@@ -125,7 +125,9 @@ class BatchReader(DataSourceReader):
         queues = directory.queues()
         start = starting_offsets(directory, queues)
         maxs = directory.bounds(queues)[1]
-        end = resolve(queues, self.opts.ending, min_offsets=start, max_offsets=maxs, fallback=OffsetKind.LATEST)
+        end = resolve(
+            queues, self.opts.ending, min_offsets=start, max_offsets=maxs, fallback=OffsetKind.LATEST
+        )
         end = {mq: max(end[mq], start[mq]) for mq in queues}
         return [RangePartition(r) for r in plan_ranges(start, end, self.opts.max_records_per_partition)]
 
@@ -211,8 +213,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             self.directory.commit(offsets)
         except MQError as e:
-            log.warning("could not store the offsets of group %s on the brokers (the checkpoint has them): %s",
-                        self.opts.group, e)
+            log.warning(
+                "could not store the offsets of group %s on the brokers (the checkpoint has them): %s",
+                self.opts.group,
+                e,
+            )
             return
         self._committed = dict(offsets)
 
@@ -241,7 +246,11 @@ def _send_partition(opts: SinkOptions, rows: Iterator[Any], streaming: bool) -> 
 
     def messages() -> Iterator[Message]:
         for i, row in enumerate(rows):
-            key = dedup_key(opts.dedup_key_prefix, query_id, batch_id or "0", partition, i) if opts.dedup_key else None
+            key = (
+                dedup_key(opts.dedup_key_prefix, query_id, batch_id or "0", partition, i)
+                if opts.dedup_key
+                else None
+            )
             yield row_to_message(row.asDict(recursive=False), opts.topic, key)
 
     return SentCount(send_messages(opts, messages()))

@@ -125,7 +125,15 @@ def spark_submit_args(job: K8sJob, spark_submit: str = "spark-submit") -> list[s
     >>> args[-3:]
     ['local:///opt/pyrocketmq/pipelines/order_totals.py', '--x', '1']
     """
-    args = [spark_submit, "--master", k8s_master(job.api_server), "--deploy-mode", "cluster", "--name", job.name]
+    args = [
+        spark_submit,
+        "--master",
+        k8s_master(job.api_server),
+        "--deploy-mode",
+        "cluster",
+        "--name",
+        job.name,
+    ]
     for k, v in spark_conf(job).items():
         args += ["--conf", f"{k}={v}"]
     return [*args, job.app_file, *job.app_args]
@@ -192,7 +200,9 @@ def parse_cli(argv: list[str]) -> tuple[K8sJob, bool, str]:
     p.add_argument("--name", default=d.name)
     p.add_argument("--app-file", default=d.app_file)
     p.add_argument("--executors", type=int, default=d.executors)
-    p.add_argument("--data-claim", help="PersistentVolumeClaim mounted at --data-path in driver and executors")
+    p.add_argument(
+        "--data-claim", help="PersistentVolumeClaim mounted at --data-path in driver and executors"
+    )
     p.add_argument("--data-path", default=d.data_path)
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--spark-submit", default=os.environ.get("SPARK_SUBMIT", "spark-submit"))
@@ -204,9 +214,19 @@ def parse_cli(argv: list[str]) -> tuple[K8sJob, bool, str]:
         if not sep or not key:
             p.error(f"--conf {item!r}: use KEY=VALUE")
         conf[key] = value
-    job = K8sJob(api_server=ns.api_server, image=ns.image, namespace=ns.namespace, service_account=ns.service_account,
-                 name=ns.name, app_file=ns.app_file, app_args=tuple(app_args), executors=ns.executors,
-                 data_claim=ns.data_claim, data_path=ns.data_path, conf=conf)
+    job = K8sJob(
+        api_server=ns.api_server,
+        image=ns.image,
+        namespace=ns.namespace,
+        service_account=ns.service_account,
+        name=ns.name,
+        app_file=ns.app_file,
+        app_args=tuple(app_args),
+        executors=ns.executors,
+        data_claim=ns.data_claim,
+        data_path=ns.data_path,
+        conf=conf,
+    )
     return job, ns.dry_run, ns.spark_submit
 
 

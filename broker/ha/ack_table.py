@@ -57,7 +57,11 @@ class AckTable:
     def linked(self, now: float, within: float) -> set[int]:
         """The replica ids of the slaves heard from in the last ``within`` seconds: a link whose peer
         went silent (a cut cable leaves the socket open) does not count."""
-        return {rid for key, rid in self.replica_of.items() if now - self.heard_at.get(key, float("-inf")) <= within}
+        return {
+            rid
+            for key, rid in self.replica_of.items()
+            if now - self.heard_at.get(key, float("-inf")) <= within
+        }
 
     def identify(self, key: object, replica_id: int) -> None:
         self.replica_of[key] = replica_id

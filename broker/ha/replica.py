@@ -71,9 +71,17 @@ def truncate_point(history: list[tuple[int, int]], epoch: int, max_offset: int) 
 class ReplicaManager:
     """See the module docstring; ``round()`` is the heartbeat service's round."""
 
-    def __init__(self, settings: BrokerSettings, store: MessageStore, registrar: Registrar, ha_server: HAServer,
-                 ha_client: HAClient, *, start_master: Callable[[], None],
-                 stop_master: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        store: MessageStore,
+        registrar: Registrar,
+        ha_server: HAServer,
+        ha_client: HAClient,
+        *,
+        start_master: Callable[[], None],
+        stop_master: Callable[[], Awaitable[None]],
+    ) -> None:
         self.settings = settings
         self.store = store
         self.registrar = registrar
@@ -122,7 +130,9 @@ class ReplicaManager:
         for i in range(len(addrs)):
             addr = addrs[(self._controller + i) % len(addrs)]
             try:
-                resp = await self.client.invoke(addr, RemotingCommand.request(code, {}, json.dumps(body).encode()), 3.0)
+                resp = await self.client.invoke(
+                    addr, RemotingCommand.request(code, {}, json.dumps(body).encode()), 3.0
+                )
             except RemotingError as e:
                 log.debug("controller %s: %s", addr, e)
                 continue
@@ -146,11 +156,19 @@ class ReplicaManager:
 
     async def round(self) -> None:
         ident = self.settings.identity
-        view = await self._call(RequestCode.CONTROLLER_BROKER_HEARTBEAT, {
-            "clusterName": ident.cluster_name, "brokerName": ident.broker_name, "replicaId": ident.replica_id,
-            "addr": self.registrar.addr, "haAddr": self.registrar.ha_addr, "epoch": self.epoch,
-            "maxOffset": self.store.get_max_phy_offset(), "epochStart": self.epoch_start if self.master else -1,
-        })
+        view = await self._call(
+            RequestCode.CONTROLLER_BROKER_HEARTBEAT,
+            {
+                "clusterName": ident.cluster_name,
+                "brokerName": ident.broker_name,
+                "replicaId": ident.replica_id,
+                "addr": self.registrar.addr,
+                "haAddr": self.registrar.ha_addr,
+                "epoch": self.epoch,
+                "maxOffset": self.store.get_max_phy_offset(),
+                "epochStart": self.epoch_start if self.master else -1,
+            },
+        )
         if isinstance(view, str):
             log.warning("controller refused the heartbeat: %s", view)
             return
@@ -204,8 +222,12 @@ class ReplicaManager:
             self.epoch = int(view["epoch"])
             self.epoch_start = self.store.get_max_phy_offset()
         self._save()
-        log.warning("elected master of %s at epoch %d; writes start at offset %d once the controller records it",
-                    self.settings.identity.broker_name, self.epoch, self.epoch_start)
+        log.warning(
+            "elected master of %s at epoch %d; writes start at offset %d once the controller records it",
+            self.settings.identity.broker_name,
+            self.epoch,
+            self.epoch_start,
+        )
 
     async def _take_writes(self, view: dict[str, Any]) -> None:
         me = self.settings.identity.replica_id
@@ -214,8 +236,13 @@ class ReplicaManager:
         ident.role, ident.broker_id = ident.master_role, 0
         self.registrar.master_addr = self.registrar.ha_server_addr = None
         self.start_master()
-        log.warning("serving as master (%s) of %s, epoch %d from offset %d", ident.role.value, ident.broker_name,
-                    self.epoch, self.epoch_start)
+        log.warning(
+            "serving as master (%s) of %s, epoch %d from offset %d",
+            ident.role.value,
+            ident.broker_name,
+            self.epoch,
+            self.epoch_start,
+        )
         # in the background: a name server that does not answer (its node lost) must not hold up the
         # heartbeats, or the controller takes the silence for a dead master and elects again
         self.registrar.register_soon()
@@ -262,7 +289,11 @@ class ReplicaManager:
         if was_writing:
             await self.stop_master()
         self.store.truncate_to(self.store.get_max_phy_offset(), whole=True)
-        log.warning("%s is no longer master (epoch %d); following the controller's choice", ident.broker_name, self.epoch)
+        log.warning(
+            "%s is no longer master (epoch %d); following the controller's choice",
+            ident.broker_name,
+            self.epoch,
+        )
         self.registrar.register_soon()
 
     def _follow(self, view: dict[str, Any]) -> None:
@@ -284,8 +315,13 @@ class ReplicaManager:
         self.registrar.master_addr = str(view["masterAddr"])
         self.registrar.ha_server_addr = target[1]
         self.ha_client.disconnect()
-        log.info("following master %s (replica %s, epoch %d) from offset %d", view["masterAddr"], view["masterId"],
-                 target[0], self.store.get_max_phy_offset())
+        log.info(
+            "following master %s (replica %s, epoch %d) from offset %d",
+            view["masterAddr"],
+            view["masterId"],
+            target[0],
+            self.store.get_max_phy_offset(),
+        )
 
     async def close(self) -> None:
         await self.client.close()

@@ -75,7 +75,9 @@ class SlaveSync:
         return bytes(resp.payload)
 
     async def sync_all(self, addr: str) -> None:
-        topics = TopicConfigSerializeWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
+        topics = TopicConfigSerializeWrapper.from_json(
+            await self._get(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        )
         if topics.data_version != self.topics.data_version:
             self.topics.table.clear()
             self.topics.table.update(topics.topic_config_table)
@@ -93,7 +95,9 @@ class SlaveSync:
             self.schedule.persist(force=True)
         if self.timer is not None:
             self.timer.adopt(loads(await self._get(addr, RequestCode.GET_TIMER_CHECK_POINT)) or {})
-        groups = SubscriptionGroupWrapper.from_json(await self._get(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        groups = SubscriptionGroupWrapper.from_json(
+            await self._get(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        )
         if groups.data_version != self.groups.data_version:
             self.groups.table.clear()
             self.groups.table.update(groups.subscription_group_table)

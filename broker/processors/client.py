@@ -74,8 +74,12 @@ class ClientProcessor:
         try:
             sql_record_filter(sub.sub_string)
         except SqlParseError as e:
-            log.info("client %s of group %s: SQL92 selector refused: %s", body.client_id[:128], body.group[:128], e)
-            return cmd.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the selector [{sub.sub_string}] failed: {e}")
+            log.info(
+                "client %s of group %s: SQL92 selector refused: %s", body.client_id[:128], body.group[:128], e
+            )
+            return cmd.response(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the selector [{sub.sub_string}] failed: {e}"
+            )
         return cmd.response(ResponseCode.SUCCESS)
 
     def handle_heartbeat(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
@@ -93,7 +97,9 @@ class ClientProcessor:
             changed = self.consumers.register(data.client_id, conn, cmd.language, cmd.version, consumer)
             if changed and (group_config is None or group_config.notify_consumer_ids_changed_enable):
                 info = self.consumers.find(consumer.group_name)
-                log.info("consumer group %s changed: %s", consumer.group_name, info.client_ids() if info else [])
+                log.info(
+                    "consumer group %s changed: %s", consumer.group_name, info.client_ids() if info else []
+                )
                 self.notify_group(consumer.group_name)
         for producer in data.producer_data_set:
             self.producers.register(data.client_id, conn, cmd.language, cmd.version, producer.group_name)
@@ -104,7 +110,9 @@ class ClientProcessor:
         """The group's ``%RETRY%`` topic, made at its first heartbeat as Apache makes it; a legal group
         of more than 120 characters has none (the name would pass 127) and is registered without it."""
         try:
-            self.topics.create_in_send_back(RETRY_GROUP_TOPIC_PREFIX + group, max(1, queue_nums), PERM_READ | PERM_WRITE)
+            self.topics.create_in_send_back(
+                RETRY_GROUP_TOPIC_PREFIX + group, max(1, queue_nums), PERM_READ | PERM_WRITE
+            )
         except ConfigRefused as e:
             _refusals.info("consumer group %.64s... has no retry topic: %s", group, e)
 
@@ -136,14 +144,18 @@ class ClientProcessor:
             return
         for conn in list(info.channels):
             try:
-                conn.invoke_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}))
+                conn.invoke_oneway(
+                    RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group})
+                )
             except RemotingError:
                 pass
 
     def connection_closed(self, conn: Connection) -> None:
         self.producers.remove_connection(conn)
         for group in self.consumers.remove_connection(conn):
-            log.info("consumer %s of group %s disconnected", conn.attrs.get("client_id", conn.remote_addr), group)
+            log.info(
+                "consumer %s of group %s disconnected", conn.attrs.get("client_id", conn.remote_addr), group
+            )
             self.notify_group(group)
 
     def scan_expired(self) -> None:

@@ -99,7 +99,9 @@ class DurableWaiters:
             loop = self._loop = asyncio.get_running_loop()
         return loop
 
-    def _enqueue(self, loop: asyncio.AbstractEventLoop, end: int, whom: Whom, response: RemotingCommand) -> None:
+    def _enqueue(
+        self, loop: asyncio.AbstractEventLoop, end: int, whom: Whom, response: RemotingCommand
+    ) -> None:
         self._queue.append((end, loop.time() + self.timeout, whom, response))
         if self._timer is None:
             self._timer = loop.call_later(self.timeout, self._expire)
@@ -159,8 +161,11 @@ class DurableWaiters:
                 _give(whom, response)
         self._queue = kept
         if cut:
-            log.warning("the commitlog was cut at offset %d: %d waiting send(s) past it answered FLUSH_DISK_TIMEOUT",
-                        offset, cut)
+            log.warning(
+                "the commitlog was cut at offset %d: %d waiting send(s) past it answered FLUSH_DISK_TIMEOUT",
+                offset,
+                cut,
+            )
 
     def _expire(self) -> None:
         """The timer of the oldest send: answer every send past its deadline, re-arm for the next."""

@@ -58,7 +58,9 @@ def _guarded(fn: _Method[_Self]) -> _Method[_Self]:
 
 
 class OffsetProcessor:
-    def __init__(self, *, offsets: ConsumerOffsetManager, store: MessageStore, topics: TopicConfigManager) -> None:
+    def __init__(
+        self, *, offsets: ConsumerOffsetManager, store: MessageStore, topics: TopicConfigManager
+    ) -> None:
         self.offsets = offsets
         self.store = store
         self.topics = topics
@@ -82,7 +84,9 @@ class OffsetProcessor:
         # when the min offset is 0 and the data is in memory); otherwise the client decides.
         if self.store.get_min_offset_in_queue(topic, qid) <= 0:
             return cmd.response(ResponseCode.SUCCESS, None, {"offset": 0})
-        return cmd.response(ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first", {"offset": -1})
+        return cmd.response(
+            ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first", {"offset": -1}
+        )
 
     @_guarded
     def handle_update_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
@@ -92,10 +96,15 @@ class OffsetProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         config = self.topics.get(h.topic)
         if config is None:
-            return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
+            return cmd.response(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!"
+            )
         queues = max(config.read_queue_nums, config.write_queue_nums)
         if h.queue_id >= queues:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] has {queues} queues")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] has {queues} queues",
+            )
         if h.commit_offset < 0:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"commitOffset[{h.commit_offset}] is negative")
         self.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)

@@ -47,4 +47,6 @@ class ReplicationProcessor:
     def handle_all_delay_offsets(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         schedule = self.schedule
         offsets = schedule.offsets if schedule is not None else {}
-        return cmd.response(ResponseCode.SUCCESS, body=dumps({"offsetTable": {str(k): v for k, v in sorted(offsets.items())}}))
+        return cmd.response(
+            ResponseCode.SUCCESS, body=dumps({"offsetTable": {str(k): v for k, v in sorted(offsets.items())}})
+        )

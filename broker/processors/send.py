@@ -137,11 +137,21 @@ class SendProcessor:
         if self.publish_routes is not None and self.topics.data_version.counter != version:
             # the send created its topic: the name servers route it before the producer hears back
             # (a future, not a held answer: the answer must wait for the routes too)
-            return published_first(self.publish_routes, self._send(conn, cmd, h, body, batch, target, holder=None))
+            return published_first(
+                self.publish_routes, self._send(conn, cmd, h, body, batch, target, holder=None)
+            )
         return self._send(conn, cmd, h, body, batch, target, holder=conn if conn.holds_answers else None)
 
-    def _send(self, conn: Connection, cmd: RemotingCommand, h: SendMessageRequestHeader, body: bytes | bytearray | memoryview,
-              batch: bool, target: tuple[str, int, TopicConfig] | RemotingCommand, holder: Connection | None) -> HandlerResult:
+    def _send(
+        self,
+        conn: Connection,
+        cmd: RemotingCommand,
+        h: SendMessageRequestHeader,
+        body: bytes | bytearray | memoryview,
+        batch: bool,
+        target: tuple[str, int, TopicConfig] | RemotingCommand,
+        holder: Connection | None,
+    ) -> HandlerResult:
         if isinstance(target, RemotingCommand):
             return target
         topic, queue_id, config = target
@@ -150,7 +160,9 @@ class SendProcessor:
         except UnicodeEncodeError:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "the message properties are not valid Unicode")
         if len(props_bytes) > MAX_PROPERTIES_BYTES:
-            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"the message properties are over {MAX_PROPERTIES_BYTES} bytes")
+            return cmd.response(
+                ResponseCode.MESSAGE_ILLEGAL, f"the message properties are over {MAX_PROPERTIES_BYTES} bytes"
+            )
         if config.attributes and topic == h.topic:
             problem = self._type_problem(topic, config.message_type, props, body if batch else None)
             if problem is not None:
@@ -159,17 +171,34 @@ class SendProcessor:
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= SysFlag.MULTI_TAGS
         # the send's one record for the store (a batch's: its body is the batch body, its properties the batch's own)
-        msg = MessageInner(config.topic_name if batch else topic, body, 0 if batch else h.flag, props, props_bytes,
-                           queue_id, sys_flag, h.born_timestamp or int(time.time() * 1000), self._born_host(conn),
-                           self.store_host, h.reconsume_times or 0, 0, 0 if batch else tags_code(props.get(Prop.TAGS)))
+        msg = MessageInner(
+            config.topic_name if batch else topic,
+            body,
+            0 if batch else h.flag,
+            props,
+            props_bytes,
+            queue_id,
+            sys_flag,
+            h.born_timestamp or int(time.time() * 1000),
+            self._born_host(conn),
+            self.store_host,
+            h.reconsume_times or 0,
+            0,
+            0 if batch else tags_code(props.get(Prop.TAGS)),
+        )
         if batch:
             if is_prepared(sys_flag):
-                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot be a transactional (prepared) message")
+                return cmd.response(
+                    ResponseCode.MESSAGE_ILLEGAL, "a batch cannot be a transactional (prepared) message"
+                )
             try:
                 result = self.store.put_batch(msg)
             except ValueError as e:
                 problem = str(e)
-                return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem if problem == "empty batch" else f"bad batch body: {e}")
+                return cmd.response(
+                    ResponseCode.MESSAGE_ILLEGAL,
+                    problem if problem == "empty batch" else f"bad batch body: {e}",
+                )
         else:
             problem = self.store.timer_problem(msg)
             if problem is not None:
@@ -184,7 +213,10 @@ class SendProcessor:
         if batch_body is None:
             return type_problem(topic, topic_type, props)
         try:
-            items = [decode_properties(item_props) if item_props else {} for _, _, item_props in iter_batch_raw(batch_body)]
+            items = [
+                decode_properties(item_props) if item_props else {}
+                for _, _, item_props in iter_batch_raw(batch_body)
+            ]
         except ValueError:
             return None  # the batch check that follows says what is wrong with it
         return next((p for p in (type_problem(topic, topic_type, {**props, **i}) for i in items) if p), None)
@@ -196,12 +228,17 @@ class SendProcessor:
         (writable broker, topic name, body size, topic exists or is created, writable, queue id);
         or the refusal."""
         if self.settings.identity.role == BrokerRole.SLAVE:
-            return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, f"the broker[{self.settings.addr}] is a slave, sending is forbidden")
+            return cmd.response(
+                ResponseCode.SERVICE_NOT_AVAILABLE,
+                f"the broker[{self.settings.addr}] is a slave, sending is forbidden",
+            )
         problem = check_topic_name(h.topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         if h.topic in NOT_ALLOWED_SEND_TOPICS:  # the broker's own queues: only it writes there
-            return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
+            return cmd.response(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden."
+            )
         if body_size > self.max_body:
             return cmd.response(
                 ResponseCode.MESSAGE_ILLEGAL,
@@ -222,8 +259,9 @@ class SendProcessor:
                 config = topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
             else:
                 # Java: topicSysFlag is FLAG_UNIT (1) for a unit-mode producer, else 0 (not the message's sysFlag)
-                config = topics.create_in_send(h.topic, h.default_topic or "", h.default_topic_queue_nums or 4,
-                                               1 if h.unit_mode else 0)
+                config = topics.create_in_send(
+                    h.topic, h.default_topic or "", h.default_topic_queue_nums or 4, 1 if h.unit_mode else 0
+                )
             if config is None:
                 return cmd.response(
                     ResponseCode.TOPIC_NOT_EXIST,
@@ -241,8 +279,16 @@ class SendProcessor:
             )
         return topic, queue_id, config
 
-    def _answer(self, holder: Connection | None, cmd: RemotingCommand, result: PutResult, topic: str, queue_id: int,
-                wait: bool, kind: str) -> HandlerResult:
+    def _answer(
+        self,
+        holder: Connection | None,
+        cmd: RemotingCommand,
+        result: PutResult,
+        topic: str,
+        queue_id: int,
+        wait: bool,
+        kind: str,
+    ) -> HandlerResult:
         """The send's answer: at once, or once the flush / the slave covers the message (``holder``: the
         connection that keeps the request until the sync; None: the answer is a future)."""
         code = _PUT_STATUS_CODE.get(result.status, ResponseCode.SYSTEM_ERROR)
@@ -261,7 +307,9 @@ class SendProcessor:
         if not wait:
             return response
         if self.ha_server is not None and self.settings.identity.role == BrokerRole.SYNC_MASTER:
-            return self._wait_slave(response, end, self.durable.wait(end, response) if self.store.sync_flush else None)
+            return self._wait_slave(
+                response, end, self.durable.wait(end, response) if self.store.sync_flush else None
+            )
         if not self.store.sync_flush:
             return response
         if holder is None:
@@ -310,7 +358,9 @@ class SendProcessor:
         return out
 
 
-async def published_first(publish: Callable[[], Awaitable[object]], result: HandlerResult) -> RemotingCommand | None:
+async def published_first(
+    publish: Callable[[], Awaitable[object]], result: HandlerResult
+) -> RemotingCommand | None:
     """``result`` once the name servers have this broker's new topic (or a registration has failed:
     then the periodic one catches up, and the answer is not held longer than PUBLISH_TIMEOUT)."""
     try:

@@ -86,12 +86,18 @@ class SendBackProcessor:
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send-back request header: {e}")
         if h.offset < 0:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the request header field 'offset' is negative: {h.offset}")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"the request header field 'offset' is negative: {h.offset}"
+            )
         if self.settings.identity.role == BrokerRole.SLAVE:
-            return cmd.response(ResponseCode.NO_PERMISSION, f"the broker[{self.settings.addr}] sending message is forbidden")
+            return cmd.response(
+                ResponseCode.NO_PERMISSION, f"the broker[{self.settings.addr}] sending message is forbidden"
+            )
         group = self.groups.find(h.group)
         if group is None:
-            return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}")
+            return cmd.response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}"
+            )
         if group.retry_queue_nums <= 0:
             return cmd.response(ResponseCode.SUCCESS)  # retries are off for this group: drop it
         topic = retry_topic(h.group)
@@ -99,7 +105,9 @@ class SendBackProcessor:
         if isinstance(config, RemotingCommand):
             return config
         if not config.perm & PERM_WRITE:
-            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+            return cmd.response(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
         msg = self.store.look_message(h.offset)
         if msg is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
@@ -120,7 +128,11 @@ class SendBackProcessor:
         else:
             queue_id = random.randrange(max(1, config.write_queue_nums))
         inner = send_back_inner(
-            msg, topic=topic, queue_id=queue_id, delay_level=decision.delay_level, offset_msg_id=msg.offset_msg_id
+            msg,
+            topic=topic,
+            queue_id=queue_id,
+            delay_level=decision.delay_level,
+            offset_msg_id=msg.offset_msg_id,
         )
         result = self.store.put_message(inner)
         if result.status != PutMessageStatus.PUT_OK:
@@ -134,7 +146,9 @@ class SendBackProcessor:
         )
         return cmd.response(ResponseCode.SUCCESS)
 
-    def _topic(self, conn: Connection, cmd: RemotingCommand, topic: str, queue_nums: int) -> TopicConfig | RemotingCommand:
+    def _topic(
+        self, conn: Connection, cmd: RemotingCommand, topic: str, queue_nums: int
+    ) -> TopicConfig | RemotingCommand:
         """The retry or DLQ topic, created on first use; Apache's answer when ``topic`` cannot be one."""
         try:
             return self.topics.create_in_send_back(topic, queue_nums, PERM_READ | PERM_WRITE)
@@ -142,7 +156,11 @@ class SendBackProcessor:
             why = str(e)
         if len(topic) > MAX_TOPIC_LENGTH:
             longest = MAX_TOPIC_LENGTH - len(RETRY_GROUP_TOPIC_PREFIX)
-            why = (f"the name is {len(topic)} characters, over the topic max length {MAX_TOPIC_LENGTH}: a group of "
-                   f"more than {longest} characters has no retry topic, so its messages cannot be sent back")
-        _refusals.warning("send-back from %s refused: no topic %.140s: %s", conn.remote_addr if conn else "?", topic, why)
+            why = (
+                f"the name is {len(topic)} characters, over the topic max length {MAX_TOPIC_LENGTH}: a group of "
+                f"more than {longest} characters has no retry topic, so its messages cannot be sent back"
+            )
+        _refusals.warning(
+            "send-back from %s refused: no topic %.140s: %s", conn.remote_addr if conn else "?", topic, why
+        )
         return cmd.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist: {why}")

@@ -42,8 +42,16 @@ log = logging.getLogger("pyrocketmq.broker")
 
 
 class ToolsProcessor:
-    def __init__(self, *, settings: BrokerSettings, topics: TopicConfigManager, offsets: ConsumerOffsetManager,
-                 consumers: ConsumerManager, producers: ProducerManager, stats: BrokerStats) -> None:
+    def __init__(
+        self,
+        *,
+        settings: BrokerSettings,
+        topics: TopicConfigManager,
+        offsets: ConsumerOffsetManager,
+        consumers: ConsumerManager,
+        producers: ProducerManager,
+        stats: BrokerStats,
+    ) -> None:
         self.settings = settings
         self.stats = stats
         self.topics = topics
@@ -81,7 +89,9 @@ class ToolsProcessor:
         if item is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
         now = time.time_ns() // 1_000_000
-        body = {f"stats{w.capitalize()}": dataclasses.asdict(item.data(w, now)) for w in ("day", "hour", "minute")}
+        body = {
+            f"stats{w.capitalize()}": dataclasses.asdict(item.data(w, now)) for w in ("day", "hour", "minute")
+        }
         return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps(body))
 
     async def handle_consumer_status(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -95,7 +105,9 @@ class ToolsProcessor:
         info = self.consumers.find(group)
         channels = sorted(info.channels.values(), key=lambda c: c.client_id) if info is not None else []
         if not channels:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{group}]")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{group}]"
+            )
         table: dict[str, dict[MessageQueue, int]] = {}
         for ch in channels:
             if origin and origin != ch.client_id:
@@ -112,7 +124,9 @@ class ToolsProcessor:
 
     def handle_get_config(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         version = self.topics.data_version.to_json().decode()
-        return cmd.response(ResponseCode.SUCCESS, None, {"version": version}, body=format_properties(self.settings.effective))
+        return cmd.response(
+            ResponseCode.SUCCESS, None, {"version": version}, body=format_properties(self.settings.effective)
+        )
 
     def handle_update_config(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         """Apply the hot keys (:mod:`..hot_config`) in memory, whole or not at all."""

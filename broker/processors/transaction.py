@@ -87,19 +87,27 @@ class TransactionProcessor:
             log.warning("END_TRANSACTION from %s: bad header: %s", conn.remote_addr, e)
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad end transaction header: {e}")
         if self.settings.identity.role == BrokerRole.SLAVE:
-            return cmd.response(ResponseCode.SLAVE_NOT_AVAILABLE, "the broker is a slave: it ends no transaction")
+            return cmd.response(
+                ResponseCode.SLAVE_NOT_AVAILABLE, "the broker is a slave: it ends no transaction"
+            )
         if h.commit_or_rollback not in (COMMIT, ROLLBACK):
             return None  # UNKNOWN (or any other value, as Java): the check service asks again
         if h.commit_log_offset < 0 or h.tran_state_table_offset < 0:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "commitLogOffset and tranStateTableOffset must not be negative")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, "commitLogOffset and tranStateTableOffset must not be negative"
+            )
         store = self.store
         msg = store.look_message(h.commit_log_offset)
         if msg is None:
             log.warning("END_TRANSACTION %s from %s: no half message at commitlog offset %d",
                         h.msg_id, conn.remote_addr, h.commit_log_offset)
             return cmd.response(ResponseCode.SYSTEM_ERROR, "find prepared transaction message failed")
-        problem = end_problem(msg, producer_group=h.producer_group, tran_state_table_offset=h.tran_state_table_offset,
-                              commit_log_offset=h.commit_log_offset)
+        problem = end_problem(
+            msg,
+            producer_group=h.producer_group,
+            tran_state_table_offset=h.tran_state_table_offset,
+            commit_log_offset=h.commit_log_offset,
+        )
         if problem is not None:
             log.warning("END_TRANSACTION %s from %s refused: %s", h.msg_id, conn.remote_addr, problem)
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
@@ -107,14 +115,22 @@ class TransactionProcessor:
             inner = committed_inner(msg)
             if inner is None:
                 log.warning("END_TRANSACTION %s: the half message names no REAL_TOPIC/REAL_QID", h.msg_id)
-                return cmd.response(ResponseCode.SYSTEM_ERROR, "the half message names no REAL_TOPIC/REAL_QID")
+                return cmd.response(
+                    ResponseCode.SYSTEM_ERROR, "the half message names no REAL_TOPIC/REAL_QID"
+                )
             denied = acl_refusal(conn, cmd, {inner.topic: PUB})  # a commit publishes to the real topic
             if denied is not None:
                 return denied
             result = store.put_message(inner)
             if result.status != PutMessageStatus.PUT_OK:
-                log.warning("END_TRANSACTION %s: storing the committed message failed (%s)", h.msg_id, result.status.name)
-                return cmd.response(ResponseCode.SYSTEM_ERROR, f"storing the committed message failed: {result.status.name}")
+                log.warning(
+                    "END_TRANSACTION %s: storing the committed message failed (%s)",
+                    h.msg_id,
+                    result.status.name,
+                )
+                return cmd.response(
+                    ResponseCode.SYSTEM_ERROR, f"storing the committed message failed: {result.status.name}"
+                )
         self.stats.on_end_transaction(msg.properties.get(Prop.REAL_TOPIC, ""), h.commit_or_rollback == COMMIT)
         self.ensure_topic(HALF_TOPIC)
         self.ensure_topic(OP_TOPIC)
@@ -122,7 +138,9 @@ class TransactionProcessor:
         result = store.put_message(op)
         if result.status != PutMessageStatus.PUT_OK:
             log.warning("END_TRANSACTION %s: writing the op record failed (%s)", h.msg_id, result.status.name)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"writing the op record failed: {result.status.name}")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"writing the op record failed: {result.status.name}"
+            )
         return cmd.response(ResponseCode.SUCCESS)
 
     def send_check(self, group: str, msg: MessageExt) -> bool:

@@ -45,8 +45,11 @@ class ProxyChannel(Connection):
         except MessageDecodeError as e:
             raise RemotingError(f"the check-back message does not decode: {e}") from None
         transaction_id = cmd.ext_fields.get("offsetMsgId") or msg.offset_msg_id
-        command = spb.TelemetryCommand(recover_orphaned_transaction_command=spb.RecoverOrphanedTransactionCommand(
-            message=incoming(msg), transaction_id=transaction_id))
+        command = spb.TelemetryCommand(
+            recover_orphaned_transaction_command=spb.RecoverOrphanedTransactionCommand(
+                message=incoming(msg), transaction_id=transaction_id
+            )
+        )
         if not self.session.push(command):
             raise RemotingError(f"the 5.x client {self.session.client_id} has no open Telemetry stream")
 

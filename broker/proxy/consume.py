@@ -47,9 +47,19 @@ TICK = 1.0
 
 
 class ConsumeRpcs:
-    def __init__(self, *, pop: PopService, topics: TopicConfigManager, groups: SubscriptionGroupManager,
-                 routes: RouteLookup, clients: ClientRegistry, sql_enabled: bool, broker_name: str,
-                 seen: Callable[[str, pb.Code], None], observe_receive: Callable[[float], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pop: PopService,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        routes: RouteLookup,
+        clients: ClientRegistry,
+        sql_enabled: bool,
+        broker_name: str,
+        seen: Callable[[str, pb.Code], None],
+        observe_receive: Callable[[float], None] | None = None,
+    ) -> None:
         self.pop = pop
         self.topics = topics
         self.groups = groups
@@ -68,7 +78,9 @@ class ConsumeRpcs:
         return session_of(self.clients, context)
 
     # -- assignment -------------------------------------------------------------------------------
-    async def query_assignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:
+    async def query_assignment(
+        self, request: spb.QueryAssignmentRequest, context: Any
+    ) -> spb.QueryAssignmentResponse:
         self._session(context)
         topic = request.topic.name
         route = await topic_route(self.routes, self.topics, topic)
@@ -80,9 +92,13 @@ class ConsumeRpcs:
         for span in sorted(spans, key=lambda s: s.broker_name):
             if not span.perm & PERM_READ or span.read_queue_nums <= 0:
                 continue
-            queue = pb.MessageQueue(topic=pb.Resource(name=topic), id=-1, permission=permission(span.perm),
-                                    broker=pb.Broker(name=span.broker_name, id=0, endpoints=endpoints(span.host, span.port)),
-                                    accept_message_types=types)
+            queue = pb.MessageQueue(
+                topic=pb.Resource(name=topic),
+                id=-1,
+                permission=permission(span.perm),
+                broker=pb.Broker(name=span.broker_name, id=0, endpoints=endpoints(span.host, span.port)),
+                accept_message_types=types,
+            )
             out.append(pb.Assignment(message_queue=queue))
         self._seen("QueryAssignment", pb.OK)
         return spb.QueryAssignmentResponse(status=status(pb.OK), assignments=out)
@@ -103,9 +119,16 @@ class ConsumeRpcs:
                               context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:
         session = self._session(context)
         group, topic = request.group.name, request.message_queue.topic.name
-        log.debug("ReceiveMessage from %s: group %s, queue %s/%d, batch %d, filter %s %r", session.client_id, group,
-                  topic, request.message_queue.id, request.batch_size, request.filter_expression.type,
-                  request.filter_expression.expression)
+        log.debug(
+            "ReceiveMessage from %s: group %s, queue %s/%d, batch %d, filter %s %r",
+            session.client_id,
+            group,
+            topic,
+            request.message_queue.id,
+            request.batch_size,
+            request.filter_expression.type,
+            request.filter_expression.expression,
+        )
         problem, code = self._receive_problem(group, topic)
         flt = self._filter(request.filter_expression)
         if isinstance(flt, str):
@@ -117,17 +140,35 @@ class ConsumeRpcs:
         config = self.groups.find(group)
         assert config is not None  # checked by _receive_problem
         auto_renew = request.auto_renew
-        invisible_ms = AUTO_RENEW_MS if auto_renew else (
-            request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else DEFAULT_INVISIBLE_MS)
+        invisible_ms = (
+            AUTO_RENEW_MS
+            if auto_renew
+            else (
+                request.invisible_duration.ToMilliseconds()
+                if request.HasField("invisible_duration")
+                else DEFAULT_INVISIBLE_MS
+            )
+        )
         if invisible_ms <= 0:
             self._seen("ReceiveMessage", pb.ILLEGAL_INVISIBLE_TIME)
-            yield spb.ReceiveMessageResponse(status=status(pb.ILLEGAL_INVISIBLE_TIME, "the invisible duration must be positive"))
+            yield spb.ReceiveMessageResponse(
+                status=status(pb.ILLEGAL_INVISIBLE_TIME, "the invisible duration must be positive")
+            )
             return
         began = time.perf_counter()
-        polling = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
-        popped = await self._receive(group, topic, max(1, min(request.batch_size or 1, MAX_BATCH)),
-                                     invisible_ms, config.consume_message_orderly, config.retry_max_times + 1, flt,
-                                     min(max(polling, 0), MAX_LONG_POLLING_MS) / 1000)
+        polling = (
+            request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
+        )
+        popped = await self._receive(
+            group,
+            topic,
+            max(1, min(request.batch_size or 1, MAX_BATCH)),
+            invisible_ms,
+            config.consume_message_orderly,
+            config.retry_max_times + 1,
+            flt,
+            min(max(polling, 0), MAX_LONG_POLLING_MS) / 1000,
+        )
         if not popped:
             self._seen("ReceiveMessage", pb.MESSAGE_NOT_FOUND)
             yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))
@@ -140,8 +181,14 @@ class ConsumeRpcs:
             handle = p.handle.encode()
             if auto_renew:
                 self.renewing[(group, p.handle)] = session.client_id
-            yield spb.ReceiveMessageResponse(message=incoming(
-                p.message, receipt_handle=handle, delivery_attempt=p.lease.attempt, invisible_ms=invisible_ms))
+            yield spb.ReceiveMessageResponse(
+                message=incoming(
+                    p.message,
+                    receipt_handle=handle,
+                    delivery_attempt=p.lease.attempt,
+                    invisible_ms=invisible_ms,
+                )
+            )
         stamp = spb.ReceiveMessageResponse()
         stamp.delivery_timestamp.FromMilliseconds(int(time.time() * 1000))
         yield stamp
@@ -176,8 +223,16 @@ class ConsumeRpcs:
                 if len(out) >= want:
                     break
                 qid = queues[(turn + i) % len(queues)]
-                got, dead = self.pop.take(group, topic, qid, want - len(out), invisible_ms=invisible_ms, fifo=fifo,
-                                          max_attempts=max_attempts, flt=flt)
+                got, dead = self.pop.take(
+                    group,
+                    topic,
+                    qid,
+                    want - len(out),
+                    invisible_ms=invisible_ms,
+                    fifo=fifo,
+                    max_attempts=max_attempts,
+                    flt=flt,
+                )
                 out.extend(got)
                 if dead:
                     asyncio.ensure_future(self.pop.dead_letter(group, dead))
@@ -202,9 +257,17 @@ class ConsumeRpcs:
             ok = handle is not None and self.pop.ack(group, handle)
             if handle is not None:
                 self.renewing.pop((group, handle), None)
-            entries.append(spb.AckMessageResultEntry(
-                message_id=entry.message_id, receipt_handle=entry.receipt_handle,
-                status=status(pb.OK) if ok else status(pb.INVALID_RECEIPT_HANDLE, "the receipt handle is stale or not this broker's")))
+            entries.append(
+                spb.AckMessageResultEntry(
+                    message_id=entry.message_id,
+                    receipt_handle=entry.receipt_handle,
+                    status=status(pb.OK)
+                    if ok
+                    else status(
+                        pb.INVALID_RECEIPT_HANDLE, "the receipt handle is stale or not this broker's"
+                    ),
+                )
+            )
         codes = {e.status.code for e in entries}
         overall = status(pb.OK) if codes == {pb.OK} else (
             entries[0].status if len(codes) == 1 else status(pb.MULTIPLE_RESULTS, "see entries"))
@@ -219,7 +282,9 @@ class ConsumeRpcs:
         invisible_ms = request.invisible_duration.ToMilliseconds()
         if invisible_ms < 0:
             self._seen("ChangeInvisibleDuration", pb.ILLEGAL_INVISIBLE_TIME)
-            return spb.ChangeInvisibleDurationResponse(status=status(pb.ILLEGAL_INVISIBLE_TIME, "negative invisible duration"))
+            return spb.ChangeInvisibleDurationResponse(
+                status=status(pb.ILLEGAL_INVISIBLE_TIME, "negative invisible duration")
+            )
         new = None if handle is None else self.pop.change(group, handle, invisible_ms)
         if handle is not None:
             self.renewing.pop((group, handle), None)
@@ -230,8 +295,9 @@ class ConsumeRpcs:
         self._seen("ChangeInvisibleDuration", pb.OK)
         return spb.ChangeInvisibleDurationResponse(status=status(pb.OK), receipt_handle=new.encode())
 
-    async def forward_message_to_dead_letter_queue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,
-                                                   context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
+    async def forward_message_to_dead_letter_queue(
+        self, request: spb.ForwardMessageToDeadLetterQueueRequest, context: Any
+    ) -> spb.ForwardMessageToDeadLetterQueueResponse:
         self._session(context)
         group = request.group.name
         handle = self._handle(request.receipt_handle)

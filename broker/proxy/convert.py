@@ -103,12 +103,23 @@ def outgoing(msg: pb.Message, queue_id: int, now_ms: int) -> Outgoing:
         raise Refused(pb.ILLEGAL_MESSAGE_ID, "the message has no message_id")
     props: dict[str, str] = {}
     for key, value in msg.user_properties.items():
-        if key in RESERVED_PROPERTIES or not key or "\x01" in key or "\x02" in key or "\x01" in value or "\x02" in value:
-            raise Refused(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"user property {key!r} is reserved or holds a separator")
+        if (
+            key in RESERVED_PROPERTIES
+            or not key
+            or "\x01" in key
+            or "\x02" in key
+            or "\x01" in value
+            or "\x02" in value
+        ):
+            raise Refused(
+                pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"user property {key!r} is reserved or holds a separator"
+            )
         props[key] = value
     if sp.HasField("tag"):
         if not sp.tag or "|" in sp.tag or len(sp.tag) > MAX_KEY_LENGTH or sp.tag.strip() != sp.tag:
-            raise Refused(pb.ILLEGAL_MESSAGE_TAG, f"tag {sp.tag!r} is empty, too long, or holds '|' or blanks")
+            raise Refused(
+                pb.ILLEGAL_MESSAGE_TAG, f"tag {sp.tag!r} is empty, too long, or holds '|' or blanks"
+            )
         props[Prop.TAGS] = sp.tag
     if sp.keys:
         for key in sp.keys:
@@ -128,7 +139,9 @@ def outgoing(msg: pb.Message, queue_id: int, now_ms: int) -> Outgoing:
         raise Refused(pb.ILLEGAL_MESSAGE_GROUP, "a FIFO message needs a message group")
     if sp.HasField("delivery_timestamp"):
         if kind != pb.DELAY:
-            raise Refused(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "only a DELAY message has a delivery timestamp")
+            raise Refused(
+                pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "only a DELAY message has a delivery timestamp"
+            )
         props[Prop.TIMER_DELIVER_MS] = str(timestamp_ms(sp.delivery_timestamp))
     elif kind == pb.DELAY:
         raise Refused(pb.ILLEGAL_DELIVERY_TIME, "a DELAY message needs a delivery timestamp")

@@ -63,10 +63,17 @@ class GrpcEndpoint:
             clients=self.clients, groups=groups, access=refusal,
             terms=ClientTerms(settings.store.max_message_size, settings.store.delay_levels_ms[2:]),
             on_call=observers.on_call if observers is not None else None)
-        self.consume = ConsumeRpcs(pop=self.pop, topics=topics, groups=groups, routes=self.routes, clients=self.clients,
-                                   sql_enabled=settings.pull.property_filter, broker_name=settings.identity.broker_name,
-                                   seen=self.service.seen,
-                                   observe_receive=observers.observe_receive if observers is not None else None)
+        self.consume = ConsumeRpcs(
+            pop=self.pop,
+            topics=topics,
+            groups=groups,
+            routes=self.routes,
+            clients=self.clients,
+            sql_enabled=settings.pull.property_filter,
+            broker_name=settings.identity.broker_name,
+            seen=self.service.seen,
+            observe_receive=observers.observe_receive if observers is not None else None,
+        )
         self.server = GrpcServer(self.service, self.consume, refusal)
         self.broker_addr = ""
 
@@ -80,8 +87,9 @@ class GrpcEndpoint:
 
     def _refusal(self, request: object, context: Any) -> pb.Status | None:
         assert self.access is not None
-        refusal = self.access.refusal(context.invocation_metadata() or (), peer_of(context).rpartition(":")[0].strip("[]"),
-                                      request)
+        refusal = self.access.refusal(
+            context.invocation_metadata() or (), peer_of(context).rpartition(":")[0].strip("[]"), request
+        )
         if refusal is not None:
             log.warning("5.x call from %s refused: %s", peer_of(context), refusal.message)
         return refusal

@@ -125,8 +125,19 @@ class PopService:
             return None
 
     # -- receive ----------------------------------------------------------------------------------
-    def take(self, group: str, topic: str, queue_id: int, want: int, *, invisible_ms: int, fifo: bool,
-             max_attempts: int, flt: Filter, now_ms: int | None = None) -> tuple[list[Popped], list[MessageExt]]:
+    def take(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        want: int,
+        *,
+        invisible_ms: int,
+        fifo: bool,
+        max_attempts: int,
+        flt: Filter,
+        now_ms: int | None = None,
+    ) -> tuple[list[Popped], list[MessageExt]]:
         """Up to ``want`` messages of one queue leased now, and the messages whose attempts ran out
         (already taken off the queue: the caller dead-letters them)."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -195,7 +206,9 @@ class PopService:
             self._committed(group, handle.topic, handle.queue_id, q, before)
         return ok
 
-    def change(self, group: str, handle: Handle, invisible_ms: int, now_ms: int | None = None) -> Handle | None:
+    def change(
+        self, group: str, handle: Handle, invisible_ms: int, now_ms: int | None = None
+    ) -> Handle | None:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         q = self.table.get((group, handle.topic, handle.queue_id))
         if q is None:

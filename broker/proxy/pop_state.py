@@ -107,12 +107,20 @@ class QueuePop:
             self.base += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"base": self.base, "next": self.next, "acked": sorted(self.acked),
-                "inflight": {str(o): [lease.deadline_ms, lease.attempt, lease.nonce] for o, lease in self.inflight.items()}}
+        return {
+            "base": self.base,
+            "next": self.next,
+            "acked": sorted(self.acked),
+            "inflight": {
+                str(o): [lease.deadline_ms, lease.attempt, lease.nonce] for o, lease in self.inflight.items()
+            },
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> QueuePop:
-        inflight = {int(o): Lease(int(v[0]), int(v[1]), str(v[2])) for o, v in (d.get("inflight") or {}).items()}
+        inflight = {
+            int(o): Lease(int(v[0]), int(v[1]), str(v[2])) for o, v in (d.get("inflight") or {}).items()
+        }
         return cls(int(d["base"]), int(d["next"]), {int(o) for o in d.get("acked") or ()}, inflight)
 
 
@@ -158,7 +166,9 @@ class PopTable:
     def from_dict(cls, d: dict[str, Any]) -> PopTable:
         table = cls()
         for item in d.get("queues") or ():
-            table.queues[(str(item["group"]), str(item["topic"]), int(item["queueId"]))] = QueuePop.from_dict(item)
+            table.queues[(str(item["group"]), str(item["topic"]), int(item["queueId"]))] = QueuePop.from_dict(
+                item
+            )
         return table
 
 

@@ -48,7 +48,9 @@ class RouteLookup:
                 return await self.client.invoke(addr, RemotingCommand.request(code, fields), TIMEOUT)
             except RemotingError as e:
                 last = e
-        raise RouteUnavailable(f"no name server answered ({last})" if last else "no name server is configured")
+        raise RouteUnavailable(
+            f"no name server answered ({last})" if last else "no name server is configured"
+        )
 
     async def spans(self, topic: str) -> list[QueueSpan] | None:
         """The topic's queues by broker with gRPC endpoints; None when no name server knows it."""
@@ -86,7 +88,9 @@ class RouteLookup:
         if cached is None or now - cached[0] >= 30.0:
             value: str | None = None
             try:
-                resp = await self._ask(RequestCode.GET_KV_CONFIG, {"namespace": KV_NAMESPACE, "key": broker_addr})
+                resp = await self._ask(
+                    RequestCode.GET_KV_CONFIG, {"namespace": KV_NAMESPACE, "key": broker_addr}
+                )
                 if resp.code == ResponseCode.SUCCESS:
                     value = resp.ext_fields.get("value")
             except RouteUnavailable as e:
@@ -106,7 +110,9 @@ class RouteLookup:
         for addr in self.namesrv_addrs:
             fields = {"namespace": KV_NAMESPACE, "key": broker_addr, "value": grpc_addr}
             try:
-                resp = await self.client.invoke(addr, RemotingCommand.request(RequestCode.PUT_KV_CONFIG, fields), TIMEOUT)
+                resp = await self.client.invoke(
+                    addr, RemotingCommand.request(RequestCode.PUT_KV_CONFIG, fields), TIMEOUT
+                )
             except RemotingError as e:
                 log.info("announcing the gRPC endpoint to %s failed: %s", addr, e)
                 continue
@@ -119,6 +125,10 @@ class RouteLookup:
             fields = {"namespace": KV_NAMESPACE, "key": broker_addr}
             try:
                 await asyncio.wait_for(
-                    self.client.invoke(addr, RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, fields), TIMEOUT), TIMEOUT)
+                    self.client.invoke(
+                        addr, RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, fields), TIMEOUT
+                    ),
+                    TIMEOUT,
+                )
             except (RemotingError, TimeoutError) as e:
                 log.info("withdrawing the gRPC endpoint from %s failed: %s", addr, e)

@@ -37,32 +37,59 @@ def _handlers(service: MessagingService, consume: ConsumeRpcs,
             guarded(fn, response, access), request_deserializer=request.FromString,
             response_serializer=response.SerializeToString)
 
-    def streaming(fn: Callable[..., Any], request: Any, response: Any, *, client_stream: bool) -> grpc.RpcMethodHandler[Any, Any]:
-        make = grpc.stream_stream_rpc_method_handler if client_stream else grpc.unary_stream_rpc_method_handler
-        return make(guarded_stream(fn, response, access, client_stream), request_deserializer=request.FromString,
-                    response_serializer=response.SerializeToString)
+    def streaming(
+        fn: Callable[..., Any], request: Any, response: Any, *, client_stream: bool
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        make = (
+            grpc.stream_stream_rpc_method_handler if client_stream else grpc.unary_stream_rpc_method_handler
+        )
+        return make(
+            guarded_stream(fn, response, access, client_stream),
+            request_deserializer=request.FromString,
+            response_serializer=response.SerializeToString,
+        )
 
     return {
         "QueryRoute": unary(service.query_route, spb.QueryRouteRequest, spb.QueryRouteResponse),
         "Heartbeat": unary(service.heartbeat, spb.HeartbeatRequest, spb.HeartbeatResponse),
         "SendMessage": unary(service.send_message, spb.SendMessageRequest, spb.SendMessageResponse),
-        "EndTransaction": unary(service.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse),
-        "NotifyClientTermination": unary(service.notify_client_termination, spb.NotifyClientTerminationRequest,
-                                         spb.NotifyClientTerminationResponse),
-        "QueryAssignment": unary(consume.query_assignment, spb.QueryAssignmentRequest, spb.QueryAssignmentResponse),
-        "ReceiveMessage": streaming(consume.receive_message, spb.ReceiveMessageRequest, spb.ReceiveMessageResponse,
-                                    client_stream=False),
+        "EndTransaction": unary(
+            service.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse
+        ),
+        "NotifyClientTermination": unary(
+            service.notify_client_termination,
+            spb.NotifyClientTerminationRequest,
+            spb.NotifyClientTerminationResponse,
+        ),
+        "QueryAssignment": unary(
+            consume.query_assignment, spb.QueryAssignmentRequest, spb.QueryAssignmentResponse
+        ),
+        "ReceiveMessage": streaming(
+            consume.receive_message,
+            spb.ReceiveMessageRequest,
+            spb.ReceiveMessageResponse,
+            client_stream=False,
+        ),
         "AckMessage": unary(consume.ack_message, spb.AckMessageRequest, spb.AckMessageResponse),
-        "ChangeInvisibleDuration": unary(consume.change_invisible_duration, spb.ChangeInvisibleDurationRequest,
-                                         spb.ChangeInvisibleDurationResponse),
+        "ChangeInvisibleDuration": unary(
+            consume.change_invisible_duration,
+            spb.ChangeInvisibleDurationRequest,
+            spb.ChangeInvisibleDurationResponse,
+        ),
         "ForwardMessageToDeadLetterQueue": unary(
-            consume.forward_message_to_dead_letter_queue, spb.ForwardMessageToDeadLetterQueueRequest,
-            spb.ForwardMessageToDeadLetterQueueResponse),
-        "Telemetry": streaming(service.telemetry, spb.TelemetryCommand, spb.TelemetryCommand, client_stream=True),
+            consume.forward_message_to_dead_letter_queue,
+            spb.ForwardMessageToDeadLetterQueueRequest,
+            spb.ForwardMessageToDeadLetterQueueResponse,
+        ),
+        "Telemetry": streaming(
+            service.telemetry, spb.TelemetryCommand, spb.TelemetryCommand, client_stream=True
+        ),
     }
 
 
-def guarded(fn: Callable[..., Awaitable[Any]], response: Any, access: Access | None) -> Callable[..., Awaitable[Any]]:
+def guarded(
+    fn: Callable[..., Awaitable[Any]], response: Any, access: Access | None
+) -> Callable[..., Awaitable[Any]]:
     """``fn`` behind the access check, answering a status INTERNAL_SERVER_ERROR (logged) instead of
     raising: a bug or an unexpected request reaches the client as an ordinary failed call."""
     from .convert import status
@@ -107,8 +134,11 @@ def credentials(tls: ServerTls) -> grpc.ServerCredentials:
     if tls.need_client_auth != "none" and tls.trust_cert_path:
         with open(tls.trust_cert_path, "rb") as trust:
             roots = trust.read()
-    return grpc.ssl_server_credentials([pair], root_certificates=roots,
-                                       require_client_auth=tls.need_client_auth == "require" and roots is not None)
+    return grpc.ssl_server_credentials(
+        [pair],
+        root_certificates=roots,
+        require_client_auth=tls.need_client_auth == "require" and roots is not None,
+    )
 
 
 class GrpcServer:
@@ -123,15 +153,26 @@ class GrpcServer:
         """Bind ``host:port`` (0 picks a free port) and serve; returns the bound port. With ``tls`` in
         ``enforcing`` mode the port speaks TLS only (gRPC cannot take plaintext and TLS on one port as
         the 4.x ports do in ``permissive`` mode, so permissive leaves the gRPC port plaintext)."""
-        server = grpc.aio.server(options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.so_reuseport", 0),
-            ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.http2.min_ping_interval_without_data_ms", 5000),
-            ("grpc.server_handshake_timeout_ms", int(HANDSHAKE_TIMEOUT * 1000)),  # as the remoting ports (gRPC: 120 s)
-        ])
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, _handlers(self.service, self.consume, self.access)),))
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+                (
+                    "grpc.server_handshake_timeout_ms",
+                    int(HANDSHAKE_TIMEOUT * 1000),
+                ),  # as the remoting ports (gRPC: 120 s)
+            ]
+        )
+        server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    SERVICE, _handlers(self.service, self.consume, self.access)
+                ),
+            )
+        )
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         if tls is not None and tls.mode is TlsMode.ENFORCING:
             bound = server.add_secure_port(address, credentials(tls))

@@ -151,7 +151,9 @@ class MessagingService:
             return spb.QueryRouteResponse(status=route)
         spans, types = route
         self.seen("QueryRoute", pb.OK)
-        return spb.QueryRouteResponse(status=status(pb.OK), message_queues=message_queues(topic, spans, types))
+        return spb.QueryRouteResponse(
+            status=status(pb.OK), message_queues=message_queues(topic, spans, types)
+        )
 
     async def heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
         session = self._session(context)
@@ -170,7 +172,9 @@ class MessagingService:
     def _register_producer(self, session: ClientSession) -> None:
         """A producer's session answers transaction check-backs of the topics it publishes."""
         for topic in session.publishing_topics:
-            self.producers.register(session.client_id, session.channel, PYTHON_LANGUAGE, 0, transaction_group(topic))
+            self.producers.register(
+                session.client_id, session.channel, PYTHON_LANGUAGE, 0, transaction_group(topic)
+            )
 
     def _announce(self, session: ClientSession, settings: pb.Settings | None) -> None:
         """The session's Settings become ``settings`` (None: nothing announced), its producer groups theirs."""
@@ -206,8 +210,13 @@ class MessagingService:
             reader.cancel()
             session.end_stream(stream)
 
-    async def _read_telemetry(self, session: ClientSession, stream: asyncio.Queue[spb.TelemetryCommand | None],
-                              requests: AsyncIterator[spb.TelemetryCommand], context: Any) -> None:
+    async def _read_telemetry(
+        self,
+        session: ClientSession,
+        stream: asyncio.Queue[spb.TelemetryCommand | None],
+        requests: AsyncIterator[spb.TelemetryCommand],
+        context: Any,
+    ) -> None:
         try:
             async for command in requests:
                 if session.stream is not stream:  # replaced by a newer stream: that one speaks for the client
@@ -241,8 +250,12 @@ class MessagingService:
         if client.HasField("subscription") and self.groups is not None:
             config = self.groups.find(client.subscription.group.name)
             if config is not None:
-                consumer_settings(reply, fifo=config.consume_message_orderly, max_attempts=config.retry_max_times + 1,
-                                  retry_delays_ms=self.terms.retry_delays_ms)
+                consumer_settings(
+                    reply,
+                    fifo=config.consume_message_orderly,
+                    max_attempts=config.retry_max_times + 1,
+                    retry_delays_ms=self.terms.retry_delays_ms,
+                )
         return reply
 
     # -- sending ----------------------------------------------------------------------------------
@@ -253,7 +266,11 @@ class MessagingService:
             return spb.SendMessageResponse(status=status(pb.BAD_REQUEST, "no message to send"))
         entries = [await self._send_one(session, m) for m in request.messages]
         first = entries[0].status
-        overall = first if all(e.status.code == first.code for e in entries) else status(pb.MULTIPLE_RESULTS, "see entries")
+        overall = (
+            first
+            if all(e.status.code == first.code for e in entries)
+            else status(pb.MULTIPLE_RESULTS, "see entries")
+        )
         self.seen("SendMessage", overall.code)
         return spb.SendMessageResponse(status=overall, entries=entries)
 
@@ -285,7 +302,9 @@ class MessagingService:
             entry.transaction_id = str(fields.get("msgId") or "")
         return entry
 
-    async def end_transaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:
+    async def end_transaction(
+        self, request: spb.EndTransactionRequest, context: Any
+    ) -> spb.EndTransactionResponse:
         session = self._session(context)
         answer = await self._end(session, request)
         self.seen("EndTransaction", answer.code)
@@ -297,11 +316,16 @@ class MessagingService:
         try:
             _, _, offset = decode_offset_msg_id(request.transaction_id)
         except ValueError:
-            return status(pb.INVALID_TRANSACTION_ID, f"transaction id {request.transaction_id!r} is not one this broker gave")
+            return status(
+                pb.INVALID_TRANSACTION_ID,
+                f"transaction id {request.transaction_id!r} is not one this broker gave",
+            )
         half = self.store.look_message(offset)
         if half is None or half.properties.get(Prop.REAL_TOPIC) != request.topic.name:
-            return status(pb.INVALID_TRANSACTION_ID, f"no half message of topic {request.topic.name} for transaction "
-                                                     f"{request.transaction_id}")
+            return status(
+                pb.INVALID_TRANSACTION_ID,
+                f"no half message of topic {request.topic.name} for transaction {request.transaction_id}",
+            )
         fields = {
             "producerGroup": half.properties.get(Prop.PGROUP, ""),
             "tranStateTableOffset": str(half.queue_offset),

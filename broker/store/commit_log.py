@@ -156,7 +156,9 @@ class CommitLog:
         self.last_store_timestamp = store_timestamp
         return phys0
 
-    def append_block(self, block: bytearray, queue_offset: int, store_timestamp: int, sizes: list[int]) -> int:
+    def append_block(
+        self, block: bytearray, queue_offset: int, store_timestamp: int, sizes: list[int]
+    ) -> int:
         """:meth:`append` of records already joined in ``block`` (``sizes`` each): patched in one pass."""
         mf = self.segment_for(len(block))
         phys = mf.file_from_offset + mf.wrote_position

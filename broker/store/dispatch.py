@@ -69,8 +69,21 @@ class DispatchBatch:
         reqs: list[DispatchRequest] = []
         phys = self.phys
         for size, tags, props in self.metas:
-            reqs.append(DispatchRequest(self.topic, self.queue_id, self.queue_offset + len(reqs), phys, size, tags,
-                                        self.store_timestamp, props, self.sys_flag, True, self.queue))
+            reqs.append(
+                DispatchRequest(
+                    self.topic,
+                    self.queue_id,
+                    self.queue_offset + len(reqs),
+                    phys,
+                    size,
+                    tags,
+                    self.store_timestamp,
+                    props,
+                    self.sys_flag,
+                    True,
+                    self.queue,
+                )
+            )
             phys += size
         return reqs
 

@@ -25,7 +25,9 @@ from .values import MessageInner, PutMessageStatus
 log = logging.getLogger("pyrocketmq.broker.store")
 
 
-def tags_code_of(topic: str, props: dict[str, str], store_ts: int, given: int | None, delay_levels: list[int]) -> int:
+def tags_code_of(
+    topic: str, props: dict[str, str], store_ts: int, given: int | None, delay_levels: list[int]
+) -> int:
     """The consume-queue unit's tags code; for the schedule topic, the time the message is due."""
     if topic == SCHEDULE_TOPIC:
         level_s = props.get(Prop.DELAY)
@@ -52,7 +54,9 @@ def host_flags(sys_flag: int, born_host: bytes, store_host: bytes) -> int:
     return sys_flag
 
 
-def encode_inner(msg: MessageInner, now: int, default_store_host: bytes) -> tuple[bytearray | None, PutMessageStatus]:
+def encode_inner(
+    msg: MessageInner, now: int, default_store_host: bytes
+) -> tuple[bytearray | None, PutMessageStatus]:
     """The record for ``msg`` stored at ``now`` (offsets patched at append), or why it is refused."""
     topic = msg.topic.encode()
     if len(topic) > MAX_TOPIC_BYTES:

@@ -344,8 +344,19 @@ class IndexFile:
         of them or none: how many were written (0: the record has none), or None when they do not all
         fit (then :meth:`put_flat` and a new file take them)."""
         assert NATIVE is not None
-        done = NATIVE.index_one(self._mv, self.slot_num, self.index_num, self.index_count, self.hash_slot_count,
-                                self.begin_timestamp, self.begin_phy_offset, prefix, properties, phy, store_ts)
+        done = NATIVE.index_one(
+            self._mv,
+            self.slot_num,
+            self.index_num,
+            self.index_count,
+            self.hash_slot_count,
+            self.begin_timestamp,
+            self.begin_phy_offset,
+            prefix,
+            properties,
+            phy,
+            store_ts,
+        )
         if done is None:
             return None
         written, self.index_count, self.hash_slot_count, self.begin_timestamp, self.begin_phy_offset = done

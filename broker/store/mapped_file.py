@@ -75,7 +75,9 @@ class MappedFile:
         "_synced_often",
     )
 
-    def __init__(self, path: str, file_size: int, *, keep_fd: bool = True, synced_often: bool = False) -> None:
+    def __init__(
+        self, path: str, file_size: int, *, keep_fd: bool = True, synced_often: bool = False
+    ) -> None:
         start = parse_segment_name(os.path.basename(path))
         if start is None:
             raise ValueError(f"{path!r} is not named by a 20-digit offset")

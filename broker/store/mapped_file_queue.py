@@ -29,7 +29,9 @@ class StoreError(Exception):
 
 
 class MappedFileQueue:
-    def __init__(self, directory: str, file_size: int, *, keep_fd: bool = True, synced_often: bool = False) -> None:
+    def __init__(
+        self, directory: str, file_size: int, *, keep_fd: bool = True, synced_often: bool = False
+    ) -> None:
         self.directory = directory
         self._synced_often = synced_often
         self.file_size = file_size

@@ -49,7 +49,9 @@ class _Item(NamedTuple):
     prepared_transaction_offset: int
 
 
-def py_encode_batch(batch: MessageInner, sys_flag: int, store_ts: int, max_body: int) -> tuple[bytearray, list[Meta]]:
+def py_encode_batch(
+    batch: MessageInner, sys_flag: int, store_ts: int, max_body: int
+) -> tuple[bytearray, list[Meta]]:
     """Pure-Python :func:`encode_batch`. ValueError for a malformed batch or an over-long body,
     OverflowError for over-long properties."""
     block = bytearray()
@@ -63,10 +65,14 @@ def py_encode_batch(batch: MessageInner, sys_flag: int, store_ts: int, max_body:
         if raw and not raw.endswith(b"\x02"):
             raw += b"\x02"
         if len(raw) + len(batch_props) > MAX_PROPERTIES_BYTES:
-            raise OverflowError(f"properties are {len(raw) + len(batch_props)} bytes; at most {MAX_PROPERTIES_BYTES} "
-                                "fit in a record")
+            raise OverflowError(
+                f"properties are {len(raw) + len(batch_props)} bytes; at most {MAX_PROPERTIES_BYTES} "
+                "fit in a record"
+            )
         item = _Item(body, flag, batch.queue_id, batch.born_timestamp, batch.reconsume_times, 0)
-        rec = encode_record(item, topic, raw + batch_props, sys_flag, batch.born_host, batch.store_host, store_ts)
+        rec = encode_record(
+            item, topic, raw + batch_props, sys_flag, batch.born_host, batch.store_host, store_ts
+        )
         props = decode_properties(raw)
         block += rec
         metas.append((len(rec), tags_code(props.get(Prop.TAGS)), props))
@@ -90,7 +96,9 @@ def py_offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
     return ",".join(ids)
 
 
-def encode_batch(batch: MessageInner, sys_flag: int, store_ts: int, max_body: int) -> tuple[bytearray, list[Meta]]:
+def encode_batch(
+    batch: MessageInner, sys_flag: int, store_ts: int, max_body: int
+) -> tuple[bytearray, list[Meta]]:
     """The records of a batch send stored at ``store_ts`` with ``sys_flag`` (offsets zero), and its
     messages' metas: ``batch`` is the send's record, its ``body`` the SEND_BATCH_MESSAGE body and its
     ``properties_bytes`` the batch's own properties (appended to each message's)."""
@@ -106,8 +114,9 @@ def encode_one(msg: MessageInner, topic: bytes, properties: bytes, sys_flag: int
     can be (the same bytes, the same ValueErrors)."""
     if NATIVE is None:
         return encode_record(msg, topic, properties, sys_flag, msg.born_host, store_host, store_ts)
-    record: bytearray = NATIVE.encode_record(msg, topic, properties, sys_flag, msg.born_host, store_host, store_ts,
-                                             MAGIC)
+    record: bytearray = NATIVE.encode_record(
+        msg, topic, properties, sys_flag, msg.born_host, store_host, store_ts, MAGIC
+    )
     return record
 
 
@@ -120,8 +129,9 @@ def put_record(segment: memoryview, position: int, segment_offset: int, units: m
     without the compiled module: the store's general path, which writes the same bytes, does it then."""
     if NATIVE is None:
         return None
-    done: tuple[int, str] | None = NATIVE.put_record(segment, position, segment_offset, units, unit_position, msg,
-                                                     queue_offset, store_ts, MAGIC, max_size)
+    done: tuple[int, str] | None = NATIVE.put_record(
+        segment, position, segment_offset, units, unit_position, msg, queue_offset, store_ts, MAGIC, max_size
+    )
     return done
 
 
@@ -140,7 +150,9 @@ def offset_msg_ids(store_host: bytes, phys: int, sizes: list[int]) -> str:
 
 
 
-def py_send_properties(text: str | None, cluster_prop: bytes, drop_delay: bool) -> tuple[bytes, bytes, dict[str, str], bool]:
+def py_send_properties(
+    text: str | None, cluster_prop: bytes, drop_delay: bool
+) -> tuple[bytes, bytes, dict[str, str], bool]:
     """Pure-Python :func:`send_properties`."""
     raw = (text or "").encode()
     wait = b"WAIT\x01false" not in raw
@@ -153,7 +165,9 @@ def py_send_properties(text: str | None, cluster_prop: bytes, drop_delay: bool) 
     return raw, raw + cluster_prop, decode_properties(raw), wait
 
 
-def send_properties(text: str | None, cluster_prop: bytes, drop_delay: bool) -> tuple[bytes, bytes, dict[str, str], bool]:
+def send_properties(
+    text: str | None, cluster_prop: bytes, drop_delay: bool
+) -> tuple[bytes, bytes, dict[str, str], bool]:
     """A single send's properties as the producer encoded them (``text``, the header's ``properties``)
     made into what the store keeps: ``(raw, props_bytes, properties, wait)``. ``raw`` is them without
     ``WAIT`` (and without ``DELAY`` when ``drop_delay``: a retry turned dead letter), ending in the pair

@@ -50,7 +50,9 @@ def put_in_place(commit_log: CommitLog, cq: ConsumeQueue, chain: DispatchChain, 
     unit_pos = uf.wrote_position
     qoff = (uf.file_from_offset + unit_pos) // CQ_UNIT_SIZE
     pos = seg.wrote_position
-    done = put_record(seg.buffer(), pos, seg.file_from_offset, uf.buffer(), unit_pos, msg, qoff, now, max_size)
+    done = put_record(
+        seg.buffer(), pos, seg.file_from_offset, uf.buffer(), unit_pos, msg, qoff, now, max_size
+    )
     if done is None:
         return None
     size, msg_id = done

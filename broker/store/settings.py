@@ -161,8 +161,9 @@ class StoreSettings:
             for f in fields(group):
                 if f.name not in _GROUPS:
                     v = getattr(group, f.name)
-                    out[_CONF_KEYS.get(f.name, _camel(f.name))] = str(v).lower() if isinstance(v, bool) else str(
-                        getattr(v, "value", v))
+                    out[_CONF_KEYS.get(f.name, _camel(f.name))] = (
+                        str(v).lower() if isinstance(v, bool) else str(getattr(v, "value", v))
+                    )
         return out
 
     @classmethod
@@ -193,7 +194,9 @@ _GROUPS = ("flush", "retention", "index")
 
 
 def _known_keys() -> frozenset[str]:
-    names = [f.name for g in (StoreSettings, FlushSettings, RetentionSettings, IndexSettings) for f in fields(g)]
+    names = [
+        f.name for g in (StoreSettings, FlushSettings, RetentionSettings, IndexSettings) for f in fields(g)
+    ]
     return frozenset(_CONF_KEYS.get(n, _camel(n)) for n in names if n not in _GROUPS)
 
 

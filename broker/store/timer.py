@@ -86,7 +86,11 @@ def to_timer_topic(msg: MessageInner, due_ms: int, now_ms: int) -> MessageInner:
     extra = {Prop.REAL_TOPIC: msg.topic, Prop.REAL_QID: str(msg.queue_id), Prop.TIMER_OUT_MS: str(due_ms),
              Prop.TIMER_ENQUEUE_MS: str(now_ms)}
     props = {**{k: v for k, v in msg.properties.items() if k not in extra}, **extra}
-    raw = encode_properties(props) if msg.properties_bytes is None else set_raw_properties(msg.properties_bytes, extra)
+    raw = (
+        encode_properties(props)
+        if msg.properties_bytes is None
+        else set_raw_properties(msg.properties_bytes, extra)
+    )
     return replace(msg, topic=TIMER_TOPIC, queue_id=0, properties=props, properties_bytes=raw)
 
 

@@ -85,7 +85,13 @@ class RaftNode:
     def start_election(self) -> dict[str, Any]:
         """Become a candidate of the next term; the vote request for every peer."""
         self.term += 1
-        self.role, self.leader, self.voted_for, self.votes, self.dirty = CANDIDATE, None, self.id, {self.id}, True
+        self.role, self.leader, self.voted_for, self.votes, self.dirty = (
+            CANDIDATE,
+            None,
+            self.id,
+            {self.id},
+            True,
+        )
         self._check_won()
         return {"term": self.term, "candidate": self.id, "last": list(self.entry.position)}
 

@@ -203,7 +203,11 @@ class Controller:
         await self._broadcast(RequestCode.CONTROLLER_RAFT_APPEND, self.raft.append_request(), on_reply)
         if acks < self.raft.majority and not self._leased() and self.raft.role == LEADER:
             # a leader cut off from its majority stops answering before another can be elected
-            log.warning("controller %s: no majority heard for %.1f s; stepping down", self.self_id, ELECTION_TIMEOUT_S[0])
+            log.warning(
+                "controller %s: no majority heard for %.1f s; stepping down",
+                self.self_id,
+                ELECTION_TIMEOUT_S[0],
+            )
             self.raft.role, self.raft.leader = "follower", None
             self._heard = time.monotonic()
             return
@@ -218,15 +222,21 @@ class Controller:
             if not fut.done():
                 fut.set_result(True)
 
-    async def _broadcast(self, code: RequestCode, body: dict[str, Any],
-                         on_reply: Callable[[str, dict[str, Any]], None] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    async def _broadcast(
+        self,
+        code: RequestCode,
+        body: dict[str, Any],
+        on_reply: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> list[tuple[str, dict[str, Any]]]:
         """Every peer's answer (the peers that answered); ``on_reply`` sees each as it arrives."""
         peers = [p for p in self.peers if p != self.self_id]
         data = json.dumps(body).encode()
 
         async def one(peer: str) -> tuple[str, dict[str, Any]] | None:
             try:
-                resp = await self.client.invoke(self.peers[peer], RemotingCommand.request(code, {}, data), RPC_TIMEOUT)
+                resp = await self.client.invoke(
+                    self.peers[peer], RemotingCommand.request(code, {}, data), RPC_TIMEOUT
+                )
             except RemotingError:
                 return None
             if resp.code != ResponseCode.SUCCESS:
@@ -255,7 +265,9 @@ class Controller:
         if rep["ok"]:
             self._heard = time.monotonic()
             if was_leading:
-                log.warning("controller %s: a leader of term %d exists; stepping down", self.self_id, self.raft.term)
+                log.warning(
+                    "controller %s: a leader of term %d exists; stepping down", self.self_id, self.raft.term
+                )
         self._persist()
         return cmd.response(ResponseCode.SUCCESS, body=json.dumps(rep).encode())
 
@@ -321,8 +333,10 @@ class Controller:
         async def handle(conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
             if not self.leading:
                 leader = self.peers.get(self.raft.leader or "", "") if self.raft.role != LEADER else ""
-                return cmd.response(ResponseCode.CONTROLLER_NOT_LEADER,
-                                    f"not the controller leader{'; the leader is ' + leader if leader else ''}")
+                return cmd.response(
+                    ResponseCode.CONTROLLER_NOT_LEADER,
+                    f"not the controller leader{'; the leader is ' + leader if leader else ''}",
+                )
             try:
                 async with self._lock:
                     return await fn(conn, cmd)
@@ -360,8 +374,9 @@ class Controller:
         members = d.get("syncStateSet")
         if not isinstance(members, list) or not all(isinstance(x, int) for x in members):
             raise _BadRequest("syncStateSet must be a list of replica ids")
-        why = self.state.alter_sync_set(name, _int(d, "replicaId"), _int(d, "epoch"), _int(d, "syncStateSetEpoch"),
-                                        set(members))
+        why = self.state.alter_sync_set(
+            name, _int(d, "replicaId"), _int(d, "epoch"), _int(d, "syncStateSetEpoch"), set(members)
+        )
         if why is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, why)
         return await self._answer(cmd, name)

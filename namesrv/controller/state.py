@@ -177,7 +177,9 @@ class ControllerState:
             return f"replica {target} is not alive"
         return None
 
-    def alter_sync_set(self, name: str, replica_id: int, epoch: int, sync_epoch: int, members: set[int]) -> str | None:
+    def alter_sync_set(
+        self, name: str, replica_id: int, epoch: int, sync_epoch: int, members: set[int]
+    ) -> str | None:
         """The master's request to change the set; None when applied, else why it is refused."""
         g = self.groups.get(name)
         if g is None:
@@ -209,9 +211,16 @@ class ControllerState:
         """Restore saved state; every replica counts as just seen (it has ``timeout_ms`` to report)."""
         self.groups.clear()
         for d in data.get("groups", []):
-            g = Group(str(d["cluster"]), str(d["name"]), master=int(d["master"]), epoch=int(d["epoch"]),
-                      history=[(int(e), int(s)) for e, s in d["history"]], sync_set={int(x) for x in d["syncStateSet"]},
-                      sync_epoch=int(d["syncStateSetEpoch"]), elections=int(d.get("elections", 0)))
+            g = Group(
+                str(d["cluster"]),
+                str(d["name"]),
+                master=int(d["master"]),
+                epoch=int(d["epoch"]),
+                history=[(int(e), int(s)) for e, s in d["history"]],
+                sync_set={int(x) for x in d["syncStateSet"]},
+                sync_epoch=int(d["syncStateSetEpoch"]),
+                elections=int(d.get("elections", 0)),
+            )
             for r in d["replicas"]:
                 g.replicas[int(r["id"])] = Replica(int(r["id"]), str(r["addr"]), str(r["haAddr"]),
                                                    int(r.get("maxOffset", 0)), int(r["epoch"]), now_ms)

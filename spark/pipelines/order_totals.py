@@ -72,10 +72,14 @@ def parse_args(argv: list[str]) -> PipelineArgs:
     p.add_argument("--mode", choices=("batch", "stream"), default="batch")
     p.add_argument("--checkpoint", help="checkpoint directory (stream mode)")
     p.add_argument("--starting-offsets", default="earliest", help="earliest | latest | group | JSON")
-    p.add_argument("--group", default="order-totals", help="consumer group whose offsets show progress (stream)")
+    p.add_argument(
+        "--group", default="order-totals", help="consumer group whose offsets show progress (stream)"
+    )
     p.add_argument("--max-records-per-batch", type=int, help="admission control per micro-batch (stream)")
     p.add_argument("--watermark", default="1 minute", help="how late an event may come (stream)")
-    p.add_argument("--trigger", default="available-now", help="available-now, or an interval such as 30s (stream)")
+    p.add_argument(
+        "--trigger", default="available-now", help="available-now, or an interval such as 30s (stream)"
+    )
     ns = p.parse_args(argv)
     if ns.mode == "stream" and not ns.checkpoint:
         p.error("--mode stream needs --checkpoint DIR")
@@ -109,7 +113,9 @@ def as_messages(totals: Any) -> Any:
     from pyspark.sql import functions as F
 
     minute = F.date_format(F.col("minute"), "yyyy-MM-dd'T'HH:mm:ss'Z'")
-    body = F.to_json(F.struct(minute.alias("minute"), "tag", "orders", F.col("total").cast("string").alias("total")))
+    body = F.to_json(
+        F.struct(minute.alias("minute"), "tag", "orders", F.col("total").cast("string").alias("total"))
+    )
     return totals.select(body.alias("body"), F.col("tag").alias("tags"),
                          F.concat_ws("|", minute, F.col("tag")).alias("keys"))
 
@@ -124,7 +130,9 @@ def run_batch(spark: Any, args: PipelineArgs) -> None:
               .option("topic", args.input_topic).option("startingOffsets", args.starting_offsets).load())
     totals = per_minute_totals(orders).cache()
     totals.write.mode("overwrite").parquet(args.parquet)
-    as_messages(totals).write.format("pyrocketmq").options(**_writer_options(args, "batch")).mode("append").save()
+    as_messages(totals).write.format("pyrocketmq").options(**_writer_options(args, "batch")).mode(
+        "append"
+    ).save()
     totals.unpersist()
 
 

@@ -100,10 +100,16 @@ def start_apache_cluster(
     broker_conf = write_properties(conf_dir / "broker.conf", broker_values)
 
     namesrv = ManagedProcess(
-        "apache-namesrv", _server_argv(home, SERVER_HEAP, NAMESRV_MAIN, ns_conf), home / "namesrv.log", cwd=home
+        "apache-namesrv",
+        _server_argv(home, SERVER_HEAP, NAMESRV_MAIN, ns_conf),
+        home / "namesrv.log",
+        cwd=home,
     )
     broker = ManagedProcess(
-        "apache-broker", _server_argv(home, broker_heap, BROKER_MAIN, broker_conf), home / "broker.log", cwd=home
+        "apache-broker",
+        _server_argv(home, broker_heap, BROKER_MAIN, broker_conf),
+        home / "broker.log",
+        cwd=home,
     )
     cluster = Cluster(
         "apache",
@@ -155,7 +161,9 @@ def start_apache_slave(
     values = {**apache_broker_conf(namesrv_addr, port, home), **dict(broker_overrides or {}),
               "brokerId": 1, "brokerRole": "SLAVE"}  # fmt: skip
     conf = write_properties(conf_dir / "broker.conf", values)
-    slave = ManagedProcess("apache-slave", _server_argv(home, broker_heap, BROKER_MAIN, conf), home / "broker.log", cwd=home)
+    slave = ManagedProcess(
+        "apache-slave", _server_argv(home, broker_heap, BROKER_MAIN, conf), home / "broker.log", cwd=home
+    )
     slave.start()
     try:
         slave.wait_for_log("boot success", timeout)

@@ -53,13 +53,31 @@ def start_apache5_cluster(
     }))
     common = [*JDK17_FLAGS, f"-Drocketmq.home.dir={home}", f"-Duser.home={home}", "-Dfile.encoding=UTF-8",
               "-cp", maven.classpath(lib)]
-    namesrv = ManagedProcess("apache5-namesrv", [java, *SERVER_HEAP, *common, NAMESRV_MAIN, "-c", str(ns_conf)],
-                             home / "namesrv.log", cwd=home)
+    namesrv = ManagedProcess(
+        "apache5-namesrv",
+        [java, *SERVER_HEAP, *common, NAMESRV_MAIN, "-c", str(ns_conf)],
+        home / "namesrv.log",
+        cwd=home,
+    )
     broker = ManagedProcess(
         "apache5-broker",  # the proxy's process, which runs the broker
-        [java, *broker_heap, *common, PROXY_MAIN, "-pm", "local", "-pc", str(proxy_conf), "-bc", str(broker_conf),
-         "-n", namesrv_addr],
-        home / "broker.log", cwd=home)
+        [
+            java,
+            *broker_heap,
+            *common,
+            PROXY_MAIN,
+            "-pm",
+            "local",
+            "-pc",
+            str(proxy_conf),
+            "-bc",
+            str(broker_conf),
+            "-n",
+            namesrv_addr,
+        ],
+        home / "broker.log",
+        cwd=home,
+    )
     cluster = Cluster("apache5", namesrv_addr, f"127.0.0.1:{broker_port}", str(broker_values["brokerName"]),
                       str(broker_values["brokerClusterName"]), home, [namesrv])
     try:

@@ -70,7 +70,9 @@ def java(rocketmq_jars: RocketMQJars, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture(scope="session")
 def apache_cluster(rocketmq_jars: RocketMQJars, tmp_path_factory: pytest.TempPathFactory):
-    cluster = apache.start_apache_cluster(tmp_path_factory.mktemp("apache-rocketmq"), broker_overrides=TEST_BROKER_CONF)
+    cluster = apache.start_apache_cluster(
+        tmp_path_factory.mktemp("apache-rocketmq"), broker_overrides=TEST_BROKER_CONF
+    )
     try:
         yield cluster
     finally:
@@ -93,7 +95,9 @@ def pyrocketmq_cluster(tmp_path_factory: pytest.TempPathFactory):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
-    add_cluster_logs(item, call, outcome.get_result(), lambda value: value if isinstance(value, Cluster) else None)
+    add_cluster_logs(
+        item, call, outcome.get_result(), lambda value: value if isinstance(value, Cluster) else None
+    )
 
 
 @pytest.fixture(scope="session")

@@ -115,10 +115,14 @@ async def _python_send(namesrv: str) -> tuple[bool, str]:
     from pyrocketmq.client import ClientSettings, Message, Producer
     from pyrocketmq.client.errors import MQError
 
-    async with Producer("pp_acl", namesrv, client=ClientSettings(access_key=ALICE[0], secret_key=ALICE[1])) as p:
+    async with Producer(
+        "pp_acl", namesrv, client=ClientSettings(access_key=ALICE[0], secret_key=ALICE[1])
+    ) as p:
         sent = await p.send(Message("Allowed", b"from python"))
     try:
-        async with Producer("pp_acl", namesrv, client=ClientSettings(access_key=ALICE[0], secret_key="wrong-key")) as p:
+        async with Producer(
+            "pp_acl", namesrv, client=ClientSettings(access_key=ALICE[0], secret_key="wrong-key")
+        ) as p:
             await p.send(Message("Allowed", b"no"))
         why = "sent"
     except MQError as e:
@@ -132,11 +136,19 @@ def test_java_client_with_acl(ours, java):
     sent = java.run("ProducerScenario", [ns.addr, "Allowed", 20, "sync,batch=5", "pg_acl"], timeout=120,
                     jvm_props=alice).json()
     assert sent["errors"] == 0, [s.get("error") for s in sent["sent"] if "error" in s][:2]
-    pulled = java.run("PullScenario", [ns.addr, "Allowed", "cg_acl", len(sent["sent"]), 60, "lite"], timeout=120,
-                      jvm_props=alice).json()
+    pulled = java.run(
+        "PullScenario",
+        [ns.addr, "Allowed", "cg_acl", len(sent["sent"]), 60, "lite"],
+        timeout=120,
+        jvm_props=alice,
+    ).json()
     assert not pulled["timedOut"] and len(pulled["messages"]) >= len(sent["sent"])
-    refused = java.run("ProducerScenario", [ns.addr, "ReadOnly", 1, "sync", "pg_acl"], timeout=120, jvm_props=alice).json()
-    assert refused["errors"] == 1  # the Java client wraps the broker's answer in "Send [3] times, still failed"
+    refused = java.run(
+        "ProducerScenario", [ns.addr, "ReadOnly", 1, "sync", "pg_acl"], timeout=120, jvm_props=alice
+    ).json()
+    assert (
+        refused["errors"] == 1
+    )  # the Java client wraps the broker's answer in "Send [3] times, still failed"
     anonymous = java.run("ProducerScenario", [ns.addr, "Allowed", 1, "sync", "pg_acl"], timeout=120).json()
     assert anonymous["errors"] == 1
     log = broker.log_text()
@@ -171,7 +183,9 @@ def test_python_client_with_acl(ours):
         async with Producer("pp_acl", ns.addr, client=alice) as p:
             ok = await p.send(Message("Allowed", b"from python"))
         try:
-            async with Producer("pp_acl", ns.addr, client=ClientSettings(access_key=ALICE[0], secret_key="wrong-secret")) as p:
+            async with Producer(
+                "pp_acl", ns.addr, client=ClientSettings(access_key=ALICE[0], secret_key="wrong-secret")
+            ) as p:
                 await p.send(Message("Allowed", b"no"))
             return ok, None
         except MQError as e:
@@ -195,7 +209,9 @@ def ours_checking_namesrv(acl_file, tmp_path_factory):
                           "--set", "aclEnable=true", "--set", f"aclConfigFile={path}"],
               tmp / "logs" / "namesrv.log", port).start()  # fmt: skip
     try:
-        broker = start_broker(tmp, ns.addr, aclEnable="true", aclConfigFile=path, accessKey=ROOT[0], secretKey=ROOT[1])
+        broker = start_broker(
+            tmp, ns.addr, aclEnable="true", aclConfigFile=path, accessKey=ROOT[0], secretKey=ROOT[1]
+        )
     except BaseException:
         ns.stop()
         raise

@@ -41,7 +41,16 @@ def test_producer_report_lines_are_parsed_without_the_warm_up_line() -> None:
 def test_smoke_run_gives_figures_for_both_brokers(rocketmq_jars, tmp_path) -> None:
     out_json = tmp_path / "results.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--workdir", str(tmp_path / "work"), "--json", str(out_json)],
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--smoke",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--json",
+            str(out_json),
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -50,8 +59,9 @@ def test_smoke_run_gives_figures_for_both_brokers(rocketmq_jars, tmp_path) -> No
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
     doc = json.loads(out_json.read_text())
     got = {(r["scenario"], r["broker"]): r for r in doc["results"]}
-    assert set(got) == {(s, b) for s in ("send-128-16", "drain", "latency") for b in ("pyrocketmq", "apache")} | {
-        ("grpc5-receive", "pyrocketmq"), ("grpc5-receive", "apache5")}
+    assert set(got) == {
+        (s, b) for s in ("send-128-16", "drain", "latency") for b in ("pyrocketmq", "apache")
+    } | {("grpc5-receive", "pyrocketmq"), ("grpc5-receive", "apache5")}
     for (scenario, broker), r in got.items():
         assert r["error"] is None, (scenario, broker, r["error"])
         figures = r["figures"]

@@ -42,11 +42,15 @@ def test_java_producer_through_a_master_kill(tmp_path, java) -> None:
             acked.sent[rec["body"]] = (rec["queueId"], rec["queueOffset"], addr)
             if addr == replicas[other].addr and rec["atMs"] > killed_ms:
                 new_ok_ms.append(rec["atMs"])
-        assert new_ok_ms, f"no send acknowledged by the new master in {RUN_S - KILL_AFTER_S} s: {report['firstFailure']}"
+        assert new_ok_ms, (
+            f"no send acknowledged by the new master in {RUN_S - KILL_AFTER_S} s: {report['firstFailure']}"
+        )
         missing = asyncio.run(_lost(replicas[other].addr, acked))
         assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
-        print(f"\nJava client: kill -9 to the first SEND_OK on the new master {(min(new_ok_ms) - killed_ms) / 1000:.1f} s "
-              f"(route refresh 30 s); {len(acked.sent)} acknowledged, {report['failures']} failed sends")
+        print(
+            f"\nJava client: kill -9 to the first SEND_OK on the new master {(min(new_ok_ms) - killed_ms) / 1000:.1f} s "
+            f"(route refresh 30 s); {len(acked.sent)} acknowledged, {report['failures']} failed sends"
+        )
 
 
 async def _ready(ns, replicas) -> tuple[int, int]:

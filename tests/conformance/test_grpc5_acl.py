@@ -96,11 +96,17 @@ def test_check_backs_go_only_to_a_producer_allowed_to_publish(java5, cluster):
     assert sorted(set(checker["checked"])) == ids, (checker, cluster.log_tails())
 
 
-@pytest.mark.parametrize(("creds", "why"), [
-    ({"acl.accessKey": "alice01", "acl.secretKey": "not-the-secret"}, "Check signature failed for accessKey=alice01"),
-    ({"acl.accessKey": "nobody00", "acl.secretKey": "whatever-1"}, "No acl config for nobody00"),
-    (None, "No accessKey is configured"),
-])
+@pytest.mark.parametrize(
+    ("creds", "why"),
+    [
+        (
+            {"acl.accessKey": "alice01", "acl.secretKey": "not-the-secret"},
+            "Check signature failed for accessKey=alice01",
+        ),
+        ({"acl.accessKey": "nobody00", "acl.secretKey": "whatever-1"}, "No acl config for nobody00"),
+        (None, "No accessKey is configured"),
+    ],
+)
 def test_bad_or_missing_credentials_are_unauthorized(java5, cluster, creds, why):
     result = _run(java5, cluster, "Producer5Scenario", ["Allowed5", "normal", 1], creds)
     assert result.returncode != 0 or result.json()["errors"], result.stdout

@@ -88,7 +88,9 @@ def test_transaction_commit_is_delivered_and_rollback_is_not(java5, cluster):
     committed = _send(java5, cluster, "J5TxCommit", "tx-commit", 5)
     _send(java5, cluster, "J5TxRollback", "tx-rollback", 5)
     stored = read_topic(cluster.broker.addr, "J5TxCommit")
-    assert sorted(m.properties["UNIQ_KEY"] for m in stored) == sorted(s["messageId"] for s in committed["sent"])
+    assert sorted(m.properties["UNIQ_KEY"] for m in stored) == sorted(
+        s["messageId"] for s in committed["sent"]
+    )
     time.sleep(5)  # past the check time: a rolled back half message must not come back by a check
     assert read_topic(cluster.broker.addr, "J5TxRollback") == []
 

@@ -137,7 +137,10 @@ def test_fifo_push_consumer_keeps_each_group_in_order_through_failures(py5, clus
 
     make_topic(cluster, "Py5Fifo2")
     body = SubscriptionGroupConfig(group_name="GPy5Fifo", consume_message_orderly=True).to_json()
-    resp = admin(cluster.broker.addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body))
+    resp = admin(
+        cluster.broker.addr,
+        RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body),
+    )
     assert resp.code == ResponseCode.SUCCESS
     ids = sorted(s["messageId"] for s in _produce(py5, cluster, "Py5Fifo2", "fifo", 9, 3))
     out = py5([cluster.endpoint, "Py5Fifo2", "push", "GPy5Fifo", 9, 60, 1], timeout=120)

@@ -15,8 +15,14 @@ pytestmark = pytest.mark.conformance
 
 def test_the_grpc_port_speaks_tls_in_enforcing_mode(java5, tmp_path):
     certs = make_certs(tmp_path / "certs")
-    c = start_grpc_cluster(tmp_path, **{"tls.server.mode": "enforcing", "tls.server.certPath": certs.server_cert,
-                                        "tls.server.keyPath": certs.server_key})
+    c = start_grpc_cluster(
+        tmp_path,
+        **{
+            "tls.server.mode": "enforcing",
+            "tls.server.certPath": certs.server_cert,
+            "tls.server.keyPath": certs.server_key,
+        },
+    )
     try:
         make_topic(c, "Tls5", ssl=ssl.create_default_context(cafile=str(certs.ca)))
         sent = java5.run("Producer5Scenario", [c.endpoint, "Tls5", "normal", 3], timeout=120,
@@ -24,7 +30,9 @@ def test_the_grpc_port_speaks_tls_in_enforcing_mode(java5, tmp_path):
         assert sent["errors"] == [] and len(sent["sent"]) == 3, sent
         got = java5.run("Consumer5Scenario", [c.endpoint, "Tls5", "GTls5", "simple", 3, 20], timeout=120,
                         jvm_props={"tls": "true"}).json()
-        assert sorted(d["messageId"] for d in got["deliveries"]) == sorted(s["messageId"] for s in sent["sent"])
+        assert sorted(d["messageId"] for d in got["deliveries"]) == sorted(
+            s["messageId"] for s in sent["sent"]
+        )
         plain = java5.run("Producer5Scenario", [c.endpoint, "Tls5", "normal", 1], timeout=120)
         assert plain.returncode != 0 or plain.json()["errors"], plain.stdout  # no TLS, no service
     finally:

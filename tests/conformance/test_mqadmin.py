@@ -38,7 +38,9 @@ def ours(tmp_path_factory):
 
 def _mqadmin(tmp, *args: str) -> str:
     out = run_mqadmin(tmp / "mqadmin-home", args)
-    assert out.returncode == 0, f"mqadmin {' '.join(args)}: exit {out.returncode}\n{out.stderr[-3000:]}\n{out.stdout[-2000:]}"
+    assert out.returncode == 0, (
+        f"mqadmin {' '.join(args)}: exit {out.returncode}\n{out.stderr[-3000:]}\n{out.stdout[-2000:]}"
+    )
     return out.stdout
 
 
@@ -68,7 +70,10 @@ def test_apache_mqadmin_finds_our_messages(ours, body_files):
         shown = _mqadmin(tmp, *args, "-n", ns.addr)
         fields = dict(line.split(":", 1) for line in shown.splitlines() if ":" in line)
         assert fields["Topic"].strip() == TOPIC and fields["Keys"].strip() == "[x4]", shown
-        assert (int(fields["Queue ID"]), int(fields["Queue Offset"])) == (r.message_queue.queue_id, r.queue_offset), shown
+        assert (int(fields["Queue ID"]), int(fields["Queue Offset"])) == (
+            r.message_queue.queue_id,
+            r.queue_offset,
+        ), shown
         body_files.append(Path(fields["Message Body Path"].strip()))
         assert body_files[-1].read_bytes() == b"body-4", shown
     printed = _mqadmin(tmp, "printMsg", "-n", ns.addr, "-t", TOPIC)
@@ -93,7 +98,9 @@ def test_our_lookups_against_apache(tmp_path):
         async def consume():
             from pyrocketmq.client import PullConsumer, PullConsumerSettings
 
-            async with PullConsumer("lookup_cg", apache.namesrv_addr, PullConsumerSettings(consume_from="first")) as c:
+            async with PullConsumer(
+                "lookup_cg", apache.namesrv_addr, PullConsumerSettings(consume_from="first")
+            ) as c:
                 await c.assign(await c.fetch_queues(TOPIC))
                 got = []
                 while len(got) < 9:
@@ -130,12 +137,22 @@ def test_our_lookups_against_apache(tmp_path):
         apache.stop()
     assert any(line.split(":")[0].strip() == "commitLogMaxOffset" for line in status.splitlines()), status
     assert clusters.split() == [apache.cluster_name]
-    assert rt.splitlines()[1].split()[:2] == [apache.cluster_name, apache.broker_name] and rt.splitlines()[1].split()[3:5] == ["3", "0"], rt
+    assert rt.splitlines()[1].split()[:2] == [apache.cluster_name, apache.broker_name] and rt.splitlines()[
+        1
+    ].split()[3:5] == ["3", "0"], rt
     assert "clone group offset success" in cloned
     assert "Diff Total: 0" in progress and f"{TOPIC}" in progress, progress
     assert "delete subscription group [lookup_cg2] from broker" in deleted and "success" in deleted, deleted
-    assert stats.splitlines()[0].split() == ["#Topic", "#Consumer", "Group", "#Accumulation", "#InTPS", "#OutTPS",
-                                             "#InMsg24Hour", "#OutMsg24Hour"], stats
+    assert stats.splitlines()[0].split() == [
+        "#Topic",
+        "#Consumer",
+        "Group",
+        "#Accumulation",
+        "#InTPS",
+        "#OutTPS",
+        "#InMsg24Hour",
+        "#OutMsg24Hour",
+    ], stats
     row = next(line.split() for line in stats.splitlines()[1:] if line.split()[:2] == [TOPIC, "lookup_cg"])
     assert row[2] == "0", stats  # everything consumed and committed
     assert f"update broker config success, {broker_addr}" in updated
@@ -143,8 +160,9 @@ def test_our_lookups_against_apache(tmp_path):
                for line in config.splitlines()), config
     assert ids == {sent[i].msg_id for i in (0, 3, 6)}
     assert all("Message Body:        body-4" in s and "Keys:                [x4]" in s for s in shown), shown
-    assert sorted(line.rsplit("BODY: ", 1)[1] for line in printed.splitlines() if line.startswith("MSGID")) == \
-        sorted(f"body-{i}" for i in range(9))
+    assert sorted(
+        line.rsplit("BODY: ", 1)[1] for line in printed.splitlines() if line.startswith("MSGID")
+    ) == sorted(f"body-{i}" for i in range(9))
 
 
 def test_apache_mqadmin_broker_and_group_tools(ours):
@@ -170,7 +188,9 @@ def test_apache_mqadmin_broker_and_group_tools(ours):
         status = _mqadmin(tmp, "brokerStatus", "-n", ns.addr, "-b", broker.addr)
         assert any(line.split(":")[0].strip() == "commitLogMaxOffset" for line in status.splitlines()), status
         config = _mqadmin(tmp, "getBrokerConfig", "-n", ns.addr, "-b", broker.addr)
-        rows = dict((k.strip(), v.strip()) for k, _, v in (line.partition("=") for line in config.splitlines()[1:]))
+        rows = dict(
+            (k.strip(), v.strip()) for k, _, v in (line.partition("=") for line in config.splitlines()[1:])
+        )
         assert rows.get("brokerName") == "broker-a" and rows.get("flushDiskType") == "ASYNC_FLUSH", config
         producers = _mqadmin(tmp, "producerConnection", "-n", ns.addr, "-g", "mqadmin_live_pg", "-t", TOPIC)
         assert producers.startswith("0001  ") and "PYTHON" in producers, producers
@@ -183,7 +203,9 @@ def test_apache_mqadmin_broker_and_group_tools(ours):
     bad = run_mqadmin(tmp / "mqadmin-home", ["updateBrokerConfig", "-n", ns.addr, "-b", broker.addr,
                                              "-k", "fileReservedTime", "-v", "0"])  # fmt: skip
     assert "fileReservedTime='0': expected 1..8760" in bad.stdout + bad.stderr, bad
-    changed = _mqadmin(tmp, "updateBrokerConfig", "-n", ns.addr, "-b", broker.addr, "-k", "fileReservedTime", "-v", "48")
+    changed = _mqadmin(
+        tmp, "updateBrokerConfig", "-n", ns.addr, "-b", broker.addr, "-k", "fileReservedTime", "-v", "48"
+    )
     assert f"update broker config success, {broker.addr}" in changed, changed
     config = _mqadmin(tmp, "getBrokerConfig", "-n", ns.addr, "-b", broker.addr)
     assert "fileReservedTime                                  =  48" in config, config
@@ -201,19 +223,38 @@ def test_apache_mqadmin_broker_and_group_tools(ours):
                     for q in (0, 1)}  # fmt: skip
 
     src = asyncio.run(commit_and_read())
-    out = _mqadmin(tmp, "cloneGroupOffset", "-n", ns.addr, "-s", "mqadmin_src", "-d", "mqadmin_dst", "-t", TOPIC, "-o", "true")
+    out = _mqadmin(
+        tmp,
+        "cloneGroupOffset",
+        "-n",
+        ns.addr,
+        "-s",
+        "mqadmin_src",
+        "-d",
+        "mqadmin_dst",
+        "-t",
+        TOPIC,
+        "-o",
+        "true",
+    )
     assert "clone group offset success" in out, out
     assert asyncio.run(commit_and_read("mqadmin_dst")) == src and sum(src.values()) == 10
     assert _mqadmin(tmp, "topicClusterList", "-n", ns.addr, "-t", TOPIC).split() == ["DefaultCluster"]
     import subprocess
 
     try:  # Apache's clusterRT prints a round and then repeats every -i seconds until stopped
-        run_mqadmin(tmp / "mqadmin-home", ["clusterRT", "-n", ns.addr, "-a", "5", "-c", "DefaultCluster"], timeout=25)
+        run_mqadmin(
+            tmp / "mqadmin-home", ["clusterRT", "-n", ns.addr, "-a", "5", "-c", "DefaultCluster"], timeout=25
+        )
         rt: list[str] = []
     except subprocess.TimeoutExpired as e:
         rt = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         rt = rt.splitlines()
-    assert len(rt) >= 2 and rt[1].split()[:2] == ["DefaultCluster", "broker-a"] and rt[1].split()[3:] == ["5", "0"], rt
+    assert (
+        len(rt) >= 2
+        and rt[1].split()[:2] == ["DefaultCluster", "broker-a"]
+        and rt[1].split()[3:] == ["5", "0"]
+    ), rt
     stats = _mqadmin(tmp, "statsAll", "-n", ns.addr, "-t", TOPIC)
     rows = {tuple(line.split()[:2]): line.split() for line in stats.splitlines()[1:] if line.strip()}
     src_row = rows[(TOPIC, "mqadmin_src")]  # 10 stored (9 + "live"), 10 pulled and committed by mqadmin_src

@@ -69,7 +69,9 @@ def _until_slave_holds(addr: str, sent: dict) -> None:
         time.sleep(0.5)
     missing = sorted(set(sent) - set(got))[:5]
     wrong = sorted(k for k in sent if k in got and got[k] != sent[k])[:5]
-    raise AssertionError(f"slave {addr} holds {len(got)} of {len(sent)}; missing {missing}, differing {wrong}")
+    raise AssertionError(
+        f"slave {addr} holds {len(got)} of {len(sent)}; missing {missing}, differing {wrong}"
+    )
 
 
 def test_our_slave_replicates_from_an_apache_master(rocketmq_jars, tmp_path: Path) -> None:

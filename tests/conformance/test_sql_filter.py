@@ -44,14 +44,18 @@ async def _select(addr: str) -> dict[str, object]:
     try:
         assert (await client.invoke(addr, create_topic(TOPIC, 1), 10)).code == ResponseCode.SUCCESS
         for i, props in enumerate(MESSAGES):
-            resp = await client.invoke(addr, send_v2(TOPIC, f"m{i}".encode(), tags=TAGGED.get(i), props=props), 10)
+            resp = await client.invoke(
+                addr, send_v2(TOPIC, f"m{i}".encode(), tags=TAGGED.get(i), props=props), 10
+            )
             assert resp.code == ResponseCode.SUCCESS, resp.remark
         out: dict[str, object] = {}
         for expr in SELECTORS + BAD:
             got: list[str] = []
             offset, code = 0, ResponseCode.SUCCESS
             for _ in range(len(MESSAGES) + 2):
-                resp = await client.invoke(addr, pull(TOPIC, 0, offset, sub=expr, expression_type="SQL92"), 10)
+                resp = await client.invoke(
+                    addr, pull(TOPIC, 0, offset, sub=expr, expression_type="SQL92"), 10
+                )
                 code = resp.code
                 if code == ResponseCode.SUCCESS:
                     got += [m.body.decode() for m in decode_messages(resp.body or b"")]
@@ -67,7 +71,9 @@ async def _select(addr: str) -> dict[str, object]:
 
 
 def _refused_at_start(java, namesrv: str, topic: str, selector: str) -> str:
-    out = java.run("PushConsumerScenario", [namesrv, topic, "GID_SQL_BAD", "concurrent", 1, 20, 0, selector], timeout=120)
+    out = java.run(
+        "PushConsumerScenario", [namesrv, topic, "GID_SQL_BAD", "concurrent", 1, 20, 0, selector], timeout=120
+    )
     assert out.returncode == 3, out.describe("should have been refused at start")
     return next(line for line in out.stderr.splitlines() if line.startswith("start failed"))
 
@@ -93,7 +99,9 @@ def test_the_same_selectors_select_the_same_messages_as_apache(tmp_path, java):
     # message goes out); ours refuses the pull. Java consumers meet the refusal at start from both
     # (CHECK_CLIENT_CONFIG, see below).
     assert all(ours[b] == ResponseCode.SUBSCRIPTION_PARSE_FAILED for b in BAD), {b: ours[b] for b in BAD}
-    assert "CODE: 23" in apache_refusal, apache_refusal  # what ours answers too (test_java_push_consumer_by_sql)
+    assert "CODE: 23" in apache_refusal, (
+        apache_refusal
+    )  # what ours answers too (test_java_push_consumer_by_sql)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +126,9 @@ def test_java_push_consumer_by_sql(sql_cluster, java):
             assert (await client.invoke(broker.addr, create_topic(topic, 2), 10)).code == ResponseCode.SUCCESS
             for i in range(40):
                 props = {"idx": str(i), "price": str(i % 10), **({"region": "eu"} if i % 3 == 0 else {})}
-                resp = await client.invoke(broker.addr, send_v2(topic, f"p{i}".encode(), queue_id=i % 2, props=props), 10)
+                resp = await client.invoke(
+                    broker.addr, send_v2(topic, f"p{i}".encode(), queue_id=i % 2, props=props), 10
+                )
                 assert resp.code == ResponseCode.SUCCESS, resp.remark
         finally:
             await client.close()

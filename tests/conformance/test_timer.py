@@ -31,7 +31,9 @@ def test_java_timer_messages_wait_for_their_time(tmp_path, java):
         async def make_topic() -> None:
             client = RemotingClient()
             try:
-                assert (await client.invoke(broker.addr, create_topic(topic, 2), 10)).code == ResponseCode.SUCCESS
+                assert (
+                    await client.invoke(broker.addr, create_topic(topic, 2), 10)
+                ).code == ResponseCode.SUCCESS
             finally:
                 await client.close()
 
@@ -45,7 +47,9 @@ def test_java_timer_messages_wait_for_their_time(tmp_path, java):
         broker.stop()
         ns.stop()
     deliveries = out["deliveries"]
-    assert not out["timedOut"] and sorted(int(d["userProperties"]["idx"]) for d in deliveries) == list(range(10))
+    assert not out["timedOut"] and sorted(int(d["userProperties"]["idx"]) for d in deliveries) == list(
+        range(10)
+    )
     for d in deliveries:
         due = int(d["properties"]["TIMER_OUT_MS"])
         assert d["storeTimestamp"] >= due, d  # re-stored in the topic no earlier than asked

@@ -58,7 +58,9 @@ def test_our_traces_read_by_apache_mqadmin(tmp_path):
         msg_id = results[2].msg_id
         deadline, rows, subs, text = time.monotonic() + 30, [], [], ""
         while time.monotonic() < deadline and not (rows and subs):
-            out = run_mqadmin(tmp_path / "mqadmin-home", ["queryMsgTraceById", "-n", apache.namesrv_addr, "-i", msg_id])
+            out = run_mqadmin(
+                tmp_path / "mqadmin-home", ["queryMsgTraceById", "-n", apache.namesrv_addr, "-i", msg_id]
+            )
             text = out.stdout + out.stderr
             rows = _pub_rows(out.stdout)
             subs = [line.split() for line in out.stdout.splitlines() if line.startswith("Sub ")]

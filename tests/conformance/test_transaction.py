@@ -47,7 +47,11 @@ def test_java_transaction_producer_against_pyrocketmq(pyrocketmq_cluster, java):
         timeout=CHECK_WAIT_S + 60,
     ).json()
     by_kind = {s["kind"]: s for s in out["sent"]}
-    assert {k: s["status"] for k, s in by_kind.items()} == {"commit": "SEND_OK", "rollback": "SEND_OK", "check": "SEND_OK"}
+    assert {k: s["status"] for k, s in by_kind.items()} == {
+        "commit": "SEND_OK",
+        "rollback": "SEND_OK",
+        "check": "SEND_OK",
+    }
     assert {k: s["localState"] for k, s in by_kind.items()} == {
         "commit": "COMMIT_MESSAGE", "rollback": "ROLLBACK_MESSAGE", "check": "UNKNOW",
     }
@@ -71,9 +75,15 @@ def test_python_transaction_producer_against_apache(apache_cluster):
             return TransactionState.COMMIT
         return TransactionState.ROLLBACK
 
-    states = {"commit": TransactionState.COMMIT, "rollback": TransactionState.ROLLBACK, "check": TransactionState.UNKNOWN}
+    states = {
+        "commit": TransactionState.COMMIT,
+        "rollback": TransactionState.ROLLBACK,
+        "check": TransactionState.UNKNOWN,
+    }
     results = {}
-    with SyncTransactionProducer(f"pg_{topic}", apache_cluster.namesrv_addr, check_local_transaction=check) as producer:
+    with SyncTransactionProducer(
+        f"pg_{topic}", apache_cluster.namesrv_addr, check_local_transaction=check
+    ) as producer:
         for kind, state in states.items():
             msg = Message(topic, f"tx-{kind}".encode(), tags="TagTx", properties={"kind": kind})
             results[kind] = producer.send_in_transaction(msg, lambda m, a, s=state: s)

@@ -99,7 +99,9 @@ class Chaos:
         """The master's pod if the group is whole now (see the module docstring), else None."""
         kube, ns = self.mq.kube, self.mq.ns
         replicas = int(kube.get("statefulset", self.group, "-n", ns)["spec"]["replicas"])
-        ready = [p for p in pods(kube, ns) if p["metadata"]["name"].startswith(f"{self.group}-") and pod_ready(p)]
+        ready = [
+            p for p in pods(kube, ns) if p["metadata"]["name"].startswith(f"{self.group}-") and pod_ready(p)
+        ]
         if len(ready) != replicas:
             return None
         try:
@@ -167,7 +169,9 @@ def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: floa
                 kind = rng.choice(list(kinds))
                 records.append(chaos.inject(kind, rng))
                 r = records[-1]
-                say(f"fault {i + 1}/{faults}: {r.kind} {r.target}: whole again after {r.recovered - r.began:.0f} s")
+                say(
+                    f"fault {i + 1}/{faults}: {r.kind} {r.target}: whole again after {r.recovered - r.began:.0f} s"
+                )
             time.sleep(2)
     finally:
         chaos.restore()
@@ -183,5 +187,11 @@ def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: floa
     table = report(records, ok_times, verdicts, len(p.failures) + len(o.failures) + (j.failures if j else 0))
     say(table)
     gaps = {c: [round(unavailable(t, r), 1) for r in records] for c, t in ok_times.items()}
-    return {"seed": seed, "faults": [asdict(r) for r in records], "table": table, "unavailable": gaps,
-            "verdicts": {k: asdict(v) for k, v in verdicts.items()}, "ok": all(v.ok for v in verdicts.values())}
+    return {
+        "seed": seed,
+        "faults": [asdict(r) for r in records],
+        "table": table,
+        "unavailable": gaps,
+        "verdicts": {k: asdict(v) for k, v in verdicts.items()},
+        "ok": all(v.ok for v in verdicts.values()),
+    }

@@ -95,8 +95,12 @@ def unavailable(ok_times: Sequence[float], fault: FaultRecord) -> float:
     return longest_gap(ok_times, fault.began, end)
 
 
-def report(faults: Sequence[FaultRecord], ok_times: Mapping[str, Sequence[float]], verdicts: dict[str, Verdict],
-           failed: int) -> str:
+def report(
+    faults: Sequence[FaultRecord],
+    ok_times: Mapping[str, Sequence[float]],
+    verdicts: dict[str, Verdict],
+    failed: int,
+) -> str:
     """The table a run prints: each fault's unavailability as each client saw it (``ok_times``:
     client -> its sorted SEND_OK times), then the totals per topic."""
     clients = list(ok_times)

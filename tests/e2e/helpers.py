@@ -39,7 +39,9 @@ def nameserver_cr(name: str, replicas: int = 2) -> dict[str, Any]:
     }
 
 
-def broker_cr(name: str, nameserver: str, *, groups: int = 2, replicas: int = 2, **spec: Any) -> dict[str, Any]:
+def broker_cr(
+    name: str, nameserver: str, *, groups: int = 2, replicas: int = 2, **spec: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": GROUP,
         "kind": "Broker",
@@ -153,8 +155,12 @@ def master_off_operator_node(kube: KubeCluster, ns: str) -> str:
         "items"][0]["spec"]["nodeName"]  # fmt: skip
     if node_of(kube, ns, master) == operator_node:
         master = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
-        kube.kubectl("annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite")
-        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == master, 90, "switchover", interval=1)
+        kube.kubectl(
+            "annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite"
+        )
+        kube.wait_until(
+            lambda: first_group(kube, ns).get("master", {}).get("pod") == master, 90, "switchover", interval=1
+        )
     return master
 
 
@@ -208,7 +214,9 @@ def pods(kube: KubeCluster, ns: str, selector: str = "") -> list[dict[str, Any]]
 
 
 def pod_ready(pod: dict[str, Any]) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", ()))
+    return any(
+        c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", ())
+    )
 
 
 def pod_ip(kube: KubeCluster, ns: str, name: str) -> str:
@@ -309,7 +317,9 @@ def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = Fal
 class Sender:
     """Sends from the node in a thread until stopped, keeping what was acknowledged and what failed."""
 
-    def __init__(self, namesrv: str, topic: str, pause: float = 0.02, send_timeout: float = 3.0, keys: int = 0) -> None:
+    def __init__(
+        self, namesrv: str, topic: str, pause: float = 0.02, send_timeout: float = 3.0, keys: int = 0
+    ) -> None:
         self.namesrv, self.topic, self.pause, self.send_timeout = namesrv, topic, pause, send_timeout
         self.keys = keys
         """With keys: sends round-robin over that many sharding keys (an orderly topic), each body
@@ -361,7 +371,9 @@ class Sender:
         deadline = time.monotonic() + timeout
         while len(self.acked) < n and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert len(self.acked) >= n, f"only {len(self.acked)} sends acknowledged; failures: {self.failures[-5:]}"
+        assert len(self.acked) >= n, (
+            f"only {len(self.acked)} sends acknowledged; failures: {self.failures[-5:]}"
+        )
 
 
 def read_all(namesrv: str, topic: str, group: str, expect: int, timeout: float = 90) -> list[bytes]:

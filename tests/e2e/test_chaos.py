@@ -25,7 +25,9 @@ JAVA = os.environ.get("PYROCKETMQ_CHAOS_JAVA", "1") == "1"  # the Apache 4.9 Jav
 
 @pytest.fixture(scope="module")
 def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "chaos", wait=True, names=3, groups=1) as mq:  # failover by default
+    with deployed_mq(
+        node_cluster, images, "chaos", wait=True, names=3, groups=1
+    ) as mq:  # failover by default
         yield mq
 
 

@@ -76,7 +76,9 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
                         "the deleted pod back and in sync", interval=2)
 
         # a switchover moves the master back, gracefully
-        kube.kubectl("annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite")
+        kube.kubectl(
+            "annotate", "broker", "orders", "-n", ns, f"pyrocketmq.io/switchover={master}", "--overwrite"
+        )
         try:
             kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == master, 90,
                             f"{master} master again after the switchover", interval=1)
@@ -95,8 +97,10 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
     got = read_until(namesrv, topic, f"GID_CHECK_{secrets.token_hex(3)}", set(sender.ok.values()))
     missing = set(sender.ok.values()) - got
     assert not missing, f"{len(missing)} acknowledged messages missing"
-    print(f"\nmaster pod force-deleted: writable again on {other} after {writable:.1f} s; "
-          f"{len(sender.ok)} SEND_OK, statuses {sender.statuses}, {len(sender.failures)} failed sends, none lost")
+    print(
+        f"\nmaster pod force-deleted: writable again on {other} after {writable:.1f} s; "
+        f"{len(sender.ok)} SEND_OK, statuses {sender.statuses}, {len(sender.failures)} failed sends, none lost"
+    )
 
 
 @pytest.mark.timeout(600)
@@ -106,15 +110,23 @@ def test_losing_two_controller_pods_at_once_loses_no_committed_change(mq: MQ) ->
     claims = {c["metadata"]["name"]: c["status"].get("phase") for c in kube.get("pvc", "-n", ns)["items"]}
     assert all(claims.get(f"controller-names-{i}") == "Bound" for i in range(3)), claims
     namesrv = mq.namesrv_addr()
-    before = kube.wait_until(lambda: (v := controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
-                             60, "the controller's view of orders-0", interval=2)
+    before = kube.wait_until(
+        lambda: (v := controller_view(namesrv, "orders-0")).get("masterId", -1) > 0 and v,
+        60,
+        "the controller's view of orders-0",
+        interval=2,
+    )
     assert int(before["epoch"]) >= 1, before
     uids = {i: kube.get("pod", f"names-{i}", "-n", ns)["metadata"]["uid"] for i in (0, 1)}
-    kube.kubectl("delete", "pod", "names-0", "names-1", "-n", ns, "--grace-period=0", "--force", "--wait=false")
+    kube.kubectl(
+        "delete", "pod", "names-0", "names-1", "-n", ns, "--grace-period=0", "--force", "--wait=false"
+    )
 
     def replaced() -> bool:
         pods = [get(kube, "pod", f"names-{i}", ns) for i in (0, 1)]
-        return all(p and p["metadata"]["uid"] != uids[i] and pod_ready(p) for i, p in zip((0, 1), pods, strict=True))
+        return all(
+            p and p["metadata"]["uid"] != uids[i] and pod_ready(p) for i, p in zip((0, 1), pods, strict=True)
+        )
 
     kube.wait_until(replaced, 180, "both name server pods replaced and Ready", interval=2)
     namesrv = mq.namesrv_addr()

@@ -23,5 +23,7 @@ def test_helm_test_produces_to_and_consumes_from_the_charts_cluster(
         assert done.returncode == 0, out
         assert "Succeeded" in out and "received 3 message(s) from TopicTest" in out, out
     finally:
-        kube.kubectl("delete", "pod", "-n", ns, f"{RELEASE}-test-produce-consume", "--ignore-not-found", check=False)
+        kube.kubectl(
+            "delete", "pod", "-n", ns, f"{RELEASE}-test-produce-consume", "--ignore-not-found", check=False
+        )
         upgrade_release(kube, "cluster.enabled=false")  # Helm deletes the resources; the operator the rest

@@ -58,8 +58,12 @@ def shipped_scrape_configs(kube: KubeCluster, namespaces: list[str]) -> list[dic
 
 @pytest.fixture
 def prom(mq: MQ, tmp_path: Path) -> Iterator[Prometheus]:
-    p = Prometheus(tmp_path / "prometheus", {}, scrape_configs=shipped_scrape_configs(mq.kube, [mq.ns, OPERATOR_NAMESPACE]),
-                   binary=str(lk_tools.binary("prometheus")))
+    p = Prometheus(
+        tmp_path / "prometheus",
+        {},
+        scrape_configs=shipped_scrape_configs(mq.kube, [mq.ns, OPERATOR_NAMESPACE]),
+        binary=str(lk_tools.binary("prometheus")),
+    )
     try:
         yield p.start()
     finally:
@@ -71,15 +75,20 @@ def targets_up(prom: Prometheus) -> dict[str, int]:
 
 
 @pytest.mark.timeout(600)
-def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq: MQ, prom: Prometheus, tmp_path):
+def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(
+    mq: MQ, prom: Prometheus, tmp_path
+):
     kube, ns = mq.kube, mq.ns
     # 2 name servers, 2 groups × (master + slave), 1 operator: all found and up.
-    assert prom.wait("every pod scraped", lambda: (up := targets_up(prom)) == dict(zip(JOBS, (2, 4, 1), strict=True))
-                     and up)
+    assert prom.wait(
+        "every pod scraped",
+        lambda: (up := targets_up(prom)) == dict(zip(JOBS, (2, 4, 1), strict=True)) and up,
+    )
     pods = {r["metric"]["pod"] for r in prom.query('up{job="pyrocketmq-broker"}')}
     assert pods == {"orders-0-0", "orders-0-1", "orders-1-0", "orders-1-1"}
-    assert {r["metric"]["resource"] for r in prom.query('up{job=~"pyrocketmq-broker|pyrocketmq-namesrv"}')} == {
-        "orders", "names"}
+    assert {
+        r["metric"]["resource"] for r in prom.query('up{job=~"pyrocketmq-broker|pyrocketmq-namesrv"}')
+    } == {"orders", "names"}
     prom.wait("the operator's reconcile counters", lambda: prom.query('pyrocketmq_operator_reconcile_total'))
 
     suffix = secrets.token_hex(3)
@@ -103,7 +112,10 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
         prom.wait("one message in the DLQ", lambda: prom.value(
             f'sum(pyrocketmq_broker_dlq_messages_total{{group="{group}"}})') == 1)
         t.producer.send(Message(topic, b"later", delay_level=6))
-        prom.wait("one delayed message", lambda: prom.value('sum(pyrocketmq_broker_scheduled_messages{level="6"})') >= 1)
+        prom.wait(
+            "one delayed message",
+            lambda: prom.value('sum(pyrocketmq_broker_scheduled_messages{level="6"})') >= 1,
+        )
 
         # the official 5.x Python client on a broker pod's gRPC port: the dashboard's gRPC row gets data
         endpoint = mq.broker_addrs()["orders-0-0"].rpartition(":")[0] + ":8081"
@@ -128,5 +140,7 @@ def test_i_prometheus_scrapes_the_pods_and_every_dashboard_query_returns_data(mq
         # Apache RocketMQ 5's names and labels, as its users' dashboards and alert rules query them
         for query in APACHE_QUERIES:
             prom.wait(f"data for Apache's {query}", lambda q=query: prom.query(q))
-        masters = {r["metric"]["node_id"] for r in prom.query(f'rocketmq_messages_in_total{{topic="{topic}"}}')}
+        masters = {
+            r["metric"]["node_id"] for r in prom.query(f'rocketmq_messages_in_total{{topic="{topic}"}}')
+        }
         assert masters == {"orders-0", "orders-1"}, masters

@@ -42,7 +42,9 @@ def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> I
 
 
 @pytest.mark.timeout(900)
-def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(mq: MQ, faults: NodeFaults) -> None:
+def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
+    mq: MQ, faults: NodeFaults
+) -> None:
     kube, ns = mq.kube, mq.ns
     master = master_off_operator_node(kube, ns)
     other = next(p for p in ("orders-0-0", "orders-0-1") if p != master)
@@ -63,7 +65,10 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
         def replaced() -> bool:
             pod = get(kube, "pod", master, ns)
             node = ((pod or {}).get("spec") or {}).get("nodeName")
-            return bool(node and node not in (lost_node, kept_node)) and len(first_group(kube, ns).get("inSync", ())) == 2
+            return (
+                bool(node and node not in (lost_node, kept_node))
+                and len(first_group(kube, ns).get("inSync", ())) == 2
+            )
 
         kube.wait_until(replaced, 300, f"{master} recreated on the third node and in sync", interval=2)
         in_sync_after = time.monotonic() - frozen_at
@@ -76,5 +81,7 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
     got = read_until(namesrv, topic, f"GID_CHECK_{secrets.token_hex(3)}", set(sender.ok.values()))
     missing = set(sender.ok.values()) - got
     assert not missing, f"{len(missing)} acknowledged messages missing"
-    print(f"\nnode of {master} frozen: writable on {other} after {writable:.1f} s; replica replaced and in sync "
-          f"after {in_sync_after:.0f} s; {len(sender.ok)} SEND_OK, {len(sender.failures)} failed sends, none lost")
+    print(
+        f"\nnode of {master} frozen: writable on {other} after {writable:.1f} s; replica replaced and in sync "
+        f"after {in_sync_after:.0f} s; {len(sender.ok)} SEND_OK, {len(sender.failures)} failed sends, none lost"
+    )

@@ -94,7 +94,9 @@ def echoes(node_cluster: KubeCluster, images: E2EImages) -> Iterator[tuple[str, 
     kube.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "echo"},
                 "spec": {"selector": {"app": "echo"}, "ports": [{"port": PORT}]}}, "-n", ns)  # fmt: skip
     try:
-        kube.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "app=echo", "--timeout=120s", timeout=150)
+        kube.kubectl(
+            "wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "app=echo", "--timeout=120s", timeout=150
+        )
         ips = {node: kube.get("pod", pod, "-n", ns)["status"]["podIP"] for node, pod in names.items()}
         yield ns, ips
     finally:
@@ -125,7 +127,9 @@ def test_pods_reach_pods_on_other_nodes_services_and_dns(node_cluster: KubeClust
         assert _ask_from(node_cluster, ns, f"echo-{node.index}", f"echo.{ns}.svc").startswith("echo-")
 
 
-def test_an_isolated_node_is_cut_off_from_the_others_and_comes_back(node_cluster: KubeCluster, echoes) -> None:
+def test_an_isolated_node_is_cut_off_from_the_others_and_comes_back(
+    node_cluster: KubeCluster, echoes
+) -> None:
     ns, ips = echoes
     cut, other = lk_config.nodes(NODES)[1], lk_config.nodes(NODES)[0]
     result = _node_script(cut.name, "isolate")
@@ -138,7 +142,9 @@ def test_an_isolated_node_is_cut_off_from_the_others_and_comes_back(node_cluster
     assert _ask_from(node_cluster, ns, f"echo-{other.index}", ips[cut.name]) == f"echo-{cut.index}"
 
 
-def test_a_frozen_node_stops_answering_goes_not_ready_and_recovers_on_thaw(node_cluster: KubeCluster, echoes) -> None:
+def test_a_frozen_node_stops_answering_goes_not_ready_and_recovers_on_thaw(
+    node_cluster: KubeCluster, echoes
+) -> None:
     ns, ips = echoes
     frozen = lk_config.nodes(NODES)[2]
     result = _node_script(frozen.name, "freeze")
@@ -151,7 +157,9 @@ def test_a_frozen_node_stops_answering_goes_not_ready_and_recovers_on_thaw(node_
         assert not _ready(node_cluster, frozen.name), "the frozen node was still Ready after 90 s"
     finally:
         assert _node_script(frozen.name, "thaw").returncode == 0
-    node_cluster.wait_until(lambda: _ready(node_cluster, frozen.name), timeout=60, what=f"{frozen.name} Ready")
+    node_cluster.wait_until(
+        lambda: _ready(node_cluster, frozen.name), timeout=60, what=f"{frozen.name} Ready"
+    )
     assert _ask(ips[frozen.name], timeout=5) == f"echo-{frozen.index}"
 
 

@@ -28,14 +28,19 @@ def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> I
 
 def group_configs(admin: SyncAdmin, addr: str) -> dict:
     async def fetch():
-        resp = await admin.admin.instance.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        resp = await admin.admin.instance.invoke(
+            addr, RemotingCommand.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        )
         return SubscriptionGroupWrapper.from_json(resp.body or b"{}").subscription_group_table
 
     return admin._lt.run(fetch())
 
 
 def queue_layout(admin: SyncAdmin, topic: str) -> dict[str, tuple[int, int, int]]:
-    return {q.broker_name: (q.read_queue_nums, q.write_queue_nums, q.perm) for q in admin.topic_route(topic).queue_datas}
+    return {
+        q.broker_name: (q.read_queue_nums, q.write_queue_nums, q.perm)
+        for q in admin.topic_route(topic).queue_datas
+    }
 
 
 def masters(mq: MQ) -> list[str]:
@@ -49,10 +54,14 @@ def test_topic_queue_counts_are_updated_on_every_master(mq: MQ):
     kube.apply(topic_cr("upd-topic", topic, "orders", queues=4), "-n", ns)
     wait_ready(kube, "topic", "upd-topic", ns, timeout=60)
     with SyncAdmin(mq.namesrv_addr()) as admin:
-        kube.wait_until(lambda: queue_layout(admin, topic) == {"orders-0": (4, 4, 6), "orders-1": (4, 4, 6)}, 30, "4")
+        kube.wait_until(
+            lambda: queue_layout(admin, topic) == {"orders-0": (4, 4, 6), "orders-1": (4, 4, 6)}, 30, "4"
+        )
         kube.kubectl("patch", "topic", "upd-topic", "-n", ns, "--type=merge", "-p",
                      '{"spec": {"readQueueNums": 8, "writeQueueNums": 8}}')
-        kube.wait_until(lambda: queue_layout(admin, topic) == {"orders-0": (8, 8, 6), "orders-1": (8, 8, 6)}, 60, "8")
+        kube.wait_until(
+            lambda: queue_layout(admin, topic) == {"orders-0": (8, 8, 6), "orders-1": (8, 8, 6)}, 60, "8"
+        )
     obj = kube.wait_until(lambda: (o := get(kube, "topic", "upd-topic", ns)) and o["status"].get("observedGeneration") == 2
                           and o, 60, "generation 2")  # fmt: skip
     assert sorted(b["brokerName"] for b in obj["status"]["brokers"]) == ["orders-0", "orders-1"]
@@ -62,8 +71,19 @@ def test_group_settings_are_updated_and_members_and_lag_show_in_status(mq: MQ):
     kube, ns = mq.kube, mq.ns
     group, topic = f"GID_UPD_{secrets.token_hex(3)}", f"Lag_{secrets.token_hex(3)}"
     kube.apply(topic_cr("lag-topic", topic, "orders", queues=2), "-n", ns)
-    kube.apply({**group_cr("billing", group, "orders"), "spec": {"clusterRef": {"name": "orders"}, "groupName": group,
-                                                                 "retryMaxTimes": 3, "broadcast": False}}, "-n", ns)
+    kube.apply(
+        {
+            **group_cr("billing", group, "orders"),
+            "spec": {
+                "clusterRef": {"name": "orders"},
+                "groupName": group,
+                "retryMaxTimes": 3,
+                "broadcast": False,
+            },
+        },
+        "-n",
+        ns,
+    )
     wait_ready(kube, "consumergroup", "billing", ns, timeout=60)
     wait_ready(kube, "topic", "lag-topic", ns, timeout=60)
     namesrv = mq.namesrv_addr()
@@ -71,8 +91,19 @@ def test_group_settings_are_updated_and_members_and_lag_show_in_status(mq: MQ):
         for addr in masters(mq):
             config = group_configs(admin, addr)[group]
             assert config.retry_max_times == 3 and config.consume_broadcast_enable is False
-        kube.kubectl("patch", "consumergroup", "billing", "-n", ns, "--type=merge", "-p", '{"spec": {"retryMaxTimes": 5}}')
-        kube.wait_until(lambda: all(group_configs(admin, a)[group].retry_max_times == 5 for a in masters(mq)), 60, "5")
+        kube.kubectl(
+            "patch",
+            "consumergroup",
+            "billing",
+            "-n",
+            ns,
+            "--type=merge",
+            "-p",
+            '{"spec": {"retryMaxTimes": 5}}',
+        )
+        kube.wait_until(
+            lambda: all(group_configs(admin, a)[group].retry_max_times == 5 for a in masters(mq)), 60, "5"
+        )
 
         # 5 messages on orders-0, 2 of them consumed; a member of the group online.
         with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv) as producer:
@@ -117,8 +148,11 @@ def test_an_unreachable_cluster_is_a_reason_retried_with_backoff_and_converges_w
     assert condition(obj, "Reconciling").get("status") == "True"
 
     def delays() -> list[float]:
-        return [float(line.rsplit("retrying in ", 1)[1].split()[0])
-                for line in operator_log(kube).splitlines() if f"name servers {dead}" in line and "retrying in" in line]
+        return [
+            float(line.rsplit("retrying in ", 1)[1].split()[0])
+            for line in operator_log(kube).splitlines()
+            if f"name servers {dead}" in line and "retrying in" in line
+        ]
 
     kube.wait_until(lambda: len(delays()) >= 4, 120, "retries", interval=2)
     assert min(delays()) < max(delays()), delays()  # backoff: the delay grows between attempts
@@ -155,8 +189,14 @@ def test_group_lag_scales_its_consumer_deployment_up_to_the_queue_count_and_back
     kube.apply(consumer_deployment(mq, "workers", topic, group, rate=15), "-n", ns)
     autoscale = {"scaleTargetRef": {"kind": "Deployment", "name": "workers"}, "lagPerReplica": 40,
                  "minReplicas": 1, "maxReplicas": 6, "scaleDownStabilizationSeconds": 20}
-    kube.apply({**group_cr("workers", group, "orders"),
-                "spec": {"clusterRef": {"name": "orders"}, "groupName": group, "autoscale": autoscale}}, "-n", ns)
+    kube.apply(
+        {
+            **group_cr("workers", group, "orders"),
+            "spec": {"clusterRef": {"name": "orders"}, "groupName": group, "autoscale": autoscale},
+        },
+        "-n",
+        ns,
+    )
     wait_ready(kube, "consumergroup", "workers", ns, timeout=60)
 
     def status() -> dict:
@@ -166,7 +206,9 @@ def test_group_lag_scales_its_consumer_deployment_up_to_the_queue_count_and_back
         d = kube.get("deployment", "workers", "-n", ns)
         return d["spec"]["replicas"], d.get("status", {}).get("readyReplicas", 0)
 
-    kube.wait_until(lambda: status().get("membersOnline", 0) >= 1, 120, "the first consumer online", interval=1)
+    kube.wait_until(
+        lambda: status().get("membersOnline", 0) >= 1, 120, "the first consumer online", interval=1
+    )
     namesrv = mq.namesrv_addr()
     with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv) as producer:
         for i in range(600):
@@ -177,14 +219,26 @@ def test_group_lag_scales_its_consumer_deployment_up_to_the_queue_count_and_back
                          "a scale-up to the queue count", interval=1)
     assert up["reason"] == "QueueBound" and up["lag"] > 160, up
     kube.wait_until(lambda: replicas() == (4, 4), 120, "4 consumer pods ready", interval=1)
-    kube.wait_until(lambda: status().get("membersOnline", 0) == 4, 90, "4 members share the group", interval=1)
+    kube.wait_until(
+        lambda: status().get("membersOnline", 0) == 4, 90, "4 members share the group", interval=1
+    )
 
     # drained, then held for the 20 s window, then back to minReplicas
     kube.wait_until(lambda: status().get("totalLag") == 0, 180, "the backlog consumed", interval=1)
     down = kube.wait_until(lambda: replicas()[0] == 1 and status().get("autoscale"), 120, "a scale-down to 1",
                            interval=1)
     assert down["desiredReplicas"] == 1 and down["reason"] == "MinReplicas", down
-    events = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Scaled,involvedObject.name=workers",
-                          "-o", "jsonpath={.items[*].message}").stdout
-    assert "Deployment/workers: 1 → 4 replicas" in events and "Deployment/workers: 4 → 1 replicas" in events, events
+    events = kube.kubectl(
+        "get",
+        "events",
+        "-n",
+        ns,
+        "--field-selector",
+        "reason=Scaled,involvedObject.name=workers",
+        "-o",
+        "jsonpath={.items[*].message}",
+    ).stdout
+    assert (
+        "Deployment/workers: 1 → 4 replicas" in events and "Deployment/workers: 4 → 1 replicas" in events
+    ), events
     kube.kubectl("delete", "deployment", "workers", "-n", ns, "--wait=false")

@@ -57,7 +57,9 @@ def test_an_isolated_master_acknowledges_nothing_and_rejoins_as_a_replica(mq: MQ
         time.sleep(1)  # what was in flight at the cut has its answer
         inside_ok = len(inside.ok)
         n = len(sender.ok)
-        kube.wait_until(lambda: len(sender.ok) >= n + 20, 120, "SEND_OK again through the other side", interval=0.5)
+        kube.wait_until(
+            lambda: len(sender.ok) >= n + 20, 120, "SEND_OK again through the other side", interval=0.5
+        )
         writable = time.monotonic() - cut_at
         kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == other, 90, f"{other} master",
                         interval=1)  # fmt: skip
@@ -76,7 +78,9 @@ def test_an_isolated_master_acknowledges_nothing_and_rejoins_as_a_replica(mq: MQ
     got = read_until(everyone, topic, f"GID_CHECK_{secrets.token_hex(3)}", acknowledged)
     missing = acknowledged - got
     assert not missing, f"{len(missing)} acknowledged messages missing"
-    print(f"\nmaster {master} cut off on {cut}: SEND_OK on {other} after {writable:.1f} s; the isolated side "
-          f"acknowledged {inside_during}; back in sync {in_sync_after:.0f} s after the heal; "
-          f"{len(sender.ok)} + {len(inside.ok)} SEND_OK, {len(sender.failures)} + {len(inside.failures)} failed, "
-          f"{sum(sender.statuses.values()) + sum(inside.statuses.values()) - len(acknowledged)} other answers, none lost")
+    print(
+        f"\nmaster {master} cut off on {cut}: SEND_OK on {other} after {writable:.1f} s; the isolated side "
+        f"acknowledged {inside_during}; back in sync {in_sync_after:.0f} s after the heal; "
+        f"{len(sender.ok)} + {len(inside.ok)} SEND_OK, {len(sender.failures)} + {len(inside.failures)} failed, "
+        f"{sum(sender.statuses.values()) + sum(inside.statuses.values()) - len(acknowledged)} other answers, none lost"
+    )

@@ -54,13 +54,21 @@ def test_a_nameservers_and_replicated_broker_groups_become_ready(mq: MQ):
     ]  # fmt: skip
     assert all(pod_ready(p) for p in all_pods), [p["metadata"]["name"] for p in all_pods if not pod_ready(p)]
     claims = kube.get("pvc", "-n", ns)["items"]
-    assert sorted(c["metadata"]["name"] for c in claims) == [f"store-orders-{g}-{i}" for g in (0, 1) for i in (0, 1)]
-    assert all(c["status"]["phase"] == "Bound" and c["spec"]["storageClassName"] == "local-path" for c in claims)
+    assert sorted(c["metadata"]["name"] for c in claims) == [
+        f"store-orders-{g}-{i}" for g in (0, 1) for i in (0, 1)
+    ]
+    assert all(
+        c["status"]["phase"] == "Bound" and c["spec"]["storageClassName"] == "local-path" for c in claims
+    )
     # What a user sees: kubectl get with the printer columns.
     table = kube.kubectl("get", "broker,nameserver", "-n", ns).stdout
-    broker_row = next(line.split() for line in table.splitlines() if line.startswith("broker.pyrocketmq.io/orders"))
+    broker_row = next(
+        line.split() for line in table.splitlines() if line.startswith("broker.pyrocketmq.io/orders")
+    )
     assert broker_row[1:6] == ["OrdersCluster", "2", "2", "2", "True"], table
-    ns_row = next(line.split() for line in table.splitlines() if line.startswith("nameserver.pyrocketmq.io/names"))
+    ns_row = next(
+        line.split() for line in table.splitlines() if line.startswith("nameserver.pyrocketmq.io/names")
+    )
     assert ns_row[1:4] == ["2", "2", "True"], table
     assert broker["status"]["observedGeneration"] == broker["metadata"]["generation"]
     # Both groups registered with both name servers, master (id 0) and slave (id 1).
@@ -88,15 +96,26 @@ def test_b_topic_and_group_are_on_every_broker_pod_and_removed_with_the_resource
     addrs = mq.broker_addrs()
     with SyncAdmin(mq.namesrv_addr()) as admin:
         # Masters get them from the operator; slaves copy them from their master (every 10 s).
-        kube.wait_until(lambda: all(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic everywhere")
-        kube.wait_until(lambda: all(group in groups_on(admin, a) for a in addrs.values()), 60, "group everywhere")
+        kube.wait_until(
+            lambda: all(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic everywhere"
+        )
+        kube.wait_until(
+            lambda: all(group in groups_on(admin, a) for a in addrs.values()), 60, "group everywhere"
+        )
         route = admin.topic_route(topic)
-        assert {q.broker_name: q.write_queue_nums for q in route.queue_datas} == {"orders-0": 4, "orders-1": 4}
+        assert {q.broker_name: q.write_queue_nums for q in route.queue_datas} == {
+            "orders-0": 4,
+            "orders-1": 4,
+        }
 
         kube.kubectl("delete", "topic", "orders-topic", "-n", ns, "--timeout=60s")
         kube.kubectl("delete", "consumergroup", "billing", "-n", ns, "--timeout=60s")
-        kube.wait_until(lambda: not any(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic gone")
-        kube.wait_until(lambda: not any(group in groups_on(admin, a) for a in addrs.values()), 60, "group gone")
+        kube.wait_until(
+            lambda: not any(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic gone"
+        )
+        kube.wait_until(
+            lambda: not any(group in groups_on(admin, a) for a in addrs.values()), 60, "group gone"
+        )
         assert topic not in admin.topic_list()
 
 
@@ -126,8 +145,12 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ, tmp_path:
     with SyncPullConsumer(group, mq.namesrv_addr()) as consumer:
         consumer.assign(consumer.fetch_queues(topic))
         got: list[bytes] = []
-        kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 50, 60, "50")
-    assert sorted(got) == sorted(f"node-{i}".encode() for i in range(50))  # the pod consumer committed its 200
+        kube.wait_until(
+            lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 50, 60, "50"
+        )
+    assert sorted(got) == sorted(
+        f"node-{i}".encode() for i in range(50)
+    )  # the pod consumer committed its 200
 
     # The official 5.x Python client from the node, on the brokers' gRPC port (spec.grpc, 8081 by default):
     # routes name every broker pod's endpoint, sends land in the same topic, a 5.x group reads them all.
@@ -135,9 +158,13 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ, tmp_path:
     home = tmp_path / "py5-home"
     sent5 = pyclient5.run([endpoint, topic, "produce", "normal", 8], home=home)
     assert sent5["errors"] == [] and len(sent5["sent"]) == 8, sent5
-    got5 = pyclient5.run([endpoint, topic, "simple", f"GID5_{secrets.token_hex(3)}", n + 58, 60], home=home, timeout=120)
+    got5 = pyclient5.run(
+        [endpoint, topic, "simple", f"GID5_{secrets.token_hex(3)}", n + 58, 60], home=home, timeout=120
+    )
     got_ids = {d["messageId"] for d in got5["deliveries"]}
-    assert {s["messageId"] for s in sent5["sent"]} <= got_ids and len(got5["deliveries"]) == n + 58, len(got5["deliveries"])
+    assert {s["messageId"] for s in sent5["sent"]} <= got_ids and len(got5["deliveries"]) == n + 58, len(
+        got5["deliveries"]
+    )
 
     # spec.resetOffset: the operator rewinds the group on every master; status says where each queue went.
     kube.kubectl("patch", "consumergroup", "pods-group", "-n", ns, "--type=merge", "-p",
@@ -182,10 +209,14 @@ def test_g_slave_pods_replicate_their_master_and_serve_reads(mq: MQ):
     addrs = mq.broker_addrs()
     with SyncAdmin(mq.namesrv_addr()) as admin:
         # the slaves learn the topic from their master's config sync (every 10 s)
-        kube.wait_until(lambda: all(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic on slaves")
+        kube.wait_until(
+            lambda: all(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic on slaves"
+        )
     with SyncProducer(f"P_{secrets.token_hex(3)}", mq.namesrv_addr()) as producer:
         results = [producer.send(Message(topic, f"r{i}".encode() * 10)) for i in range(100)]
-    per_group = {name: sum(r.message_queue.broker_name == name for r in results) for name in ("orders-0", "orders-1")}
+    per_group = {
+        name: sum(r.message_queue.broker_name == name for r in results) for name in ("orders-0", "orders-1")
+    }
     assert sum(per_group.values()) == 100
     # SYNC_MASTER acknowledged each send once the slave held it: the slave answers pulls with the
     # master's bytes, queue by queue.
@@ -195,7 +226,9 @@ def test_g_slave_pods_replicate_their_master_and_serve_reads(mq: MQ):
             ours = _raw_queue(master, topic, q)
             kube.wait_until(lambda m=master, s=slave, q=q, ours=ours: _raw_queue(s, topic, q) == ours, 30,
                             f"orders-{g} queue {q} on the slave")  # fmt: skip
-        assert sum(len(_raw_queue(master, topic, q)) > 0 for q in (0, 1)) >= (1 if per_group[f"orders-{g}"] else 0)
+        assert sum(len(_raw_queue(master, topic, q)) > 0 for q in (0, 1)) >= (
+            1 if per_group[f"orders-{g}"] else 0
+        )
 
 
 @pytest.mark.timeout(900)
@@ -239,4 +272,6 @@ def test_d_a_deleted_master_pod_comes_back_on_its_volume_with_everything_acknowl
     with SyncAdmin(namesrv) as admin:
         after = {mq_.queue_id: row for mq_, row in admin.consume_stats(group, topic)[0].items()
                  if mq_.broker_name == "orders-0"}  # fmt: skip
-    assert {q: r.consumer_offset for q, r in after.items()} == {q: r.consumer_offset for q, r in committed_before.items()}
+    assert {q: r.consumer_offset for q, r in after.items()} == {
+        q: r.consumer_offset for q, r in committed_before.items()
+    }

@@ -54,7 +54,9 @@ def _set_read_secrets(kube: KubeCluster, images: E2EImages, on: bool) -> None:
 
 
 @pytest.fixture(scope="module")
-def secure(node_cluster: KubeCluster, images: E2EImages, operator_release: str, tmp_path_factory) -> Iterator[tuple]:
+def secure(
+    node_cluster: KubeCluster, images: E2EImages, operator_release: str, tmp_path_factory
+) -> Iterator[tuple]:
     kube = node_cluster
     certs = make_certs(tmp_path_factory.mktemp("certs"))
     ns = kube.create_namespace("e2e-secure")
@@ -121,7 +123,9 @@ def test_tls_and_acl_from_secrets_on_pods(secure):
     kube.apply(topic_cr("secure-topic", topic, "orders", queues=2), "-n", ns)
     wait_ready(kube, "topic", "secure-topic", ns, timeout=90)
     with SyncAdmin(namesrv, client=_client(certs, ADMIN)) as admin:
-        kube.wait_until(lambda: all(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic on both")
+        kube.wait_until(
+            lambda: all(topic in topics_on(admin, a) for a in addrs.values()), 60, "topic on both"
+        )
 
     with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv, client=alice) as producer:
         sent = [producer.send(Message(topic, f"s{i}".encode())).msg_id for i in range(20)]
@@ -129,7 +133,9 @@ def test_tls_and_acl_from_secrets_on_pods(secure):
         consumer.assign(consumer.fetch_queues(topic))
         consumer.seek_to_begin()
         got: list[bytes] = []
-        kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 20, 60, "20")
+        kube.wait_until(
+            lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 20, 60, "20"
+        )
     assert len(sent) == 20 and sorted(got) == sorted(f"s{i}".encode() for i in range(20))
 
     # Turned away: plain TCP, TLS without an account, an account the file does not (yet) have.

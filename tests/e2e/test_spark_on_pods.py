@@ -56,8 +56,16 @@ def orders(n: int) -> list[tuple[str, dict]]:
     out = []
     for i in range(n):
         cents = 100 + (i * 7919) % 40_000
-        out.append((TAGS[i % len(TAGS)],
-                    {"orderId": f"o-{i}", "amount": f"{cents // 100}.{cents % 100:02d}", "ts": BASE_TS + i * 240_000 // n}))
+        out.append(
+            (
+                TAGS[i % len(TAGS)],
+                {
+                    "orderId": f"o-{i}",
+                    "amount": f"{cents // 100}.{cents % 100:02d}",
+                    "ts": BASE_TS + i * 240_000 // n,
+                },
+            )
+        )
     # Ten minutes later: moves the watermark past every minute above, so each one is emitted.
     out.append(("flush", {"orderId": "flush", "amount": "1.00", "ts": BASE_TS + 14 * 60_000}))
     return out
@@ -128,8 +136,12 @@ def parquet_rows(mq: MQ) -> list[dict]:
         },
     }  # fmt: skip
     mq.kube.apply(pod, "-n", mq.ns)
-    mq.kube.wait_until(lambda: mq.kube.get("pod", name, "-n", mq.ns)["status"].get("phase") in ("Succeeded", "Failed"),
-                       180, "the Parquet reader pod", interval=1)
+    mq.kube.wait_until(
+        lambda: mq.kube.get("pod", name, "-n", mq.ns)["status"].get("phase") in ("Succeeded", "Failed"),
+        180,
+        "the Parquet reader pod",
+        interval=1,
+    )
     logs = mq.kube.kubectl("logs", name, "-n", mq.ns).stdout
     line = next((ln for ln in logs.splitlines() if ln.startswith("ROWS ")), None)
     assert line is not None, logs[-3000:]
@@ -138,8 +150,24 @@ def parquet_rows(mq: MQ) -> list[dict]:
 
 def consumer_progress(mq: MQ, group: str, topic: str) -> tuple[int, int]:
     """``(sum of the group's consumer offsets, Consume Diff Total)`` as ``pyrocketmq admin`` prints them."""
-    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "consumerProgress", "-n", mq.namesrv_addr(),
-                          "-g", group, "-t", topic], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyrocketmq",
+            "admin",
+            "consumerProgress",
+            "-n",
+            mq.namesrv_addr(),
+            "-g",
+            group,
+            "-t",
+            topic,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     rows = [ln.split() for ln in out.stdout.splitlines() if ln.startswith(topic)]
     assert rows, out.stdout
@@ -173,8 +201,9 @@ def test_h_a_spark_job_on_kubernetes_consumes_a_group_into_files_and_a_rerun_rea
     first = spark_submit(kube, mq, "totals-first", app_args)
     assert first.returncode == 0, f"spark-submit failed:\n{first.stdout[-3000:]}\n{first.stderr[-6000:]}"
     driver, executors = app_pods(kube, ns, "totals-first")
-    assert driver["status"]["phase"] == "Succeeded", kube.kubectl("logs", driver["metadata"]["name"], "-n", ns,
-                                                                  check=False).stdout[-4000:]
+    assert driver["status"]["phase"] == "Succeeded", kube.kubectl(
+        "logs", driver["metadata"]["name"], "-n", ns, check=False
+    ).stdout[-4000:]
     assert executors, "no executor pod ran"
     started = [s for p in executors for s in p["status"].get("containerStatuses", ())
                if "terminated" in s.get("state", {}) or "running" in s.get("state", {})]

@@ -34,15 +34,53 @@ from pyrocketmq.remoting.transport import Connection
 from pyrocketmq.server.acl import AclValidator, parse_plain_acl
 from tests.helpers.transport import FakeTransport
 
-EDGE_VALUES = ("", "0", "-1", "1", "2147483647", "2147483648", "-2147483649", "9223372036854775807",
-               "9223372036854775808", "-9223372036854775809", "1e309", "NaN", "true", "null", "%RETRY%g", "../..",
-               "TBW102", "RMQ_SYS_TRANS_HALF_TOPIC", "SCHEDULE_TOPIC_XXXX", "T", "g", "DefaultCluster", "broker-a",
-               "x" * 300, "\u00e9\u0000")
+EDGE_VALUES = (
+    "",
+    "0",
+    "-1",
+    "1",
+    "2147483647",
+    "2147483648",
+    "-2147483649",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "1e309",
+    "NaN",
+    "true",
+    "null",
+    "%RETRY%g",
+    "../..",
+    "TBW102",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "SCHEDULE_TOPIC_XXXX",
+    "T",
+    "g",
+    "DefaultCluster",
+    "broker-a",
+    "x" * 300,
+    "\u00e9\u0000",
+)
 
 
 def _field_names() -> list[str]:
-    names: set[str] = {"topic", "consumerGroup", "producerGroup", "group", "groupName", "queueId", "offset", "key",
-                       "namespace", "value", "brokerName", "clusterName", "brokerAddr", "brokerId", "clientID"}
+    names: set[str] = {
+        "topic",
+        "consumerGroup",
+        "producerGroup",
+        "group",
+        "groupName",
+        "queueId",
+        "offset",
+        "key",
+        "namespace",
+        "value",
+        "brokerName",
+        "clusterName",
+        "brokerAddr",
+        "brokerId",
+        "clientID",
+    }
     for cls in [*vars(headers).values(), *vars(namesrv_header).values()]:
         if isinstance(cls, type) and issubclass(cls, headers.Header) and cls is not headers.Header:
             for f in fields(cls):
@@ -145,8 +183,10 @@ class Server:
             logger.removeHandler(self.failures)
         if self.failures.records:
             r = self.failures.records[0]
-            raise AssertionError(f"code {cmd.code} ext {cmd.ext_fields} body {cmd.body!r:.200}: "
-                                 f"{r.getMessage()}\n{logging.Formatter().formatException(r.exc_info) if r.exc_info else ''}")
+            raise AssertionError(
+                f"code {cmd.code} ext {cmd.ext_fields} body {cmd.body!r:.200}: "
+                f"{r.getMessage()}\n{logging.Formatter().formatException(r.exc_info) if r.exc_info else ''}"
+            )
 
 
 def _broker_handlers() -> dict[int, Callable]:
@@ -174,9 +214,22 @@ def _broker_handlers() -> dict[int, Callable]:
 
     atexit.register(close)
     handlers: dict[int, Callable] = {}
-    registry = type("Registry", (), {"register": lambda self, code, fn: handlers.__setitem__(int(code), fn)})()
-    for cls in (SendProcessor, SendBackProcessor, PullProcessor, OffsetProcessor, ClientProcessor, ConsumerProcessor,
-                AdminProcessor, QueryProcessor, TransactionProcessor, ReplicationProcessor, ToolsProcessor):
+    registry = type(
+        "Registry", (), {"register": lambda self, code, fn: handlers.__setitem__(int(code), fn)}
+    )()
+    for cls in (
+        SendProcessor,
+        SendBackProcessor,
+        PullProcessor,
+        OffsetProcessor,
+        ClientProcessor,
+        ConsumerProcessor,
+        AdminProcessor,
+        QueryProcessor,
+        TransactionProcessor,
+        ReplicationProcessor,
+        ToolsProcessor,
+    ):
         extra = {"property_filter": True} if cls is ClientProcessor else {}
         services.make(cls, **extra).register(registry)
     return handlers

@@ -37,7 +37,11 @@ def test_seeds_read_back_as_the_requests_they_were_written_from(target, requests
 
     for code, ext, body in requests():
         cmd = request_from(as_input(int(code), ext, body, codes), codes)
-        assert (cmd.code, cmd.ext_fields, cmd.body or None) == (int(code), {k: str(v) for k, v in ext.items()}, body)
+        assert (cmd.code, cmd.ext_fields, cmd.body or None) == (
+            int(code),
+            {k: str(v) for k, v in ext.items()},
+            body,
+        )
 
 
 def _atheris() -> bool:

@@ -353,7 +353,14 @@ def start_pyrocketmq_slave(
     conf.update(brokerId=1, brokerRole="SLAVE")
     slave = ManagedProcess(
         "pyrocketmq-slave",
-        [python or sys.executable, "-m", "pyrocketmq", "broker", "-c", str(write_properties(home / "broker.conf", conf))],
+        [
+            python or sys.executable,
+            "-m",
+            "pyrocketmq",
+            "broker",
+            "-c",
+            str(write_properties(home / "broker.conf", conf)),
+        ],
         home / "broker.log",
         cwd=REPO_ROOT,
         env={"PYTHONUNBUFFERED": "1"},

@@ -36,9 +36,21 @@ def start_controller_namesrv(tmp: Path, name: str = "namesrv", **sets: object) -
                          controllerStorePath=tmp / name / "controller.json", **sets)
 
 
-def start_replica(tmp: Path, ns: str, rid: int, role: str = "SYNC_MASTER", port: int | None = None, **extra: object) -> Proc:
-    return start_broker(tmp, ns, name=f"{GROUP}-{rid}", port=port or free_port(span=1), brokerName=GROUP,
-                        brokerId=rid, brokerRole=role, enableControllerMode="true", controllerAddr=ns, **extra)
+def start_replica(
+    tmp: Path, ns: str, rid: int, role: str = "SYNC_MASTER", port: int | None = None, **extra: object
+) -> Proc:
+    return start_broker(
+        tmp,
+        ns,
+        name=f"{GROUP}-{rid}",
+        port=port or free_port(span=1),
+        brokerName=GROUP,
+        brokerId=rid,
+        brokerRole=role,
+        enableControllerMode="true",
+        controllerAddr=ns,
+        **extra,
+    )
 
 
 @contextmanager
@@ -61,13 +73,21 @@ def all_stopped() -> Iterator[Callable[[Proc], Proc]]:
 
 
 @contextmanager
-def controller_group(tmp: Path, replicas: int = 2, role: str = "SYNC_MASTER", ns_sets: dict[str, object] | None = None,
-                     **extra: object) -> Iterator[tuple[Proc, dict[int, Proc]]]:
+def controller_group(
+    tmp: Path,
+    replicas: int = 2,
+    role: str = "SYNC_MASTER",
+    ns_sets: dict[str, object] | None = None,
+    **extra: object,
+) -> Iterator[tuple[Proc, dict[int, Proc]]]:
     """A name server with the controller and a group of ``replicas`` (ids 1..n); every process that
     started is stopped afterwards, also when a later one failed to start."""
     with all_stopped() as keep:
         ns = keep(start_controller_namesrv(tmp, **(ns_sets or {})))
-        yield ns, {rid: keep(start_replica(tmp, ns.addr, rid, role, **extra)) for rid in range(1, replicas + 1)}
+        yield (
+            ns,
+            {rid: keep(start_replica(tmp, ns.addr, rid, role, **extra)) for rid in range(1, replicas + 1)},
+        )
 
 
 async def view(client: RemotingClient, ns: str) -> dict[str, Any]:
@@ -76,8 +96,9 @@ async def view(client: RemotingClient, ns: str) -> dict[str, Any]:
     body = json.dumps({"brokerName": GROUP}).encode()
     for addr in ns.split(";"):
         try:
-            resp = await client.invoke(addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {},
-                                                                     body), 2)
+            resp = await client.invoke(
+                addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {}, body), 2
+            )
         except RemotingError:
             continue
         if resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
@@ -130,7 +151,9 @@ async def produce(ns: str, topic: str, stop: asyncio.Event, acked: Acked, tag: s
                 await asyncio.sleep(0.05)
                 continue
             if r.status.name == "SEND_OK":
-                host, port, phy = decode_offset_msg_id(r.offset_msg_id)  # the broker that stored it, and where
+                host, port, phy = decode_offset_msg_id(
+                    r.offset_msg_id
+                )  # the broker that stored it, and where
                 addr = f"{host}:{port}"
                 acked.sent[body] = (r.message_queue.queue_id, r.queue_offset, addr)
                 acked.stored_at[body] = phy
@@ -172,7 +195,9 @@ async def has_topic(client: RemotingClient, addr: str, topic: str) -> bool:
     return topic.encode() in bytes(resp.payload or b"")
 
 
-async def in_sync_with_topic(client: RemotingClient, ns: str, replicas: dict[int, Proc], topic: str) -> tuple[int, int]:
+async def in_sync_with_topic(
+    client: RemotingClient, ns: str, replicas: dict[int, Proc], topic: str
+) -> tuple[int, int]:
     """Once a master has both replicas in sync: ``topic`` (one queue) made on it and copied to its
     slave. ``(master id, slave id)``."""
     await until("a master with both replicas in sync", lambda: in_sync(client, ns))

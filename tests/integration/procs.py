@@ -68,7 +68,9 @@ class Proc:
         fh = open(self.log, "ab")
         start = fh.tell()  # a restart appends: only what this run logs counts
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(self.args, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.args, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         fh.close()
         try:
             wait_port(self.port, self.proc, self.log)
@@ -135,7 +137,9 @@ def write_broker_conf(tmp: Path, namesrv: str, port: int, name: str = "broker-a"
     return path
 
 
-def start_broker(tmp: Path, namesrv: str, name: str = "broker-a", port: int | None = None, **extra: object) -> Proc:
+def start_broker(
+    tmp: Path, namesrv: str, name: str = "broker-a", port: int | None = None, **extra: object
+) -> Proc:
     port = port or free_port(span=1)
     conf = write_broker_conf(tmp, namesrv, port, name, **extra)
     # A broker serves before its first registration with the name servers ends: a client that routes

@@ -224,8 +224,9 @@ def test_no_side_door_reads_a_topic_the_account_may_not_subscribe_to(tmp_path):
                 return RemotingCommand.request(RequestCode.QUERY_MESSAGE, {
                     "topic": topic, "key": "k1", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**62})
 
-            back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": offset, "group": "ga",
-                                                                                 "delayLevel": 0})
+            back = RemotingCommand.request(
+                RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": offset, "group": "ga", "delayLevel": 0}
+            )
             v2_under_10 = wire.send_v2("Secret", b"bypass")
             v2_under_10.code = RequestCode.SEND_MESSAGE
             pull = wire.pull("Open", 0, 0, group="ga")

@@ -53,13 +53,21 @@ def test_broker_and_group_tools(namesrv, broker, producing):
     assert out.returncode == 0 and "commitLogMaxOffset" in out.stdout, out
     out = cli(namesrv.addr, "getBrokerConfig", "-c", "DefaultCluster")
     assert out.returncode == 0, out.stderr
-    config = dict((k.strip(), v.strip()) for k, _, v in (line.partition("=  ") for line in out.stdout.splitlines()[1:]))
+    config = dict(
+        (k.strip(), v.strip()) for k, _, v in (line.partition("=  ") for line in out.stdout.splitlines()[1:])
+    )
     assert out.stdout.startswith(f"============{broker.addr}============")
     assert config["brokerName"] == "broker-a" and config["maxMessageSize"] == str(64 * 1024)
     assert config["flushDiskType"] == "ASYNC_FLUSH" and "secretKey" not in config
     out = cli(namesrv.addr, "updateBrokerConfig", "-b", broker.addr, "-k", "slaveReadEnable", "-v", "true")
-    assert out.returncode != 0 and "cannot change while the broker runs" in out.stderr and "Traceback" not in out.stderr
-    out = cli(namesrv.addr, "updateBrokerConfig", "-c", "DefaultCluster", "-k", "diskMaxUsedSpaceRatio", "-v", "80")
+    assert (
+        out.returncode != 0
+        and "cannot change while the broker runs" in out.stderr
+        and "Traceback" not in out.stderr
+    )
+    out = cli(
+        namesrv.addr, "updateBrokerConfig", "-c", "DefaultCluster", "-k", "diskMaxUsedSpaceRatio", "-v", "80"
+    )
     assert out.returncode == 0 and f"update broker config success, {broker.addr}" in out.stdout, out
     out = cli(namesrv.addr, "getBrokerConfig", "-b", broker.addr)
     assert "diskMaxUsedSpaceRatio                             =  80" in out.stdout, out.stdout
@@ -79,19 +87,31 @@ def test_broker_and_group_tools(namesrv, broker, producing):
             await c.commit()
 
     asyncio.run(commit())
-    out = cli(namesrv.addr, "cloneGroupOffset", "-s", "tools_src", "-d", "tools_dst", "-t", TOPIC, "-o", "true")
+    out = cli(
+        namesrv.addr, "cloneGroupOffset", "-s", "tools_src", "-d", "tools_dst", "-t", TOPIC, "-o", "true"
+    )
     assert out.returncode == 0 and "clone group offset success" in out.stdout, out
 
     async def offsets(group: str):
         async with Admin(namesrv.addr) as admin:
-            return {q: await admin.instance.query_consumer_offset(group, MessageQueue(TOPIC, "broker-a", q)) for q in (0, 1)}
+            return {
+                q: await admin.instance.query_consumer_offset(group, MessageQueue(TOPIC, "broker-a", q))
+                for q in (0, 1)
+            }
 
-    assert asyncio.run(offsets("tools_dst")) == asyncio.run(offsets("tools_src")) and sum(asyncio.run(offsets("tools_dst")).values()) == 6
+    assert (
+        asyncio.run(offsets("tools_dst")) == asyncio.run(offsets("tools_src"))
+        and sum(asyncio.run(offsets("tools_dst")).values()) == 6
+    )
 
     out = cli(namesrv.addr, "clusterRT", "-a", "5", "-s", "64")
     assert out.returncode == 0, out.stderr
     row = out.stdout.splitlines()[1].split()
-    assert out.stdout.startswith("#Cluster Name") and row[:2] == ["DefaultCluster", "broker-a"] and row[3:] == ["5", "0"], out
+    assert (
+        out.stdout.startswith("#Cluster Name")
+        and row[:2] == ["DefaultCluster", "broker-a"]
+        and row[3:] == ["5", "0"]
+    ), out
     out = cli(namesrv.addr, "topicClusterList", "-t", TOPIC)
     assert out.returncode == 0 and out.stdout.split() == ["DefaultCluster"], out
     out = cli(namesrv.addr, "deleteSubGroup", "-g", "tools_dst", "-c", "DefaultCluster")
@@ -114,7 +134,9 @@ def test_get_consumer_status_asks_the_online_consumers(namesrv, broker, producin
         try:
             await wait_until(lambda: len(col.messages) >= 6, 30, "6 consumed")
             await wait_until(lambda: sum(c.local_offsets(TOPIC).values()) >= 6, 30, "offsets advanced")
-            out = await asyncio.to_thread(cli, namesrv.addr, "getConsumerStatus", "-g", "tools_live", "-t", TOPIC)
+            out = await asyncio.to_thread(
+                cli, namesrv.addr, "getConsumerStatus", "-g", "tools_live", "-t", TOPIC
+            )
             return out, c.instance.client_id
         finally:
             await c.shutdown()
@@ -123,6 +145,9 @@ def test_get_consumer_status_asks_the_online_consumers(namesrv, broker, producin
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines()[2:]]
     assert out.stdout.startswith("get consumer status from client. group=tools_live")
-    assert {r[0] for r in rows} == {client_id} and sorted((r[2], r[3]) for r in rows) == [("0", "3"), ("1", "3")], out.stdout
+    assert {r[0] for r in rows} == {client_id} and sorted((r[2], r[3]) for r in rows) == [
+        ("0", "3"),
+        ("1", "3"),
+    ], out.stdout
     out = cli(namesrv.addr, "getConsumerStatus", "-g", "tools_live", "-t", TOPIC)  # nobody online now
     assert out.returncode != 0 and "No Any Consumer online" in out.stderr

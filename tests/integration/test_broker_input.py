@@ -68,7 +68,11 @@ def ready(broker):
     "name, payload, reason",
     [
         ("length over 16 MiB", struct.pack(">ii", 16 * 1024 * 1024 + 1, 10) + b"x" * 64, "outside"),
-        ("header length past the frame", struct.pack(">ii", 12, 500) + b"{}" + b"\0" * 6, "runs past the frame"),
+        (
+            "header length past the frame",
+            struct.pack(">ii", 12, 500) + b"{}" + b"\0" * 6,
+            "runs past the frame",
+        ),
         ("garbage header JSON", struct.pack(">ii", 4 + 9, 9) + b"{garbage!", "not valid JSON"),
         ("unknown serialize type", struct.pack(">ii", 6, (9 << 24) | 2) + b"{}", "serialize type"),
     ],
@@ -121,7 +125,13 @@ def test_unknown_request_code_answered_with_3(ready):
 
 @pytest.mark.parametrize(
     "case",
-    ["invalid topic name", "topic name too long", "body over maxMessageSize", "queueId out of range", "bad header"],
+    [
+        "invalid topic name",
+        "topic name too long",
+        "body over maxMessageSize",
+        "queueId out of range",
+        "bad header",
+    ],
 )
 def test_rejected_send_writes_nothing(ready, case):
     async def run():
@@ -131,11 +141,23 @@ def test_rejected_send_writes_nothing(ready, case):
         if case == "invalid topic name":
             cmd, code, words = send_v2("bad topic!", b"x"), ResponseCode.SYSTEM_ERROR, "characters"
         elif case == "topic name too long":
-            cmd, code, words = send_v2("T" * 128, b"x"), ResponseCode.SYSTEM_ERROR, "longer than topic max length"
+            cmd, code, words = (
+                send_v2("T" * 128, b"x"),
+                ResponseCode.SYSTEM_ERROR,
+                "longer than topic max length",
+            )
         elif case == "body over maxMessageSize":
-            cmd, code, words = send_v2(TOPIC, b"x" * (64 * 1024 + 1)), ResponseCode.MESSAGE_ILLEGAL, "maxMessageSize"
+            cmd, code, words = (
+                send_v2(TOPIC, b"x" * (64 * 1024 + 1)),
+                ResponseCode.MESSAGE_ILLEGAL,
+                "maxMessageSize",
+            )
         elif case == "queueId out of range":
-            cmd, code, words = send_v2(TOPIC, b"x", queue_id=4), ResponseCode.SYSTEM_ERROR, "queueId[4] is illegal"
+            cmd, code, words = (
+                send_v2(TOPIC, b"x", queue_id=4),
+                ResponseCode.SYSTEM_ERROR,
+                "queueId[4] is illegal",
+            )
         else:
             cmd = send_v2(TOPIC, b"x")
             cmd.ext_fields["g"] = "not-a-number"
@@ -155,7 +177,9 @@ def test_runtime_info_is_json(ready):
         client = RemotingClient()
         from pyrocketmq.remoting.code import RequestCode
 
-        resp = await client.invoke(ready.addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5)
+        resp = await client.invoke(
+            ready.addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5
+        )
         assert "commitLogMaxOffset" in orjson.loads(resp.body)["table"]
         await client.close()
 

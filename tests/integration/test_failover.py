@@ -37,7 +37,10 @@ QUEUES = 4
 
 
 def test_sync_master_killed_under_sends_loses_nothing_acknowledged(tmp_path) -> None:
-    with controller_group(tmp_path, 2, ns_sets={"metricsPort": (metrics_port := free_port())}) as (ns, replicas):
+    with controller_group(tmp_path, 2, ns_sets={"metricsPort": (metrics_port := free_port())}) as (
+        ns,
+        replicas,
+    ):
         ns.metrics_port = metrics_port
         asyncio.run(_kill_the_master(tmp_path, ns, replicas))
 
@@ -74,7 +77,9 @@ async def _kill_the_master(tmp_path, ns, replicas) -> None:
 
         v = await view(client, ns.addr)
         assert v["masterId"] == other and v["epoch"] == 2, v
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{ns.metrics_port}/metrics", timeout=5).read().decode()
+        metrics = (
+            urllib.request.urlopen(f"http://127.0.0.1:{ns.metrics_port}/metrics", timeout=5).read().decode()
+        )
         for line in ('pyrocketmq_controller_master_epoch{broker_name="broker-a"} 2.0',
                      f'pyrocketmq_controller_master_replica{{broker_name="broker-a"}} {other}.0',
                      'pyrocketmq_controller_elections_total{broker_name="broker-a"} 2.0',
@@ -144,7 +149,9 @@ async def _pause_the_master(ns, replicas) -> None:
             want = await read_queue(client, new_master, TOPIC, q)
             await until(f"queue {q} the same on the old master",
                         lambda q=q, want=want: _same(client, old, q, want))
-        print(f"\nSIGSTOP to election: {elected:.2f} s; {len(acked.sent)} acknowledged, {acked.failures} failed attempts")
+        print(
+            f"\nSIGSTOP to election: {elected:.2f} s; {len(acked.sent)} acknowledged, {acked.failures} failed attempts"
+        )
     finally:
         await client.close()
 
@@ -171,8 +178,9 @@ def test_switchover_moves_the_master_with_nothing_acknowledged_lost(tmp_path) ->
 
 
 def _admin(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", *args], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pyrocketmq", "admin", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 async def _switch(ns, replicas) -> None:
@@ -187,10 +195,13 @@ async def _switch(ns, replicas) -> None:
         await until("the topic on the slave", lambda: has_topic(client, replicas[other].addr, TOPIC))
         task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "s"))
         await until("100 acknowledged sends", lambda: count(acked, 100))
-        bad = await asyncio.to_thread(_admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i", "9")
+        bad = await asyncio.to_thread(
+            _admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i", "9"
+        )
         assert bad.returncode == 1 and "not in the in-sync set" in bad.stderr, bad.stderr
-        done = await asyncio.to_thread(_admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i",
-                                       str(other))
+        done = await asyncio.to_thread(
+            _admin, "electMaster", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a", "-i", str(other)
+        )
         assert done.returncode == 0 and f"to replica {other}" in done.stdout, done.stderr
         n = len(acked.sent)
         await until("100 sends acknowledged by the new master",
@@ -201,8 +212,12 @@ async def _switch(ns, replicas) -> None:
         missing = await lost(client, replicas[other].addr, TOPIC, QUEUES, acked)
         assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
         await until("the old master back in sync as a slave", lambda: in_sync(client, ns.addr, 2))
-        shown = await asyncio.to_thread(_admin, "getSyncStateSet", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a")
-        assert shown.returncode == 0 and json.loads(shown.stdout)["masterId"] == other, shown.stdout + shown.stderr
+        shown = await asyncio.to_thread(
+            _admin, "getSyncStateSet", "-n", ns.addr, "-a", ns.addr, "-b", "broker-a"
+        )
+        assert shown.returncode == 0 and json.loads(shown.stdout)["masterId"] == other, (
+            shown.stdout + shown.stderr
+        )
     finally:
         stop.set()
         if task is not None:

@@ -75,8 +75,9 @@ async def _leader(client: RemotingClient, ctls) -> int:
         if c.proc.poll() is not None:
             continue
         try:
-            resp = await client.invoke(c.addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {},
-                                                                       b"{}"), 2)
+            resp = await client.invoke(
+                c.addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {}, b"{}"), 2
+            )
         except RemotingError:
             continue
         if resp.code == ResponseCode.SUCCESS:
@@ -101,7 +102,9 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
         ctls[await _leader(client, ctls)].kill9()
         await until("a new controller leader", lambda: _has_leader(client, addrs), timeout=30)
         replicas[first].kill9()
-        await until("the slave elected by the new leader", lambda: _master_is(client, addrs, other), timeout=30)
+        await until(
+            "the slave elected by the new leader", lambda: _master_is(client, addrs, other), timeout=30
+        )
         n = len(acked.sent)
         await until("100 sends acknowledged by the new master", lambda: count(acked, n + 100), timeout=30)
         replicas[first].start()
@@ -111,11 +114,14 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
         ctls[await _leader(client, ctls)].kill9()
         await asyncio.sleep(4)  # past the election timeout and the leader's step-down
         survivor = next(c for c in ctls if c.proc.poll() is None)
-        resp = await client.invoke(survivor.addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {},
-                                                                          b"{}"), 2)
+        resp = await client.invoke(
+            survivor.addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {}, b"{}"), 2
+        )
         assert resp.code == ResponseCode.CONTROLLER_NOT_LEADER, (resp.code, resp.remark)
         n = len(acked.sent)
-        await until("100 more sends acknowledged without a controller", lambda: count(acked, n + 100), timeout=30)
+        await until(
+            "100 more sends acknowledged without a controller", lambda: count(acked, n + 100), timeout=30
+        )
         stop.set()
         await task
         task = None
@@ -123,8 +129,12 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
         replicas[other].kill9()  # the master dies too: nobody may take over
         await asyncio.sleep(6)
         assert replicas[first].log_text().count("elected master") == elections, "elected without a majority"
-        missing = await lost(client, replicas[first].addr, TOPIC, QUEUES, acked)  # the in-sync slave holds them
-        assert missing == [], f"{len(missing)} acknowledged message(s) missing on the in-sync slave: {missing[:5]}"
+        missing = await lost(
+            client, replicas[first].addr, TOPIC, QUEUES, acked
+        )  # the in-sync slave holds them
+        assert missing == [], (
+            f"{len(missing)} acknowledged message(s) missing on the in-sync slave: {missing[:5]}"
+        )
         print(f"\n{len(acked.sent)} acknowledged through a controller loss and a failover, none lost")
     finally:
         stop.set()
@@ -134,7 +144,9 @@ async def _scenario(ctls, addrs: str, replicas) -> None:
 
 
 
-def test_a_leader_frozen_through_a_failover_answers_nothing_stale_and_deposes_nobody_when_it_thaws(tmp_path) -> None:
+def test_a_leader_frozen_through_a_failover_answers_nothing_stale_and_deposes_nobody_when_it_thaws(
+    tmp_path,
+) -> None:
     """A frozen machine's controller comes back believing it leads, with the view of before a
     failover: it must not answer with that view (its lease ran out), and its return must not depose
     the leader the others follow (pre-vote), which would risk a needless failover."""
@@ -151,20 +163,33 @@ async def _frozen_leader(ctls, addrs: str, replicas) -> None:
         try:
             await until("a new controller leader", lambda: _has_leader(client, addrs), timeout=30)
             replicas[first].kill9()
-            await until("the slave elected by the new leader", lambda: _master_is(client, addrs, 3 - first), timeout=30)
+            await until(
+                "the slave elected by the new leader",
+                lambda: _master_is(client, addrs, 3 - first),
+                timeout=30,
+            )
             leader = await _leader(client, ctls)
             elections = (await view(client, addrs))["elections"]
         finally:
             os.kill(frozen.proc.pid, signal.SIGCONT)
         for _ in range(30):  # 3 s from the thaw: every answer is the current view or a refusal
             try:
-                resp = await client.invoke(frozen.addr, RemotingCommand.request(
-                    RequestCode.CONTROLLER_GET_METADATA_INFO, {}, json.dumps({"brokerName": GROUP}).encode()), 2)
+                resp = await client.invoke(
+                    frozen.addr,
+                    RemotingCommand.request(
+                        RequestCode.CONTROLLER_GET_METADATA_INFO,
+                        {},
+                        json.dumps({"brokerName": GROUP}).encode(),
+                    ),
+                    2,
+                )
             except RemotingError:  # still catching up: no answer is not a stale one
                 continue
             if resp.code == ResponseCode.SUCCESS:
                 answered = json.loads(bytes(resp.payload))["groups"][0]
-                assert answered["masterId"] == 3 - first, f"a thawed controller answered a stale view: {answered}"
+                assert answered["masterId"] == 3 - first, (
+                    f"a thawed controller answered a stale view: {answered}"
+                )
             else:
                 assert resp.code == ResponseCode.CONTROLLER_NOT_LEADER, (resp.code, resp.remark)
             await asyncio.sleep(0.1)
@@ -194,9 +219,21 @@ def test_controllers_with_acl_sign_their_consensus_and_only_admins_elect(tmp_pat
     ports = [free_port() for _ in range(3)]
     peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
     with all_stopped() as keep:
-        ctls = [keep(start_controller_namesrv(tmp_path, f"namesrv-{i}", port=ports[i], controllerPeers=peers,
-                                              controllerSelfId=f"n{i}", aclEnable="true", aclConfigFile=acl, **admin))
-                for i in range(3)]
+        ctls = [
+            keep(
+                start_controller_namesrv(
+                    tmp_path,
+                    f"namesrv-{i}",
+                    port=ports[i],
+                    controllerPeers=peers,
+                    controllerSelfId=f"n{i}",
+                    aclEnable="true",
+                    aclConfigFile=acl,
+                    **admin,
+                )
+            )
+            for i in range(3)
+        ]
         addrs = ";".join(c.addr for c in ctls)
         for rid in (1, 2):
             keep(start_replica(tmp_path, addrs, rid, aclEnable="true", aclConfigFile=acl, **admin))
@@ -204,17 +241,25 @@ def test_controllers_with_acl_sign_their_consensus_and_only_admins_elect(tmp_pat
 
 
 async def _acl_scenario(addrs: str) -> None:
-    signed = RemotingClient(sign=functools.partial(sign, access_key="brokeradmin", secret_key="broker-admin-secret"))
+    signed = RemotingClient(
+        sign=functools.partial(sign, access_key="brokeradmin", secret_key="broker-admin-secret")
+    )
     alice = RemotingClient(sign=functools.partial(sign, access_key="alice01", secret_key="alice-secret-key"))
     try:
         await until("a master with both replicas in sync (signed heartbeats and consensus)",
                     lambda: in_sync(signed, addrs), timeout=60)
         v = await view(signed, addrs)
         leader = [a for a in addrs.split(";") if await _answers(signed, a)][0]
-        elect = RemotingCommand.request(RequestCode.CONTROLLER_ELECT_MASTER, {},
-                                        json.dumps({"brokerName": "broker-a", "replicaId": 3 - v["masterId"]}).encode())
+        elect = RemotingCommand.request(
+            RequestCode.CONTROLLER_ELECT_MASTER,
+            {},
+            json.dumps({"brokerName": "broker-a", "replicaId": 3 - v["masterId"]}).encode(),
+        )
         resp = await alice.invoke(leader, elect, 5)
-        assert resp.code != ResponseCode.SUCCESS and "Need admin permission" in resp.remark, (resp.code, resp.remark)
+        assert resp.code != ResponseCode.SUCCESS and "Need admin permission" in resp.remark, (
+            resp.code,
+            resp.remark,
+        )
         assert (await view(signed, addrs))["masterId"] == v["masterId"]
     finally:
         await signed.close()
@@ -222,5 +267,7 @@ async def _acl_scenario(addrs: str) -> None:
 
 
 async def _answers(client: RemotingClient, addr: str) -> bool:
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {}, b"{}"), 2)
+    resp = await client.invoke(
+        addr, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO, {}, b"{}"), 2
+    )
     return resp.code == ResponseCode.SUCCESS

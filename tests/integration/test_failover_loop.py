@@ -39,18 +39,26 @@ async def _loop(ns, replicas, rng: random.Random) -> None:
         assert (await client.invoke(replicas[master].addr, create_topic(TOPIC, QUEUES), 10)).code == 0
         for rid in replicas:
             if rid != master:
-                await until(f"the topic on replica {rid}", lambda rid=rid: has_topic(client, replicas[rid].addr, TOPIC))
+                await until(
+                    f"the topic on replica {rid}",
+                    lambda rid=rid: has_topic(client, replicas[rid].addr, TOPIC),
+                )
         task = asyncio.create_task(produce(ns.addr, TOPIC, stop, acked, "l"))
         await until("the first sends", lambda: count(acked, 50))
         for _ in range(ROUNDS):
             master = (await view(client, ns.addr))["masterId"]
             # the master more often than not (the failovers are what is measured), a slave otherwise
-            victim = master if rng.random() < 0.6 else rng.choice([r for r in sorted(replicas) if r != master])
+            victim = (
+                master if rng.random() < 0.6 else rng.choice([r for r in sorted(replicas) if r != master])
+            )
             before = len(acked.sent)
             replicas[victim].kill9()
             killed = time.monotonic()
-            await until(f"sends acknowledged after killing replica {victim}", lambda n=before: count(acked, n + 20),
-                        timeout=30)
+            await until(
+                f"sends acknowledged after killing replica {victim}",
+                lambda n=before: count(acked, n + 20),
+                timeout=30,
+            )
             if victim == master:
                 writable.append(_first_ok_after(acked, before, replicas[victim].addr, killed))
             replicas[victim].start()
@@ -61,9 +69,11 @@ async def _loop(ns, replicas, rng: random.Random) -> None:
         final = replicas[(await view(client, ns.addr))["masterId"]].addr
         dupes = await _check(client, final, acked)
         assert writable, "no master was killed"
-        print(f"{ROUNDS} kills ({len(writable)} of the master): kill to writable median "
-              f"{statistics.median(writable):.2f} s, max {max(writable):.2f} s; {len(acked.sent)} acknowledged, "
-              f"none lost; {dupes} unacknowledged attempt(s) also stored")
+        print(
+            f"{ROUNDS} kills ({len(writable)} of the master): kill to writable median "
+            f"{statistics.median(writable):.2f} s, max {max(writable):.2f} s; {len(acked.sent)} acknowledged, "
+            f"none lost; {dupes} unacknowledged attempt(s) also stored"
+        )
     finally:
         stop.set()
         if task is not None:
@@ -85,9 +95,13 @@ async def _check(client: RemotingClient, addr: str, acked: Acked) -> int:
     extra = 0
     for q in range(QUEUES):
         stored = await read_queue(client, addr, TOPIC, q)
-        mine = sorted((off, int(body.rsplit("-", 1)[1])) for body, (qq, off, _) in acked.sent.items() if qq == q)
+        mine = sorted(
+            (off, int(body.rsplit("-", 1)[1])) for body, (qq, off, _) in acked.sent.items() if qq == q
+        )
         for off, seq in mine:
-            assert stored.get(off) == f"l-{seq}", f"queue {q} offset {off}: {stored.get(off)!r}, acknowledged l-{seq}"
+            assert stored.get(off) == f"l-{seq}", (
+                f"queue {q} offset {off}: {stored.get(off)!r}, acknowledged l-{seq}"
+            )
         seqs = [seq for _, seq in mine]
         assert seqs == sorted(seqs), f"queue {q}: acknowledged messages out of send order"
         extra += len(stored) - len(mine)

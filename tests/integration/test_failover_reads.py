@@ -49,7 +49,9 @@ async def _scenario(ns, replicas) -> None:
             await until("the second message in the master's commitlog",
                         lambda: _grew(client, master.addr, before), timeout=10)
             resp = await client.invoke(master.addr, pull(TOPIC, 0, 1), 10)
-            assert resp.code == ResponseCode.PULL_NOT_FOUND, f"read before the slave holds it: {resp.code} {resp.remark}"
+            assert resp.code == ResponseCode.PULL_NOT_FOUND, (
+                f"read before the slave holds it: {resp.code} {resp.remark}"
+            )
             held = asyncio.create_task(client.invoke(master.addr, pull(TOPIC, 0, 1, suspend_ms=HOLD_MS), 40))
             await asyncio.sleep(1.0)
             assert not held.done(), "a held pull was answered before the slave held the message"
@@ -104,7 +106,11 @@ async def _failover(ns, replicas) -> None:
             await until("the doomed message in the master's commitlog",
                         lambda: _grew(client, master.addr, before), timeout=10)
             resp = await client.invoke(master.addr, pull(TOPIC, 0, 1), 10)
-            got = [m.body.decode() for m in decode_messages(resp.body)] if resp.code == ResponseCode.SUCCESS else []
+            got = (
+                [m.body.decode() for m in decode_messages(resp.body)]
+                if resp.code == ResponseCode.SUCCESS
+                else []
+            )
             nxt = int(resp.ext_fields["nextBeginOffset"])
             master.kill9()
             assert isinstance((await asyncio.gather(doomed, return_exceptions=True))[0], Exception)

@@ -36,14 +36,18 @@ async def _scenario(ns, replicas) -> None:
             return TransactionState.ROLLBACK if msg.body == b"tx-rollback" else TransactionState.COMMIT
 
         settings = ClientSettings(instance_name="txf", client_ip="127.0.0.1")
-        async with TransactionProducer("failover_tx_pg", ns.addr, client=settings, check_local_transaction=check) as p:
+        async with TransactionProducer(
+            "failover_tx_pg", ns.addr, client=settings, check_local_transaction=check
+        ) as p:
             for body in (b"tx-commit-1", b"tx-commit-2", b"tx-rollback"):
                 r = await p.send_in_transaction(Message(TOPIC, body), lambda m, a: TransactionState.UNKNOWN)
                 assert r.status.name == "SEND_OK"
             now = int(time.time() * 1000)
             await p.send(Message(TOPIC, b"timer-early", deliver_time_ms=now + 1000))
             await p.send(Message(TOPIC, b"timer-late", deliver_time_ms=now + 7000))
-            await until("the early timer delivered", lambda: _bodies_has(client, replicas[first].addr, b"timer-early"))
+            await until(
+                "the early timer delivered", lambda: _bodies_has(client, replicas[first].addr, b"timer-early")
+            )
             await asyncio.sleep(2.5)  # the slave copies the timer's progress (every 2 s)
             replicas[first].kill9()
             await until("the slave elected", lambda: _master_is(client, ns.addr, other), timeout=30)

@@ -102,7 +102,9 @@ def test_floods_are_closed_and_memory_stays_bounded(servers):
     async def setup():
         client = RemotingClient()
         try:
-            assert (await client.invoke(broker.addr, wire.create_topic("flood", 1), 5)).code == ResponseCode.SUCCESS
+            assert (
+                await client.invoke(broker.addr, wire.create_topic("flood", 1), 5)
+            ).code == ResponseCode.SUCCESS
             sub = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {},
                                           b'{"groupName":"test-group"}')
             assert (await client.invoke(broker.addr, sub, 5)).code == ResponseCode.SUCCESS
@@ -134,7 +136,9 @@ def test_floods_are_closed_and_memory_stays_bounded(servers):
             for s_ in slow:
                 s_.send(frame[i : i + 1])
             time.sleep(0.25)
-        sent_meanwhile = asyncio.run(served(broker.addr, RequestCode.SEND_MESSAGE_V2, {}, wire.send_v2("flood", b"ok")))
+        sent_meanwhile = asyncio.run(
+            served(broker.addr, RequestCode.SEND_MESSAGE_V2, {}, wire.send_v2("flood", b"ok"))
+        )
         extra = [socket.create_connection(("127.0.0.1", broker.port)) for _ in range(OVER)]
         socks += extra
         time.sleep(0.5)
@@ -158,7 +162,10 @@ def test_floods_are_closed_and_memory_stays_bounded(servers):
 
     # everyone else was served throughout, and is now
     assert asyncio.run(served(broker.addr, RequestCode.GET_BROKER_RUNTIME_INFO, {})) == ResponseCode.SUCCESS
-    assert asyncio.run(served(ns.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "flood"})) == ResponseCode.SUCCESS
+    assert (
+        asyncio.run(served(ns.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "flood"}))
+        == ResponseCode.SUCCESS
+    )
     grown = {"ns": rss(ns.proc.pid) - base["ns"], "broker": rss(broker.proc.pid) - base["broker"]}
     assert grown["broker"] < MAX_GROWTH and grown["ns"] < MAX_GROWTH, grown
     log = broker.log_text()

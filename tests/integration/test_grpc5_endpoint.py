@@ -60,8 +60,12 @@ def test_routes_name_each_brokers_own_grpc_endpoint(brokers):
         _admin(b.addr, wire.create_topic("Routed5", 2))
     deadline, seen = time.time() + 40, {}
     while time.time() < deadline:
-        resp = _call(f"127.0.0.1:{ports[0]}", "QueryRoute", spb.QueryRouteRequest(topic=pb.Resource(name="Routed5")),
-                     spb.QueryRouteResponse)
+        resp = _call(
+            f"127.0.0.1:{ports[0]}",
+            "QueryRoute",
+            spb.QueryRouteRequest(topic=pb.Resource(name="Routed5")),
+            spb.QueryRouteResponse,
+        )
         seen = {q.broker.name: q.broker.endpoints.addresses[0].port for q in resp.message_queues}
         if seen == {"broker-a": ports[0], "broker-b": ports[1]}:
             break
@@ -78,12 +82,19 @@ def test_a_typed_topic_takes_only_its_type(brokers):
     endpoint = f"127.0.0.1:{ports[0]}"
     deadline = time.time() + 30
     while True:
-        route = _call(endpoint, "QueryRoute", spb.QueryRouteRequest(topic=pb.Resource(name="Fifo5")), spb.QueryRouteResponse)
+        route = _call(
+            endpoint,
+            "QueryRoute",
+            spb.QueryRouteRequest(topic=pb.Resource(name="Fifo5")),
+            spb.QueryRouteResponse,
+        )
         if route.status.code == pb.OK or time.time() > deadline:
             break
         time.sleep(0.3)
     assert {tuple(q.accept_message_types) for q in route.message_queues} == {(pb.FIFO,)}
-    plain = _call(endpoint, "SendMessage", spb.SendMessageRequest(messages=[_message("Fifo5")]), spb.SendMessageResponse)
+    plain = _call(
+        endpoint, "SendMessage", spb.SendMessageRequest(messages=[_message("Fifo5")]), spb.SendMessageResponse
+    )
     assert plain.entries[0].status.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, plain
     fifo = _message("Fifo5", pb.FIFO)
     fifo.system_properties.message_group = "g1"
@@ -115,7 +126,9 @@ def test_bad_requests_get_their_status_codes(brokers):
         topic=pb.Resource(name="Bad5"), message_id="x", transaction_id="garbage", resolution=pb.COMMIT),
         spb.EndTransactionResponse)
     assert tx.status.code == pb.INVALID_TRANSACTION_ID
-    with grpc.insecure_channel(endpoint) as channel:  # bytes that are no request: gRPC's own error, server fine
+    with grpc.insecure_channel(
+        endpoint
+    ) as channel:  # bytes that are no request: gRPC's own error, server fine
         raw = channel.unary_unary(SERVICE + "SendMessage")
         with pytest.raises(grpc.RpcError):
             raw(b"\xff\xff\xff", timeout=5)

@@ -69,8 +69,14 @@ def _admin(addr: str, cmd) -> None:
 def _metadata(account: tuple[str, str], client_id: str) -> list[tuple[str, str]]:
     date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     sig = expected_signature(account[1], date)
-    return [("x-mq-client-id", client_id), ("x-mq-date-time", date),
-            ("authorization", f"MQv2-HMAC-SHA1 Credential={account[0]}, SignedHeaders=x-mq-date-time, Signature={sig}")]
+    return [
+        ("x-mq-client-id", client_id),
+        ("x-mq-date-time", date),
+        (
+            "authorization",
+            f"MQv2-HMAC-SHA1 Credential={account[0]}, SignedHeaders=x-mq-date-time, Signature={sig}",
+        ),
+    ]
 
 
 def _publishing(topic: str) -> spb.TelemetryCommand:
@@ -82,9 +88,11 @@ class Telemetry:
     """One Telemetry stream: what the server wrote on it is collected in ``received``."""
 
     def __init__(self, channel: grpc.aio.Channel, account: tuple[str, str], client_id: str) -> None:
-        self.call = channel.stream_stream(SERVICE + "Telemetry", request_serializer=spb.TelemetryCommand.SerializeToString,
-                                          response_deserializer=spb.TelemetryCommand.FromString)(
-            metadata=_metadata(account, client_id))
+        self.call = channel.stream_stream(
+            SERVICE + "Telemetry",
+            request_serializer=spb.TelemetryCommand.SerializeToString,
+            response_deserializer=spb.TelemetryCommand.FromString,
+        )(metadata=_metadata(account, client_id))
         self.received: list[spb.TelemetryCommand] = []
         self.ended = asyncio.Event()
         self.reader = asyncio.ensure_future(self._read())
@@ -128,9 +136,14 @@ async def _half_message(channel: grpc.aio.Channel, topic: str, client_id: str) -
     message = pb.Message(topic=pb.Resource(name=topic), body=b"open")
     message.system_properties.message_id = uuid.uuid4().hex.upper()
     message.system_properties.message_type = pb.TRANSACTION
-    send = channel.unary_unary(SERVICE + "SendMessage", request_serializer=spb.SendMessageRequest.SerializeToString,
-                               response_deserializer=spb.SendMessageResponse.FromString)
-    resp = await send(spb.SendMessageRequest(messages=[message]), metadata=_metadata(PRODUCER, client_id), timeout=10)
+    send = channel.unary_unary(
+        SERVICE + "SendMessage",
+        request_serializer=spb.SendMessageRequest.SerializeToString,
+        response_deserializer=spb.SendMessageResponse.FromString,
+    )
+    resp = await send(
+        spb.SendMessageRequest(messages=[message]), metadata=_metadata(PRODUCER, client_id), timeout=10
+    )
     assert resp.status.code == pb.OK and resp.entries[0].transaction_id, resp
     return message.system_properties.message_id
 
@@ -165,7 +178,9 @@ def test_a_stream_under_the_producers_client_id_gets_no_check_back(endpoint):
             message_id = await _half_message(channel, "TxHijack5", "hijacked-client")
             await asyncio.sleep(3)  # several turns of the check service
             assert mallory.checked() == set(), mallory.received
-            producer = Telemetry(channel, PRODUCER, "hijacked-client")  # the producer reconnects and announces
+            producer = Telemetry(
+                channel, PRODUCER, "hijacked-client"
+            )  # the producer reconnects and announces
             assert (await producer.announce(_publishing("TxHijack5"))).status.code == pb.OK
             assert await _until(lambda: message_id in producer.checked(), 30), producer.received
             await mallory.close()

@@ -23,7 +23,9 @@ def _served(addr: str) -> bool:
     async def ask() -> bool:
         client = RemotingClient()
         try:
-            resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 5)
+            resp = await client.invoke(
+                addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 5
+            )
             return resp.code == ResponseCode.SUCCESS
         finally:
             await client.close()
@@ -92,7 +94,9 @@ def test_partial_frames_of_connections_that_proved_nothing_share_one_cap(tmp_pat
         time.sleep(0.3)
         again = socket.create_connection(("127.0.0.1", ns.port))
         socks.append(again)
-        again.sendall(struct.pack(">i", 2_000_000) + b"\0" * 900_000)  # what the closed ones held is free again
+        again.sendall(
+            struct.pack(">i", 2_000_000) + b"\0" * 900_000
+        )  # what the closed ones held is free again
         assert not _closed(again, 0.5)
     finally:
         for s in socks:
@@ -125,8 +129,12 @@ def test_a_decompression_bomb_is_refused_and_the_name_server_serves_on(tmp_path)
         try:
             pending = asyncio.ensure_future(bad.invoke(ns.addr, RemotingCommand.request(
                 RequestCode.REGISTER_BROKER, ext, bomb), 30))
-            others = [await good.invoke(ns.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 10)
-                      for _ in range(20)]
+            others = [
+                await good.invoke(
+                    ns.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 10
+                )
+                for _ in range(20)
+            ]
             return await pending, [r.code for r in others]
         finally:
             await bad.close()

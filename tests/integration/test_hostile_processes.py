@@ -30,18 +30,59 @@ def _heartbeat(group: str, topic: str) -> RemotingCommand:
 
 
 HOSTILE = [
-    ("queue id beyond an Integer", _req(RequestCode.UPDATE_CONSUMER_OFFSET, consumerGroup=GOOD_GROUP, topic="Kept",
-                                        queueId=2**31, commitOffset=1)),
-    ("negative offset", _req(RequestCode.UPDATE_CONSUMER_OFFSET, consumerGroup=GOOD_GROUP, topic="Kept", queueId=0,
-                             commitOffset=-5)),
-    ("perm that is no permission", _req(RequestCode.UPDATE_AND_CREATE_TOPIC, topic="Evil", defaultTopic="TBW102",
-                                        readQueueNums=4, writeQueueNums=4, perm=2**40, topicFilterType="SINGLE_TAG")),
-    ("a path for a topic", _req(RequestCode.UPDATE_AND_CREATE_TOPIC, topic="../../etc", defaultTopic="TBW102",
-                                readQueueNums=4, writeQueueNums=4, perm=6, topicFilterType="SINGLE_TAG")),
+    (
+        "queue id beyond an Integer",
+        _req(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            consumerGroup=GOOD_GROUP,
+            topic="Kept",
+            queueId=2**31,
+            commitOffset=1,
+        ),
+    ),
+    (
+        "negative offset",
+        _req(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            consumerGroup=GOOD_GROUP,
+            topic="Kept",
+            queueId=0,
+            commitOffset=-5,
+        ),
+    ),
+    (
+        "perm that is no permission",
+        _req(
+            RequestCode.UPDATE_AND_CREATE_TOPIC,
+            topic="Evil",
+            defaultTopic="TBW102",
+            readQueueNums=4,
+            writeQueueNums=4,
+            perm=2**40,
+            topicFilterType="SINGLE_TAG",
+        ),
+    ),
+    (
+        "a path for a topic",
+        _req(
+            RequestCode.UPDATE_AND_CREATE_TOPIC,
+            topic="../../etc",
+            defaultTopic="TBW102",
+            readQueueNums=4,
+            writeQueueNums=4,
+            perm=6,
+            topicFilterType="SINGLE_TAG",
+        ),
+    ),
     ("deleting a system topic", _req(RequestCode.DELETE_TOPIC_IN_BROKER, topic="RMQ_SYS_TRANS_HALF_TOPIC")),
     ("a path for a group", _heartbeat("../../g", "Kept")),
-    ("a group with a huge retry count", _req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-                                            json.dumps({"groupName": "g2", "retryQueueNums": 2**40}).encode())),
+    (
+        "a group with a huge retry count",
+        _req(
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            json.dumps({"groupName": "g2", "retryQueueNums": 2**40}).encode(),
+        ),
+    ),
     ("a body cut short", _req(RequestCode.LOCK_BATCH_MQ, b'{"consumerGroup":"g","mqSet":[')),
 ]
 
@@ -62,8 +103,12 @@ def test_hostile_requests_are_refused_and_nothing_survives_a_restart(tmp_path, n
 
     @fresh
     async def setup(client: RemotingClient) -> None:
-        assert (await client.invoke(broker.addr, wire.create_topic("Kept", 1), 5)).code == ResponseCode.SUCCESS
-        assert (await client.invoke(broker.addr, _heartbeat(GOOD_GROUP, "Kept"), 5)).code == ResponseCode.SUCCESS
+        assert (
+            await client.invoke(broker.addr, wire.create_topic("Kept", 1), 5)
+        ).code == ResponseCode.SUCCESS
+        assert (
+            await client.invoke(broker.addr, _heartbeat(GOOD_GROUP, "Kept"), 5)
+        ).code == ResponseCode.SUCCESS
         for i in range(3):
             assert (await client.invoke(broker.addr, wire.send_v2("Kept", f"m{i}".encode()), 5)).code == 0
         commit = _req(RequestCode.UPDATE_CONSUMER_OFFSET, consumerGroup=GOOD_GROUP, topic="Kept", queueId=0,
@@ -88,10 +133,17 @@ def test_hostile_requests_are_refused_and_nothing_survives_a_restart(tmp_path, n
     async def state(client: RemotingClient) -> tuple[int, int, int, int]:
         query = _req(RequestCode.QUERY_CONSUMER_OFFSET, consumerGroup=GOOD_GROUP, topic="Kept", queueId=0)
         offset = int((await client.invoke(broker.addr, query, 5)).ext_fields["offset"])
-        top = int((await client.invoke(broker.addr, _req(RequestCode.GET_MAX_OFFSET, topic="Kept", queueId=0), 5))
-                  .ext_fields["offset"])
-        route = (await client.invoke(namesrv.addr, _req(RequestCode.GET_ROUTEINFO_BY_TOPIC, topic="Kept"), 5)).code
-        evil = (await client.invoke(namesrv.addr, _req(RequestCode.GET_ROUTEINFO_BY_TOPIC, topic="Evil"), 5)).code
+        top = int(
+            (
+                await client.invoke(broker.addr, _req(RequestCode.GET_MAX_OFFSET, topic="Kept", queueId=0), 5)
+            ).ext_fields["offset"]
+        )
+        route = (
+            await client.invoke(namesrv.addr, _req(RequestCode.GET_ROUTEINFO_BY_TOPIC, topic="Kept"), 5)
+        ).code
+        evil = (
+            await client.invoke(namesrv.addr, _req(RequestCode.GET_ROUTEINFO_BY_TOPIC, topic="Evil"), 5)
+        ).code
         return offset, top, route, evil
 
     try:

@@ -17,7 +17,9 @@ def test_held_pull_answered_by_arriving_message(broker):
         client = RemotingClient()
         assert (await client.invoke(broker.addr, create_topic("HoldTopic", 2), 5)).code == 0
         started = time.monotonic()
-        held = asyncio.ensure_future(client.invoke(broker.addr, pull("HoldTopic", 0, 0, suspend_ms=10_000), 30))
+        held = asyncio.ensure_future(
+            client.invoke(broker.addr, pull("HoldTopic", 0, 0, suspend_ms=10_000), 30)
+        )
         await asyncio.sleep(0.5)
         assert not held.done(), "the pull was answered before any message existed"
         sent = await client.invoke(broker.addr, send_v2("HoldTopic", b"wake-up", queue_id=0), 5)
@@ -51,7 +53,9 @@ def test_held_pull_ignores_other_tags(broker):
     async def run():
         client = RemotingClient()
         assert (await client.invoke(broker.addr, create_topic("TagHold", 1), 5)).code == 0
-        held = asyncio.ensure_future(client.invoke(broker.addr, pull("TagHold", 0, 0, suspend_ms=10_000, sub="TagA"), 30))
+        held = asyncio.ensure_future(
+            client.invoke(broker.addr, pull("TagHold", 0, 0, suspend_ms=10_000, sub="TagA"), 30)
+        )
         await asyncio.sleep(0.3)
         await client.invoke(broker.addr, send_v2("TagHold", b"b", tags="TagB"), 5)
         await asyncio.sleep(0.3)

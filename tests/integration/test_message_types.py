@@ -26,7 +26,11 @@ def topic_body(topic: str, message_type: str) -> dict:
 
 
 async def _types(admin: Admin, addr: str) -> dict[str, str | None]:
-    return {t: c.message_type for t, c in (await admin.broker_topic_configs(addr)).items() if t.startswith("Typed")}
+    return {
+        t: c.message_type
+        for t, c in (await admin.broker_topic_configs(addr)).items()
+        if t.startswith("Typed")
+    }
 
 
 async def _send(namesrv: str, topic: str, msg: Message) -> str:
@@ -43,7 +47,9 @@ def test_the_broker_refuses_messages_of_another_type(tmp_path, namesrv):
 
     async def apply(topic: str, kind: str, applied: str | None = None) -> None:
         async with Admin(namesrv.addr) as admin:
-            await apply_topic(admin, TopicModel.from_body(topic_body(topic, kind)), "DefaultCluster", (), applied)
+            await apply_topic(
+                admin, TopicModel.from_body(topic_body(topic, kind)), "DefaultCluster", (), applied
+            )
             await wait_until(lambda: _routed(admin, topic), 30, f"{topic} routed")
 
     async def go():
@@ -55,14 +61,20 @@ def test_the_broker_refuses_messages_of_another_type(tmp_path, namesrv):
         outcomes = {
             "plain to tx": await _send(namesrv.addr, "TypedTx", Message("TypedTx", b"x")),
             "plain to delay": await _send(namesrv.addr, "TypedDelay", Message("TypedDelay", b"x")),
-            "delay to delay": await _send(namesrv.addr, "TypedDelay", Message("TypedDelay", b"x", delay_level=1)),
+            "delay to delay": await _send(
+                namesrv.addr, "TypedDelay", Message("TypedDelay", b"x", delay_level=1)
+            ),
             "plain to fifo": await _send(namesrv.addr, "TypedFifo", Message("TypedFifo", b"x")),
-            "delay to plain": await _send(namesrv.addr, "TypedPlain", Message("TypedPlain", b"x", delay_level=1)),
+            "delay to plain": await _send(
+                namesrv.addr, "TypedPlain", Message("TypedPlain", b"x", delay_level=1)
+            ),
         }
         async with TransactionProducer("typed_tx_pg", namesrv.addr) as tp:
             tx = await tp.send_in_transaction(Message("TypedTx", b"t"), lambda m, a: TransactionState.COMMIT)
             with pytest.raises(MQBrokerError) as refused:
-                await tp.send_in_transaction(Message("TypedPlain", b"t"), lambda m, a: TransactionState.COMMIT)
+                await tp.send_in_transaction(
+                    Message("TypedPlain", b"t"), lambda m, a: TransactionState.COMMIT
+                )
         await apply("TypedPlain", "DELAY", applied="NORMAL")  # the spec changed: every master re-typed
         async with Admin(namesrv.addr) as admin:
             return outcomes, tx, refused.value, await _types(admin, broker.addr)
@@ -80,12 +92,20 @@ def test_the_broker_refuses_messages_of_another_type(tmp_path, namesrv):
     finally:
         broker.stop()
     illegal = f"{int(ResponseCode.MESSAGE_ILLEGAL)}: "
-    assert outcomes["plain to tx"].startswith(illegal) and "takes TRANSACTION messages, not NORMAL" in outcomes["plain to tx"]
+    assert (
+        outcomes["plain to tx"].startswith(illegal)
+        and "takes TRANSACTION messages, not NORMAL" in outcomes["plain to tx"]
+    )
     assert outcomes["plain to delay"].startswith(illegal)
     assert outcomes["delay to delay"] == "sent" and outcomes["plain to fifo"] == "sent"
     assert outcomes["delay to plain"].startswith(illegal)
     assert tx.status.name == "SEND_OK" and refused.code == ResponseCode.MESSAGE_ILLEGAL
-    assert types == {"TypedTx": "TRANSACTION", "TypedDelay": "DELAY", "TypedFifo": "FIFO", "TypedPlain": "DELAY"}
+    assert types == {
+        "TypedTx": "TRANSACTION",
+        "TypedDelay": "DELAY",
+        "TypedFifo": "FIFO",
+        "TypedPlain": "DELAY",
+    }
     assert kept == types
 
 

@@ -35,7 +35,9 @@ BROKER = "127.0.0.1:10911"
 
 def register_cmd(addr: str = BROKER, broker_id: int = 0, *topics: str) -> RemotingCommand:
     table = {t: TopicConfig(t, 4, 4) for t in topics}
-    body = RegisterBrokerBody(TopicConfigSerializeWrapper(table, DataVersion(int(time.time() * 1000), 1))).to_json()
+    body = RegisterBrokerBody(
+        TopicConfigSerializeWrapper(table, DataVersion(int(time.time() * 1000), 1))
+    ).to_json()
     ext = {
         "brokerName": "broker-a",
         "brokerAddr": addr,
@@ -58,7 +60,9 @@ async def scenario(ns_addr: str) -> None:
         assert resp.ext_fields.get("masterAddr") == BROKER
         assert resp.ext_fields.get("haServerAddr") == "127.0.0.1:10912"
 
-        resp = await client.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}), 5)
+        resp = await client.invoke(
+            ns_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}), 5
+        )
         assert resp.code == ResponseCode.SUCCESS
         route = TopicRouteData.from_json(resp.body)
         assert route.broker_datas[0].broker_addrs == {0: BROKER, 1: "127.0.0.2:10911"}
@@ -66,17 +70,25 @@ async def scenario(ns_addr: str) -> None:
 
         resp = await client.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5)
         assert ClusterInfo.from_json(resp.body).cluster_addr_table == {"DefaultCluster": ["broker-a"]}
-        resp = await client.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), 5)
+        resp = await client.invoke(
+            ns_addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), 5
+        )
         assert TopicList.from_json(resp.body).topic_list == ["TBW102", "TopicTest"]
 
-        resp = await client.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Nope"}), 5)
+        resp = await client.invoke(
+            ns_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Nope"}), 5
+        )
         assert resp.code == ResponseCode.TOPIC_NOT_EXIST and resp.body is None
         resp = await client.invoke(ns_addr, RemotingCommand.request(9999), 5)
         assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
         broker.close_connection(ns_addr)  # the master goes away: removed at once
         for _ in range(100):
-            resp = await client.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}), 5)
+            resp = await client.invoke(
+                ns_addr,
+                RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}),
+                5,
+            )
             route = TopicRouteData.from_json(resp.body)
             if 0 not in route.broker_datas[0].broker_addrs:
                 break
@@ -111,7 +123,9 @@ def test_in_process():
 
 def test_silent_broker_expires_and_its_connection_is_closed():
     async def run() -> None:
-        ns = NameServer(NamesrvSettings(listen_port=0, host="127.0.0.1", scan_interval_ms=50, broker_expiry_ms=300))
+        ns = NameServer(
+            NamesrvSettings(listen_port=0, host="127.0.0.1", scan_interval_ms=50, broker_expiry_ms=300)
+        )
         port = await ns.start()
         addr = f"127.0.0.1:{port}"
         broker = RemotingClient()
@@ -148,7 +162,11 @@ def test_kv_config_survives_restart(tmp_path):
         client = RemotingClient()
         try:
             resp = await client.invoke(
-                f"127.0.0.1:{port}", RemotingCommand.request(RequestCode.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T"}), 5
+                f"127.0.0.1:{port}",
+                RemotingCommand.request(
+                    RequestCode.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T"}
+                ),
+                5,
             )
             return resp.ext_fields.get("value")
         finally:

@@ -39,13 +39,19 @@ def test_orderly_is_recorded_and_a_reset_rewinds_an_online_group(namesrv, broker
         try:
             await wait_until(lambda: len(col.messages) >= 20, 30, "20 consumed")
             await c.persist_offsets(sync=True)
-            model = ConsumerGroupModel.from_body(group_body(resetOffset={"id": "r1", "topic": TOPIC, "to": "earliest"}))
+            model = ConsumerGroupModel.from_body(
+                group_body(resetOffset={"id": "r1", "topic": TOPIC, "to": "earliest"})
+            )
             async with Admin(namesrv.addr) as admin:
-                queues = (await reset_group_offsets(admin, GROUP, model.reset_offset, None, "now"))[0]["queues"]
+                queues = (await reset_group_offsets(admin, GROUP, model.reset_offset, None, "now"))[0][
+                    "queues"
+                ]
             await wait_until(lambda: len(col.messages) >= 40, 30, "everything consumed again after the reset")
         finally:
             await c.shutdown()
-        model = ConsumerGroupModel.from_body(group_body(resetOffset={"id": "r2", "topic": TOPIC, "to": "latest"}))
+        model = ConsumerGroupModel.from_body(
+            group_body(resetOffset={"id": "r2", "topic": TOPIC, "to": "latest"})
+        )
         async with Admin(namesrv.addr) as admin:  # offline now: the offsets are stored directly
             latest = (await reset_group_offsets(admin, GROUP, model.reset_offset, None, "now"))[0]["queues"]
             stored = {q: await admin.instance.query_consumer_offset(GROUP, MessageQueue(TOPIC, "broker-a", q))

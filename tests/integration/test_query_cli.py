@@ -63,7 +63,9 @@ def test_the_mqadmin_verbs(namesrv, stored):
     assert {line.split()[0] for line in lines[1:]} == {stored[i].msg_id for i in (0, 4, 8)}
 
     out = cli(namesrv.addr, "queryMsgByUniqueKey", "-t", TOPIC, "-i", stored[6].msg_id)
-    assert out.returncode == 0 and "body-6" in out.stdout and "Keys:                [item-6]" in out.stdout, out
+    assert out.returncode == 0 and "body-6" in out.stdout and "Keys:                [item-6]" in out.stdout, (
+        out
+    )
 
     r = stored[9]
     out = cli(namesrv.addr, "queryMsgByOffset", "-t", TOPIC, "-b", r.message_queue.broker_name,
@@ -72,7 +74,9 @@ def test_the_mqadmin_verbs(namesrv, stored):
 
     out = cli(namesrv.addr, "printMsg", "-t", TOPIC, "-s", "even")
     assert out.returncode == 0, out.stderr
-    printed = sorted(line.rsplit("BODY: ", 1)[1] for line in out.stdout.splitlines() if line.startswith("MSGID: "))
+    printed = sorted(
+        line.rsplit("BODY: ", 1)[1] for line in out.stdout.splitlines() if line.startswith("MSGID: ")
+    )
     assert printed == sorted(f"body-{i}" for i in range(0, 12, 2))
     assert out.stdout.count("minOffset=") == 2
 
@@ -103,8 +107,12 @@ def test_producer_traces_and_query_msg_trace_by_id(tmp_path, namesrv):
             from .push import Collector
 
             col = Collector("c")
-            c = PushConsumer("traced_cg", namesrv.addr, PushConsumerSettings(consume_from="first", trace=True),
-                             ClientSettings(instance_name="traced", client_ip="127.0.0.1"))
+            c = PushConsumer(
+                "traced_cg",
+                namesrv.addr,
+                PushConsumerSettings(consume_from="first", trace=True),
+                ClientSettings(instance_name="traced", client_ip="127.0.0.1"),
+            )
             c.subscribe("Traced", "*")
             c.register_listener(col)
             await c.start()
@@ -134,13 +142,19 @@ def test_transactions_are_traced(tmp_path, namesrv):
     try:
         async def go():
             async with TransactionProducer("traced_tx", namesrv.addr, ProducerSettings(trace=True)) as p:
-                result = await p.send_in_transaction(Message("TracedTx", b"tx"), lambda m, a: TransactionState.COMMIT)
+                result = await p.send_in_transaction(
+                    Message("TracedTx", b"tx"), lambda m, a: TransactionState.COMMIT
+                )
             async with Admin(namesrv.addr) as admin:
                 found = await admin.query_message_by_key("RMQ_SYS_TRACE_TOPIC", result.msg_id)
-            return result, [r for m in found for r in decode_traces(m.body.decode()) if r.msg_id == result.msg_id]
+            return result, [
+                r for m in found for r in decode_traces(m.body.decode()) if r.msg_id == result.msg_id
+            ]
 
         result, records = asyncio.run(go())
     finally:
         broker.stop()
-    assert sorted(r.kind for r in records) == ["EndTransaction", "Pub"] and all(r.group == "traced_tx" for r in records)
+    assert sorted(r.kind for r in records) == ["EndTransaction", "Pub"] and all(
+        r.group == "traced_tx" for r in records
+    )
 

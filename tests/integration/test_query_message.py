@@ -21,7 +21,9 @@ def uniq_key(i: int) -> str:
     return f"7F00000100001234000000{i:06X}0000"  # the shape of a client's UNIQ_KEY (32 hex chars)
 
 
-def query(topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = FOREVER, uniq: bool = False) -> RemotingCommand:
+def query(
+    topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = FOREVER, uniq: bool = False
+) -> RemotingCommand:
     cmd = RemotingCommand.request(
         RequestCode.QUERY_MESSAGE,
         {"topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin, "endTimestamp": end},
@@ -76,7 +78,9 @@ def test_query_by_key_and_by_uniq_key(broker):
         last_ts = max(m.store_timestamp for m in msgs)
         resp = await client.invoke(addr, query("QueryTopic", "shared", begin=last_ts + 1), 5)
         assert resp.code == ResponseCode.QUERY_NOT_FOUND
-        resp = await client.invoke(addr, query("QueryTopic", "shared", begin=msgs[1].store_timestamp, end=msgs[1].store_timestamp), 5)
+        resp = await client.invoke(
+            addr, query("QueryTopic", "shared", begin=msgs[1].store_timestamp, end=msgs[1].store_timestamp), 5
+        )
         assert msgs[1].body in [x.body for x in decode_messages(resp.body)]
         await client.close()
 

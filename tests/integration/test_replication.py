@@ -38,7 +38,15 @@ async def _until(what: str, check: Callable[[], Awaitable[bool]], timeout: float
 
 
 def _slave(tmp, namesrv, **extra):
-    return start_broker(tmp, namesrv.addr, name="broker-a-slave", brokerName="broker-a", brokerId=1, brokerRole="SLAVE", **extra)
+    return start_broker(
+        tmp,
+        namesrv.addr,
+        name="broker-a-slave",
+        brokerName="broker-a",
+        brokerId=1,
+        brokerRole="SLAVE",
+        **extra,
+    )
 
 
 async def _raw_queue(client: RemotingClient, addr: str, qid: int) -> bytes:
@@ -85,17 +93,23 @@ async def _replicates(master, slave, tmp_path, namesrv) -> None:
         assert (await client.invoke(master.addr, create_topic(TOPIC, QUEUES), 5)).code == ResponseCode.SUCCESS
         assert set(await _send(client, master.addr, 40, "a")) == {ResponseCode.SUCCESS}
         # identical records (bytes, queue offsets, commitlog offsets) on the slave
-        await _until("the slave to hold the master's messages", lambda: _same_queues(client, master.addr, slave.addr))
+        await _until(
+            "the slave to hold the master's messages", lambda: _same_queues(client, master.addr, slave.addr)
+        )
         # the slave refuses sends
         resp = await client.invoke(slave.addr, send_v2(TOPIC, b"no"), 5)
         assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE
         # consumer offsets reach the slave
         ext = {"consumerGroup": "g1", "topic": TOPIC, "queueId": 1, "commitOffset": 7}
-        upd = await client.invoke(master.addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext), 5)
+        upd = await client.invoke(
+            master.addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext), 5
+        )
         assert upd.code == ResponseCode.SUCCESS
 
         async def offset_synced() -> bool:
-            q = RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "g1", "topic": TOPIC, "queueId": 1})
+            q = RemotingCommand.request(
+                RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "g1", "topic": TOPIC, "queueId": 1}
+            )
             r = await client.invoke(slave.addr, q, 5)
             return r.code == ResponseCode.SUCCESS and int(r.ext_fields["offset"]) == 7
 
@@ -138,7 +152,9 @@ def test_sync_master_waits_for_a_slave(tmp_path, namesrv) -> None:
             nonlocal slave
             client = RemotingClient()
             try:
-                assert (await client.invoke(master.addr, create_topic(TOPIC, QUEUES), 5)).code == ResponseCode.SUCCESS
+                assert (
+                    await client.invoke(master.addr, create_topic(TOPIC, QUEUES), 5)
+                ).code == ResponseCode.SUCCESS
                 # no slave: stored, but answered SLAVE_NOT_AVAILABLE
                 resp = await client.invoke(master.addr, send_v2(TOPIC, b"alone"), 10)
                 assert resp.code == ResponseCode.SLAVE_NOT_AVAILABLE
@@ -151,7 +167,9 @@ def test_sync_master_waits_for_a_slave(tmp_path, namesrv) -> None:
 
                 await _until("a SYNC_MASTER send acknowledged SEND_OK", sent_ok)
                 # once SEND_OK, the slave holds it (both messages)
-                await _until("the slave to hold both", lambda: _same_queues_q0(client, master.addr, slave.addr))
+                await _until(
+                    "the slave to hold both", lambda: _same_queues_q0(client, master.addr, slave.addr)
+                )
             finally:
                 await client.close()
 

@@ -32,7 +32,9 @@ def broker(tmp_path, namesrv):
     proc.stop()
 
 
-async def _read_all(client: RemotingClient, addr: str, topic: str, queue_id: int = 0, group: str = "reader") -> list[MessageExt]:
+async def _read_all(
+    client: RemotingClient, addr: str, topic: str, queue_id: int = 0, group: str = "reader"
+) -> list[MessageExt]:
     resp = await client.invoke(addr, pull(topic, queue_id, 0, group=group), 5)
     if resp.code != ResponseCode.SUCCESS:
         return []
@@ -48,15 +50,25 @@ async def _wait_for(client, addr, topic, count, queue_id=0) -> list[MessageExt]:
         await asyncio.sleep(0.1)
 
 
-def _send_back(offset: int, group: str, delay_level: int = 0, max_times: int | None = None) -> RemotingCommand:
-    fields = {"offset": offset, "group": group, "delayLevel": delay_level, "originMsgId": "X", "unitMode": False}
+def _send_back(
+    offset: int, group: str, delay_level: int = 0, max_times: int | None = None
+) -> RemotingCommand:
+    fields = {
+        "offset": offset,
+        "group": group,
+        "delayLevel": delay_level,
+        "originMsgId": "X",
+        "unitMode": False,
+    }
     if max_times is not None:
         fields["maxReconsumeTimes"] = max_times
     return RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, fields)
 
 
 async def _max_offset(client, addr, topic, queue_id=0) -> int:
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}), 5)
+    resp = await client.invoke(
+        addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}), 5
+    )
     return int(resp.ext_fields["offset"])
 
 
@@ -67,10 +79,16 @@ def test_send_back_goes_through_retry_twice_then_to_the_dlq(broker):
         client = RemotingClient()
         addr = broker.addr
         config = SubscriptionGroupConfig(group_name=group, retry_max_times=2)
-        r = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json()), 5)
+        r = await client.invoke(
+            addr,
+            RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json()),
+            5,
+        )
         assert r.code == ResponseCode.SUCCESS, r
         assert (await client.invoke(addr, create_topic("RetryTopic", 1), 5)).code == 0
-        sent = await client.invoke(addr, send_v2("RetryTopic", b"fail-me", tags="TagA", props={"KEYS": "k1", "UNIQ_KEY": "UNIQ1"}), 5)
+        sent = await client.invoke(
+            addr, send_v2("RetryTopic", b"fail-me", tags="TagA", props={"KEYS": "k1", "UNIQ_KEY": "UNIQ1"}), 5
+        )
         assert sent.code == ResponseCode.SUCCESS
         _, _, first_offset = decode_offset_msg_id(sent.ext_fields["msgId"])
 
@@ -102,7 +120,9 @@ def test_send_back_goes_through_retry_twice_then_to_the_dlq(broker):
         assert len(await _read_all(client, addr, f"%RETRY%{group}")) == 2
 
         # the topics the broker created for the group
-        topics = orjson.loads((await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG), 5)).body)
+        topics = orjson.loads(
+            (await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG), 5)).body
+        )
         table = topics["topicConfigTable"]
         assert table[f"%RETRY%{group}"]["perm"] == 6 and table[f"%RETRY%{group}"]["readQueueNums"] == 1
         assert table[f"%DLQ%{group}"]["readQueueNums"] == 1
@@ -118,9 +138,13 @@ def test_header_max_reconsume_times_and_negative_level_go_straight_to_the_dlq(br
         assert (await client.invoke(addr, create_topic("DlqTopic", 1), 5)).code == 0
         a = await client.invoke(addr, send_v2("DlqTopic", b"a"), 5)
         b = await client.invoke(addr, send_v2("DlqTopic", b"b"), 5)
-        r = await client.invoke(addr, _send_back(decode_offset_msg_id(a.ext_fields["msgId"])[2], "cg_dlq", max_times=0), 5)
+        r = await client.invoke(
+            addr, _send_back(decode_offset_msg_id(a.ext_fields["msgId"])[2], "cg_dlq", max_times=0), 5
+        )
         assert r.code == ResponseCode.SUCCESS
-        r = await client.invoke(addr, _send_back(decode_offset_msg_id(b.ext_fields["msgId"])[2], "cg_dlq", delay_level=-1), 5)
+        r = await client.invoke(
+            addr, _send_back(decode_offset_msg_id(b.ext_fields["msgId"])[2], "cg_dlq", delay_level=-1), 5
+        )
         assert r.code == ResponseCode.SUCCESS
         dead = await _wait_for(client, addr, "%DLQ%cg_dlq", 2)
         assert sorted(m.body for m in dead) == [b"a", b"b"]
@@ -160,7 +184,9 @@ def test_a_delayed_message_is_not_consumable_before_its_time_and_is_after(broker
         client = RemotingClient()
         addr = broker.addr
         assert (await client.invoke(addr, create_topic("DelayTopic", 2), 5)).code == 0
-        sent = await client.invoke(addr, send_v2("DelayTopic", b"later", queue_id=1, tags="T1", props={"DELAY": "18"}), 5)
+        sent = await client.invoke(
+            addr, send_v2("DelayTopic", b"later", queue_id=1, tags="T1", props={"DELAY": "18"}), 5
+        )
         assert sent.code == ResponseCode.SUCCESS
         # held in the schedule queue of level 18, not in the topic (4 s from now)
         assert await _max_offset(client, addr, "DelayTopic", 1) == 0

@@ -13,7 +13,9 @@ from . import wire
 
 
 async def _route_code(client: RemotingClient, namesrv: str, topic: str) -> int:
-    resp = await client.invoke(namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), 5)
+    resp = await client.invoke(
+        namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), 5
+    )
     return resp.code
 
 
@@ -27,8 +29,16 @@ def test_auto_created_topics_are_routed_before_the_answer(namesrv, broker):
                 sent = await client.invoke(broker.addr, wire.send_v2(topic, b"x"), 5)
                 assert sent.code == ResponseCode.SUCCESS, sent.remark
                 codes.append(await _route_code(client, namesrv.addr, topic))
-            back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
-                "offset": 0, "group": "fresh-group", "delayLevel": 0, "originMsgId": "X", "originTopic": "Fresh0"})
+            back = RemotingCommand.request(
+                RequestCode.CONSUMER_SEND_MSG_BACK,
+                {
+                    "offset": 0,
+                    "group": "fresh-group",
+                    "delayLevel": 0,
+                    "originMsgId": "X",
+                    "originTopic": "Fresh0",
+                },
+            )
             answered = await client.invoke(broker.addr, back, 5)
             retry = await _route_code(client, namesrv.addr, "%RETRY%fresh-group")
             return codes, answered.code, retry

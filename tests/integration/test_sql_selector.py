@@ -46,7 +46,9 @@ async def _produce(namesrv: str, broker: str) -> None:
     async with Producer("sql_pg", namesrv) as producer:
         for i in range(N):
             props = {"price": str(i % 10), **({"region": "eu"} if i % 3 == 0 else {})}
-            await producer.send(Message(TOPIC, f"s{i}".encode(), tags="vip" if i % 4 == 0 else None, properties=props))
+            await producer.send(
+                Message(TOPIC, f"s{i}".encode(), tags="vip" if i % 4 == 0 else None, properties=props)
+            )
 
 
 def test_pull_and_push_consumers_get_what_the_selector_selects(namesrv, sql_broker):
@@ -66,7 +68,9 @@ def test_pull_and_push_consumers_get_what_the_selector_selects(namesrv, sql_brok
         push.register_listener(collector)
         await push.start()
         try:
-            await wait_until(lambda: len(collector.messages) >= len(want), 30, "the push consumer's selection")
+            await wait_until(
+                lambda: len(collector.messages) >= len(want), 30, "the push consumer's selection"
+            )
             await asyncio.sleep(1.0)  # nothing more arrives
         finally:
             await push.shutdown()
@@ -86,7 +90,9 @@ async def _drain(pull: PullConsumer, got: list[str]) -> bool:
     (False, "price > 1", ResponseCode.SYSTEM_ERROR, "does not support consumer to filter message by SQL92"),
 ])  # fmt: skip
 def test_a_selector_the_broker_cannot_serve_fails_start(tmp_path, namesrv, enabled, selector, code, words):
-    broker = start_broker(tmp_path, namesrv.addr, "broker-x", **({"enablePropertyFilter": "true"} if enabled else {}))
+    broker = start_broker(
+        tmp_path, namesrv.addr, "broker-x", **({"enablePropertyFilter": "true"} if enabled else {})
+    )
 
     async def go():
         await create_topic(namesrv.addr, broker.addr, TOPIC, queues=2)
@@ -115,7 +121,9 @@ def test_the_cli_consumes_with_a_sql_selector(namesrv, sql_broker):
                           "--from-beginning", "--sql", SELECTOR, "--timeout", "5"],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    bodies = sorted(int(line.rsplit("body=s", 1)[-1]) for line in out.stdout.splitlines() if line.startswith("["))
+    bodies = sorted(
+        int(line.rsplit("body=s", 1)[-1]) for line in out.stdout.splitlines() if line.startswith("[")
+    )
     assert bodies == [i for i in range(N) if selected(i)] and len(bodies) == want, out.stdout[-2000:]
 
 
@@ -125,7 +133,9 @@ def test_the_spark_source_reads_with_a_sql_selector(namesrv, sql_broker):
     from pyrocketmq.spark.planning import QueueRange
 
     asyncio.run(_produce(namesrv.addr, sql_broker.addr))
-    opts = SourceOptions.from_options({"nameServer": namesrv.addr, "topic": TOPIC, "sqlSelector": SELECTOR}, streaming=False)
+    opts = SourceOptions.from_options(
+        {"nameServer": namesrv.addr, "topic": TOPIC, "sqlSelector": SELECTOR}, streaming=False
+    )
     from pyrocketmq.client import Admin
     from pyrocketmq.remoting.body import MessageQueue
 
@@ -135,7 +145,12 @@ def test_the_spark_source_reads_with_a_sql_selector(namesrv, sql_broker):
 
     got = []
     for q, end in enumerate(asyncio.run(ends())):
-        got += [m.body.decode() for m in broker_client.read_range(opts, QueueRange(TOPIC, "broker-sql", q, 0, end))]
+        got += [
+            m.body.decode()
+            for m in broker_client.read_range(opts, QueueRange(TOPIC, "broker-sql", q, 0, end))
+        ]
     assert sorted(got, key=lambda b: int(b[1:])) == [f"s{i}" for i in range(N) if selected(i)]
     with pytest.raises(Exception, match="not both"):
-        SourceOptions.from_options({"nameServer": namesrv.addr, "topic": TOPIC, "sqlSelector": "a > 1", "subExpression": "A"})
+        SourceOptions.from_options(
+            {"nameServer": namesrv.addr, "topic": TOPIC, "sqlSelector": "a > 1", "subExpression": "A"}
+        )

@@ -44,14 +44,23 @@ def test_timer_messages_arrive_at_their_millisecond_and_survive_a_broker_restart
                 await p.send(Message(TOPIC, b"warm-up"))
                 await wait_until(lambda: "warm-up" in arrivals.at, 30, "the consumer running")
                 base = time.time_ns() // 1_000_000
-                for name, after in (("t1500", 1500), ("t300", 300), ("t2200", 2200), ("t900", 900), ("t777", 777),
-                                    ("pending", 8_000)):
+                for name, after in (
+                    ("t1500", 1500),
+                    ("t300", 300),
+                    ("t2200", 2200),
+                    ("t900", 900),
+                    ("t777", 777),
+                    ("pending", 8_000),
+                ):
                     due[name] = base + after
                     await p.send(Message(TOPIC, name.encode(), deliver_time_ms=due[name]))
                 with pytest.raises(MQBrokerError, match="timer message illegal.*timerMaxDelaySec"):
                     await p.send(Message(TOPIC, b"too-far", deliver_time_ms=base + 61_000))
-            await wait_until(lambda: all(k in arrivals.at for k in ("t300", "t777", "t900", "t1500", "t2200")), 30,
-                             "the short timers delivered")
+            await wait_until(
+                lambda: all(k in arrivals.at for k in ("t300", "t777", "t900", "t1500", "t2200")),
+                30,
+                "the short timers delivered",
+            )
             assert "pending" not in arrivals.at
             await c.persist_offsets(sync=True)
         finally:
@@ -68,13 +77,17 @@ def test_timer_messages_arrive_at_their_millisecond_and_survive_a_broker_restart
     assert all(v >= 0 for v in late.values()), late  # never early
     assert max(late.values()) < 2_500, late  # a bound for the test, not a speed claim
 
-    broker = start_broker(tmp_path, namesrv.addr, port=broker.port, timerMaxDelaySec=60, flushDelayOffsetInterval=500)
+    broker = start_broker(
+        tmp_path, namesrv.addr, port=broker.port, timerMaxDelaySec=60, flushDelayOffsetInterval=500
+    )
     try:
         async def after_restart():
             c = consumer(namesrv.addr, "GID_TIMER", "timer-c2", TOPIC, arrivals)
             await c.start()
             try:
-                await wait_until(lambda: "pending" in arrivals.at, 30, "the pending timer delivered after the restart")
+                await wait_until(
+                    lambda: "pending" in arrivals.at, 30, "the pending timer delivered after the restart"
+                )
                 await asyncio.sleep(1.0)
             finally:
                 await c.shutdown()

@@ -44,7 +44,9 @@ def test_produce_and_consume_over_tls_only(tls_cluster):
             [mq] = await consumer.fetch_queues("Secure")
             got = (await consumer.pull(mq, 0, 32)).messages
         plain = ClientSettings(request_timeout=2, connect_timeout=2)
-        untrusted = ClientSettings(tls=ClientTls(enabled=True, trust_cert_path=str(certs.other_ca)), request_timeout=2)
+        untrusted = ClientSettings(
+            tls=ClientTls(enabled=True, trust_cert_path=str(certs.other_ca)), request_timeout=2
+        )
         refusals = []
         for settings in (plain, untrusted):
             try:
@@ -68,16 +70,34 @@ def test_the_cli_over_tls(tls_cluster):
     tls = ["--tlsTrustCert", str(certs.ca)]
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pyrocketmq", *args], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "pyrocketmq", *args], capture_output=True, text=True, timeout=60
+        )
 
-    made = cli("admin", "updateTopic", "-n", ns.addr, *tls, "-c", "DefaultCluster", "-t", "CliSecure", "-r", "1", "-w", "1")
+    made = cli(
+        "admin",
+        "updateTopic",
+        "-n",
+        ns.addr,
+        *tls,
+        "-c",
+        "DefaultCluster",
+        "-t",
+        "CliSecure",
+        "-r",
+        "1",
+        "-w",
+        "1",
+    )
     assert made.returncode == 0, made.stderr
     for _ in range(50):
         sent = cli("produce", "-n", ns.addr, *tls, "-t", "CliSecure", "--body", "hello", "-q")
         if sent.returncode == 0:
             break
     assert sent.returncode == 0, sent.stderr
-    read = cli("consume", "-n", ns.addr, *tls, "-t", "CliSecure", "-g", "cli-tls", "--from-beginning", "-c", "1")
+    read = cli(
+        "consume", "-n", ns.addr, *tls, "-t", "CliSecure", "-g", "cli-tls", "--from-beginning", "-c", "1"
+    )
     assert read.returncode == 0 and "hello" in read.stdout, read.stderr
     plain = cli("produce", "-n", ns.addr, "-t", "CliSecure", "--body", "x", "-q")
     assert plain.returncode != 0 and "Traceback" not in plain.stderr

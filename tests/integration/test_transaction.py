@@ -126,7 +126,9 @@ async def _unknown_is_decided_by_the_check(namesrv, broker):
         assert msg.topic == topic
         return TransactionState.COMMIT if msg.body == b"check-commit" else TransactionState.ROLLBACK
 
-    p = TransactionProducer("tx-pg-2", namesrv.addr, client=_client(namesrv.addr), check_local_transaction=check)
+    p = TransactionProducer(
+        "tx-pg-2", namesrv.addr, client=_client(namesrv.addr), check_local_transaction=check
+    )
     await p.start()
     try:
         unknown = lambda m, a: TransactionState.UNKNOWN  # noqa: E731
@@ -166,7 +168,9 @@ async def _never_answered_goes_to_check_max_topic(namesrv, broker):
         calls.release()
         return TransactionState.UNKNOWN
 
-    p = TransactionProducer("tx-pg-3", namesrv.addr, client=_client(namesrv.addr), check_local_transaction=check)
+    p = TransactionProducer(
+        "tx-pg-3", namesrv.addr, client=_client(namesrv.addr), check_local_transaction=check
+    )
     await p.start()
     try:
         r = await p.send_in_transaction(Message(topic, b"forever-unknown"), lambda m, a: None)
@@ -196,7 +200,9 @@ async def _restart_keeps_half_messages_and_op_records(tmp_path, namesrv, broker)
     await _wait_for(broker.addr, topic, lambda ms: len(ms) >= 1)
     broker.stop()
     # the pending half message is due at once: leave the new producer room to join first
-    restarted = start_broker(tmp_path, namesrv.addr, port=broker.port, **{**TX_CONF, "transactionCheckMax": 15})
+    restarted = start_broker(
+        tmp_path, namesrv.addr, port=broker.port, **{**TX_CONF, "transactionCheckMax": 15}
+    )
     try:
         p2 = TransactionProducer("tx-pg-4", namesrv.addr, client=_client(namesrv.addr),
                                  check_local_transaction=lambda m: TransactionState.COMMIT)

@@ -26,7 +26,9 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_quickstart(tmp_path: Pa
     wheel = _one(sorted(dist.glob("pyrocketmq_k8s-*.whl")))
     names = zipfile.ZipFile(wheel).namelist()
     for compiled in ("pyrocketmq/broker/store/_native", "pyrocketmq/remoting/_frames"):
-        assert any(n.startswith(compiled) and n.endswith(".so") for n in names), f"{compiled}*.so not in {wheel.name}"
+        assert any(n.startswith(compiled) and n.endswith(".so") for n in names), (
+            f"{compiled}*.so not in {wheel.name}"
+        )
     assert "pyrocketmq/operator/handlers.py" in names and "pyrocketmq/cli.py" in names
 
     venv = tmp_path / "venv"

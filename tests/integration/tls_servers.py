@@ -24,7 +24,9 @@ def tls_only_servers(tmp: Path) -> Iterator[tuple[Proc, Proc, Certs]]:
     conf.write_text("".join(f"{k}={v}\n" for k, v in {"listenPort": port, **server}.items()))
     ns = Proc("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "-c", str(conf)],
               tmp / "logs" / "namesrv.log", port).start()
-    broker = start_broker(tmp, ns.addr, **server, **{"tls.enable": "true", "tls.client.trustCertPath": certs.ca})
+    broker = start_broker(
+        tmp, ns.addr, **server, **{"tls.enable": "true", "tls.client.trustCertPath": certs.ca}
+    )
     try:
         yield ns, broker, certs
     finally:

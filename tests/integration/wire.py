@@ -11,7 +11,9 @@ from pyrocketmq.remoting.message import encode_properties
 from pyrocketmq.remoting.remoting_client import RemotingClient
 
 
-def send_v2(topic: str, body: bytes, *, queue_id: int = 0, tags: str | None = None, props: dict | None = None) -> RemotingCommand:
+def send_v2(
+    topic: str, body: bytes, *, queue_id: int = 0, tags: str | None = None, props: dict | None = None
+) -> RemotingCommand:
     properties = dict(props or {})
     if tags:
         properties["TAGS"] = tags
@@ -33,8 +35,17 @@ def send_v2(topic: str, body: bytes, *, queue_id: int = 0, tags: str | None = No
     return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
 
 
-def pull(topic: str, queue_id: int, offset: int, *, group: str = "test-group", suspend_ms: int = 0, max_nums: int = 32, sub: str = "*",
-         expression_type: str = "TAG") -> RemotingCommand:
+def pull(
+    topic: str,
+    queue_id: int,
+    offset: int,
+    *,
+    group: str = "test-group",
+    suspend_ms: int = 0,
+    max_nums: int = 32,
+    sub: str = "*",
+    expression_type: str = "TAG",
+) -> RemotingCommand:
     sys_flag = 0x4 | (0x2 if suspend_ms else 0)
     ext = {
         "consumerGroup": group,
@@ -55,7 +66,16 @@ def pull(topic: str, queue_id: int, offset: int, *, group: str = "test-group", s
 def create_topic(topic: str, queues: int = 4) -> RemotingCommand:
     return RemotingCommand.request(
         RequestCode.UPDATE_AND_CREATE_TOPIC,
-        {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues, "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False},
+        {
+            "topic": topic,
+            "defaultTopic": "TBW102",
+            "readQueueNums": queues,
+            "writeQueueNums": queues,
+            "perm": 6,
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": 0,
+            "order": False,
+        },
     )
 
 

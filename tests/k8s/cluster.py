@@ -282,7 +282,11 @@ def start_kube(
     etcd_client, etcd_peer, api_port, kcm_port = free_port(), free_port(), free_port(), free_port()
     server = f"https://127.0.0.1:{api_port}"
     kubeconfig = write_kubeconfig(
-        workdir / "kubeconfig", server, certs.ca_crt, "admin", pki.cert_credentials(certs.admin_crt, certs.admin_key)
+        workdir / "kubeconfig",
+        server,
+        certs.ca_crt,
+        "admin",
+        pki.cert_credentials(certs.admin_crt, certs.admin_key),
     )
     env = dict(os.environ)
     env.update(
@@ -355,7 +359,13 @@ def start_kube(
         cluster.processes.append(etcd.start())
         _wait_http(etcd, f"http://127.0.0.1:{etcd_client}/health", None, timeout, lambda b: '"true"' in b)
         cluster.processes.append(apiserver.start())
-        _wait_http(apiserver, f"{server}/readyz", pki.client_context(certs.ca_crt, certs.admin_crt, certs.admin_key), timeout, lambda b: b.strip() == "ok")
+        _wait_http(
+            apiserver,
+            f"{server}/readyz",
+            pki.client_context(certs.ca_crt, certs.admin_crt, certs.admin_key),
+            timeout,
+            lambda b: b.strip() == "ok",
+        )
         if controller_manager:
             kcm_kubeconfig = write_kubeconfig(
                 workdir / "kubeconfig-controller-manager",

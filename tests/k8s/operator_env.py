@@ -35,8 +35,16 @@ TEST_IMAGE = "registry.invalid/pyrocketmq:test"  # never pulled: there is no kub
 class OperatorProcess:
     """The operator in a subprocess, cluster-wide unless namespaces are given."""
 
-    def __init__(self, kube: KubeCluster, workdir: Path, *, kubeconfig: Path | None = None,
-                 namespaces: tuple[str, ...] = (), env: dict[str, str] | None = None, name: str = "operator") -> None:
+    def __init__(
+        self,
+        kube: KubeCluster,
+        workdir: Path,
+        *,
+        kubeconfig: Path | None = None,
+        namespaces: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        name: str = "operator",
+    ) -> None:
         self.kube, self.workdir, self.name = kube, workdir, name
         self.kubeconfig = kubeconfig or kube.kubeconfig
         self.namespaces = namespaces
@@ -62,7 +70,9 @@ class OperatorProcess:
             "PYROCKETMQ_OPERATOR_ADMIN_TIMEOUT": "2",
             **self.extra_env,
         }
-        self.proc = ManagedProcess(self.name, argv, self.workdir / f"{self.name}.log", cwd=self.workdir, env=env).start()
+        self.proc = ManagedProcess(
+            self.name, argv, self.workdir / f"{self.name}.log", cwd=self.workdir, env=env
+        ).start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if not self.proc.alive():
@@ -140,17 +150,30 @@ def conditions(obj: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in ((obj or {}).get("status") or {}).get("conditions") or ()}
 
 
-def wait_for(kube: KubeCluster, fn, timeout: float = 30, what: str = "condition", op: OperatorProcess | None = None):
+def wait_for(
+    kube: KubeCluster, fn, timeout: float = 30, what: str = "condition", op: OperatorProcess | None = None
+):
     try:
         return kube.wait_until(fn, timeout, what)
     except TimeoutError as e:
         if op is not None:
-            raise TimeoutError(f"{e}\n--- operator log (tail) ---\n{op.proc.tail(80) if op.proc else ''}") from None
+            raise TimeoutError(
+                f"{e}\n--- operator log (tail) ---\n{op.proc.tail(80) if op.proc else ''}"
+            ) from None
         raise
 
 
-def wait_condition(kube: KubeCluster, kind: str, name: str, namespace: str, type_: str, status: str,
-                   reason: str | None = None, timeout: float = 30, op: OperatorProcess | None = None) -> dict[str, Any]:
+def wait_condition(
+    kube: KubeCluster,
+    kind: str,
+    name: str,
+    namespace: str,
+    type_: str,
+    status: str,
+    reason: str | None = None,
+    timeout: float = 30,
+    op: OperatorProcess | None = None,
+) -> dict[str, Any]:
     def check():
         obj = get(kube, kind, name, namespace)
         cond = conditions(obj).get(type_)

@@ -29,13 +29,19 @@ def docs(text: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(text) if d]
 
 
-@pytest.mark.parametrize("values", [[], ["--set", "rbac.scope=namespaced", "--set", "rbac.watchNamespaces={a,b}"]])
+@pytest.mark.parametrize(
+    "values", [[], ["--set", "rbac.scope=namespaced", "--set", "rbac.watchNamespaces={a,b}"]]
+)
 def test_lint_and_template(kube: KubeCluster, values: list[str]) -> None:
     kube.helm("lint", str(CHART), "--strict", *values)
     rendered = docs(kube.helm("template", "rel", str(CHART), "-n", "ops", "--include-crds", *values).stdout)
     kinds = sorted(d["kind"] for d in rendered)
-    crds_in_chart = sorted((d for d in rendered if d["kind"] == "CustomResourceDefinition"), key=lambda d: d["metadata"]["name"])
-    top = sorted((yaml.safe_load(p.read_text()) for p in CRDS_DIR.glob("*.yaml")), key=lambda d: d["metadata"]["name"])
+    crds_in_chart = sorted(
+        (d for d in rendered if d["kind"] == "CustomResourceDefinition"), key=lambda d: d["metadata"]["name"]
+    )
+    top = sorted(
+        (yaml.safe_load(p.read_text()) for p in CRDS_DIR.glob("*.yaml")), key=lambda d: d["metadata"]["name"]
+    )
     assert crds_in_chart == top
     deployment = next(d for d in rendered if d["kind"] == "Deployment")
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"] == {"type": "Recreate"}
@@ -47,14 +53,24 @@ def test_lint_and_template(kube: KubeCluster, values: list[str]) -> None:
     assert cluster_roles["rel-pyrocketmq-nodes"]["rules"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]  # fmt: skip
     if values:
-        assert kinds.count("Role") == 2 and kinds.count("RoleBinding") == 2 and list(cluster_roles) == ["rel-pyrocketmq-nodes"]
+        assert (
+            kinds.count("Role") == 2
+            and kinds.count("RoleBinding") == 2
+            and list(cluster_roles) == ["rel-pyrocketmq-nodes"]
+        )
         assert env["PYROCKETMQ_OPERATOR_NAMESPACES"] == "a,b" and "--all-namespaces" not in container["args"]
     else:
         assert len(cluster_roles) == 2 and kinds.count("ClusterRoleBinding") == 2 and "Role" not in kinds
         assert "--all-namespaces" in container["args"]
-    rules = next(d for d in rendered if d["kind"] in ("ClusterRole", "Role") and not d["metadata"]["name"].endswith("-nodes"))["rules"]
+    rules = next(
+        d
+        for d in rendered
+        if d["kind"] in ("ClusterRole", "Role") and not d["metadata"]["name"].endswith("-nodes")
+    )["rules"]
     for rule in rules:  # least privilege: no wildcards, no secrets
-        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "secrets" not in rule["resources"]
+        assert (
+            "*" not in rule["verbs"] and "*" not in rule["resources"] and "secrets" not in rule["resources"]
+        )
 
 
 @pytest.mark.parametrize("value, named", [("operator.resyncInterval=soon", "/operator/resyncInterval"),
@@ -66,7 +82,9 @@ def test_a_wrong_value_fails_with_a_message_naming_it(kube: KubeCluster, value: 
 
 
 def test_reading_secrets_is_opt_in_and_get_only(kube: KubeCluster) -> None:
-    rendered = docs(kube.helm("template", "rel", str(CHART), "-n", "ops", "--set", "rbac.readSecrets=true").stdout)
+    rendered = docs(
+        kube.helm("template", "rel", str(CHART), "-n", "ops", "--set", "rbac.readSecrets=true").stdout
+    )
     rules = next(d for d in rendered if d["kind"] == "ClusterRole")["rules"]
     assert [r["verbs"] for r in rules if "secrets" in r["resources"]] == [["get"]]
 
@@ -88,12 +106,20 @@ def test_install_upgrade_uninstall_and_run_with_the_charts_rbac(crds: KubeCluste
     kube = crds
     release_ns, work_ns = kube.create_namespace("ops"), kube.create_namespace("app")
     try:
-        kube.helm("install", "pyrocketmq", str(CHART), "-n", release_ns, "--set", "image.tag=test", "--wait=false")
+        kube.helm(
+            "install", "pyrocketmq", str(CHART), "-n", release_ns, "--set", "image.tag=test", "--wait=false"
+        )
         deployment = kube.get("deployment", "pyrocketmq", "-n", release_ns)
         assert deployment["spec"]["strategy"]["type"] == "Recreate"
         assert kube.get("clusterrolebinding", "pyrocketmq")["subjects"][0]["namespace"] == release_ns
-        wait_for(kube, lambda: kube.get("pods", "-n", release_ns, "-l", "app.kubernetes.io/name=pyrocketmq-operator")["items"],
-                 30, "the operator pod (Pending: no kubelet)")
+        wait_for(
+            kube,
+            lambda: kube.get("pods", "-n", release_ns, "-l", "app.kubernetes.io/name=pyrocketmq-operator")[
+                "items"
+            ],
+            30,
+            "the operator pod (Pending: no kubelet)",
+        )
 
         # The operator, run here with the chart's ServiceAccount, can do its whole job.
         sa = kube.service_account_kubeconfig(release_ns, "pyrocketmq")
@@ -105,7 +131,9 @@ def test_install_upgrade_uninstall_and_run_with_the_charts_rbac(crds: KubeCluste
 
         kube.helm("upgrade", "pyrocketmq", str(CHART), "-n", release_ns, "--set", "image.tag=test2",
                   "--set", "operator.resyncInterval=7", "--wait=false")
-        container = kube.get("deployment", "pyrocketmq", "-n", release_ns)["spec"]["template"]["spec"]["containers"][0]
+        container = kube.get("deployment", "pyrocketmq", "-n", release_ns)["spec"]["template"]["spec"][
+            "containers"
+        ][0]
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert container["image"].endswith(":test2") and env["PYROCKETMQ_OPERATOR_RESYNC_INTERVAL"] == "7"
         releases = json.loads(kube.helm("list", "-n", release_ns, "-o", "json").stdout)
@@ -128,13 +156,23 @@ def test_namespaced_install_serves_only_its_namespaces(crds: KubeCluster, tmp_pa
         kube.helm("install", "scoped", str(CHART), "-n", release_ns, "--set", "rbac.scope=namespaced",
                   "--set", f"rbac.watchNamespaces={{{served}}}", "--wait=false")
         sa = f"system:serviceaccount:{release_ns}:scoped-pyrocketmq"
-        can = lambda verb, res, n: kube.kubectl("auth", "can-i", verb, res, "-n", n, f"--as={sa}", check=False).returncode == 0  # noqa: E731
-        assert can("patch", "statefulsets.apps", served) and can("patch", "brokers.pyrocketmq.io/status", served)
+
+        def can(verb: str, res: str, n: str) -> bool:
+            return kube.kubectl("auth", "can-i", verb, res, "-n", n, f"--as={sa}", check=False).returncode == 0
+
+        assert can("patch", "statefulsets.apps", served) and can(
+            "patch", "brokers.pyrocketmq.io/status", served
+        )
         assert not can("list", "statefulsets.apps", other) and not can("get", "secrets", served)
         assert not can("list", "customresourcedefinitions", served) and not can("list", "namespaces", served)
 
-        op = OperatorProcess(kube, tmp_path, kubeconfig=kube.service_account_kubeconfig(release_ns, "scoped-pyrocketmq"),
-                             namespaces=(served,), name="operator-scoped").start()
+        op = OperatorProcess(
+            kube,
+            tmp_path,
+            kubeconfig=kube.service_account_kubeconfig(release_ns, "scoped-pyrocketmq"),
+            namespaces=(served,),
+            name="operator-scoped",
+        ).start()
         try:
             run_dev_cluster(kube, op, served)
             kube.kubectl("apply", "-n", other, "-f", str(EXAMPLES / "dev-cluster.yaml"))

@@ -34,7 +34,9 @@ def render(kube: KubeCluster, *values: str) -> list[dict]:
 
 
 def test_monitoring_values_render_monitors_rules_and_dashboards(kube: KubeCluster) -> None:
-    kube.helm("lint", str(CHART), "--strict", "--set", "monitoring.enabled=true", "--set", "cluster.enabled=true")
+    kube.helm(
+        "lint", str(CHART), "--strict", "--set", "monitoring.enabled=true", "--set", "cluster.enabled=true"
+    )
     rendered = render(kube, "--set", "monitoring.enabled=true", "--set", "monitoring.labels.release=kps")
     by_kind: dict[str, list[dict]] = {}
     for d in rendered:
@@ -49,7 +51,11 @@ def test_monitoring_values_render_monitors_rules_and_dashboards(kube: KubeCluste
                                                    "app.kubernetes.io/component": component}
         endpoint = spec["podMetricsEndpoints"][0]
         assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
-        assert {"action": "replace", "targetLabel": "job", "replacement": f"pyrocketmq-{component}"} in endpoint["relabelings"]
+        assert {
+            "action": "replace",
+            "targetLabel": "job",
+            "replacement": f"pyrocketmq-{component}",
+        } in endpoint["relabelings"]
         assert spec["namespaceSelector"] == {"any": True}
     (service_monitor,) = by_kind["ServiceMonitor"]
     assert service_monitor["spec"]["endpoints"][0]["port"] == "metrics"
@@ -74,7 +80,9 @@ def test_monitoring_auto_follows_the_prometheus_operator_api(kube: KubeCluster) 
     kinds = lambda docs_: {d["kind"] for d in docs_}  # noqa: E731
     assert not kinds(render(kube)) & set(MONITORING_KINDS)
     assert kinds(render(kube, "--api-versions", "monitoring.coreos.com/v1")) >= set(MONITORING_KINDS)
-    assert not kinds(render(kube, "--api-versions", "monitoring.coreos.com/v1", "--set", "monitoring.enabled=false")) & set(MONITORING_KINDS)
+    assert not kinds(
+        render(kube, "--api-versions", "monitoring.coreos.com/v1", "--set", "monitoring.enabled=false")
+    ) & set(MONITORING_KINDS)
     namespaced = render(kube, "--set", "monitoring.enabled=true", "--set", "rbac.scope=namespaced",
                         "--set", "rbac.watchNamespaces={a,b}")
     selectors = [d["spec"]["namespaceSelector"] for d in namespaced if d["kind"] == "PodMonitor"]
@@ -95,21 +103,38 @@ def test_default_cluster_values_create_resources_the_operator_reconciles(
                   "--wait=false")
         assert get(kube, "nameserver", "pyrocketmq", namespace)["spec"]["replicas"] == 1
         broker = get(kube, "broker", "pyrocketmq", namespace)
-        assert broker["spec"]["nameServer"] == {"name": "pyrocketmq"} and broker["spec"]["metrics"]["enabled"] is True
+        assert (
+            broker["spec"]["nameServer"] == {"name": "pyrocketmq"}
+            and broker["spec"]["metrics"]["enabled"] is True
+        )
         topic = get(kube, "topic", "example-topic", namespace)
-        assert topic["spec"]["topicName"] == "TopicTest" and topic["spec"]["clusterRef"] == {"name": "pyrocketmq"}
+        assert topic["spec"]["topicName"] == "TopicTest" and topic["spec"]["clusterRef"] == {
+            "name": "pyrocketmq"
+        }
         assert get(kube, "consumergroup", "example-group", namespace)["spec"]["groupName"] == "GID_EXAMPLE"
 
         # The operator reconciles them: workloads exist; no pod runs (no kubelet), so not Ready yet.
         wait_condition(kube, "broker", "pyrocketmq", namespace, "Ready", "False", "PodsNotReady", op=operator)
-        wait_condition(kube, "nameserver", "pyrocketmq", namespace, "Ready", "False", "PodsNotReady", op=operator)
+        wait_condition(
+            kube, "nameserver", "pyrocketmq", namespace, "Ready", "False", "PodsNotReady", op=operator
+        )
         wait_condition(kube, "topic", "example-topic", namespace, "Ready", "False", op=operator, timeout=40)
-        wait_condition(kube, "consumergroup", "example-group", namespace, "Ready", "False", op=operator, timeout=40)
+        wait_condition(
+            kube, "consumergroup", "example-group", namespace, "Ready", "False", op=operator, timeout=40
+        )
         assert names(kube, "statefulsets", namespace) == ["pyrocketmq", "pyrocketmq-0"]
         sts = kube.get("statefulset", "pyrocketmq-0", "-n", namespace)
         container = sts["spec"]["template"]["spec"]["containers"][0]
-        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics", "scheme": "HTTP"}
-        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics", "scheme": "HTTP"}
+        assert container["readinessProbe"]["httpGet"] == {
+            "path": "/readyz",
+            "port": "metrics",
+            "scheme": "HTTP",
+        }
+        assert container["livenessProbe"]["httpGet"] == {
+            "path": "/healthz",
+            "port": "metrics",
+            "scheme": "HTTP",
+        }
     finally:
         kube.helm("uninstall", "demo", "-n", namespace, "--wait", check=False)
         kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)

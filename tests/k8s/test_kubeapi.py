@@ -38,7 +38,9 @@ def test_verbs_on_a_real_api_server(kube: KubeCluster, kube_namespace: str, monk
         assert (await api.apply(_config_map(ns, a="1"), "verbs-test"))[0] is True  # created
         created, stored = await api.apply(_config_map(ns, a="2"), "verbs-test")
         assert created is False and stored["data"] == {"a": "2"}
-        assert [o["metadata"]["name"] for o in await api.list("v1", "ConfigMap", ns, {"app": "verbs"})] == ["verbs"]
+        assert [o["metadata"]["name"] for o in await api.list("v1", "ConfigMap", ns, {"app": "verbs"})] == [
+            "verbs"
+        ]
         assert await api.list("v1", "ConfigMap", ns, {"app": "none"}) == []
         patched = await api.patch_labels("v1", "ConfigMap", ns, "verbs", {"app": None, "other": "x"})
         assert patched is not None and patched["metadata"]["labels"] == {"other": "x"}

@@ -25,28 +25,73 @@ def refused(kube: KubeCluster, namespace: str, doc: dict) -> str:
 @pytest.mark.parametrize(
     ("doc", "fields", "words"),
     [
-        (cr("Topic", "bad-name", clusterRef={"name": "b"}, topicName="bad topic!"), ["spec.topicName"], ["should match"]),
-        (cr("Topic", "neg", clusterRef={"name": "b"}, readQueueNums=-1, writeQueueNums=-2),
-         ["spec.readQueueNums", "spec.writeQueueNums"], ["greater than or equal to 1"]),
-        (cr("Topic", "more-writes", clusterRef={"name": "b"}, readQueueNums=4, writeQueueNums=8),
-         ["spec.writeQueueNums"], ["must not exceed readQueueNums"]),
+        (
+            cr("Topic", "bad-name", clusterRef={"name": "b"}, topicName="bad topic!"),
+            ["spec.topicName"],
+            ["should match"],
+        ),
+        (
+            cr("Topic", "neg", clusterRef={"name": "b"}, readQueueNums=-1, writeQueueNums=-2),
+            ["spec.readQueueNums", "spec.writeQueueNums"],
+            ["greater than or equal to 1"],
+        ),
+        (
+            cr("Topic", "more-writes", clusterRef={"name": "b"}, readQueueNums=4, writeQueueNums=8),
+            ["spec.writeQueueNums"],
+            ["must not exceed readQueueNums"],
+        ),
         (cr("Topic", "dotted.name", clusterRef={"name": "b"}), ["spec.topicName"], ["set spec.topicName"]),
-        (cr("Topic", "system", clusterRef={"name": "b"}, topicName="%RETRY%x"), ["spec.topicName"], ["reserved"]),
-        (cr("Broker", "zero", nameServer={"name": "n"}, replicasPerGroup=0), ["spec.replicasPerGroup"],
-         ["greater than or equal to 1"]),
-        (cr("Broker", "sync-one", nameServer={"name": "n"}, replicationMode="SYNC", replicasPerGroup=1),
-         ["spec.replicasPerGroup"], ["SYNC needs replicasPerGroup >= 2"]),
-        (cr("Broker", "both-ns", nameServer={"name": "n", "addresses": ["a:9876"]}), ["spec.nameServer"],
-         ["exactly one of"]),
-        (cr("Broker", "owned-key", nameServer={"name": "n"}, config={"brokerName": "x"}), ["spec.config"],
-         ["set by the operator"]),
-        (cr("ConsumerGroup", "neg-retry", clusterRef={"name": "b"}, retryMaxTimes=-1), ["spec.retryMaxTimes"],
-         ["greater than or equal to 0"]),
+        (
+            cr("Topic", "system", clusterRef={"name": "b"}, topicName="%RETRY%x"),
+            ["spec.topicName"],
+            ["reserved"],
+        ),
+        (
+            cr("Broker", "zero", nameServer={"name": "n"}, replicasPerGroup=0),
+            ["spec.replicasPerGroup"],
+            ["greater than or equal to 1"],
+        ),
+        (
+            cr("Broker", "sync-one", nameServer={"name": "n"}, replicationMode="SYNC", replicasPerGroup=1),
+            ["spec.replicasPerGroup"],
+            ["SYNC needs replicasPerGroup >= 2"],
+        ),
+        (
+            cr("Broker", "both-ns", nameServer={"name": "n", "addresses": ["a:9876"]}),
+            ["spec.nameServer"],
+            ["exactly one of"],
+        ),
+        (
+            cr("Broker", "owned-key", nameServer={"name": "n"}, config={"brokerName": "x"}),
+            ["spec.config"],
+            ["set by the operator"],
+        ),
+        (
+            cr("ConsumerGroup", "neg-retry", clusterRef={"name": "b"}, retryMaxTimes=-1),
+            ["spec.retryMaxTimes"],
+            ["greater than or equal to 0"],
+        ),
         (cr("NameServer", "none", replicas=0), ["spec.replicas"], ["greater than or equal to 1"]),
-        (cr("ConsumerGroup", "reset-when", clusterRef={"name": "b"}, resetOffset={"id": "1", "topic": "T", "to": "yesterday"}),
-         ["spec.resetOffset.to"], ["should match"]),
-        (cr("ConsumerGroup", "reset-what", clusterRef={"name": "b"}, resetOffset={"id": "1", "to": "latest"}),
-         ["spec.resetOffset.topic"], ["Required value"]),
+        (
+            cr(
+                "ConsumerGroup",
+                "reset-when",
+                clusterRef={"name": "b"},
+                resetOffset={"id": "1", "topic": "T", "to": "yesterday"},
+            ),
+            ["spec.resetOffset.to"],
+            ["should match"],
+        ),
+        (
+            cr(
+                "ConsumerGroup",
+                "reset-what",
+                clusterRef={"name": "b"},
+                resetOffset={"id": "1", "to": "latest"},
+            ),
+            ["spec.resetOffset.topic"],
+            ["Required value"],
+        ),
     ],
     ids=lambda v: v["metadata"]["name"] if isinstance(v, dict) else None,
 )
@@ -74,7 +119,12 @@ def test_defaults_are_applied_by_the_api_server(crds, ns):  # noqa: F811
     assert spec["metrics"] == {"enabled": True, "port": 5557}
     crds.apply(cr("Topic", "d", clusterRef={"name": "d"}), "-n", ns)
     spec = crds.get("topic", "d", "-n", ns)["spec"]
-    assert (spec["readQueueNums"], spec["writeQueueNums"], spec["perm"], spec["messageType"]) == (8, 8, 6, "NORMAL")
+    assert (spec["readQueueNums"], spec["writeQueueNums"], spec["perm"], spec["messageType"]) == (
+        8,
+        8,
+        6,
+        "NORMAL",
+    )
 
 
 def test_examples_apply_and_the_category_lists_every_kind(crds, ns):  # noqa: F811

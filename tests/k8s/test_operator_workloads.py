@@ -58,12 +58,28 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
     assert sorted(sts) == ["names", "orders-0", "orders-1"]
     assert sts["names"]["spec"]["replicas"] == 3
     assert [sts[g]["spec"]["replicas"] for g in ("orders-0", "orders-1")] == [2, 2]
-    assert names(kube, "services", ns) == ["names", "names-headless", "orders-0-headless", "orders-1-headless", "orders-broker"]
+    assert names(kube, "services", ns) == [
+        "names",
+        "names-headless",
+        "orders-0-headless",
+        "orders-1-headless",
+        "orders-broker",
+    ]
     # the name servers' budget; per group (failover) one for each role and one for pods not yet elected
     assert names(kube, "poddisruptionbudgets", ns) == [
-        "names", "orders-0", "orders-0-master", "orders-0-slaves", "orders-1", "orders-1-master", "orders-1-slaves"]
+        "names",
+        "orders-0",
+        "orders-0-master",
+        "orders-0-slaves",
+        "orders-1",
+        "orders-1-master",
+        "orders-1-slaves",
+    ]
     master_budget = kube.get("pdb", "orders-0-master", "-n", ns)["spec"]
-    assert master_budget["minAvailable"] == 1 and master_budget["selector"]["matchLabels"]["pyrocketmq.io/role"] == "master"
+    assert (
+        master_budget["minAvailable"] == 1
+        and master_budget["selector"]["matchLabels"]["pyrocketmq.io/role"] == "master"
+    )
     assert "orders-broker" in names(kube, "serviceaccounts", ns)
     for s in sts.values():
         (owner,) = s["metadata"]["ownerReferences"]
@@ -75,7 +91,11 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
     conf = broker_conf(kube, ns, "orders-1-config")
     dns = [f"names-{i}.names-headless.{ns}.svc:9876" for i in range(3)]
     assert conf["namesrvAddr"] == ";".join(dns)
-    assert (conf["brokerName"], conf["brokerClusterName"], conf["brokerRole"]) == ("orders-1", "OrdersCluster", "SYNC_MASTER")
+    assert (conf["brokerName"], conf["brokerClusterName"], conf["brokerRole"]) == (
+        "orders-1",
+        "OrdersCluster",
+        "SYNC_MASTER",
+    )
     assert conf["enableControllerMode"] == "true" and conf["controllerAddr"] == conf["namesrvAddr"]
     assert conf["fileReservedTime"] == "48"
     assert nameserver["status"]["addresses"] == dns and broker["status"]["nameServers"] == dns
@@ -83,18 +103,32 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
     # Claims from the template; the Pods (Pending: no kubelet) get their role from their ordinal.
     (claim,) = sts["orders-0"]["spec"]["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "20Gi"
-    assert sts["orders-0"]["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
-    wait_for(kube, lambda: len(names(kube, "pods", ns, "app.kubernetes.io/component=broker")) == 4, 30, "broker pods")
+    assert sts["orders-0"]["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Retain",
+    }
+    wait_for(
+        kube,
+        lambda: len(names(kube, "pods", ns, "app.kubernetes.io/component=broker")) == 4,
+        30,
+        "broker pods",
+    )
     wait_for(kube, lambda: len(names(kube, "pvc", ns)) == 7, 30, "claims")
     assert names(kube, "pvc", ns) == [f"controller-names-{i}" for i in range(3)] + [
-        f"store-orders-{g}-{o}" for g in (0, 1) for o in (0, 1)]  # the controllers' state, the brokers' stores
+        f"store-orders-{g}-{o}" for g in (0, 1) for o in (0, 1)
+    ]  # the controllers' state, the brokers' stores
     template = kube.get("configmap", "orders-0-config", "-n", ns)["data"]["broker.conf"]
     for pod in kube.get("pods", "-n", ns, "-l", "pyrocketmq.io/group=orders-0")["items"]:
-        env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in pod["spec"]["containers"][0]["env"]}
+        env = {
+            e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+            for e in pod["spec"]["containers"][0]["env"]
+        }
         assert env["POD_NAME"] == "metadata.name" and env["POD_IP"] == "status.podIP"
         ordinal = int(pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"])
         lines = pod_conf(template, {"POD_NAME": pod["metadata"]["name"], "POD_IP": "10.0.0.9"}).splitlines()
-        assert f"brokerId={ordinal + 1}" in lines and "brokerRole=SYNC_MASTER" in lines  # the controller elects
+        assert (
+            f"brokerId={ordinal + 1}" in lines and "brokerRole=SYNC_MASTER" in lines
+        )  # the controller elects
 
     # Status: conditions that carry the generation; not Ready since no pod runs.
     cond = conditions(broker)
@@ -102,10 +136,16 @@ def test_examples_become_statefulsets_services_configmaps_and_status(operator, n
     assert all(c["observedGeneration"] == 1 for c in cond.values())
     assert {"Ready", "Reconciling", "Degraded", "ScaleDownPending", "Spread", "Failover"} <= set(cond)
     assert (cond["Failover"]["status"], cond["Failover"]["reason"]) == ("True", "ControllerElects")
-    assert (cond["Spread"]["status"], cond["Spread"]["reason"]) == ("False", "TooFewNodes")  # no node at all here
+    assert (cond["Spread"]["status"], cond["Spread"]["reason"]) == (
+        "False",
+        "TooFewNodes",
+    )  # no node at all here
     groups = broker["status"]["groups"]
     assert [g["name"] for g in groups] == ["orders-0", "orders-1"]
-    assert groups[0]["master"]["pod"] == "" and [s["pod"] for s in groups[0]["slaves"]] == ["orders-0-0", "orders-0-1"]
+    assert groups[0]["master"]["pod"] == "" and [s["pod"] for s in groups[0]["slaves"]] == [
+        "orders-0-0",
+        "orders-0-1",
+    ]
     assert broker["status"]["clusterName"] == "OrdersCluster"
     # Deleting a NameServer or Broker never waits for the operator: no finalizer, owner references do it.
     assert not broker["metadata"].get("finalizers") and not nameserver["metadata"].get("finalizers")
@@ -120,10 +160,23 @@ def test_drift_is_repaired_within_a_resync(operator, ns):  # noqa: F811
     kube.kubectl("delete", "service", "orders-0-headless", "names-headless", "-n", ns, "--wait=false")
     kube.kubectl("patch", "configmap", "orders-0-config", "-n", ns, "--type=merge", "-p",
                  '{"data": {"broker.conf": "hand edited"}}')
-    wait_for(kube, lambda: "orders-1" in names(kube, "statefulsets", ns), RESYNC * 4, "StatefulSet back", operator)
-    wait_for(kube, lambda: {"orders-0-headless", "names-headless"} <= set(names(kube, "services", ns)), RESYNC * 4,
-             "Services back", operator)
-    wait_for(kube, lambda: "namesrvAddr" in broker_conf(kube, ns, "orders-0-config"), RESYNC * 4, "broker.conf back", operator)
+    wait_for(
+        kube, lambda: "orders-1" in names(kube, "statefulsets", ns), RESYNC * 4, "StatefulSet back", operator
+    )
+    wait_for(
+        kube,
+        lambda: {"orders-0-headless", "names-headless"} <= set(names(kube, "services", ns)),
+        RESYNC * 4,
+        "Services back",
+        operator,
+    )
+    wait_for(
+        kube,
+        lambda: "namesrvAddr" in broker_conf(kube, ns, "orders-0-config"),
+        RESYNC * 4,
+        "broker.conf back",
+        operator,
+    )
     reasons = {e["reason"] for e in events(kube, ns, "orders")}
     assert "Recreated" in reasons
 
@@ -133,15 +186,28 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
     apply_example(kube, ns, "nameserver.yaml", "broker.yaml")
     observed(kube, "broker", "orders", ns, 1, operator)
 
-    kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"image": "repo/pyrocketmq:2"}}')
+    kube.kubectl(
+        "patch",
+        "broker",
+        "orders",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec": {"image": "repo/pyrocketmq:2"}}',
+    )
     def images():
-        return {s["metadata"]["name"]: s["spec"]["template"]["spec"]["containers"][0]["image"]
-                for s in kube.get("statefulsets", "-n", ns, "-l", "app.kubernetes.io/component=broker")["items"]}
+        return {
+            s["metadata"]["name"]: s["spec"]["template"]["spec"]["containers"][0]["image"]
+            for s in kube.get("statefulsets", "-n", ns, "-l", "app.kubernetes.io/component=broker")["items"]
+        }
     wait_for(kube, lambda: set(images().values()) == {"repo/pyrocketmq:2"}, 20, "new image", operator)
     # Groups roll one after another: orders-0 may replace its pods, orders-1 waits (partition =
     # replicas) until orders-0 has rolled out, which never happens here (no kubelet).
-    partitions = {s["metadata"]["name"]: s["spec"]["updateStrategy"]
-                  for s in kube.get("statefulsets", "-n", ns, "-l", "app.kubernetes.io/component=broker")["items"]}
+    partitions = {
+        s["metadata"]["name"]: s["spec"]["updateStrategy"]
+        for s in kube.get("statefulsets", "-n", ns, "-l", "app.kubernetes.io/component=broker")["items"]
+    }
     assert partitions == {"orders-0": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
                           "orders-1": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}
     def waiting_named():
@@ -159,7 +225,13 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
         pods = kube.get("pods", "-n", ns, "-l", "pyrocketmq.io/group=orders-0")["items"]
         return {p["metadata"]["name"]: p["spec"]["containers"][0]["image"] for p in pods}
 
-    wait_for(kube, lambda: pod_images().get("orders-0-1") == "repo/pyrocketmq:2", 30, "slave replaced first", operator)
+    wait_for(
+        kube,
+        lambda: pod_images().get("orders-0-1") == "repo/pyrocketmq:2",
+        30,
+        "slave replaced first",
+        operator,
+    )
     assert pod_images()["orders-0-0"] == TEST_IMAGE
     held = {p["metadata"]["name"]: p["spec"]["containers"][0]["image"]
             for p in kube.get("pods", "-n", ns, "-l", "pyrocketmq.io/group=orders-1")["items"]}
@@ -175,10 +247,24 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
 
     # Down again: group 2 never served traffic (its pods never ran), so nothing waits for a drain.
     kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"groups": 2}}')
-    wait_for(kube, lambda: names(kube, "statefulsets", ns) == ["names", "orders-0", "orders-1"], 20, "group 3 removed", operator)
-    wait_for(kube, lambda: "orders-2-config" not in names(kube, "configmaps", ns), 10, "its ConfigMap removed", operator)
+    wait_for(
+        kube,
+        lambda: names(kube, "statefulsets", ns) == ["names", "orders-0", "orders-1"],
+        20,
+        "group 3 removed",
+        operator,
+    )
+    wait_for(
+        kube,
+        lambda: "orders-2-config" not in names(kube, "configmaps", ns),
+        10,
+        "its ConfigMap removed",
+        operator,
+    )
     assert "orders-2-headless" not in names(kube, "services", ns)
-    assert any(p.startswith("store-orders-2-") for p in names(kube, "pvc", ns))  # deleteClaim: false keeps claims
+    assert any(
+        p.startswith("store-orders-2-") for p in names(kube, "pvc", ns)
+    )  # deleteClaim: false keeps claims
     broker = observed(kube, "broker", "orders", ns, 4, operator)
     assert conditions(broker)["ScaleDownPending"]["status"] == "False"
     assert "GroupRemoved" in {e["reason"] for e in events(kube, ns, "orders")}
@@ -192,10 +278,26 @@ def test_ephemeral_storage_and_slave_scaling(operator, ns):  # noqa: F811
     assert "volumeClaimTemplates" not in sts["spec"]
     volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
     assert volumes["store"]["emptyDir"] == {"sizeLimit": "2Gi"}
-    kube.kubectl("patch", "broker", "dev", "-n", ns, "--type=merge", "-p", '{"spec": {"replicasPerGroup": 3}}')
-    wait_for(kube, lambda: kube.get("statefulset", "dev-0", "-n", ns)["spec"]["replicas"] == 3, 20, "3 replicas", operator)
-    kube.kubectl("patch", "broker", "dev", "-n", ns, "--type=merge", "-p", '{"spec": {"replicasPerGroup": 2}}')
-    wait_for(kube, lambda: kube.get("statefulset", "dev-0", "-n", ns)["spec"]["replicas"] == 2, 20, "2 replicas", operator)
+    kube.kubectl(
+        "patch", "broker", "dev", "-n", ns, "--type=merge", "-p", '{"spec": {"replicasPerGroup": 3}}'
+    )
+    wait_for(
+        kube,
+        lambda: kube.get("statefulset", "dev-0", "-n", ns)["spec"]["replicas"] == 3,
+        20,
+        "3 replicas",
+        operator,
+    )
+    kube.kubectl(
+        "patch", "broker", "dev", "-n", ns, "--type=merge", "-p", '{"spec": {"replicasPerGroup": 2}}'
+    )
+    wait_for(
+        kube,
+        lambda: kube.get("statefulset", "dev-0", "-n", ns)["spec"]["replicas"] == 2,
+        20,
+        "2 replicas",
+        operator,
+    )
 
 
 def test_a_missing_name_server_is_a_reason_then_converges(operator, ns):  # noqa: F811
@@ -218,12 +320,30 @@ def test_two_clusters_in_two_namespaces_do_not_interfere(operator, ns):  # noqa:
             apply_example(kube, n, "nameserver.yaml", "broker.yaml")
         for n in (ns, other):
             observed(kube, "broker", "orders", n, 1, operator)
-            assert broker_conf(kube, n, "orders-0-config")["namesrvAddr"].startswith(f"names-0.names-headless.{n}.svc:9876")
-        kube.kubectl("patch", "broker", "orders", "-n", other, "--type=merge", "-p", '{"spec": {"groups": 1}}')
+            assert broker_conf(kube, n, "orders-0-config")["namesrvAddr"].startswith(
+                f"names-0.names-headless.{n}.svc:9876"
+            )
+        kube.kubectl(
+            "patch", "broker", "orders", "-n", other, "--type=merge", "-p", '{"spec": {"groups": 1}}'
+        )
         kube.kubectl("delete", "nameserver", "names", "-n", ns)
-        wait_for(kube, lambda: names(kube, "statefulsets", other) == ["names", "orders-0"], 20, "other scaled", operator)
-        wait_for(kube, lambda: names(kube, "statefulsets", ns) == ["orders-0", "orders-1"], 20, "names GC'd", operator)
-        broker = wait_condition(kube, "broker", "orders", ns, "Ready", "False", "NameServerNotFound", op=operator)
+        wait_for(
+            kube,
+            lambda: names(kube, "statefulsets", other) == ["names", "orders-0"],
+            20,
+            "other scaled",
+            operator,
+        )
+        wait_for(
+            kube,
+            lambda: names(kube, "statefulsets", ns) == ["orders-0", "orders-1"],
+            20,
+            "names GC'd",
+            operator,
+        )
+        broker = wait_condition(
+            kube, "broker", "orders", ns, "Ready", "False", "NameServerNotFound", op=operator
+        )
         assert [g["name"] for g in broker["status"]["groups"]] == ["orders-0", "orders-1"]
         assert conditions(get(kube, "broker", "orders", other))["Ready"]["reason"] == "PodsNotReady"
     finally:
@@ -236,13 +356,24 @@ def test_an_operator_killed_mid_reconcile_converges_after_restart(operator, ns):
     big["spec"]["groups"] = 6
     apply_example(kube, ns, "nameserver.yaml")
     kube.apply(big, "-n", ns)
-    wait_for(kube, lambda: any(n.startswith("orders-") for n in names(kube, "configmaps", ns)), 20, "a first object", operator)
+    wait_for(
+        kube,
+        lambda: any(n.startswith("orders-") for n in names(kube, "configmaps", ns)),
+        20,
+        "a first object",
+        operator,
+    )
     operator.kill()  # SIGKILL half way through: no cleanup, kopf's annotations as they were
     kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"groups": 5}}')
     operator.start()
     broker = observed(kube, "broker", "orders", ns, 2, operator, timeout=40)
-    wait_for(kube, lambda: names(kube, "statefulsets", ns) == ["names", *(f"orders-{i}" for i in range(5))], 20,
-             "5 groups", operator)
+    wait_for(
+        kube,
+        lambda: names(kube, "statefulsets", ns) == ["names", *(f"orders-{i}" for i in range(5))],
+        20,
+        "5 groups",
+        operator,
+    )
     assert [g["name"] for g in broker["status"]["groups"]] == [f"orders-{i}" for i in range(5)]
 
 
@@ -256,7 +387,9 @@ def test_turning_the_controller_on_replaces_the_statefulset_and_keeps_its_pods(o
     observed(kube, "nameserver", "names", ns, 1, operator)
     before = kube.get("statefulset", "names", "-n", ns)
     assert "volumeClaimTemplates" not in before["spec"]
-    wait_for(kube, lambda: len(names(kube, "pods", ns, "app.kubernetes.io/component=namesrv")) == 2, 30, "pods")
+    wait_for(
+        kube, lambda: len(names(kube, "pods", ns, "app.kubernetes.io/component=namesrv")) == 2, 30, "pods"
+    )
     pods_before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.get("pods", "-n", ns)["items"]}
     kube.kubectl("patch", "nameserver", "names", "-n", ns, "--type=merge", "-p", '{"spec": {"replicas": 3}}')
     nameserver = observed(kube, "nameserver", "names", ns, 2, operator)

@@ -32,7 +32,9 @@ def spark_submit_binary() -> str:
         return str(found)
     which = shutil.which("spark-submit")
     if which is None:
-        pytest.fail("spark-submit not found: PySpark is part of the test extra (scripts/setup.sh installs it)")
+        pytest.fail(
+            "spark-submit not found: PySpark is part of the test extra (scripts/setup.sh installs it)"
+        )
     return which
 
 
@@ -67,12 +69,16 @@ def test_cluster_mode_submission_creates_the_driver_pod(kube: KubeCluster, kube_
         "--name-server", namesrv, "--mode", "stream", "--parquet", "/data/order-totals",
     ]
     spec = importlib.util.find_spec("pyspark")
-    assert spec is not None and spec.origin, "PySpark is part of the test extra (scripts/setup.sh installs it)"
+    assert spec is not None and spec.origin, (
+        "PySpark is part of the test extra (scripts/setup.sh installs it)"
+    )
     # spark-submit finds its jars through SPARK_HOME (else through whatever `python3` is on PATH).
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "SPARK_HOME": str(Path(spec.origin).parent),
            "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, f"spark-submit failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert done.returncode == 0, (
+        f"spark-submit failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    )
 
     (pod,) = kube.wait_until(lambda: driver_pods(kube, ns), 60, "the driver Pod")
     spec = pod["spec"]
@@ -87,7 +93,9 @@ def test_cluster_mode_submission_creates_the_driver_pod(kube: KubeCluster, kube_
     tail = args[args.index("local:///opt/pyrocketmq/pipelines/order_totals.py") + 1:]
     assert tail[:2] == ["--name-server", namesrv] and "--parquet" in tail
     # The data claim is mounted at /data in the driver.
-    claims = {v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"] if "persistentVolumeClaim" in v}
+    claims = {
+        v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"] if "persistentVolumeClaim" in v
+    }
     assert claims == {"order-totals-data"}
     assert any(m["mountPath"] == "/data" for m in container["volumeMounts"])
     # The Spark configuration travels in a ConfigMap the driver mounts.

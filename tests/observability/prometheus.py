@@ -45,7 +45,10 @@ def _install() -> str:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         return "not root or no apt-get, so not installed"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus"]):
+    for argv in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus"],
+    ):
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
         if proc.returncode != 0:
             return f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]}"
@@ -77,8 +80,10 @@ class Prometheus:
             "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
             "rule_files": [str(p) for p in rule_files],
             "scrape_configs": [
-                {"job_name": job, "static_configs": [{"targets": list(targets)}]} for job, targets in jobs.items()
-            ] + [dict(c) for c in scrape_configs],
+                {"job_name": job, "static_configs": [{"targets": list(targets)}]}
+                for job, targets in jobs.items()
+            ]
+            + [dict(c) for c in scrape_configs],
         }
         workdir.mkdir(parents=True, exist_ok=True)
         self.config = workdir / "prometheus.yml"
@@ -94,7 +99,9 @@ class Prometheus:
             "--storage.tsdb.retention.time=1h",
             "--log.level=warn",
         ]
-        self.proc = ManagedProcess("prometheus", argv, self.workdir / "prometheus.log", cwd=self.workdir).start()
+        self.proc = ManagedProcess(
+            "prometheus", argv, self.workdir / "prometheus.log", cwd=self.workdir
+        ).start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.proc.alive():

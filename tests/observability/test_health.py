@@ -34,7 +34,12 @@ def wait_status(url: str, status: int, timeout: float = 60.0) -> str:
 
 
 def test_broker_is_ready_only_once_registered_with_a_name_server(tmp_path: Path) -> None:
-    ns_port, ns_metrics, broker_port, broker_metrics = free_port(), free_port(), free_broker_port(), free_port()
+    ns_port, ns_metrics, broker_port, broker_metrics = (
+        free_port(),
+        free_port(),
+        free_broker_port(),
+        free_port(),
+    )
     conf = write_properties(tmp_path / "broker.conf", {
         "brokerName": "health-broker", "namesrvAddr": f"127.0.0.1:{ns_port}", "listenPort": broker_port,
         "brokerIP1": "127.0.0.1", "storePathRootDir": tmp_path / "store", "metricsPort": broker_metrics,
@@ -51,8 +56,21 @@ def test_broker_is_ready_only_once_registered_with_a_name_server(tmp_path: Path)
         assert "registered with none of 1 name server" in wait_status(f"{base}/readyz", 503)
         assert "pyrocketmq_broker_ready{" in get(f"{base}/metrics")[1]
 
-        namesrv = ManagedProcess("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(ns_port),
-                                             "--metrics-port", str(ns_metrics)], tmp_path / "namesrv.log", env=env).start()
+        namesrv = ManagedProcess(
+            "namesrv",
+            [
+                sys.executable,
+                "-m",
+                "pyrocketmq",
+                "namesrv",
+                "--listen-port",
+                str(ns_port),
+                "--metrics-port",
+                str(ns_metrics),
+            ],
+            tmp_path / "namesrv.log",
+            env=env,
+        ).start()
         wait_for_tcp("127.0.0.1", ns_port, 30, namesrv.alive)
         assert wait_status(f"http://127.0.0.1:{ns_metrics}/readyz", 200) == "ready\n"
         assert wait_status(f"{base}/readyz", 200, timeout=60) == "ready\n"  # at the next registration

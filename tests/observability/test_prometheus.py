@@ -39,17 +39,44 @@ BROKER_JOB, NAMESRV_JOB = "pyrocketmq-broker", "pyrocketmq-namesrv"
 
 
 def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, str, str]:
-    ns_port, ns_metrics, broker_port, broker_metrics = free_port(), free_port(), free_broker_port(), free_port()
+    ns_port, ns_metrics, broker_port, broker_metrics = (
+        free_port(),
+        free_port(),
+        free_broker_port(),
+        free_port(),
+    )
     grpc_port = free_port()
     env = {"PYTHONUNBUFFERED": "1"}
-    namesrv = ManagedProcess("namesrv", [sys.executable, "-m", "pyrocketmq", "namesrv", "--listen-port", str(ns_port),
-                                         "--metrics-port", str(ns_metrics)], tmp / "namesrv.log", env=env).start()
+    namesrv = ManagedProcess(
+        "namesrv",
+        [
+            sys.executable,
+            "-m",
+            "pyrocketmq",
+            "namesrv",
+            "--listen-port",
+            str(ns_port),
+            "--metrics-port",
+            str(ns_metrics),
+        ],
+        tmp / "namesrv.log",
+        env=env,
+    ).start()
     wait_for_tcp("127.0.0.1", ns_port, 30, namesrv.alive)
-    conf = write_properties(tmp / "broker.conf", {
-        "brokerClusterName": "ObsCluster", "brokerName": "obs-broker", "namesrvAddr": f"127.0.0.1:{ns_port}",
-        "listenPort": broker_port, "brokerIP1": "127.0.0.1", "storePathRootDir": tmp / "store",
-        "mappedFileSizeCommitLog": 16 * 1024 * 1024, "metricsPort": broker_metrics, "grpcListenPort": grpc_port,
-    })
+    conf = write_properties(
+        tmp / "broker.conf",
+        {
+            "brokerClusterName": "ObsCluster",
+            "brokerName": "obs-broker",
+            "namesrvAddr": f"127.0.0.1:{ns_port}",
+            "listenPort": broker_port,
+            "brokerIP1": "127.0.0.1",
+            "storePathRootDir": tmp / "store",
+            "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+            "metricsPort": broker_metrics,
+            "grpcListenPort": grpc_port,
+        },
+    )
     broker = ManagedProcess("broker", [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(conf)],
                             tmp / "broker.log", env=env).start()
     wait_for_tcp("127.0.0.1", broker_port, 30, broker.alive)
@@ -67,7 +94,9 @@ def world(tmp_path: Path):
     find_tool("prometheus")
     namesrv, broker, ns_addr, ns_metrics, broker_metrics, grpc_addr = start_servers(tmp_path)
     rules = fast_rules_copy(tmp_path / "rules-fast.yaml")
-    prom = Prometheus(tmp_path / "prometheus", {BROKER_JOB: [broker_metrics], NAMESRV_JOB: [ns_metrics]}, [rules])
+    prom = Prometheus(
+        tmp_path / "prometheus", {BROKER_JOB: [broker_metrics], NAMESRV_JOB: [ns_metrics]}, [rules]
+    )
     try:
         prom.start()
         yield prom, namesrv, broker, ns_addr, grpc_addr, tmp_path
@@ -91,26 +120,56 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
             producer.send(Message(TOPIC, f"order {i}".encode(), tags="order"))
         prom.wait("101 messages in", lambda: prom.value(in_topic) == before + 100)
         assert prom.value(f'sum(pyrocketmq_broker_queue_max_offset{{topic="{TOPIC}"}})') == 101
-        assert prom.value('sum(rocketmq_rpc_latency_count{request_code="send_message_v2", response_code="success"})') >= 102
+        assert (
+            prom.value(
+                'sum(rocketmq_rpc_latency_count{request_code="send_message_v2", response_code="success"})'
+            )
+            >= 102
+        )
         # The consumer gets all 101 and commits them: no lag left on the topic.
-        prom.wait("the group caught up", lambda: prom.value(
-            f'sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{TOPIC}"}})') == 0
-            and prom.value(f'sum(pyrocketmq_broker_consumer_offset{{group="{GROUP}", topic="{TOPIC}"}})') == 101)
-        assert prom.value(f'sum(rocketmq_messages_out_total{{topic="{TOPIC}", consumer_group="{GROUP}"}})') >= 101
+        prom.wait(
+            "the group caught up",
+            lambda: (
+                prom.value(
+                    f'sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{TOPIC}"}})'
+                )
+                == 0
+                and prom.value(f'sum(pyrocketmq_broker_consumer_offset{{group="{GROUP}", topic="{TOPIC}"}})')
+                == 101
+            ),
+        )
+        assert (
+            prom.value(f'sum(rocketmq_messages_out_total{{topic="{TOPIC}", consumer_group="{GROUP}"}})')
+            >= 101
+        )
         assert consumed.count(TOPIC) >= 101
-        assert client_registry.get_sample_value(
-            "pyrocketmq_client_sent_messages_total", {"group": "obs-producer", "topic": TOPIC, "outcome": "SEND_OK"}) == 101
-        assert client_registry.get_sample_value(
-            "pyrocketmq_client_consumed_messages_total", {"group": GROUP, "topic": TOPIC, "result": "ok"}) >= 101
+        assert (
+            client_registry.get_sample_value(
+                "pyrocketmq_client_sent_messages_total",
+                {"group": "obs-producer", "topic": TOPIC, "outcome": "SEND_OK"},
+            )
+            == 101
+        )
+        assert (
+            client_registry.get_sample_value(
+                "pyrocketmq_client_consumed_messages_total", {"group": GROUP, "topic": TOPIC, "result": "ok"}
+            )
+            >= 101
+        )
 
         # A poison message fails once and, with max_reconsume_times=0, goes to the dead-letter queue.
         dlq = f'sum(pyrocketmq_broker_dlq_messages_total{{group="{GROUP}"}})'
-        assert prom.wait("the DLQ counter of the group", lambda: prom.value(dlq) is not None and [prom.value(dlq)]) == [0]
+        assert prom.wait(
+            "the DLQ counter of the group", lambda: prom.value(dlq) is not None and [prom.value(dlq)]
+        ) == [0]
         producer.send(Message(TOPIC, b"poison", tags="poison"))
         prom.wait("one message in the DLQ", lambda: prom.value(dlq) == 1)
         # A delayed message waits in its level until due (level 6 = 2 minutes: still waiting at the end).
         producer.send(Message(TOPIC, b"later", delay_level=6))
-        prom.wait("one delayed message", lambda: prom.value('sum(pyrocketmq_broker_scheduled_messages{level="6"})') == 1)
+        prom.wait(
+            "one delayed message",
+            lambda: prom.value('sum(pyrocketmq_broker_scheduled_messages{level="6"})') == 1,
+        )
 
         # The official 5.x Python client sends and receives on the gRPC port: the gRPC row has data.
         sent5 = pyclient5.run([grpc_addr, TOPIC, "produce", "normal", 3], home=tmp / "py5")
@@ -119,16 +178,29 @@ def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
         assert len(got5["deliveries"]) >= 3, got5
         prom.wait("5.x sends counted", lambda: prom.value(
             'sum(pyrocketmq_broker_grpc_requests_total{rpc="SendMessage", code="OK"})') == 3)
-        prom.wait("5.x receives timed", lambda: prom.value('sum(pyrocketmq_broker_grpc_receive_duration_seconds_count)'))
+        prom.wait(
+            "5.x receives timed",
+            lambda: prom.value("sum(pyrocketmq_broker_grpc_receive_duration_seconds_count)"),
+        )
 
         # -- Apache RocketMQ 5's metric names and labels, as its users query them -------------------
         for query in APACHE_QUERIES:
             rows = prom.wait(f"data for Apache's {query}", lambda q=query: prom.query(q))
             assert all(r["metric"].get("node_type", "broker") == "broker" for r in rows), rows
-        assert prom.value(f'sum(rocketmq_send_to_dlq_messages_total{{consumer_group="{GROUP}", topic="{TOPIC}"}})') == 1
+        assert (
+            prom.value(
+                f'sum(rocketmq_send_to_dlq_messages_total{{consumer_group="{GROUP}", topic="{TOPIC}"}})'
+            )
+            == 1
+        )
         # Apache's lag per group and topic is the per-queue series summed (one query: one scrape)
-        assert prom.value(f'sum(rocketmq_consumer_lag_messages{{consumer_group="{GROUP}", topic="{BACKGROUND}"}})'
-                          f' - sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{BACKGROUND}"}})') == 0
+        assert (
+            prom.value(
+                f'sum(rocketmq_consumer_lag_messages{{consumer_group="{GROUP}", topic="{BACKGROUND}"}})'
+                f' - sum(pyrocketmq_broker_consumer_lag_messages{{group="{GROUP}", topic="{BACKGROUND}"}})'
+            )
+            == 0
+        )
 
         # -- every expression returns data, and reads only metrics that exist -------------------------
         names = prom.metric_names()
@@ -183,7 +255,9 @@ def test_promtool_unit_tests_fire_every_alert_and_hold_it_back_where_they_should
     from tests.observability.prometheus import RULES, run_promtool
 
     cases = Path(__file__).with_name("alert_rules_test.yaml")
-    alerts = {r["alert"] for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"] if "alert" in r}
+    alerts = {
+        r["alert"] for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"] if "alert" in r
+    }
     fired, silent = set(), set()
     for test in yaml.safe_load(cases.read_text())["tests"]:
         for case in test["alert_rule_test"]:

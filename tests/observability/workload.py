@@ -37,7 +37,9 @@ class Traffic:
 
 
 @contextmanager
-def traffic(namesrv: str, topic: str, background: str, group: str, producer_group: str = "obs-producer") -> Iterator[Traffic]:
+def traffic(
+    namesrv: str, topic: str, background: str, group: str, producer_group: str = "obs-producer"
+) -> Iterator[Traffic]:
     """A producer and a consumer of ``group`` on ``topic`` and ``background``; ``background`` gets a
     message every 0.2 s until the block ends. The caller sends on ``topic`` through ``producer``."""
     client_registry = CollectorRegistry()

@@ -113,7 +113,9 @@ class Rmq:
         from pyrocketmq.client import SyncAdmin
 
         with SyncAdmin(self.ns) as admin:
-            admin.create_topic(topic, cluster=self.cluster.cluster_name, read_queues=queues, write_queues=queues)
+            admin.create_topic(
+                topic, cluster=self.cluster.cluster_name, read_queues=queues, write_queues=queues
+            )
             wait_for_route(admin, topic)
 
     def produce(self, topic: str, bodies: list[bytes], tags: list[str] | None = None,
@@ -177,4 +179,6 @@ def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rmq]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
-    add_cluster_logs(item, call, outcome.get_result(), lambda value: value.cluster if isinstance(value, Rmq) else None)
+    add_cluster_logs(
+        item, call, outcome.get_result(), lambda value: value.cluster if isinstance(value, Rmq) else None
+    )

@@ -23,7 +23,9 @@ def test_batch_read_returns_exactly_the_produced_set(spark, rmq):
     rmq.create_topic("SparkBatch", queues=4)
     bodies = [f"order-{i}".encode() for i in range(60)]
     tags = ["TagA" if i % 3 else "TagB" for i in range(60)]
-    sent = rmq.produce("SparkBatch", bodies, tags=tags, keys=[f"k{i}" for i in range(60)], properties={"src": "t"})
+    sent = rmq.produce(
+        "SparkBatch", bodies, tags=tags, keys=[f"k{i}" for i in range(60)], properties={"src": "t"}
+    )
 
     rows = _read(spark, rmq, "SparkBatch").collect()
     assert sorted(bytes(r.body) for r in rows) == sorted(bodies)
@@ -32,7 +34,11 @@ def test_batch_read_returns_exactly_the_produced_set(spark, rmq):
     for i, result in enumerate(sent):
         r = by_body[bodies[i]]
         assert (r.topic, r.brokerName, r.queueId, r.queueOffset) == (
-            "SparkBatch", result.message_queue.broker_name, result.message_queue.queue_id, result.queue_offset)
+            "SparkBatch",
+            result.message_queue.broker_name,
+            result.message_queue.queue_id,
+            result.queue_offset,
+        )
         assert r.msgId == result.msg_id
         assert r.tags == tags[i] and r.keys == f"k{i}" and r.properties == {"src": "t"}
         # Timestamps come back as naive local times (Spark's convention), close to now.
@@ -42,7 +48,9 @@ def test_batch_read_returns_exactly_the_produced_set(spark, rmq):
 
     # Tag filter, ending offsets, and JSON starting offsets.
     only_b = _read(spark, rmq, "SparkBatch", subExpression="TagB").collect()
-    assert sorted(bytes(r.body) for r in only_b) == sorted(b for b, t in zip(bodies, tags, strict=True) if t == "TagB")
+    assert sorted(bytes(r.body) for r in only_b) == sorted(
+        b for b, t in zip(bodies, tags, strict=True) if t == "TagB"
+    )
     q0 = MessageQueue("SparkBatch", rmq.cluster.broker_name, 0)
     q0_total = sum(1 for r in rows if r.queueId == 0)
     part = _read(spark, rmq, "SparkBatch", startingOffsets=dumps({q0: 1}),
@@ -78,7 +86,9 @@ def test_clear_errors(spark, rmq):
     assert "NoSuchSparkTopic" in str(unknown.value) and TopicNotFoundError.__name__ in str(unknown.value)
 
     with pytest.raises(Exception) as unreachable:
-        spark.read.format("pyrocketmq").option("nameServer", "127.0.0.1:1").option("topic", "T").load().collect()
+        spark.read.format("pyrocketmq").option("nameServer", "127.0.0.1:1").option(
+            "topic", "T"
+        ).load().collect()
     assert MQConnectionError.__name__ in str(unreachable.value) and "nameServer" in str(unreachable.value)
 
     with pytest.raises(Exception) as bad:

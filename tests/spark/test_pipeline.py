@@ -59,7 +59,13 @@ def test_order_totals_pipeline_with_spark_submit(spark, rmq, tmp_path):
     }
     assert parquet == expected
 
-    sent = spark.read.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", "PipeTotals").load().collect()
+    sent = (
+        spark.read.format("pyrocketmq")
+        .option("nameServer", rmq.ns)
+        .option("topic", "PipeTotals")
+        .load()
+        .collect()
+    )
     from_topic = {}
     for r in sent:
         doc = json.loads(bytes(r.body))
@@ -95,7 +101,9 @@ def test_order_totals_stream_mode_emits_each_minute_once(spark, rmq, tmp_path):
     run_stream(spark, args)
 
     rows = spark.read.parquet(str(out)).collect()
-    got = [((r.minute.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), r.tag), (r.orders, r.total)) for r in rows]
+    got = [
+        ((r.minute.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), r.tag), (r.orders, r.total)) for r in rows
+    ]
     assert len(got) == len(dict(got)), "a minute was emitted twice"
     assert dict(got) == _expected(orders)
     sent = (spark.read.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", "PipeStreamTotals")

@@ -23,8 +23,13 @@ def _stream(spark, rmq, topic, **opts):
 
 
 def _run_available_now(df, out, checkpoint):
-    q = (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
-         .trigger(availableNow=True).start())
+    q = (
+        df.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     assert q.awaitTermination(300), "the AvailableNow query did not finish"
     assert q.exception() is None, q.exception()
     return q
@@ -66,13 +71,24 @@ def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance
     # A new query (new checkpoint) with startingOffsets=group starts where the group is.
     rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(80, 85)])
     from_group = _stream(spark, rmq, "SparkStream", consumerGroup="spark-stream-g", startingOffsets="group")
-    _run_available_now(from_group.selectExpr("CAST(body AS STRING) AS body"), tmp_path / "out2", tmp_path / "ckpt2")
+    _run_available_now(
+        from_group.selectExpr("CAST(body AS STRING) AS body"), tmp_path / "out2", tmp_path / "ckpt2"
+    )
     rows = spark.read.parquet(str(tmp_path / "out2")).collect()
     assert sorted(r.body for r in rows) == sorted(f"s-{i}" for i in range(80, 85))
 
 
 def _job(rmq, topic, out, ckpt, mode, log):
-    args = [sys.executable, str(Path(__file__).with_name("stream_job.py")), rmq.ns, topic, str(out), str(ckpt), "20", mode]
+    args = [
+        sys.executable,
+        str(Path(__file__).with_name("stream_job.py")),
+        rmq.ns,
+        topic,
+        str(out),
+        str(ckpt),
+        "20",
+        mode,
+    ]
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=spark_env(), cwd=REPO_ROOT,
                             start_new_session=True)
 
@@ -86,11 +102,15 @@ def test_killed_query_restarts_from_checkpoint_without_loss_or_duplicates(spark,
     with open(log_path, "ab") as log:
         job = _job(rmq, "SparkKill", out, ckpt, "forever", log)
         try:
-            deadline = time.monotonic() + 420  # a second driver JVM: its start is slow when the machine is busy
+            deadline = (
+                time.monotonic() + 420
+            )  # a second driver JVM: its start is slow when the machine is busy
             commits = ckpt / "commits"
             while len(list(commits.glob("[0-9]*"))) < 3:
                 assert job.poll() is None, log_path.read_text(errors="replace")[-3000:]
-                assert time.monotonic() < deadline, "no micro-batch committed:\n" + log_path.read_text(errors="replace")[-3000:]
+                assert time.monotonic() < deadline, (
+                    "no micro-batch committed:\n" + log_path.read_text(errors="replace")[-3000:]
+                )
                 time.sleep(0.1)
         finally:
             os.killpg(job.pid, signal.SIGKILL)  # no shutdown hooks: an abrupt end mid-stream

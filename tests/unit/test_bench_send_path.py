@@ -92,7 +92,9 @@ def test_threads_of_this_process_are_read():
     assert "main" in threads.by_name and later["main"] >= 0
 
 
-@pytest.mark.parametrize("argv", [["--depth", "0"], ["--seconds", "0"], ["--flush", "SYNC_MASTER"], ["--runs", "x"]])
+@pytest.mark.parametrize(
+    "argv", [["--depth", "0"], ["--seconds", "0"], ["--flush", "SYNC_MASTER"], ["--runs", "x"]]
+)
 def test_bad_arguments_print_usage(argv, capsys):
     with pytest.raises(SystemExit) as e:
         send_path.main(argv)

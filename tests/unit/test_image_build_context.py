@@ -67,16 +67,31 @@ def test_the_wheel_builds_from_the_copied_files(tmp_path):
             path = ROOT / s.rstrip("/")
             target = src / dest if dest not in ("./", ".") else src / path.name
             if path.is_dir():
-                shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), symlinks=True)
+                shutil.copytree(
+                    path, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), symlinks=True
+                )
             else:
                 shutil.copy(path, target if dest not in ("./", ".") else src / path.name)
     out = tmp_path / "wheels"
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(src)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(src),
+        ],
         capture_output=True,
         text=True,
     )
-    assert built.returncode == 0, f"the image's wheel does not build from the copied files:\n{built.stderr[-3000:]}"
+    assert built.returncode == 0, (
+        f"the image's wheel does not build from the copied files:\n{built.stderr[-3000:]}"
+    )
     (wheel,) = out.glob("pyrocketmq_k8s-*.whl")  # the distribution pyrocketmq-k8s
     files = set(zipfile.ZipFile(wheel).namelist())
     for package in mapped_folders():

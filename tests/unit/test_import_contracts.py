@@ -16,7 +16,9 @@ def _contract(name_start: str) -> dict:
 
 
 def test_the_operator_is_a_namespace_package_walked_as_a_root() -> None:
-    assert not (ROOT / "operator" / "__init__.py").exists(), "operator/__init__.py would shadow the stdlib's operator"
+    assert not (ROOT / "operator" / "__init__.py").exists(), (
+        "operator/__init__.py would shadow the stdlib's operator"
+    )
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     assert "pyrocketmq.operator" in config["root_packages"]
 
@@ -26,5 +28,7 @@ def test_every_module_of_the_broker_has_a_layer() -> None:
     named = {m.strip() for layer in layers for m in layer.replace("|", ":").split(":")}
     found = {p.stem if p.is_file() else p.name for p in (ROOT / "broker").iterdir()
              if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()}
-    assert found - named == set(), f"broker modules in no layer of pyproject.toml's contract: {sorted(found - named)}"
+    assert found - named == set(), (
+        f"broker modules in no layer of pyproject.toml's contract: {sorted(found - named)}"
+    )
     assert named - found == set(), f"layers naming no broker module: {sorted(named - found)}"

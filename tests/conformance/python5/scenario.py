@@ -100,9 +100,16 @@ def produce(endpoint, topic, mode, count, arg):
 
 
 def describe(msg, ok=True):
-    return {"messageId": msg.message_id, "idx": (msg.properties or {}).get("idx"), "tag": msg.tag,
-            "attempt": msg.delivery_attempt, "group": msg.message_group or "", "body": msg.body.decode(errors="replace"),
-            "ok": ok, "at": time.time()}
+    return {
+        "messageId": msg.message_id,
+        "idx": (msg.properties or {}).get("idx"),
+        "tag": msg.tag,
+        "attempt": msg.delivery_attempt,
+        "group": msg.message_group or "",
+        "body": msg.body.decode(errors="replace"),
+        "ok": ok,
+        "at": time.time(),
+    }
 
 
 def simple(endpoint, topic, group, count, seconds, invisible, how):
@@ -173,7 +180,9 @@ def main(argv):
         out = simple(endpoint, topic, argv[3], int(argv[4]), float(argv[5]),
                      int(argv[6]) if len(argv) > 6 else 10, argv[7] if len(argv) > 7 else "ack")
     else:
-        out = push(endpoint, topic, argv[3], int(argv[4]), float(argv[5]), int(argv[6]) if len(argv) > 6 else 0)
+        out = push(
+            endpoint, topic, argv[3], int(argv[4]), float(argv[5]), int(argv[6]) if len(argv) > 6 else 0
+        )
     print(json.dumps(out), flush=True)
 
 

@@ -78,7 +78,9 @@ def test_a_due_time_further_than_the_whole_delay_is_corrected_to_now():
     ],
 )
 def test_send_back_decision(reconsume, max_times, asked, want):
-    assert decide_send_back(reconsume_times=reconsume, max_reconsume_times=max_times, delay_level=asked) == want
+    assert (
+        decide_send_back(reconsume_times=reconsume, max_reconsume_times=max_times, delay_level=asked) == want
+    )
 
 
 def _original(**kw) -> MessageExt:
@@ -103,7 +105,9 @@ def _original(**kw) -> MessageExt:
 
 
 def test_first_send_back_sets_retry_topic_origin_id_and_delay():
-    inner = send_back_inner(_original(), topic="%RETRY%g", queue_id=0, delay_level=3, offset_msg_id="OFFSETID")
+    inner = send_back_inner(
+        _original(), topic="%RETRY%g", queue_id=0, delay_level=3, offset_msg_id="OFFSETID"
+    )
     assert inner.topic == "%RETRY%g" and inner.queue_id == 0
     assert inner.reconsume_times == 1
     props = decode_properties(inner.properties_bytes)
@@ -134,7 +138,11 @@ def test_second_send_back_keeps_the_first_retry_topic_and_origin_id():
 
 def test_dead_letter_has_no_delay():
     inner = send_back_inner(
-        _original(reconsume_times=16, properties={"DELAY": "3"}), topic="%DLQ%g", queue_id=0, delay_level=0, offset_msg_id="X"
+        _original(reconsume_times=16, properties={"DELAY": "3"}),
+        topic="%DLQ%g",
+        queue_id=0,
+        delay_level=0,
+        offset_msg_id="X",
     )
     props = decode_properties(inner.properties_bytes)
     assert "DELAY" not in props and inner.topic == "%DLQ%g" and inner.reconsume_times == 17
@@ -145,7 +153,13 @@ def test_delivered_message_goes_to_its_real_queue_without_delay():
         topic="SCHEDULE_TOPIC_XXXX",
         queue_id=2,
         reconsume_times=1,
-        properties={"TAGS": "TagA", "DELAY": "3", "REAL_TOPIC": "%RETRY%g", "REAL_QID": "0", "UNIQ_KEY": "U1"},
+        properties={
+            "TAGS": "TagA",
+            "DELAY": "3",
+            "REAL_TOPIC": "%RETRY%g",
+            "REAL_QID": "0",
+            "UNIQ_KEY": "U1",
+        },
     )
     inner = delivered_inner(scheduled)
     assert inner is not None
@@ -155,6 +169,8 @@ def test_delivered_message_goes_to_its_real_queue_without_delay():
     assert inner.born_host == pack_host("10.0.0.5", 5555) and inner.store_host == pack_host("10.0.0.9", 10911)
 
 
-@pytest.mark.parametrize("props", [{}, {"REAL_TOPIC": "T"}, {"REAL_TOPIC": "T", "REAL_QID": "x"}, {"REAL_QID": "1"}])
+@pytest.mark.parametrize(
+    "props", [{}, {"REAL_TOPIC": "T"}, {"REAL_TOPIC": "T", "REAL_QID": "x"}, {"REAL_QID": "1"}]
+)
 def test_delivered_inner_refuses_entries_without_a_real_queue(props):
     assert delivered_inner(_original(properties=props)) is None

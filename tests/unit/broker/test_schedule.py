@@ -34,7 +34,9 @@ def store(tmp_path, clock):
 
 @pytest.fixture
 def service(store, tmp_path, clock):
-    return ScheduleService(store, str(tmp_path / "delayOffset.json"), store.settings.delay_levels_ms, clock=lambda: clock[0])
+    return ScheduleService(
+        store, str(tmp_path / "delayOffset.json"), store.settings.delay_levels_ms, clock=lambda: clock[0]
+    )
 
 
 def _put(store, body: bytes, delay: str | None, topic="T", queue_id=1, reconsume=0, **props):
@@ -57,7 +59,9 @@ def test_a_delayed_message_is_stored_in_its_levels_schedule_queue(store, clock):
     _put(store, b"later", "2")
     assert _read(store, "T", 1) == []
     [m] = _read(store, SCHEDULE_TOPIC, 1)
-    assert m.properties["REAL_TOPIC"] == "T" and m.properties["REAL_QID"] == "1" and m.properties["DELAY"] == "2"
+    assert (
+        m.properties["REAL_TOPIC"] == "T" and m.properties["REAL_QID"] == "1" and m.properties["DELAY"] == "2"
+    )
     unit = store.find_consume_queue(SCHEDULE_TOPIC, 1).get(0)
     assert unit[2] == clock[0] + 5000  # tagsCode = delivery time
 
@@ -118,7 +122,9 @@ def test_offsets_persist_and_reload(store, service, clock, tmp_path):
     service.persist()
     doc = json.loads((tmp_path / "delayOffset.json").read_text())
     assert doc == {"offsetTable": {"1": 1}}
-    again = ScheduleService(store, str(tmp_path / "delayOffset.json"), store.settings.delay_levels_ms, clock=lambda: clock[0])
+    again = ScheduleService(
+        store, str(tmp_path / "delayOffset.json"), store.settings.delay_levels_ms, clock=lambda: clock[0]
+    )
     again.load()
     assert again.offsets == {1: 1}
     clock[0] += 10_000

@@ -51,7 +51,10 @@ def test_rocketmq_keys_are_read(tmp_path):
         ({"enableControllerMode": "true"}, "controllerAddr"),
         ({"enableControllerMode": "true", "controllerAddr": "x"}, "controllerAddr"),
         ({"enableControllerMode": "true", "controllerAddr": "h:1", "brokerId": "0"}, "brokerId"),
-        ({"enableControllerMode": "true", "controllerAddr": "h:1", "brokerId": "1", "brokerRole": "SLAVE"}, "brokerRole"),
+        (
+            {"enableControllerMode": "true", "controllerAddr": "h:1", "brokerId": "1", "brokerRole": "SLAVE"},
+            "brokerRole",
+        ),
         ({"minInSyncReplicas": "0"}, "minInSyncReplicas"),
     ],
 )
@@ -82,8 +85,19 @@ def test_grpc_listen_port():
 
 
 def test_controller_mode_starts_as_a_slave_named_by_its_broker_id():
-    s = BrokerSettings.from_conf({"enableControllerMode": "true", "controllerAddr": "h:1;h:2", "brokerId": "2",
-                                  "brokerRole": "SYNC_MASTER"})
+    s = BrokerSettings.from_conf(
+        {
+            "enableControllerMode": "true",
+            "controllerAddr": "h:1;h:2",
+            "brokerId": "2",
+            "brokerRole": "SYNC_MASTER",
+        }
+    )
     i = s.identity
-    assert (i.role, i.broker_id, i.replica_id, i.master_role) == (BrokerRole.SLAVE, 2, 2, BrokerRole.SYNC_MASTER)
+    assert (i.role, i.broker_id, i.replica_id, i.master_role) == (
+        BrokerRole.SLAVE,
+        2,
+        2,
+        BrokerRole.SYNC_MASTER,
+    )
     assert s.controller.addrs == ("h:1", "h:2") and s.controller.heartbeat_interval_ms == 1000

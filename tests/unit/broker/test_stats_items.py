@@ -23,7 +23,9 @@ def test_windows_count_from_their_oldest_snapshot_to_now():
         t.sample(now)
     t.add(TOPIC_PUT_NUMS, "T", 6, 91_000)
     minute = item.data("minute", 100_000)
-    assert minute.sum == 6 and minute.tps == pytest.approx(6 * 1000 / 70_000)  # 7 snapshots kept: 30 s .. 90 s
+    assert minute.sum == 6 and minute.tps == pytest.approx(
+        6 * 1000 / 70_000
+    )  # 7 snapshots kept: 30 s .. 90 s
     assert item.data("day", 100_000).sum == 36
     assert t.get(TOPIC_PUT_NUMS, "nope") is None
     t.forget_topic("T")
@@ -35,19 +37,43 @@ def test_day_sum_falls_back_like_apache_and_rows_keep_mqadmin_columns():
     assert day_sum({"statsDay": {"sum": 9}, "statsMinute": {"sum": 4}}) == 9
     row = format_row(StatsRow("T", "G", 3, 1.5, 0.25, 10, 7))
     assert row.split() == ["T", "G", "3", "1.50", "0.25", "10", "7"]
-    assert format_row(StatsRow("T", None, 0, 0.0, 0.0, 2, 0)).split() == ["T", "0", "0.00", "2", "NO_CONSUMER"]
+    assert format_row(StatsRow("T", None, 0, 0.0, 0.0, 2, 0)).split() == [
+        "T",
+        "0",
+        "0.00",
+        "2",
+        "NO_CONSUMER",
+    ]
 
 
 def test_hot_keys_apply_whole_or_not_at_all():
     s = StoreSettings()
     effective: dict[str, str] = {}
-    changed = apply_updates(s, {"fileReservedTime": "48", "deleteWhen": "03;15", "cleanFileForciblyEnable": "FALSE",
-                                "timerMaxDelaySec": "60"}, effective)
-    assert changed == effective == {"fileReservedTime": "48", "deleteWhen": "03;15", "cleanFileForciblyEnable": "false",
-                                    "timerMaxDelaySec": "60"}
+    changed = apply_updates(
+        s,
+        {
+            "fileReservedTime": "48",
+            "deleteWhen": "03;15",
+            "cleanFileForciblyEnable": "FALSE",
+            "timerMaxDelaySec": "60",
+        },
+        effective,
+    )
+    assert (
+        changed
+        == effective
+        == {
+            "fileReservedTime": "48",
+            "deleteWhen": "03;15",
+            "cleanFileForciblyEnable": "false",
+            "timerMaxDelaySec": "60",
+        }
+    )
     assert (s.retention.file_reserved_time, s.retention.delete_when, s.retention.clean_file_forcibly_enable,
             s.timer_max_delay_sec) == (48, "03;15", False, 60)
-    with pytest.raises(ConfigRefused, match="brokerRole cannot change while the broker runs; these can: cleanFile"):
+    with pytest.raises(
+        ConfigRefused, match="brokerRole cannot change while the broker runs; these can: cleanFile"
+    ):
         apply_updates(s, {"fileReservedTime": "12", "brokerRole": "SLAVE"}, effective)
     with pytest.raises(ConfigRefused, match="diskMaxUsedSpaceRatio='99': expected 10..95"):
         apply_updates(s, {"fileReservedTime": "12", "diskMaxUsedSpaceRatio": "99"}, effective)

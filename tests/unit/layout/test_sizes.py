@@ -7,7 +7,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCES = ("remoting", "server", "broker", "client", "namesrv", "operator", "spark", "localkube", "pyrocketmq")
+SOURCES = (
+    "remoting",
+    "server",
+    "broker",
+    "client",
+    "namesrv",
+    "operator",
+    "spark",
+    "localkube",
+    "pyrocketmq",
+)
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
@@ -17,14 +27,22 @@ def sources() -> list[Path]:
     for top in SOURCES:
         for path in sorted((ROOT / top).rglob("*.py")):
             rel = path.relative_to(ROOT)
-            if rel.parts[0] == "pyrocketmq" and len(rel.parts) > 2 and (ROOT / "pyrocketmq" / rel.parts[1]).is_symlink():
+            if (
+                rel.parts[0] == "pyrocketmq"
+                and len(rel.parts) > 2
+                and (ROOT / "pyrocketmq" / rel.parts[1]).is_symlink()
+            ):
                 continue  # the linked folders are checked where they live
             out.append(path)
     return out
 
 
 def test_no_module_is_over_600_lines():
-    long = [f"{p.relative_to(ROOT)}: {n}" for p in sources() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    long = [
+        f"{p.relative_to(ROOT)}: {n}"
+        for p in sources()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
     assert not long, "split these modules:\n" + "\n".join(long)
 
 

@@ -29,7 +29,9 @@ def _fake_run(made: list[list[str]], failures: list[str]):
 
 
 def test_a_runtime_that_did_not_answer_is_asked_again_with_a_long_connect_timeout(calls, monkeypatch):
-    failures = ['ctr: failed to dial "/n1.sock": context deadline exceeded: timed out waiting for server handshake']
+    failures = [
+        'ctr: failed to dial "/n1.sock": context deadline exceeded: timed out waiting for server handshake'
+    ]
     monkeypatch.setattr(images, "_run", _fake_run(calls, failures))
     said: list[str] = []
     images.import_into_containerd(["img"], [Path("/nodes/n1/containerd/containerd.sock")], said.append)

@@ -66,7 +66,9 @@ def test_one_vote_per_term_and_only_for_an_up_to_date_candidate() -> None:
     assert nodes["n0"].role == FOLLOWER  # a higher term seen
     # n1 (up to date) wins the next term; a second candidate of that term gets no vote from n2
     assert _elect(nodes, "n1", ["n2"])
-    assert not nodes["n2"].handle_vote({"term": nodes["n1"].term, "candidate": "n0", "last": [9, 9]})["granted"]
+    assert not nodes["n2"].handle_vote({"term": nodes["n1"].term, "candidate": "n0", "last": [9, 9]})[
+        "granted"
+    ]
 
 
 def test_a_deposed_leaders_uncommitted_entry_is_overwritten() -> None:
@@ -98,7 +100,10 @@ def test_a_returning_member_cannot_depose_a_leader_the_others_follow() -> None:
     nodes["n0"].propose("s1")
     _replicate(nodes, "n0", ["n1"])  # n2 was away
     pre = nodes["n2"].pre_vote_request()
-    replies = [nodes["n0"].handle_vote(pre, leader_heard=True), nodes["n1"].handle_vote(pre, leader_heard=True)]
+    replies = [
+        nodes["n0"].handle_vote(pre, leader_heard=True),
+        nodes["n1"].handle_vote(pre, leader_heard=True),
+    ]
     assert not nodes["n2"].pre_vote_won(replies)
     assert (nodes["n2"].term, nodes["n2"].role) == (1, FOLLOWER)  # a pre-vote raises no term
     assert (nodes["n0"].term, nodes["n0"].role, nodes["n1"].voted_for) == (1, LEADER, "n0")
@@ -113,7 +118,9 @@ def test_a_pre_vote_reply_of_a_later_term_makes_the_candidate_follow_it() -> Non
     nodes = _cluster()
     _elect(nodes, "n0", ["n1"])
     _elect(nodes, "n1", ["n0"])  # term 2 without n2
-    assert not nodes["n2"].pre_vote_won([nodes["n1"].handle_vote(nodes["n2"].pre_vote_request(), leader_heard=True)])
+    assert not nodes["n2"].pre_vote_won(
+        [nodes["n1"].handle_vote(nodes["n2"].pre_vote_request(), leader_heard=True)]
+    )
     assert (nodes["n2"].term, nodes["n2"].role) == (2, FOLLOWER)
 
 

@@ -9,8 +9,17 @@ from pyrocketmq.namesrv.controller.state import NO_MASTER, ControllerState
 
 
 def _report(s: ControllerState, rid: int, now: int, *, offset: int = 0, epoch: int = 0, start: int = -1):
-    return s.report("c", "g", rid, addr=f"a{rid}", ha_addr=f"h{rid}", epoch=epoch, max_offset=offset, now_ms=now,
-                    epoch_start=start)
+    return s.report(
+        "c",
+        "g",
+        rid,
+        addr=f"a{rid}",
+        ha_addr=f"h{rid}",
+        epoch=epoch,
+        max_offset=offset,
+        now_ms=now,
+        epoch_start=start,
+    )
 
 
 def test_the_first_replica_becomes_master_and_records_its_epoch_start() -> None:

@@ -49,7 +49,9 @@ def test_names_and_addresses_are_checked(ns, fields, words):
 def test_an_ipv6_or_dns_address_registers(ns):
     for i, addr in enumerate(["fe80::1:10911", "broker-a-0.broker-a.ns.svc:10911"]):
         body = reg_body(TopicConfig("T", 4, 4, 6))
-        resp = call(ns, RequestCode.REGISTER_BROKER, reg_ext(addr, f"broker-{i}", body=body, haServerAddr=""), body)
+        resp = call(
+            ns, RequestCode.REGISTER_BROKER, reg_ext(addr, f"broker-{i}", body=body, haServerAddr=""), body
+        )
         assert resp.code == ResponseCode.SUCCESS, resp.remark
     assert len(ns.routes.broker_live_table) == 2
 
@@ -72,7 +74,10 @@ def test_a_decompression_bomb_is_refused_and_the_name_server_serves_on(ns):
     assert f"inflates to more than {MAX_INFLATED_REGISTER_BODY} bytes" in resp.remark, resp.remark
     assert ns.routes.broker_live_table == {}
     good = RegisterBrokerBody.decode(reg_body(TopicConfig("T", 4, 4, 6))).to_compressed()
-    assert call(ns, RequestCode.REGISTER_BROKER, reg_ext(body=good, compressed=True), good).code == ResponseCode.SUCCESS
+    assert (
+        call(ns, RequestCode.REGISTER_BROKER, reg_ext(body=good, compressed=True), good).code
+        == ResponseCode.SUCCESS
+    )
     assert call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code == ResponseCode.SUCCESS
 
 
@@ -95,7 +100,9 @@ def test_registrations_and_departures_of_many_brokers_are_logged_rate_limited(ns
     conns = [FakeConn() for _ in range(1000)]
     for i, conn in enumerate(conns):
         topics = [TopicConfig(f"T{i}_{k}", 4, 4, 6) for k in range(5)]
-        assert register(ns, *topics, addr=f"10.0.{i // 250}.{i % 250}:10911", name=f"b{i}", conn=conn).code == 0
+        assert (
+            register(ns, *topics, addr=f"10.0.{i // 250}.{i % 250}:10911", name=f"b{i}", conn=conn).code == 0
+        )
     for conn in conns:
         ns.routes.on_channel_closed(conn)
     ns.kv.put("ORDER_TOPIC_CONFIG", "T\n" * 1000, "x" * 100_000)

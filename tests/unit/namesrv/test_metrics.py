@@ -42,12 +42,24 @@ def test_a_scrape_of_a_name_server():
     ns.metrics.requests(RequestCode.GET_ROUTEINFO_BY_TOPIC, ResponseCode.SUCCESS, 0.001)
     ns.metrics.requests(RequestCode.GET_ROUTEINFO_BY_TOPIC, ResponseCode.TOPIC_NOT_EXIST, 0.001)
     text = generate_latest(ns.metrics.registry).decode()
-    s = {(x.name, tuple(sorted(x.labels.items()))): x.value for f in text_string_to_metric_families(text) for x in f.samples}
+    s = {
+        (x.name, tuple(sorted(x.labels.items()))): x.value
+        for f in text_string_to_metric_families(text)
+        for x in f.samples
+    }
     assert s[("pyrocketmq_namesrv_live_brokers", (("cluster", "A"),))] == 1
     assert s[("pyrocketmq_namesrv_topics", ())] == 2
     assert s[("pyrocketmq_namesrv_route_queries_total", (("response", "SUCCESS"),))] == 1
     assert s[("pyrocketmq_namesrv_route_queries_total", (("response", "TOPIC_NOT_EXIST"),))] == 1
-    assert s[("pyrocketmq_namesrv_requests_total", (("code", "GET_ROUTEINFO_BY_TOPIC"), ("response", "SUCCESS")))] == 1
+    assert (
+        s[
+            (
+                "pyrocketmq_namesrv_requests_total",
+                (("code", "GET_ROUTEINFO_BY_TOPIC"), ("response", "SUCCESS")),
+            )
+        ]
+        == 1
+    )
     assert s[("pyrocketmq_namesrv_ready", ())] == 0  # not started
 
 

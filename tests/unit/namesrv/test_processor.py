@@ -88,7 +88,9 @@ def test_register_crc_mismatch_and_unchecked(ns):
 
 
 def test_register_compressed_body(ns):
-    body = RegisterBrokerBody(TopicConfigSerializeWrapper({"Z": TopicConfig("Z", 2, 2)}, DataVersion(3, 3))).to_compressed()
+    body = RegisterBrokerBody(
+        TopicConfigSerializeWrapper({"Z": TopicConfig("Z", 2, 2)}, DataVersion(3, 3))
+    ).to_compressed()
     resp = call(ns, RequestCode.REGISTER_BROKER, reg_ext(body=body, compressed=True), body)
     assert resp.code == ResponseCode.SUCCESS
     assert ns.routes.pick_route("Z").queue_datas[0].write_queue_nums == 2
@@ -98,7 +100,9 @@ def test_register_bad_header_and_body(ns):
     resp = call(ns, RequestCode.REGISTER_BROKER, {"brokerName": "b"})
     assert resp.code == ResponseCode.SYSTEM_ERROR and "'brokerAddr' is missing" in resp.remark
     resp = call(ns, RequestCode.REGISTER_BROKER, reg_ext(), b"{not json")
-    assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark.startswith("Failed to decode RegisterBrokerBody")
+    assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark.startswith(
+        "Failed to decode RegisterBrokerBody"
+    )
 
 
 def test_register_without_body(ns):
@@ -115,7 +119,9 @@ def test_route_not_found(ns):
 
 def test_order_topic_conf_in_route_and_register_answer(ns):
     register(ns, TopicConfig("T"))
-    call(ns, RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "broker-a:4"})
+    call(
+        ns, RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "broker-a:4"}
+    )
     route = TopicRouteData.from_json(call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).body)
     assert route.order_topic_conf == "broker-a:4"
     resp = register(ns, TopicConfig("T"))
@@ -124,7 +130,12 @@ def test_order_topic_conf_in_route_and_register_answer(ns):
 
 def test_unregister(ns):
     register(ns, TopicConfig("T"))
-    ext = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "DefaultCluster", "brokerId": 0}
+    ext = {
+        "brokerName": "broker-a",
+        "brokerAddr": "10.0.0.1:10911",
+        "clusterName": "DefaultCluster",
+        "brokerId": 0,
+    }
     assert call(ns, RequestCode.UNREGISTER_BROKER, ext).code == ResponseCode.SUCCESS
     assert call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code == ResponseCode.TOPIC_NOT_EXIST
 
@@ -133,11 +144,16 @@ def test_cluster_info_topic_lists_and_delete(ns):
     register(ns, TopicConfig("T"), TopicConfig("U"))
     info = ClusterInfo.from_json(call(ns, RequestCode.GET_BROKER_CLUSTER_INFO).body)
     assert info.cluster_addr_table == {"DefaultCluster": ["broker-a"]}
-    assert TopicList.from_json(call(ns, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body).topic_list == ["T", "U"]
+    assert TopicList.from_json(call(ns, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body).topic_list == [
+        "T",
+        "U",
+    ]
     by_cluster = call(ns, RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "DefaultCluster"})
     assert TopicList.from_json(by_cluster.body).topic_list == ["T", "U"]
     assert call(ns, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "T"}).code == ResponseCode.SUCCESS
-    assert TopicList.from_json(call(ns, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body).topic_list == ["U"]
+    assert TopicList.from_json(call(ns, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body).topic_list == [
+        "U"
+    ]
     system = TopicList.from_json(call(ns, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS).body)
     assert system.topic_list == ["DefaultCluster", "broker-a"] and system.broker_addr == "10.0.0.1:10911"
 
@@ -187,7 +203,10 @@ def test_register_routes_valid_topics_and_skips_invalid_ones(ns, caplog):
     assert resp.code == ResponseCode.SUCCESS  # the broker stays registered: its valid topics are routed
     assert call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code == ResponseCode.SUCCESS
     for topic in ("../x", "P", "Q"):
-        assert call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code == ResponseCode.TOPIC_NOT_EXIST
+        assert (
+            call(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code
+            == ResponseCode.TOPIC_NOT_EXIST
+        )
     assert sum("not routed" in r.getMessage() for r in caplog.records) == 3
 
 

@@ -73,7 +73,9 @@ def test_closed_connections_remove_their_brokers_walking_only_what_goes():
     for i in range(N):
         assert r.on_channel_closed(f"chan-{i}") == [f"10.{i // 250}.{i % 250}.1:10911"]
     assert r.topic_queue_table == {} and r.broker_addr_table == {} and r.cluster_addr_table == {}
-    assert Counting.walked <= 4 * N, Counting.walked  # the old code walked every topic and broker each time: ~N²
+    assert Counting.walked <= 4 * N, (
+        Counting.walked
+    )  # the old code walked every topic and broker each time: ~N²
 
 
 def test_expiry_of_thousands_walks_the_live_table_once():
@@ -105,7 +107,9 @@ def test_thousands_of_ids_of_one_broker_name_come_and_go_walking_only_what_chang
     wrapper = TopicConfigSerializeWrapper({"T": TopicConfig("T", 4, 4, 6)}, DataVersion(1, 1))
     Counting.walked = 0
     for i in range(N):
-        r.register_broker("C", f"10.0.{i // 250}.{i % 250}:10911", "broker-a", i, None, wrapper, None, f"chan-{i}", 0)
+        r.register_broker(
+            "C", f"10.0.{i // 250}.{i % 250}:10911", "broker-a", i, None, wrapper, None, f"chan-{i}", 0
+        )
     for i in range(N):
         r.on_channel_closed(f"chan-{i}")
     assert r.broker_addr_table == {} and r.topic_queue_table == {}
@@ -120,7 +124,9 @@ def test_topic_queries_of_one_broker_or_cluster_walk_only_theirs():
     r = _full(500)
     Counting.walked = 0
     assert r.wipe_write_perm("broker-3") == 3 + len(SHARED)
-    assert len(r.topics_by_cluster("Cluster3")) == 3 * len([i for i in range(500) if i % 7 == 3]) + len(SHARED)
+    assert len(r.topics_by_cluster("Cluster3")) == 3 * len([i for i in range(500) if i % 7 == 3]) + len(
+        SHARED
+    )
     assert Counting.walked <= 10, Counting.walked
 
 
@@ -153,7 +159,12 @@ def _indexes_agree(r: RouteInfoManager) -> None:
 def test_the_indexes_always_agree_with_the_tables(seed):
     rng = random.Random(seed)
     r = RouteInfoManager()
-    names, addrs, clusters, channels = ["a", "b", "c", "d"], [f"10.0.0.{i}:1" for i in range(6)], ["C1", "C2"], ["x", "y", "z"]
+    names, addrs, clusters, channels = (
+        ["a", "b", "c", "d"],
+        [f"10.0.0.{i}:1" for i in range(6)],
+        ["C1", "C2"],
+        ["x", "y", "z"],
+    )
     topics = [TopicConfig(f"T{i}", 4, 4, 6) for i in range(8)]
     now = 0
     for _ in range(300):
@@ -161,9 +172,17 @@ def test_the_indexes_always_agree_with_the_tables(seed):
         op = rng.randrange(8)
         if op < 3:
             table = {t.topic_name: t for t in rng.sample(topics, rng.randrange(0, 4))}
-            r.register_broker(rng.choice(clusters), rng.choice(addrs), rng.choice(names), rng.randrange(3), None,
-                              TopicConfigSerializeWrapper(table, DataVersion(1, rng.randrange(3))), None,
-                              rng.choice(channels), now)
+            r.register_broker(
+                rng.choice(clusters),
+                rng.choice(addrs),
+                rng.choice(names),
+                rng.randrange(3),
+                None,
+                TopicConfigSerializeWrapper(table, DataVersion(1, rng.randrange(3))),
+                None,
+                rng.choice(channels),
+                now,
+            )
         elif op == 3:
             r.unregister_broker(rng.choice(clusters), rng.choice(addrs), rng.choice(names), rng.randrange(3))
         elif op == 4:

@@ -34,7 +34,9 @@ def register(
 ) -> RegisterBrokerResult:
     ha = addr.replace("10911", "10912")
     chan = channel if channel is not None else f"chan-{addr}"
-    return r.register_broker(cluster, addr, name, bid, ha, wrapper(*topics, counter=counter), filters, chan, now)
+    return r.register_broker(
+        cluster, addr, name, bid, ha, wrapper(*topics, counter=counter), filters, chan, now
+    )
 
 
 T4 = TopicConfig("T", 4, 4, 6)
@@ -218,7 +220,12 @@ def test_filter_servers_in_route():
 
 @pytest.mark.parametrize(
     "cluster, left",
-    [(None, []), ("DefaultCluster", ["broker-b"]), ("Other", ["broker-a"]), ("Nope", ["broker-a", "broker-b"])],
+    [
+        (None, []),
+        ("DefaultCluster", ["broker-b"]),
+        ("Other", ["broker-a"]),
+        ("Nope", ["broker-a", "broker-b"]),
+    ],
 )
 def test_delete_topic_everywhere_or_per_cluster(cluster, left):
     r = RouteInfoManager()

@@ -26,7 +26,13 @@ def test_read_properties_java_syntax(tmp_path):
         "long=a\\\n   b\nempty=\n"
     )
     conf = read_properties(str(path))
-    assert conf == {"listenPort": "9988", "bindAddress": "127.0.0.1", "kvConfigPath": "/x/kv.json", "long": "ab", "empty": ""}
+    assert conf == {
+        "listenPort": "9988",
+        "bindAddress": "127.0.0.1",
+        "kvConfigPath": "/x/kv.json",
+        "long": "ab",
+        "empty": "",
+    }
     s = NamesrvSettings.from_conf(conf)
     assert (s.listen_port, s.host, s.kv_config_path) == (9988, "127.0.0.1", "/x/kv.json")
     assert s.extra == {"long": "ab", "empty": ""}
@@ -55,8 +61,14 @@ def test_bad_settings(conf, message):
 
 
 def test_controller_settings():
-    s = NamesrvSettings.from_conf({"enableControllerInNamesrv": "true", "controllerPeers": "n0-a:1; n1-b:2;n2-c:3",
-                                   "controllerSelfId": "n1", "controllerStorePath": "/x/c.json"})
+    s = NamesrvSettings.from_conf(
+        {
+            "enableControllerInNamesrv": "true",
+            "controllerPeers": "n0-a:1; n1-b:2;n2-c:3",
+            "controllerSelfId": "n1",
+            "controllerStorePath": "/x/c.json",
+        }
+    )
     assert s.controller and s.controller_self_id == "n1" and s.controller_store_path == "/x/c.json"
     assert s.controller_peers == (("n0", "a:1"), ("n1", "b:2"), ("n2", "c:3"))
     by_address = NamesrvSettings.from_conf({"controllerPeers": "n0-a:1;n1-b:2", "controllerSelfId": "b:2"})

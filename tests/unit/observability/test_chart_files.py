@@ -23,7 +23,11 @@ def all_panels(panels):
 
 
 def test_there_are_the_three_dashboards():
-    assert [p.name for p in DASHBOARDS] == ["cluster-overview.json", "consumer-group-lag.json", "topic-detail.json"]
+    assert [p.name for p in DASHBOARDS] == [
+        "cluster-overview.json",
+        "consumer-group-lag.json",
+        "topic-detail.json",
+    ]
     uids = [json.loads(p.read_text())["uid"] for p in DASHBOARDS]
     assert len(set(uids)) == 3 and all(len(u) <= 40 for u in uids)
 

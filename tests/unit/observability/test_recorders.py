@@ -30,8 +30,10 @@ def scrape(families_fn) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
             for f in text_string_to_metric_families(text) for s in f.samples}
 
 
-@pytest.mark.parametrize(("seconds", "bucket"), [(0.0, 0), (0.0001, 0), (0.00011, 1), (30.0, len(LATENCY_BUCKETS) - 1),
-                                                 (31.0, len(LATENCY_BUCKETS))])
+@pytest.mark.parametrize(
+    ("seconds", "bucket"),
+    [(0.0, 0), (0.0001, 0), (0.00011, 1), (30.0, len(LATENCY_BUCKETS) - 1), (31.0, len(LATENCY_BUCKETS))],
+)
 def test_latency_recorder_puts_an_observation_in_the_bucket_whose_bound_it_does_not_exceed(seconds, bucket):
     rec = LatencyRecorder()
     rec.observe(seconds)
@@ -45,12 +47,17 @@ def test_latency_recorder_cumulative_ends_with_the_count():
     assert rec.cumulative() == [("0.1", 2), ("1.0", 3), ("+Inf", 5)]
 
 
-@pytest.mark.parametrize(("code", "name"), [(RequestCode.SEND_MESSAGE_V2, "SEND_MESSAGE_V2"), (424242, "OTHER"), (-1, "OTHER")])
+@pytest.mark.parametrize(
+    ("code", "name"), [(RequestCode.SEND_MESSAGE_V2, "SEND_MESSAGE_V2"), (424242, "OTHER"), (-1, "OTHER")]
+)
 def test_request_code_labels_are_bounded(code, name):
     assert request_code_name(int(code)) == name
 
 
-@pytest.mark.parametrize(("code", "name"), [(0, "SUCCESS"), (None, "NONE"), (ResponseCode.PULL_NOT_FOUND, "PULL_NOT_FOUND"), (999, "OTHER")])
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [(0, "SUCCESS"), (None, "NONE"), (ResponseCode.PULL_NOT_FOUND, "PULL_NOT_FOUND"), (999, "OTHER")],
+)
 def test_response_code_labels_are_bounded(code, name):
     assert response_code_name(code) == name
 
@@ -63,11 +70,45 @@ def test_request_recorder_exports_counts_and_histograms_with_constant_labels():
     rec(777001, 0, 0.5)  # unknown codes share one label value
     rec(777002, 0, 0.5)
     samples = scrape(rec.families)
-    assert samples[("pyrocketmq_x_requests_total", (("cluster", "C"), ("code", "SEND_MESSAGE_V2"), ("response", "SUCCESS")))] == 3
-    assert samples[("pyrocketmq_x_requests_total", (("cluster", "C"), ("code", "SEND_MESSAGE_V2"), ("response", "TOPIC_NOT_EXIST")))] == 1
-    assert samples[("pyrocketmq_x_requests_total", (("cluster", "C"), ("code", "OTHER"), ("response", "SUCCESS")))] == 2
-    assert samples[("pyrocketmq_x_request_duration_seconds_count", (("cluster", "C"), ("code", "SEND_MESSAGE_V2")))] == 4
-    assert samples[("pyrocketmq_x_request_duration_seconds_bucket", (("cluster", "C"), ("code", "OTHER"), ("le", "+Inf")))] == 2
+    assert (
+        samples[
+            (
+                "pyrocketmq_x_requests_total",
+                (("cluster", "C"), ("code", "SEND_MESSAGE_V2"), ("response", "SUCCESS")),
+            )
+        ]
+        == 3
+    )
+    assert (
+        samples[
+            (
+                "pyrocketmq_x_requests_total",
+                (("cluster", "C"), ("code", "SEND_MESSAGE_V2"), ("response", "TOPIC_NOT_EXIST")),
+            )
+        ]
+        == 1
+    )
+    assert (
+        samples[
+            ("pyrocketmq_x_requests_total", (("cluster", "C"), ("code", "OTHER"), ("response", "SUCCESS")))
+        ]
+        == 2
+    )
+    assert (
+        samples[
+            ("pyrocketmq_x_request_duration_seconds_count", (("cluster", "C"), ("code", "SEND_MESSAGE_V2")))
+        ]
+        == 4
+    )
+    assert (
+        samples[
+            (
+                "pyrocketmq_x_request_duration_seconds_bucket",
+                (("cluster", "C"), ("code", "OTHER"), ("le", "+Inf")),
+            )
+        ]
+        == 2
+    )
     assert rec.count(RequestCode.SEND_MESSAGE_V2) == 4 and rec.count(RequestCode.SEND_MESSAGE_V2, 0) == 3
 
 
@@ -80,7 +121,9 @@ def test_request_recorder_as_apache_exports_it():
     send = (("cluster", "C"), ("node_id", "b"), ("node_type", "broker"), ("protocol_type", "remoting"),
             ("request_code", "send_message_v2"), ("response_code", "success"))
     assert samples[("rocketmq_rpc_latency_count", send)] == 2
-    assert samples[("rocketmq_rpc_latency_bucket", tuple(sorted((*send, ("le", "3.0")))))] == 1  # milliseconds
+    assert (
+        samples[("rocketmq_rpc_latency_bucket", tuple(sorted((*send, ("le", "3.0")))))] == 1
+    )  # milliseconds
     assert samples[("rocketmq_rpc_latency_bucket", tuple(sorted((*send, ("le", "1000.0")))))] == 2
     assert samples[("rocketmq_rpc_latency_sum", send)] == 502.0
     oneway = (*send[:4], ("request_code", "heart_beat"), ("response_code", "none"))
@@ -149,7 +192,10 @@ def test_a_failing_observer_does_not_break_serving():
         def observer(*_):
             raise ValueError("metrics bug")
 
-        conn = Connection({int(RequestCode.SEND_MESSAGE_V2): lambda c, cmd: cmd.response(ResponseCode.SUCCESS)}, observer=observer)
+        conn = Connection(
+            {int(RequestCode.SEND_MESSAGE_V2): lambda c, cmd: cmd.response(ResponseCode.SUCCESS)},
+            observer=observer,
+        )
         conn.connection_made(transport)
         conn._dispatch(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {}))
         for _ in range(3):  # writes may leave at the end of a loop iteration

@@ -27,7 +27,9 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     found = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
-    assert len(found) == 1, f"{kind}/{name}: {len(found)} found among {[(o['kind'], o['metadata']['name']) for o in objects]}"
+    assert len(found) == 1, (
+        f"{kind}/{name}: {len(found)} found among {[(o['kind'], o['metadata']['name']) for o in objects]}"
+    )
     return found[0]
 
 

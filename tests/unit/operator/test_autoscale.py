@@ -61,7 +61,14 @@ def test_zero_window_scales_down_at_once():
 
 
 def test_history_survives_a_round_trip_through_the_status_and_drops_junk():
-    status = {"recommendations": [{"time": 5, "replicas": 2}, {"time": "x"}, {"replicas": 1}, {"time": 9, "replicas": "3"}]}
+    status = {
+        "recommendations": [
+            {"time": 5, "replicas": 2},
+            {"time": "x"},
+            {"replicas": 1},
+            {"time": 9, "replicas": "3"},
+        ]
+    }
     assert history_of(status) == [(5, 2), (9, 3)]
     assert history_of(None) == []
 
@@ -69,7 +76,10 @@ def test_history_survives_a_round_trip_through_the_status_and_drops_junk():
 @pytest.mark.parametrize(
     ("over", "fix"),
     [
-        ({"scaleTargetRef": {"kind": "CronJob", "name": "x"}}, "use one of Deployment, StatefulSet, ReplicaSet"),
+        (
+            {"scaleTargetRef": {"kind": "CronJob", "name": "x"}},
+            "use one of Deployment, StatefulSet, ReplicaSet",
+        ),
         ({"scaleTargetRef": {"kind": "Deployment"}}, "name the workload"),
         ({"lagPerReplica": 0}, "at least 1"),
         ({"minReplicas": 7}, "must be between 0 and maxReplicas"),
@@ -77,10 +87,20 @@ def test_history_survives_a_round_trip_through_the_status_and_drops_junk():
     ],
 )
 def test_an_invalid_autoscale_says_what_to_fix(over, fix):
-    body = {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "ConsumerGroup",
-            "metadata": {"name": "g", "namespace": "ns", "generation": 1},
-            "spec": {"clusterRef": {"name": "c"}, "autoscale": {
-                "scaleTargetRef": {"kind": "Deployment", "name": "w"}, "lagPerReplica": 10, "maxReplicas": 6, **over}}}
+    body = {
+        "apiVersion": "pyrocketmq.io/v1alpha1",
+        "kind": "ConsumerGroup",
+        "metadata": {"name": "g", "namespace": "ns", "generation": 1},
+        "spec": {
+            "clusterRef": {"name": "c"},
+            "autoscale": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "w"},
+                "lagPerReplica": 10,
+                "maxReplicas": 6,
+                **over,
+            },
+        },
+    }
     with pytest.raises(SpecError, match=fix):
         ConsumerGroupModel.from_body(body)
 

@@ -16,7 +16,12 @@ from pyrocketmq.operator.model import BrokerModel, ConsumerGroupModel, NameServe
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = {p.name: yaml.safe_load(p.read_text()) for p in sorted((ROOT / "crds").glob("*.yaml"))}
 BY_KIND = {crd["spec"]["names"]["kind"]: crd for crd in CRDS.values()}
-MODELS = {"NameServer": NameServerModel, "Broker": BrokerModel, "Topic": TopicModel, "ConsumerGroup": ConsumerGroupModel}
+MODELS = {
+    "NameServer": NameServerModel,
+    "Broker": BrokerModel,
+    "Topic": TopicModel,
+    "ConsumerGroup": ConsumerGroupModel,
+}
 
 
 def schema_of(kind: str) -> dict[str, Any]:
@@ -73,7 +78,9 @@ def test_status_has_conditions_and_observed_generation(kind):
     status = schema_of(kind)["properties"]["status"]
     assert status["properties"]["observedGeneration"]["type"] == "integer"
     conditions = status["properties"]["conditions"]
-    assert conditions["x-kubernetes-list-type"] == "map" and conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert conditions["x-kubernetes-list-type"] == "map" and conditions["x-kubernetes-list-map-keys"] == [
+        "type"
+    ]
     item = conditions["items"]["properties"]
     assert {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"} <= set(item)
 
@@ -113,7 +120,12 @@ def test_model_defaults_agree_with_crd_defaults(kind):
         "Topic": {"clusterRef": {"name": "b"}},
         "ConsumerGroup": {"clusterRef": {"name": "b"}},
     }[kind]
-    raw = {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": kind, "metadata": {"name": "x", "namespace": "n"}, "spec": minimal}
+    raw = {
+        "apiVersion": "pyrocketmq.io/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": "x", "namespace": "n"},
+        "spec": minimal,
+    }
     defaulted = apply_defaults(schema_of(kind), raw)
     assert defaulted["spec"] != minimal or kind == "NameServer"
     assert MODELS[kind].from_body(defaulted) == MODELS[kind].from_body(raw)
@@ -146,7 +158,9 @@ def test_invalid_specs_fail_the_openapi_schema(kind, spec, field):
 
 def test_cel_rules_cover_the_cross_field_cases():
     rules = {
-        kind: [r["rule"] for _, node in _walk(schema_of(kind)) for r in node.get("x-kubernetes-validations", ())]
+        kind: [
+            r["rule"] for _, node in _walk(schema_of(kind)) for r in node.get("x-kubernetes-validations", ())
+        ]
         for kind in BY_KIND
     }
     assert any("SYNC" in r and "replicasPerGroup >= 2" in r for r in rules["Broker"])

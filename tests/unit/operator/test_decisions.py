@@ -24,21 +24,67 @@ from .conftest import body
 @pytest.mark.parametrize(
     ("facts", "force", "action", "reason"),
     [
-        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True), True, Action.REMOVE, "Forced"),
+        (
+            DrainFacts("b-2", served_traffic=True, registered=True, reachable=True),
+            True,
+            Action.REMOVE,
+            "Forced",
+        ),
         (DrainFacts("b-2"), False, Action.REMOVE, "NeverServed"),
         (DrainFacts("b-2", served_traffic=True, error="timeout"), False, Action.WAIT, "MasterUnreachable"),
         (DrainFacts("b-2", registered=True, reachable=False), False, Action.WAIT, "MasterUnreachable"),
-        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, writable_topics=("T",)), False,
-         Action.STOP_WRITES, "StoppingWrites"),
-        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, lag=(("g", 3),)), False,
-         Action.WAIT, "QueuesNotDrained"),
-        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, writable_topics=("T",), lag=(("g", 3),)),
-         False, Action.STOP_WRITES, "StoppingWrites"),
-        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, unread_topics=(("T", 5),)), False,
-         Action.WAIT, "TopicsNotConsumed"),
-        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, lag=(("g", 3),),
-                    unread_topics=(("T", 5),)), False, Action.WAIT, "QueuesNotDrained"),
-        (DrainFacts("b-2", served_traffic=True, registered=True, reachable=True), False, Action.REMOVE, "Drained"),
+        (
+            DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, writable_topics=("T",)),
+            False,
+            Action.STOP_WRITES,
+            "StoppingWrites",
+        ),
+        (
+            DrainFacts("b-2", served_traffic=True, registered=True, reachable=True, lag=(("g", 3),)),
+            False,
+            Action.WAIT,
+            "QueuesNotDrained",
+        ),
+        (
+            DrainFacts(
+                "b-2",
+                served_traffic=True,
+                registered=True,
+                reachable=True,
+                writable_topics=("T",),
+                lag=(("g", 3),),
+            ),
+            False,
+            Action.STOP_WRITES,
+            "StoppingWrites",
+        ),
+        (
+            DrainFacts(
+                "b-2", served_traffic=True, registered=True, reachable=True, unread_topics=(("T", 5),)
+            ),
+            False,
+            Action.WAIT,
+            "TopicsNotConsumed",
+        ),
+        (
+            DrainFacts(
+                "b-2",
+                served_traffic=True,
+                registered=True,
+                reachable=True,
+                lag=(("g", 3),),
+                unread_topics=(("T", 5),),
+            ),
+            False,
+            Action.WAIT,
+            "QueuesNotDrained",
+        ),
+        (
+            DrainFacts("b-2", served_traffic=True, registered=True, reachable=True),
+            False,
+            Action.REMOVE,
+            "Drained",
+        ),
     ],
 )
 def test_scale_down_decision(facts, force, action, reason):
@@ -50,22 +96,34 @@ def test_scale_down_decision(facts, force, action, reason):
 def test_waiting_messages_say_what_to_do():
     unreachable = scale_down_decision(DrainFacts("b-1", served_traffic=True, error="refused"))
     assert "force-scale-down" in unreachable.message and "refused" in unreachable.message
-    lag = scale_down_decision(DrainFacts("b-1", served_traffic=True, registered=True, reachable=True, lag=(("billing", 42),)))
+    lag = scale_down_decision(
+        DrainFacts("b-1", served_traffic=True, registered=True, reachable=True, lag=(("billing", 42),))
+    )
     assert "billing (42 messages)" in lag.message
     unread = scale_down_decision(DrainFacts("b-1", served_traffic=True, registered=True, reachable=True,
                                             unread_topics=(("Orders", 7),)))
     assert "Orders (7 messages)" in unread.message and "force-scale-down" in unread.message
 
 
-@pytest.mark.parametrize(("existing", "desired", "expected"), [({0, 1, 2}, 2, [2]), ({0, 1, 2, 3}, 1, [3, 2, 1]), ({0, 1}, 3, [])])
+@pytest.mark.parametrize(
+    ("existing", "desired", "expected"), [({0, 1, 2}, 2, [2]), ({0, 1, 2, 3}, 1, [3, 2, 1]), ({0, 1}, 3, [])]
+)
 def test_removable_groups(existing, desired, expected):
     assert removable_groups(existing, desired) == expected
 
 
 @pytest.mark.parametrize(
     ("topic", "user"),
-    [("Orders", True), ("TBW102", False), ("%RETRY%g", False), ("%DLQ%g", False), ("RMQ_SYS_TRANS_HALF_TOPIC", False),
-     ("Cluster", False), ("b-0", False), ("SCHEDULE_TOPIC_XXXX", False)],
+    [
+        ("Orders", True),
+        ("TBW102", False),
+        ("%RETRY%g", False),
+        ("%DLQ%g", False),
+        ("RMQ_SYS_TRANS_HALF_TOPIC", False),
+        ("Cluster", False),
+        ("b-0", False),
+        ("SCHEDULE_TOPIC_XXXX", False),
+    ],
 )
 def test_user_topics(topic, user):
     assert is_user_topic(topic, "Cluster", frozenset({"b-0"})) is user
@@ -88,7 +146,11 @@ def test_prune_deletes_only_owned_undesired_objects_workloads_first():
         obj("StatefulSet", "other", uid="someone-else"),
         {"kind": "ConfigMap", "metadata": {"name": "unowned"}},
     ]
-    assert plan_prune(desired, existing, "u") == [("StatefulSet", "b-1"), ("Service", "b-1-headless"), ("ConfigMap", "b-1-config")]
+    assert plan_prune(desired, existing, "u") == [
+        ("StatefulSet", "b-1"),
+        ("Service", "b-1-headless"),
+        ("ConfigMap", "b-1-config"),
+    ]
 
 
 def test_nothing_to_prune_when_all_desired():
@@ -104,7 +166,11 @@ def test_merge_conditions_keeps_transition_time_unless_status_flips():
     assert first == [{"type": "Ready", "status": "False", "reason": "PodsNotReady", "message": "0/1",
                       "lastTransitionTime": "T1", "observedGeneration": 1}]
     same = merge_conditions(first, [Condition("Ready", False, "PodsNotReady", "0/2")], 2, "T2")
-    assert same[0]["lastTransitionTime"] == "T1" and same[0]["observedGeneration"] == 2 and same[0]["message"] == "0/2"
+    assert (
+        same[0]["lastTransitionTime"] == "T1"
+        and same[0]["observedGeneration"] == 2
+        and same[0]["message"] == "0/2"
+    )
     flipped = merge_conditions(same, [Condition("Ready", True, "ClusterReady")], 2, "T3")
     assert flipped[0]["lastTransitionTime"] == "T3" and flipped[0]["status"] == "True"
 
@@ -112,7 +178,11 @@ def test_merge_conditions_keeps_transition_time_unless_status_flips():
 def test_merge_conditions_orders_and_keeps_other_types():
     merged = merge_conditions(
         [{"type": "Custom", "status": "True"}],
-        [Condition("Degraded", None, "Unknown"), Condition("Ready", True, "Ok"), Condition("Reconciling", False, "Done")],
+        [
+            Condition("Degraded", None, "Unknown"),
+            Condition("Ready", True, "Ok"),
+            Condition("Reconciling", False, "Done"),
+        ],
         1,
         "T",
     )
@@ -134,7 +204,12 @@ def pod(name, ip=None, ready=False):
 
 def test_group_status_lists_master_and_slaves_with_addresses():
     sts = {"spec": {"replicas": 3}, "status": {"readyReplicas": 2}}
-    pods = [pod("b-0-0", "10.0.0.1", True), pod("b-0-1", "10.0.0.2", True), pod("b-0-2"), pod("b-1-0", "10.9.9.9", True)]
+    pods = [
+        pod("b-0-0", "10.0.0.1", True),
+        pod("b-0-1", "10.0.0.2", True),
+        pod("b-0-2"),
+        pod("b-1-0", "10.9.9.9", True),
+    ]
     g = broker_group_status(model(replicasPerGroup=3), 0, sts, pods, None, draining=False)
     assert g["name"] == "b-0" and g["phase"] == "Active" and g["replicas"] == 3 and g["readyReplicas"] == 2
     assert g["master"] == {"pod": "b-0-0", "address": "10.0.0.1:10911", "ready": True}
@@ -157,8 +232,14 @@ def test_served_traffic_is_remembered():
 
 
 def group(name, ready, replicas=2, phase="Active", served=False, master_ready=None):
-    return {"name": name, "readyReplicas": ready, "replicas": replicas, "phase": phase, "servedTraffic": served,
-            "master": {"ready": ready > 0 if master_ready is None else master_ready}}
+    return {
+        "name": name,
+        "readyReplicas": ready,
+        "replicas": replicas,
+        "phase": phase,
+        "servedTraffic": served,
+        "master": {"ready": ready > 0 if master_ready is None else master_ready},
+    }
 
 
 def conds(*args):
@@ -173,12 +254,16 @@ def test_broker_ready_when_every_pod_is():
 
 def test_broker_not_ready_names_the_groups():
     c = conds([group("b-0", 2), group("b-1", 1)], 2, False, [])
-    assert c["Ready"].status is False and c["Ready"].reason == "PodsNotReady" and "b-1 1/2" in c["Ready"].message
+    assert (
+        c["Ready"].status is False and c["Ready"].reason == "PodsNotReady" and "b-1 1/2" in c["Ready"].message
+    )
     assert c["Reconciling"].status is True and c["Reconciling"].reason == "RollingUpdate"
 
 
 def test_a_waiting_scale_down_is_a_condition_with_its_reason():
-    c = conds([group("b-0", 2), group("b-1", 2, phase="Draining")], 1, True, [("b-1", "QueuesNotDrained", "lag")])
+    c = conds(
+        [group("b-0", 2), group("b-1", 2, phase="Draining")], 1, True, [("b-1", "QueuesNotDrained", "lag")]
+    )
     assert c["ScaleDownPending"].status is True and c["ScaleDownPending"].reason == "QueuesNotDrained"
     assert c["Reconciling"].reason == "ScalingDown" and c["Ready"].status is True
 
@@ -195,12 +280,45 @@ def test_missing_groups():
 @pytest.mark.parametrize(
     ("sts", "rolled"),
     [
-        ({"metadata": {"generation": 2}, "spec": {"replicas": 2},
-          "status": {"observedGeneration": 2, "updatedReplicas": 2, "currentRevision": "a", "updateRevision": "a"}}, True),
-        ({"metadata": {"generation": 3}, "spec": {"replicas": 2},
-          "status": {"observedGeneration": 2, "updatedReplicas": 2, "currentRevision": "a", "updateRevision": "a"}}, False),
-        ({"metadata": {"generation": 2}, "spec": {"replicas": 2},
-          "status": {"observedGeneration": 2, "updatedReplicas": 1, "currentRevision": "a", "updateRevision": "b"}}, False),
+        (
+            {
+                "metadata": {"generation": 2},
+                "spec": {"replicas": 2},
+                "status": {
+                    "observedGeneration": 2,
+                    "updatedReplicas": 2,
+                    "currentRevision": "a",
+                    "updateRevision": "a",
+                },
+            },
+            True,
+        ),
+        (
+            {
+                "metadata": {"generation": 3},
+                "spec": {"replicas": 2},
+                "status": {
+                    "observedGeneration": 2,
+                    "updatedReplicas": 2,
+                    "currentRevision": "a",
+                    "updateRevision": "a",
+                },
+            },
+            False,
+        ),
+        (
+            {
+                "metadata": {"generation": 2},
+                "spec": {"replicas": 2},
+                "status": {
+                    "observedGeneration": 2,
+                    "updatedReplicas": 1,
+                    "currentRevision": "a",
+                    "updateRevision": "b",
+                },
+            },
+            False,
+        ),
     ],
 )
 def test_rollout_detection(sts, rolled):
@@ -219,7 +337,11 @@ def test_settings_from_env():
         "PYROCKETMQ_OPERATOR_LIVENESS_ENDPOINT": "off",
     })
     assert s.render.default_image == "r/p:1" and s.reconcile.resync_interval == 3.0
-    assert s.watch.namespaces == ("a", "b") and s.watch.metrics_port is None and s.watch.liveness_endpoint is None
+    assert (
+        s.watch.namespaces == ("a", "b")
+        and s.watch.metrics_port is None
+        and s.watch.liveness_endpoint is None
+    )
     assert OperatorSettings.from_env({}) == OperatorSettings()
 
 

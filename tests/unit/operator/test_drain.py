@@ -33,7 +33,11 @@ def node(name: str, *, cordon: bool = False, ready: bool = True) -> dict:
 
 def pod(name: str, on: str, ready: bool = True, role: str | None = None) -> dict:
     labels = {LABEL: name.rsplit("-", 1)[0], **({ROLE_LABEL: role} if role else {})}
-    return {"metadata": {"name": name, "labels": labels}, "spec": {"nodeName": on}, "status": READY if ready else {}}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"nodeName": on},
+        "status": READY if ready else {},
+    }
 
 
 VIEWS = {"orders-0": {"masterId": 1, "syncStateSet": [1, 2, 3]}}
@@ -57,14 +61,23 @@ def test_no_move_without_a_ready_in_sync_replica_elsewhere():
 
 
 def test_the_unschedulable_taint_counts_as_cordoned_and_in_sync_pods_are_by_replica_id():
-    assert cordoned({"spec": {"taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}})
+    assert cordoned(
+        {"spec": {"taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}}
+    )
     assert not cordoned({"spec": {}})
     assert in_sync_pods("orders-0", {"syncStateSet": [2, 1]}) == ["orders-0-1", "orders-0-0"]
 
 
 def test_roles_are_relabelled_only_where_they_differ():
-    pods = [pod("orders-0-0", "a", role="master"), pod("orders-0-1", "b", role="master"), pod("orders-0-2", "c")]
-    assert role_labels({"orders-0": "orders-0-0"}, pods, LABEL) == {"orders-0-1": "slave", "orders-0-2": "slave"}
+    pods = [
+        pod("orders-0-0", "a", role="master"),
+        pod("orders-0-1", "b", role="master"),
+        pod("orders-0-2", "c"),
+    ]
+    assert role_labels({"orders-0": "orders-0-0"}, pods, LABEL) == {
+        "orders-0-1": "slave",
+        "orders-0-2": "slave",
+    }
     assert role_labels({"orders-0": ""}, pods, LABEL) == {"orders-0-0": "slave", "orders-0-1": "slave",
                                                            "orders-0-2": "slave"}  # fmt: skip
     assert role_labels({}, pods, LABEL) == {}  # a group without a controller view keeps its labels
@@ -82,10 +95,16 @@ def test_with_failover_each_pod_has_exactly_one_budget_by_its_role():
     model = BrokerModel.from_body(body("Broker", nameServer={"name": "n"}, groups=2, replicasPerGroup=2))
     ns = namesrv_addresses("n", "prod", 3)
     settings = RenderSettings(default_image="x")
-    plain = {o["metadata"]["name"] for o in by_kind(render_broker(model, ns, settings), "PodDisruptionBudget")}
+    plain = {
+        o["metadata"]["name"] for o in by_kind(render_broker(model, ns, settings), "PodDisruptionBudget")
+    }
     assert plain == {"orders-0", "orders-1"}
-    pdbs = {o["metadata"]["name"]: o["spec"] for o in
-            by_kind(render_broker(dataclasses.replace(model, failover=True), ns, settings), "PodDisruptionBudget")}
+    pdbs = {
+        o["metadata"]["name"]: o["spec"]
+        for o in by_kind(
+            render_broker(dataclasses.replace(model, failover=True), ns, settings), "PodDisruptionBudget"
+        )
+    }
     assert set(pdbs) == {f"orders-{g}{s}" for g in (0, 1) for s in ("", "-master", "-slaves")}
     assert pdbs["orders-0-master"]["minAvailable"] == 1  # a master is never evicted: it hands over first
     assert pdbs["orders-0-slaves"]["minAvailable"] == 0  # of 2 replicas, the slave may go (the master stays)
@@ -94,9 +113,14 @@ def test_with_failover_each_pod_has_exactly_one_budget_by_its_role():
     for role in (None, "master", "slave"):  # the eviction API refuses a pod that two budgets select
         labels = base if role is None else {**base, ROLE_LABEL: role}
         chosen = [name for name, spec in pdbs.items() if _selects(spec, labels)]
-        assert chosen == [{None: "orders-0", "master": "orders-0-master", "slave": "orders-0-slaves"}[role]], chosen
+        assert chosen == [
+            {None: "orders-0", "master": "orders-0-master", "slave": "orders-0-slaves"}[role]
+        ], chosen
     three = dataclasses.replace(model, failover=True, replicas_per_group=3)
-    spec = {o["metadata"]["name"]: o["spec"] for o in by_kind(render_broker(three, ns, settings), "PodDisruptionBudget")}
+    spec = {
+        o["metadata"]["name"]: o["spec"]
+        for o in by_kind(render_broker(three, ns, settings), "PodDisruptionBudget")
+    }
     assert spec["orders-0-slaves"]["minAvailable"] == 1  # of 3: one slave at a time
 
 
@@ -109,9 +133,14 @@ def test_a_group_short_of_ready_pods_lets_no_slave_go():
             "status": {"readyReplicas": ready}} for g, r, ready in ((0, 2, 1), (1, 3, 3))]  # fmt: skip
     assert short_groups(sts) == {"orders-0"}
     for replicas, whole, short in ((2, 0, 1), (3, 1, 2)):
-        model = BrokerModel.from_body(body("Broker", nameServer={"name": "n"}, groups=2, replicasPerGroup=replicas))
+        model = BrokerModel.from_body(
+            body("Broker", nameServer={"name": "n"}, groups=2, replicasPerGroup=replicas)
+        )
         model = dataclasses.replace(model, failover=True, short=short_groups(sts))
-        spec = {o["metadata"]["name"]: o["spec"] for o in by_kind(render_broker(model, ns, settings), "PodDisruptionBudget")}
+        spec = {
+            o["metadata"]["name"]: o["spec"]
+            for o in by_kind(render_broker(model, ns, settings), "PodDisruptionBudget")
+        }
         assert spec["orders-0-slaves"]["minAvailable"] == short  # every slave kept
         assert spec["orders-1-slaves"]["minAvailable"] == whole  # as usual: one pod of the group at a time
         assert spec["orders-0-master"]["minAvailable"] == 1
@@ -129,10 +158,15 @@ def test_a_handover_is_relabelled_only_once_the_name_servers_route_the_new_maste
     elected = {"orders-0": "orders-0-1", "orders-1": "orders-1-0"}
     assert handovers(elected, pods, LABEL) == {"orders-0"}  # orders-1's labels follow its election
     # the name servers still route the old master, or nothing: wait; the new one's address: relabel
-    assert routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}}, pods, 10911) == set()
+    assert (
+        routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}}, pods, 10911)
+        == set()
+    )
     assert routed({"orders-0"}, elected, {}, pods, 10911) == set()
     assert routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.2:10911"}}, pods, 10911) == {"orders-0"}
-    assert routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.2:10912"}}, pods, 10911) == set()  # another port
+    assert (
+        routed({"orders-0"}, elected, {"orders-0": {0: "10.0.0.2:10912"}}, pods, 10911) == set()
+    )  # another port
     # a group without an elected master, or whose pod has no IP yet, is not routed
     assert routed({"orders-0"}, {"orders-0": ""}, {"orders-0": {0: "10.0.0.2:10911"}}, pods, 10911) == set()
     assert handovers({"orders-0": ""}, pods, LABEL) == {"orders-0"}

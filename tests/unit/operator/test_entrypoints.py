@@ -26,14 +26,20 @@ def run_entrypoint(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize(("pod", "broker_id", "role"), [("orders-1-0", "0", "ASYNC_MASTER"), ("orders-1-2", "2", "SLAVE")])
+@pytest.mark.parametrize(
+    ("pod", "broker_id", "role"), [("orders-1-0", "0", "ASYNC_MASTER"), ("orders-1-2", "2", "SLAVE")]
+)
 def test_broker_entrypoint_derives_identity_from_the_pod(tmp_path, pod, broker_id, role):
     template = tmp_path / "broker.conf"
     template.write_text("brokerName=orders-1\nbrokerId=0\nbrokerRole=ASYNC_MASTER\n")
-    proc = run_entrypoint("broker", "--print", BROKER_CONF_TEMPLATE=str(template), POD_NAME=pod, POD_IP="10.2.3.4")
+    proc = run_entrypoint(
+        "broker", "--print", BROKER_CONF_TEMPLATE=str(template), POD_NAME=pod, POD_IP="10.2.3.4"
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert f"brokerId={broker_id}" in lines and f"brokerRole={role}" in lines and "brokerIP1=10.2.3.4" in lines
+    assert (
+        f"brokerId={broker_id}" in lines and f"brokerRole={role}" in lines and "brokerIP1=10.2.3.4" in lines
+    )
 
 
 def test_other_commands_run_as_given():
@@ -43,8 +49,12 @@ def test_other_commands_run_as_given():
 
 def test_operator_command_line_overrides_the_environment():
     base = OperatorSettings.from_env({"PYROCKETMQ_OPERATOR_NAMESPACES": "x"})
-    s = settings_from_args(_parser().parse_args(["-n", "a", "-n", "b", "--resync-interval", "2", "--metrics-port", "0"]), base)
-    assert s.watch.namespaces == ("a", "b") and s.reconcile.resync_interval == 2 and s.watch.metrics_port is None
+    s = settings_from_args(
+        _parser().parse_args(["-n", "a", "-n", "b", "--resync-interval", "2", "--metrics-port", "0"]), base
+    )
+    assert (
+        s.watch.namespaces == ("a", "b") and s.reconcile.resync_interval == 2 and s.watch.metrics_port is None
+    )
     assert s.reconcile.resync_initial_delay <= 2
     s = settings_from_args(_parser().parse_args(["--all-namespaces", "--liveness", "off"]), base)
     assert s.watch.namespaces == () and s.watch.liveness_endpoint is None
@@ -67,7 +77,9 @@ def test_only_topics_and_groups_block_their_deletion():
     from pyrocketmq.operator.handlers import build_registry
 
     registry = build_registry(OperatorSettings())
-    by_plural = {h.selector.any_name: h for h in registry._spawning.get_all_handlers() if h.selector is not None}
+    by_plural = {
+        h.selector.any_name: h for h in registry._spawning.get_all_handlers() if h.selector is not None
+    }
     assert {p for p, h in by_plural.items() if h.requires_finalizer} == {"topics", "consumergroups"}
     deleters = {h.selector.any_name for h in registry._changing.get_all_handlers()
                 if h.selector is not None and h.reason == causes.Reason.DELETE}

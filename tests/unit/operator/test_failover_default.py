@@ -48,18 +48,28 @@ def test_the_controllers_state_is_on_a_claim_per_pod():
     model = NameServerModel.from_body(body("NameServer", replicas=3))
     sts = one(render_nameserver(model, SETTINGS), "StatefulSet", "orders")
     [claim] = sts["spec"]["volumeClaimTemplates"]
-    assert claim["metadata"]["name"] == "controller" and claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
-    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    assert (
+        claim["metadata"]["name"] == "controller"
+        and claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    )
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Retain",
+    }
     container = sts["spec"]["template"]["spec"]["containers"][0]
     mount = next(m for m in container["volumeMounts"] if m["name"] == "controller")
     assert f"--set=controllerStorePath={mount['mountPath']}/state.json" in container["args"]
 
 
 def test_an_ephemeral_controller_store_and_no_controller_need_no_claim():
-    eph = NameServerModel.from_body(body("NameServer", replicas=3, controller={"storage": {"type": "ephemeral"}}))
+    eph = NameServerModel.from_body(
+        body("NameServer", replicas=3, controller={"storage": {"type": "ephemeral"}})
+    )
     sts = one(render_nameserver(eph, SETTINGS), "StatefulSet", "orders")
     assert "volumeClaimTemplates" not in sts["spec"]
-    assert {"name": "controller", "emptyDir": {"sizeLimit": "1Gi"}} in sts["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "controller", "emptyDir": {"sizeLimit": "1Gi"}} in sts["spec"]["template"]["spec"][
+        "volumes"
+    ]
     two = NameServerModel.from_body(body("NameServer", replicas=2))
     sts = one(render_nameserver(two, SETTINGS), "StatefulSet", "orders")
     assert "volumeClaimTemplates" not in sts["spec"]

@@ -49,7 +49,9 @@ def test_the_pods_of_a_failover_group_are_replicas_named_by_ordinal_plus_one() -
 
 
 def test_name_servers_with_the_controller_name_their_peers_and_themselves() -> None:
-    model = NameServerModel.from_body(body("NameServer", name="names", replicas=3, controller={"enabled": True}))
+    model = NameServerModel.from_body(
+        body("NameServer", name="names", replicas=3, controller={"enabled": True})
+    )
     sts = by_kind(render_nameserver(model, SETTINGS), "StatefulSet")[0]
     args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
     sets = dict(a[len("--set="):].split("=", 1) for a in args if a.startswith("--set="))
@@ -68,7 +70,9 @@ def test_status_follows_the_controllers_choice() -> None:
     sts = {"spec": {"replicas": 3}, "status": {"readyReplicas": 3}}
     view = {"masterId": 2, "epoch": 4, "syncStateSet": [2, 3]}
     g = broker_group_status(model, 0, sts, pods, None, False, controller=view)
-    assert g["master"]["pod"] == "orders-0-1" and g["epoch"] == 4 and g["inSync"] == ["orders-0-1", "orders-0-2"]
+    assert (
+        g["master"]["pod"] == "orders-0-1" and g["epoch"] == 4 and g["inSync"] == ["orders-0-1", "orders-0-2"]
+    )
     assert [(s["pod"], s["brokerId"]) for s in g["slaves"]] == [("orders-0-0", 1), ("orders-0-2", 3)]
     # the controller silent: the last known master and epoch stay
     again = broker_group_status(model, 0, sts, pods, g, False, controller=None)

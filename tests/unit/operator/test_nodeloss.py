@@ -32,8 +32,14 @@ def node(name: str, ready: bool, since: timedelta = timedelta(minutes=10)) -> di
 def pod(name: str, on: str, ready: bool = True, group: str = "orders-0") -> dict:
     return {
         "metadata": {"name": name, "labels": {LABEL: group}},
-        "spec": {"nodeName": on, "volumes": [{"name": "store", "persistentVolumeClaim": {"claimName": f"store-{name}"}}]},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+        "spec": {
+            "nodeName": on,
+            "volumes": [{"name": "store", "persistentVolumeClaim": {"claimName": f"store-{name}"}}],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
     }
 
 
@@ -71,7 +77,9 @@ def test_no_replacement_without_a_ready_master_on_a_ready_node():
 
 
 def test_a_node_gone_from_the_api_counts_as_down_and_unscheduled_pods_are_skipped():
-    lost = decide([pod("orders-0-0", "a"), pod("orders-0-1", "gone"), pod("orders-0-2", "")], [node("a", True)])
+    lost = decide(
+        [pod("orders-0-0", "a"), pod("orders-0-1", "gone"), pod("orders-0-2", "")], [node("a", True)]
+    )
     assert list(lost) == ["orders-0-1"] and lost["orders-0-1"].replace
 
 
@@ -98,7 +106,9 @@ def test_bad_durations_say_what_is_expected(text):
     with pytest.raises(ValueError, match="30s, 5m or 1h30m"):
         parse_duration(text)
     with pytest.raises(SpecError, match="spec.nodeLoss.replaceAfter"):
-        BrokerModel.from_body(body("Broker", nameServer={"name": "n"}, nodeLoss={"replaceAfter": text or "x"}))
+        BrokerModel.from_body(
+            body("Broker", nameServer={"name": "n"}, nodeLoss={"replaceAfter": text or "x"})
+        )
 
 
 def test_the_default_is_five_minutes_and_the_condition_says_what_happened():

@@ -31,7 +31,9 @@ def pod_spec(model: BrokerModel, group: str = "orders-0") -> dict:
 @pytest.mark.parametrize(("replicas", "nodes", "required"), [
     (2, 3, True), (2, 2, True), (3, 3, True), (3, 2, False), (2, 1, False), (2, None, False), (1, 3, False),
 ])  # fmt: skip
-def test_a_groups_replicas_must_be_on_different_nodes_when_there_is_a_node_for_each(replicas, nodes, required):
+def test_a_groups_replicas_must_be_on_different_nodes_when_there_is_a_node_for_each(
+    replicas, nodes, required
+):
     spec = pod_spec(broker(nodes, replicasPerGroup=replicas))
     anti = spec["affinity"]["podAntiAffinity"]
     selector = {"matchLabels": one(render_broker(broker(nodes, replicasPerGroup=replicas), NS, SETTINGS),
@@ -51,7 +53,9 @@ def test_a_groups_replicas_must_be_on_different_nodes_when_there_is_a_node_for_e
 def test_the_users_affinity_and_spread_replace_the_defaults():
     own = {"affinity": {"nodeAffinity": {"x": 1}}, "topologySpreadConstraints": [{"maxSkew": 2}]}
     spec = pod_spec(broker(3, replicasPerGroup=2, scheduling=own))
-    assert spec["affinity"] == {"nodeAffinity": {"x": 1}} and spec["topologySpreadConstraints"] == [{"maxSkew": 2}]
+    assert spec["affinity"] == {"nodeAffinity": {"x": 1}} and spec["topologySpreadConstraints"] == [
+        {"maxSkew": 2}
+    ]
 
 
 def test_name_servers_spread_the_same_way():
@@ -98,10 +102,19 @@ def test_group_status_names_each_members_node_and_zone():
 
 def test_the_master_columns_list_every_active_group():
     groups = [
-        {"name": "orders-0", "phase": "Active", "epoch": 3, "master": {"pod": "orders-0-1", "node": "n2", "zone": "zone-b"}},
+        {
+            "name": "orders-0",
+            "phase": "Active",
+            "epoch": 3,
+            "master": {"pod": "orders-0-1", "node": "n2", "zone": "zone-b"},
+        },
         {"name": "orders-1", "phase": "Active", "epoch": 1, "master": {"pod": "", "address": ""}},
         {"name": "orders-2", "phase": "Draining", "master": {"pod": "orders-2-0", "node": "n1"}},
     ]
-    assert master_columns(groups) == {"masters": "orders-0-1,-", "masterNodes": "n2,-", "masterZones": "zone-b,-",
-                                      "epochs": "3,1"}
+    assert master_columns(groups) == {
+        "masters": "orders-0-1,-",
+        "masterNodes": "n2,-",
+        "masterZones": "zone-b,-",
+        "epochs": "3,1",
+    }
     assert "epochs" not in master_columns([{"master": {"pod": "orders-0-0"}}])

@@ -59,7 +59,9 @@ def test_master_conf():
     assert "brokerId=0" in lines and "brokerRole=SYNC_MASTER" in lines and "brokerIP1=10.0.0.8" in lines
 
 
-@pytest.mark.parametrize(("env", "missing"), [({"POD_IP": "1.2.3.4"}, "POD_NAME"), ({"POD_NAME": "a-0"}, "POD_IP")])
+@pytest.mark.parametrize(
+    ("env", "missing"), [({"POD_IP": "1.2.3.4"}, "POD_NAME"), ({"POD_NAME": "a-0"}, "POD_IP")]
+)
 def test_missing_downward_api_is_reported(env, missing):
     with pytest.raises(PodConfError, match=missing):
         pod_conf(TEMPLATE, env)

@@ -106,11 +106,21 @@ def test_broker_chain_applies_prunes_and_reports():
 
 def test_objects_of_another_owner_are_never_pruned():
     kube = FakeKube()
-    other = {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
-        "name": "orders-9-config", "namespace": "prod",
-        "labels": {"app.kubernetes.io/name": "pyrocketmq", "app.kubernetes.io/instance": "orders",
-                   "app.kubernetes.io/component": "broker", "app.kubernetes.io/managed-by": "pyrocketmq-operator"},
-        "ownerReferences": [{"uid": "someone-else"}]}}
+    other = {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": "orders-9-config",
+            "namespace": "prod",
+            "labels": {
+                "app.kubernetes.io/name": "pyrocketmq",
+                "app.kubernetes.io/instance": "orders",
+                "app.kubernetes.io/component": "broker",
+                "app.kubernetes.io/managed-by": "pyrocketmq-operator",
+            },
+            "ownerReferences": [{"uid": "someone-else"}],
+        },
+    }
     kube.add(other)
     broker = body("Broker", nameServer={"addresses": ["ns.example:9876"]})
     run(kube, broker)
@@ -122,7 +132,11 @@ def test_missing_name_server_is_a_retryable_reason_of_its_step():
     broker = body("Broker", nameServer={"name": "absent"})
     with pytest.raises(ReconcileError) as err:
         run(kube, broker)
-    assert (err.value.reason, err.value.step, err.value.retry) == ("NameServerNotFound", "resolve_name_servers", True)
+    assert (err.value.reason, err.value.step, err.value.retry) == (
+        "NameServerNotFound",
+        "resolve_name_servers",
+        True,
+    )
 
 
 def test_an_unusable_spec_is_not_retried():
@@ -143,7 +157,9 @@ def test_nameserver_chain_reports_addresses():
     names = body("NameServer", name="names", replicas=2)
     run(kube, names)
     status = kube.statuses[("NameServer", "prod", "names")]
-    assert status["namesrvAddr"] == "names-0.names-headless.prod.svc:9876;names-1.names-headless.prod.svc:9876"
+    assert (
+        status["namesrvAddr"] == "names-0.names-headless.prod.svc:9876;names-1.names-headless.prod.svc:9876"
+    )
     assert status["readyReplicas"] == 0 and status["replicas"] == 2
 
 
@@ -152,9 +168,14 @@ def _settle(kube: FakeKube, name: str, *, rolled: bool) -> None:
     sts = kube.objects[("StatefulSet", "prod", name)]
     replicas = sts["spec"]["replicas"]
     generation = sts["metadata"].setdefault("generation", 1)
-    sts["status"] = {"observedGeneration": generation, "replicas": replicas, "readyReplicas": replicas if rolled else replicas - 1,
-                     "updatedReplicas": replicas if rolled else 0,
-                     "currentRevision": "r1" if rolled else "r0", "updateRevision": "r1"}
+    sts["status"] = {
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "readyReplicas": replicas if rolled else replicas - 1,
+        "updatedReplicas": replicas if rolled else 0,
+        "currentRevision": "r1" if rolled else "r0",
+        "updateRevision": "r1",
+    }
 
 
 def partitions(kube: FakeKube) -> dict[str, int]:
@@ -189,7 +210,9 @@ def test_a_template_change_rolls_one_group_after_another():
     _settle(kube, "orders-0", rolled=True)
     events = run(kube, with_status(kube, changed))
     assert partitions(kube) == {"orders-0": 0, "orders-1": 0, "orders-2": 2}
-    assert [e[2] for e in events if e[1] == "RollingGroup"] == ["replacing the pods of orders-1; waiting: orders-2"]
+    assert [e[2] for e in events if e[1] == "RollingGroup"] == [
+        "replacing the pods of orders-1; waiting: orders-2"
+    ]
 
     _settle(kube, "orders-1", rolled=True)
     run(kube, with_status(kube, changed))

@@ -23,8 +23,12 @@ def test_one_statefulset_per_group_with_the_group_size(groups, replicas):
     sts = by_kind(objects, "StatefulSet")
     assert [s["metadata"]["name"] for s in sts] == [f"orders-{i}" for i in range(groups)]
     assert all(s["spec"]["replicas"] == replicas for s in sts)
-    assert [c["metadata"]["name"] for c in by_kind(objects, "ConfigMap")] == [f"orders-{i}-config" for i in range(groups)]
-    assert [p["metadata"]["name"] for p in by_kind(objects, "PodDisruptionBudget")] == [f"orders-{i}" for i in range(groups)]
+    assert [c["metadata"]["name"] for c in by_kind(objects, "ConfigMap")] == [
+        f"orders-{i}-config" for i in range(groups)
+    ]
+    assert [p["metadata"]["name"] for p in by_kind(objects, "PodDisruptionBudget")] == [
+        f"orders-{i}" for i in range(groups)
+    ]
     services = sorted(s["metadata"]["name"] for s in by_kind(objects, "Service"))
     assert services == sorted(["orders-broker", *(f"orders-{i}-headless" for i in range(groups))])
     assert [s["metadata"]["name"] for s in by_kind(objects, "ServiceAccount")] == ["orders-broker"]
@@ -58,20 +62,30 @@ def test_group_objects_select_only_their_group():
     assert selector[LABEL_GROUP] == "orders-1"
     assert sts["spec"]["template"]["metadata"]["labels"] == selector
     assert one(objects, "Service", "orders-1-headless")["spec"]["selector"] == selector
-    assert one(objects, "PodDisruptionBudget", "orders-1")["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector}}
+    assert one(objects, "PodDisruptionBudget", "orders-1")["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": selector},
+    }
     assert sts["spec"]["serviceName"] == "orders-1-headless"
     cluster_selector = one(objects, "Service", "orders-broker")["spec"]["selector"]
     assert LABEL_GROUP not in cluster_selector and set(cluster_selector.items()) <= set(selector.items())
     affinity = sts["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
     term = affinity["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
-    assert term["labelSelector"]["matchLabels"] == selector and term["topologyKey"] == "kubernetes.io/hostname"
+    assert (
+        term["labelSelector"]["matchLabels"] == selector and term["topologyKey"] == "kubernetes.io/hostname"
+    )
 
 
 def test_headless_service_publishes_pods_before_they_are_ready():
     svc = one(render_broker(broker(), NS, SETTINGS), "Service", "orders-0-headless")
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
-    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"remoting": 10911, "fast": 10909, "ha": 10912, "metrics": 5557,
-                                                                    "grpc": 8081}
+    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {
+        "remoting": 10911,
+        "fast": 10909,
+        "ha": 10912,
+        "metrics": 5557,
+        "grpc": 8081,
+    }
 
 
 def test_the_grpc_endpoint_is_served_and_exposed_unless_turned_off():
@@ -89,8 +103,12 @@ def test_the_grpc_endpoint_is_served_and_exposed_unless_turned_off():
 def test_grpc_and_metrics_need_different_ports():
     from pyrocketmq.operator.model import BrokerModel, SpecError
 
-    body = {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "Broker", "metadata": {"name": "b", "namespace": "ns"},
-            "spec": {"nameServer": {"name": "ns"}, "grpc": {"port": 5557}}}
+    body = {
+        "apiVersion": "pyrocketmq.io/v1alpha1",
+        "kind": "Broker",
+        "metadata": {"name": "b", "namespace": "ns"},
+        "spec": {"nameServer": {"name": "ns"}, "grpc": {"port": 5557}},
+    }
     with pytest.raises(SpecError, match="spec.grpc.port 5557"):
         BrokerModel.from_body(body)
 
@@ -123,13 +141,18 @@ def test_config_overrides_are_appended_and_rendered_as_properties():
     assert text.index("# spec.config") < text.index("autoCreateTopicEnable")
 
 
-@pytest.mark.parametrize("key", ["brokerName", "namesrvAddr", "brokerRole", "brokerIP1", "storePathRootDir", "haListenPort"])
+@pytest.mark.parametrize(
+    "key", ["brokerName", "namesrvAddr", "brokerRole", "brokerIP1", "storePathRootDir", "haListenPort"]
+)
 def test_operator_owned_keys_cannot_be_overridden(key):
     with pytest.raises(SpecError, match=key):
         broker(config={key: "x"})
 
 
-@pytest.mark.parametrize(("ordinal", "broker_id", "role"), [(0, 0, BrokerRole.SYNC_MASTER), (1, 1, BrokerRole.SLAVE), (2, 2, BrokerRole.SLAVE)])
+@pytest.mark.parametrize(
+    ("ordinal", "broker_id", "role"),
+    [(0, 0, BrokerRole.SYNC_MASTER), (1, 1, BrokerRole.SLAVE), (2, 2, BrokerRole.SLAVE)],
+)
 def test_rendered_conf_through_the_entrypoint_is_a_valid_broker_conf_per_ordinal(ordinal, broker_id, role):
     model = broker(replicasPerGroup=3, replicationMode="SYNC")
     template = broker_conf(model, 0, NS)
@@ -172,15 +195,27 @@ def test_persistent_storage_is_a_claim_template(storage, claim_class, retention)
     assert claim["spec"]["resources"]["requests"]["storage"] == storage.get("size", "10Gi")
     assert claim["spec"].get("storageClassName") == claim_class
     assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
-    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": retention, "whenScaled": retention}
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": retention,
+        "whenScaled": retention,
+    }
     assert "store" not in {v["name"] for v in sts["spec"]["template"]["spec"]["volumes"]}
-    mounts = {m["name"]: m["mountPath"] for m in sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+    mounts = {
+        m["name"]: m["mountPath"] for m in sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    }
     assert mounts["store"] == "/var/lib/pyrocketmq"
 
 
 def test_ephemeral_storage_is_an_empty_dir():
-    sts = one(render_broker(broker(storage={"type": "ephemeral", "size": "2Gi"}), NS, SETTINGS), "StatefulSet", "orders-0")
-    assert "volumeClaimTemplates" not in sts["spec"] and "persistentVolumeClaimRetentionPolicy" not in sts["spec"]
+    sts = one(
+        render_broker(broker(storage={"type": "ephemeral", "size": "2Gi"}), NS, SETTINGS),
+        "StatefulSet",
+        "orders-0",
+    )
+    assert (
+        "volumeClaimTemplates" not in sts["spec"]
+        and "persistentVolumeClaimRetentionPolicy" not in sts["spec"]
+    )
     volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
     assert volumes["store"] == {"name": "store", "emptyDir": {"sizeLimit": "2Gi"}}
 
@@ -193,18 +228,27 @@ def test_image_resources_and_scheduling_propagate():
         "affinity": {"nodeAffinity": {"x": 1}},
         "priorityClassName": "high",
     }
-    model = broker(image="repo/pyrocketmq:9", imagePullPolicy="Always", resources=resources, scheduling=scheduling)
+    model = broker(
+        image="repo/pyrocketmq:9", imagePullPolicy="Always", resources=resources, scheduling=scheduling
+    )
     sts = one(render_broker(model, NS, SETTINGS), "StatefulSet", "orders-0")
     pod = sts["spec"]["template"]["spec"]
     container = pod["containers"][0]
     assert container["image"] == "repo/pyrocketmq:9" and container["imagePullPolicy"] == "Always"
-    assert container["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2147483648"}}
-    assert pod["nodeSelector"] == {"disk": "ssd"} and pod["tolerations"] == [{"key": "mq", "operator": "Exists"}]
+    assert container["resources"] == {
+        "requests": {"cpu": "500m", "memory": "1Gi"},
+        "limits": {"memory": "2147483648"},
+    }
+    assert pod["nodeSelector"] == {"disk": "ssd"} and pod["tolerations"] == [
+        {"key": "mq", "operator": "Exists"}
+    ]
     assert pod["affinity"] == {"nodeAffinity": {"x": 1}} and pod["priorityClassName"] == "high"
 
 
 def test_default_image_and_no_resources_when_absent():
-    container = one(render_broker(broker(), NS, SETTINGS), "StatefulSet", "orders-0")["spec"]["template"]["spec"]["containers"][0]
+    container = one(render_broker(broker(), NS, SETTINGS), "StatefulSet", "orders-0")["spec"]["template"][
+        "spec"
+    ]["containers"][0]
     assert container["image"] == "registry.example/pyrocketmq:default"
     assert container["imagePullPolicy"] == "IfNotPresent"
     assert "resources" not in container
@@ -231,7 +275,11 @@ def test_a_config_change_changes_the_pod_template_so_pods_roll():
 
 def test_draining_groups_are_kept_when_asked():
     objects = render_broker(broker(groups=2), NS, SETTINGS, groups=[0, 1, 2])
-    assert [s["metadata"]["name"] for s in by_kind(objects, "StatefulSet")] == ["orders-0", "orders-1", "orders-2"]
+    assert [s["metadata"]["name"] for s in by_kind(objects, "StatefulSet")] == [
+        "orders-0",
+        "orders-1",
+        "orders-2",
+    ]
 
 
 def test_pods_run_unprivileged_without_an_api_token():

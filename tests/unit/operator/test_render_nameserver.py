@@ -62,7 +62,9 @@ def test_headless_service_gives_every_pod_a_name_at_once():
 
 
 def test_container():
-    model = nameserver(image="repo/x:1", resources={"limits": {"cpu": 1}}, metrics={"enabled": True, "port": 9100})
+    model = nameserver(
+        image="repo/x:1", resources={"limits": {"cpu": 1}}, metrics={"enabled": True, "port": 9100}
+    )
     sts = one(render_nameserver(model, SETTINGS), "StatefulSet", "names")
     c = sts["spec"]["template"]["spec"]["containers"][0]
     assert c["image"] == "repo/x:1" and c["resources"] == {"limits": {"cpu": "1"}}
@@ -73,11 +75,16 @@ def test_container():
 
 
 def test_scheduling_overrides_replace_the_default_anti_affinity():
-    default = one(render_nameserver(nameserver(), SETTINGS), "StatefulSet", "names")["spec"]["template"]["spec"]
+    default = one(render_nameserver(nameserver(), SETTINGS), "StatefulSet", "names")["spec"]["template"][
+        "spec"
+    ]
     assert "podAntiAffinity" in default["affinity"]
     spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
     pod = one(
-        render_nameserver(nameserver(scheduling={"affinity": {"nodeAffinity": {}}, "topologySpreadConstraints": spread}), SETTINGS),
+        render_nameserver(
+            nameserver(scheduling={"affinity": {"nodeAffinity": {}}, "topologySpreadConstraints": spread}),
+            SETTINGS,
+        ),
         "StatefulSet",
         "names",
     )["spec"]["template"]["spec"]

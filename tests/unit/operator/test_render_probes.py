@@ -24,7 +24,9 @@ def broker_container(**spec):
 
 def namesrv_container(**spec):
     model = NameServerModel.from_body(body("NameServer", name="names", **spec))
-    return one(render_nameserver(model, SETTINGS), "StatefulSet", "names")["spec"]["template"]["spec"]["containers"][0]
+    return one(render_nameserver(model, SETTINGS), "StatefulSet", "names")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
 
 
 @pytest.mark.parametrize("render", [broker_container, namesrv_container])
@@ -48,7 +50,9 @@ def test_metrics_off_probes_fall_back_to_tcp(render):
 
 def test_broker_startup_probe_waits_for_recovery_on_the_remoting_port():
     _, c = broker_container()
-    assert c["startupProbe"]["tcpSocket"] == {"port": "remoting"} and c["startupProbe"]["failureThreshold"] == 60
+    assert (
+        c["startupProbe"]["tcpSocket"] == {"port": "remoting"} and c["startupProbe"]["failureThreshold"] == 60
+    )
 
 
 @pytest.mark.parametrize(("metrics", "port"), [({}, 5557), ({"port": 9100}, 9100), ({"enabled": False}, 0)])

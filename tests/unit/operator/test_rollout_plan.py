@@ -29,10 +29,16 @@ ROLLING = {"rolled_out": False, "all_ready": False}
         # A held group that is rolled out and Ready (the change was reverted) counts as settled.
         ([G(0, released=False), G(1, **HELD)], {0: 0, 1: 0}),
         # A pending group with a replica down goes first (the change may be its fix).
-        ([G(0, **CHANGED), G(1, template_changed=True, all_ready=False), G(2, **CHANGED)], {0: 3, 1: 0, 2: 3}),
+        (
+            [G(0, **CHANGED), G(1, template_changed=True, all_ready=False), G(2, **CHANGED)],
+            {0: 3, 1: 0, 2: 3},
+        ),
         # A second change while group 1 rolls: 1 counts as pending again, but 0 is settled and 1 is
         # the first pending, so 1 goes on and 2 waits.
-        ([G(0), G(1, template_changed=True, rolled_out=False, all_ready=False), G(2, **HELD)], {0: 0, 1: 0, 2: 3}),
+        (
+            [G(0), G(1, template_changed=True, rolled_out=False, all_ready=False), G(2, **HELD)],
+            {0: 0, 1: 0, 2: 3},
+        ),
         # Two groups released at once (an operator before this rule): both finish, the rest wait.
         ([G(0, **ROLLING), G(1, **ROLLING), G(2, **CHANGED)], {0: 0, 1: 0, 2: 3}),
         # A single group rolls at once.

@@ -23,7 +23,9 @@ def broker(reason: str, status: str = "True", uid: str = "u1") -> dict[str, Any]
             "status": {"conditions": [{"type": "Reconciling", "status": status, "reason": reason}]}}
 
 
-def sts(*, ready: int = 2, updated: int = 2, revisions: tuple[str, str] = ("r1", "r1"), owner: str = "u1") -> dict[str, Any]:
+def sts(
+    *, ready: int = 2, updated: int = 2, revisions: tuple[str, str] = ("r1", "r1"), owner: str = "u1"
+) -> dict[str, Any]:
     return {
         "metadata": {"name": "orders-0", "namespace": "prod", "generation": 4,
                      "ownerReferences": [{"kind": "Broker", "name": "orders", "uid": owner}]},

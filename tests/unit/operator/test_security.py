@@ -27,11 +27,16 @@ def secret(**data: str) -> dict:
 
 
 def test_broker_with_tls_and_acl_mounts_the_secrets_and_sets_the_keys():
-    model = broker(tls={"secretName": "broker-tls", "clientAuth": "require"}, acl={"secretName": "broker-acl"},
-                   nameServer={"name": "names", "tls": True})
+    model = broker(
+        tls={"secretName": "broker-tls", "clientAuth": "require"},
+        acl={"secretName": "broker-acl"},
+        nameServer={"name": "names", "tls": True},
+    )
     conf = conf_dict(broker_conf(model, 0, NS))
     assert conf["tls.server.mode"] == "enforcing" and conf["tls.server.need.client.auth"] == "require"
-    assert conf["tls.server.certPath"].endswith("/tls.crt") and conf["tls.server.trustCertPath"].endswith("/ca.crt")
+    assert conf["tls.server.certPath"].endswith("/tls.crt") and conf["tls.server.trustCertPath"].endswith(
+        "/ca.crt"
+    )
     assert conf["tls.enable"] == "true" and conf["tls.client.trustCertPath"].endswith("/ca.crt")
     assert conf["aclEnable"] == "true" and conf["aclConfigFile"].endswith("/plain_acl.yml")
     assert "secretKey" not in conf  # never in a ConfigMap
@@ -41,11 +46,22 @@ def test_broker_with_tls_and_acl_mounts_the_secrets_and_sets_the_keys():
     assert secrets == {"tls": "broker-tls", "acl": "broker-acl"}
     [container] = pod["containers"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-    assert conf["tls.server.certPath"].startswith(mounts["tls"]) and conf["aclConfigFile"].startswith(mounts["acl"])
+    assert conf["tls.server.certPath"].startswith(mounts["tls"]) and conf["aclConfigFile"].startswith(
+        mounts["acl"]
+    )
     env = {e["name"]: e.get("valueFrom") for e in container["env"]}
-    assert env["PYROCKETMQ_SECRET_KEY"] == {"secretKeyRef": {"name": "broker-acl", "key": "secretKey", "optional": True}}
-    pod_text = pod_conf(broker_conf(model, 0, NS), {"POD_NAME": "orders-0-0", "POD_IP": "10.0.0.5",
-                                                    "PYROCKETMQ_ACCESS_KEY": "operator", "PYROCKETMQ_SECRET_KEY": "s3cret"})
+    assert env["PYROCKETMQ_SECRET_KEY"] == {
+        "secretKeyRef": {"name": "broker-acl", "key": "secretKey", "optional": True}
+    }
+    pod_text = pod_conf(
+        broker_conf(model, 0, NS),
+        {
+            "POD_NAME": "orders-0-0",
+            "POD_IP": "10.0.0.5",
+            "PYROCKETMQ_ACCESS_KEY": "operator",
+            "PYROCKETMQ_SECRET_KEY": "s3cret",
+        },
+    )
     pod_conf_keys = conf_dict(pod_text)
     assert (pod_conf_keys["accessKey"], pod_conf_keys["secretKey"]) == ("operator", "s3cret")
 
@@ -119,14 +135,18 @@ def test_a_changed_secret_rolls_the_pods():
     assert old != new and old == secrets_hash({"t": secret(**{"tls.key": "K", "tls.crt": "A"})})
 
     def template(h: str) -> tuple[str, str]:
-        [sts] = by_kind(render_broker(dataclasses.replace(model, secrets_hash=h), NS, SETTINGS), "StatefulSet")
+        [sts] = by_kind(
+            render_broker(dataclasses.replace(model, secrets_hash=h), NS, SETTINGS), "StatefulSet"
+        )
         return (sts["spec"]["template"]["metadata"]["annotations"][ANNOTATION_SECRETS_HASH],
                 sts["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH])
 
     (a_hash, a_template), (b_hash, b_template) = template(old), template(new)
     assert (a_hash, b_hash) == (old, new) and a_template != b_template  # the rollout gate sees a new template
     ns_model = NameServerModel.from_body(body("NameServer", name="names", tls={"secretName": "t"}))
-    [sts] = by_kind(render_nameserver(dataclasses.replace(ns_model, secrets_hash=old), SETTINGS), "StatefulSet")
+    [sts] = by_kind(
+        render_nameserver(dataclasses.replace(ns_model, secrets_hash=old), SETTINGS), "StatefulSet"
+    )
     assert sts["spec"]["template"]["metadata"]["annotations"][ANNOTATION_SECRETS_HASH] == old
 
 
@@ -161,7 +181,11 @@ def test_name_server_acl_mounts_the_file_and_the_name_server_reads_it(tmp_path):
     assert sets["aclEnable"] == "true" and sets["aclConfigFile"] == f"{mounts['acl']}/plain_acl.yml"
     assert {"name": "acl", "secret": {"secretName": "mq-acl", "defaultMode": 0o440}} in pod["volumes"]
     acl = tmp_path / "plain_acl.yml"
-    acl.write_text(yaml.safe_dump({"accounts": [{"accessKey": "operator1", "secretKey": "operator-secret", "admin": True}]}))
+    acl.write_text(
+        yaml.safe_dump(
+            {"accounts": [{"accessKey": "operator1", "secretKey": "operator-secret", "admin": True}]}
+        )
+    )
     assert NamesrvSettings.load(None, {**sets, "aclConfigFile": str(acl)}).acl_file == str(acl)
     with pytest.raises(SpecError, match="spec.acl.secretName"):
         NameServerModel.from_body(body("NameServer", name="names", acl={"secretName": "Not_A_Name"}))
@@ -178,16 +202,22 @@ def test_an_edited_acl_file_does_not_roll_pods_but_new_keys_or_certificates_do()
         return get
 
     def hashes(acl_file: str, secret_key: str, cert: str) -> tuple[str, str]:
-        data = {"acl": secret(**{"plain_acl.yml": acl_file, "accessKey": "operator1", "secretKey": secret_key}),
-                "tls": secret(**{"tls.crt": cert, "tls.key": "K"})}
-        b, _ = asyncio.run(read_broker_secrets(getter(data), broker(acl={"secretName": "acl"}, tls={"secretName": "tls"})))
+        data = {
+            "acl": secret(**{"plain_acl.yml": acl_file, "accessKey": "operator1", "secretKey": secret_key}),
+            "tls": secret(**{"tls.crt": cert, "tls.key": "K"}),
+        }
+        b, _ = asyncio.run(
+            read_broker_secrets(getter(data), broker(acl={"secretName": "acl"}, tls={"secretName": "tls"}))
+        )
         n = asyncio.run(read_nameserver_secrets(getter(data), NameServerModel.from_body(
             body("NameServer", name="names", acl={"secretName": "acl"}, tls={"secretName": "tls"}))))
         return b.secrets_hash, n.secrets_hash
 
     base = hashes("accounts: [a]", "operator-secret", "A")
     assert hashes("accounts: [a, b]", "operator-secret", "A") == base  # re-read in place
-    assert hashes("accounts: [a]", "rotated-secret", "A")[0] != base[0]  # the brokers' own account: env, restart
+    assert (
+        hashes("accounts: [a]", "rotated-secret", "A")[0] != base[0]
+    )  # the brokers' own account: env, restart
     assert all(x != y for x, y in zip(hashes("accounts: [a]", "operator-secret", "B"), base, strict=True))
     with pytest.raises(SecretError, match="has no plain_acl.yml"):
         asyncio.run(read_nameserver_secrets(getter({"acl": secret(accessKey="x")}), NameServerModel.from_body(

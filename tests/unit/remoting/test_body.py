@@ -114,7 +114,9 @@ def test_topic_route_golden_parses_with_int_broker_ids(name):
 
 
 def test_topic_route_order_conf_round_trip():
-    route = TopicRouteData([QueueData("a", 4, 4)], [BrokerData("c", "a", {0: "h:1"})], order_topic_conf="a:4;b:2")
+    route = TopicRouteData(
+        [QueueData("a", 4, 4)], [BrokerData("c", "a", {0: "h:1"})], order_topic_conf="a:4;b:2"
+    )
     doc = orjson.loads(route.to_json())
     assert doc["orderTopicConf"] == "a:4;b:2"
     assert TopicRouteData.from_json(route.to_json()) == route
@@ -180,12 +182,15 @@ def test_register_broker_compressed_golden():
     plain = RegisterBrokerBody.decode(golden("body_register_broker"), compressed=False)
     assert reg == plain
     fields = VECTORS["body_register_broker_compressed"]["fields"]
-    assert [tc.encode_line() for tc in reg.topic_config_serialize_wrapper.topic_config_table.values()] == fields["topicConfigs"]
+    assert [
+        tc.encode_line() for tc in reg.topic_config_serialize_wrapper.topic_config_table.values()
+    ] == fields["topicConfigs"]
 
 
 def test_register_broker_compressed_round_trip_and_errors():
     reg = RegisterBrokerBody(
-        TopicConfigSerializeWrapper({"T": TopicConfig("T", 2, 3, 6, "MULTI_TAG")}, DataVersion(5, 9)), ["fs:1"]
+        TopicConfigSerializeWrapper({"T": TopicConfig("T", 2, 3, 6, "MULTI_TAG")}, DataVersion(5, 9)),
+        ["fs:1"],
     )
     assert RegisterBrokerBody.from_compressed(reg.to_compressed()) == reg
     with pytest.raises(ValueError, match="does not inflate"):
@@ -214,8 +219,16 @@ def test_topic_config_line_too_short():
 @pytest.mark.parametrize(
     "name, cls, check",
     [
-        ("body_consume_stats", ConsumeStats, lambda v: v.offset_table[MQ0] == OffsetWrapper(100, 90, 1700000000123)),
-        ("body_topic_stats_table", TopicStatsTable, lambda v: v.offset_table[MQ0] == TopicOffset(0, 100, 1700000000123)),
+        (
+            "body_consume_stats",
+            ConsumeStats,
+            lambda v: v.offset_table[MQ0] == OffsetWrapper(100, 90, 1700000000123),
+        ),
+        (
+            "body_topic_stats_table",
+            TopicStatsTable,
+            lambda v: v.offset_table[MQ0] == TopicOffset(0, 100, 1700000000123),
+        ),
         ("body_reset_offset", ResetOffsetBody, lambda v: v.offset_table == {MQ0: 42, MQ1: 7}),
     ],
 )
@@ -231,7 +244,9 @@ def test_message_queue_keyed_goldens(name, cls, check):
 
 
 def test_topic_stats_golden_is_byte_exact():
-    assert TopicStatsTable.from_json(golden("body_topic_stats_table")).to_json() == golden("body_topic_stats_table")
+    assert TopicStatsTable.from_json(golden("body_topic_stats_table")).to_json() == golden(
+        "body_topic_stats_table"
+    )
 
 
 def test_consume_stats_total_diff_and_tps():
@@ -321,7 +336,12 @@ def test_broker_data_select_addr():
 
 
 def test_message_queue_is_hashable_and_sorts_like_java():
-    qs = [MessageQueue("b", "x", 0), MessageQueue("a", "y", 1), MessageQueue("a", "x", 2), MessageQueue("a", "x", 1)]
+    qs = [
+        MessageQueue("b", "x", 0),
+        MessageQueue("a", "y", 1),
+        MessageQueue("a", "x", 2),
+        MessageQueue("a", "x", 1),
+    ]
     assert sorted(qs) == [qs[3], qs[2], qs[1], qs[0]]
     assert len({MessageQueue("a", "x", 1), MessageQueue("a", "x", 1)}) == 1
 
@@ -345,7 +365,11 @@ def test_small_bodies_round_trip():
             "CONSUME_FROM_LAST_OFFSET",
         ),
         b.ProducerConnection([b.ClientConnection("p", "1.2.3.4:6")]),
-        HeartbeatData("c", [ProducerData("pg")], [ConsumerData("cg", subscription_data_set=(SubscriptionData.build("T", "a", 1),))]),
+        HeartbeatData(
+            "c",
+            [ProducerData("pg")],
+            [ConsumerData("cg", subscription_data_set=(SubscriptionData.build("T", "a", 1),))],
+        ),
     ]
     for v in values:
         assert type(v).from_json(v.to_json()) == v

@@ -34,7 +34,11 @@ def test_a_raising_handler_is_answered_system_error_and_logged(caplog) -> None:
         return asyncio.run(call_handler(handlers, None, RemotingCommand.request(code, {}), "test"))  # type: ignore[arg-type]
 
     broken = call(1)
-    assert broken is not None and broken.code == ResponseCode.SYSTEM_ERROR and broken.remark == "KeyError: 'brokerName'"
+    assert (
+        broken is not None
+        and broken.code == ResponseCode.SYSTEM_ERROR
+        and broken.remark == "KeyError: 'brokerName'"
+    )
     assert call(2).code == ResponseCode.SUCCESS  # type: ignore[union-attr]
     assert call(3).remark == "RuntimeError: store closed"  # type: ignore[union-attr]
     assert call(4).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED  # type: ignore[union-attr]

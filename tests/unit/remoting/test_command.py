@@ -32,12 +32,21 @@ def test_binary_header_golden_bytes():
     expected = struct.pack(">ii", 4 + len(header) + 3, (1 << 24) | len(header)) + header + b"xyz"
     assert encode(cmd) == expected
     back = decode_frame(expected[4:])
-    assert (back.code, back.opaque, back.remark, back.ext_fields, back.body, back.version) == (10, 7, "hi", {"a": "b"}, b"xyz", 407)
+    assert (back.code, back.opaque, back.remark, back.ext_fields, back.body, back.version) == (
+        10,
+        7,
+        "hi",
+        {"a": "b"},
+        b"xyz",
+        407,
+    )
     assert back.serialize_type == SerializeType.ROCKETMQ
 
 
 def test_json_header_fields_and_layout():
-    cmd = RemotingCommand(code=105, opaque=3, ext_fields={"topic": "T"}, language=LanguageCode.JAVA, version=401)
+    cmd = RemotingCommand(
+        code=105, opaque=3, ext_fields={"topic": "T"}, language=LanguageCode.JAVA, version=401
+    )
     frame = encode(cmd)
     length, h = struct.unpack_from(">ii", frame)
     assert length == len(frame) - 4

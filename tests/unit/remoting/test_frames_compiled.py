@@ -25,8 +25,11 @@ from tests.helpers.prereq import missing_prerequisite
 @pytest.fixture(autouse=True)
 def compiled():
     if C._compiled is None:
-        missing_prerequisite("compiled frame decoder", "pyrocketmq.remoting._frames is not built (pip install -e . "
-                             "with a C compiler and Python's headers)")
+        missing_prerequisite(
+            "compiled frame decoder",
+            "pyrocketmq.remoting._frames is not built (pip install -e . "
+            "with a C compiler and Python's headers)",
+        )
     return C._compiled
 
 
@@ -61,12 +64,19 @@ ext_value = st.one_of(any_text, any_text, st.integers(-5, 5), st.none(), st.bool
 headers = st.fixed_dictionaries(
     {},
     optional={
-        "code": int_field, "opaque": int_field, "flag": int_field, "version": int_field,
-        "language": st.one_of(st.sampled_from([m.name for m in LanguageCode]), any_text, st.integers(-3, 300), st.none()),
+        "code": int_field,
+        "opaque": int_field,
+        "flag": int_field,
+        "version": int_field,
+        "language": st.one_of(
+            st.sampled_from([m.name for m in LanguageCode]), any_text, st.integers(-3, 300), st.none()
+        ),
         "serializeTypeCurrentRPC": st.one_of(st.just("JSON"), st.integers(0, 2)),
         "remark": st.one_of(st.none(), any_text, st.integers(0, 9)),
         "extFields": st.one_of(st.none(), st.dictionaries(any_text, ext_value, max_size=6)),
-        "other": st.one_of(any_text, st.integers(-9, 9), st.booleans(), st.none(), st.lists(st.integers(-9, 9), max_size=2)),
+        "other": st.one_of(
+            any_text, st.integers(-9, 9), st.booleans(), st.none(), st.lists(st.integers(-9, 9), max_size=2)
+        ),
     },
 )
 
@@ -86,16 +96,25 @@ def test_generated_headers_decode_as_in_python(doc, style, body) -> None:
     got = check(frame)
     plain = (isinstance(doc.get("code"), int) and not isinstance(doc.get("code"), bool)
              and -(2**31) <= doc["code"] < 2**31 and "other" not in doc)
-    if got is None and plain and all(
-        isinstance(doc.get(k, 0), int) and not isinstance(doc.get(k, 0), bool) and -(2**31) <= doc.get(k, 0) < 2**31
-        for k in ("opaque", "flag", "version")
+    if (
+        got is None
+        and plain
+        and all(
+            isinstance(doc.get(k, 0), int)
+            and not isinstance(doc.get(k, 0), bool)
+            and -(2**31) <= doc.get(k, 0) < 2**31
+            for k in ("opaque", "flag", "version")
+        )
     ):
         lang = doc.get("language", "JAVA")
         ext = doc.get("extFields") or {}
         remark = doc.get("remark")
-        if ((isinstance(lang, str) or (isinstance(lang, int) and 0 <= lang <= 255))
-                and all(isinstance(v, str) for v in ext.values()) and (remark is None or isinstance(remark, str))
-                and "\ud800" not in json.dumps(doc)):
+        if (
+            (isinstance(lang, str) or (isinstance(lang, int) and 0 <= lang <= 255))
+            and all(isinstance(v, str) for v in ext.values())
+            and (remark is None or isinstance(remark, str))
+            and "\ud800" not in json.dumps(doc)
+        ):
             raise AssertionError(f"the compiled path declined a plain header: {frame[:300]!r}")
 
 
@@ -119,21 +138,24 @@ def test_mutated_headers_decode_as_in_python_or_are_declined(doc, style, data) -
     check(frame_of(bytes(raw), b"body"))
 
 
-@pytest.mark.parametrize("header", [
-    # what a 4.9.7 Java client writes (fastjson: the V2 one-letter fields, properties with \\u0001/\\u0002)
-    b'{"code":310,"extFields":{"a":"PG","b":"T","c":"TBW102","d":"4","e":"3","f":"0","g":"1700000000000",'
-    b'"h":"0","i":"UNIQ_KEY\\u0001AC11000100002A9F0000000000000000\\u0002WAIT\\u0001true\\u0002","j":"0",'
-    b'"k":"false","m":"false"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":395}',
-    # a response with a remark
-    b'{"code":17,"flag":1,"language":"JAVA","opaque":9,"remark":"topic[T] not exist, apply first please!",'
-    b'"serializeTypeCurrentRPC":"JSON","version":395}',
-    # whitespace, raw UTF-8 and escapes (quote, backslash, slash, surrogate pair)
-    b' {\n "code" : -1 , "language" : 12 , "opaque" : 2147483647 , "flag" : -2147483648 ,\n'
-    b' "extFields" : { "k\\"ey" : "v\\\\a\\/l \\ud83d\\ude00 \xc3\xa9\xe4\xb8\xad" , "e" : "" } , "remark" : null } ',
-    # no extFields, no version, an unknown language name
-    b'{"code":34,"language":"RUST","opaque":0}',
-    b'{"code":34,"extFields":null,"remark":"\\u0000x"}',
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        # what a 4.9.7 Java client writes (fastjson: the V2 one-letter fields, properties with \\u0001/\\u0002)
+        b'{"code":310,"extFields":{"a":"PG","b":"T","c":"TBW102","d":"4","e":"3","f":"0","g":"1700000000000",'
+        b'"h":"0","i":"UNIQ_KEY\\u0001AC11000100002A9F0000000000000000\\u0002WAIT\\u0001true\\u0002","j":"0",'
+        b'"k":"false","m":"false"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":395}',
+        # a response with a remark
+        b'{"code":17,"flag":1,"language":"JAVA","opaque":9,"remark":"topic[T] not exist, apply first please!",'
+        b'"serializeTypeCurrentRPC":"JSON","version":395}',
+        # whitespace, raw UTF-8 and escapes (quote, backslash, slash, surrogate pair)
+        b' {\n "code" : -1 , "language" : 12 , "opaque" : 2147483647 , "flag" : -2147483648 ,\n'
+        b' "extFields" : { "k\\"ey" : "v\\\\a\\/l \\ud83d\\ude00 \xc3\xa9\xe4\xb8\xad" , "e" : "" } , "remark" : null } ',
+        # no extFields, no version, an unknown language name
+        b'{"code":34,"language":"RUST","opaque":0}',
+        b'{"code":34,"extFields":null,"remark":"\\u0000x"}',
+    ],
+)
 def test_the_plain_forms_take_the_compiled_path(header) -> None:
     got = check(frame_of(header, b"\x00\x01body"))
     assert got is not None, header
@@ -171,7 +193,9 @@ def test_binary_headers_and_bad_lengths_are_left_to_python() -> None:
     with pytest.raises(FrameError):
         C.decode_frame(bad)
     assert C._compiled(b"\x00\x00", 0, 2) is None
-    assert C._compiled(b"xx" + frame_of(b'{"code":5}') + b"yy", 2, 2 + 14).code == 5  # a frame inside a buffer
+    assert (
+        C._compiled(b"xx" + frame_of(b'{"code":5}') + b"yy", 2, 2 + 14).code == 5
+    )  # a frame inside a buffer
 
 
 def test_the_decoder_takes_the_compiled_path_for_each_frame_of_a_stream() -> None:
@@ -241,8 +265,9 @@ def test_a_java_send_header_takes_the_compiled_path() -> None:
 
 wide_int = st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**70), 2**70), st.booleans(),
                      st.sampled_from(list(ResponseCode)[:5]))
-wild_text = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(["a\"b", "a\\b", "\x7f", "\u2028",
-                                                                                  "\ud800", "\x00", "\t"])
+wild_text = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
+    ['a"b', "a\\b", "\x7f", "\u2028", "\ud800", "\x00", "\t"]
+)
 commands = st.builds(
     RemotingCommand,
     code=wide_int, opaque=wide_int, flag=wide_int, version=wide_int,

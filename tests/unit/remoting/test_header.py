@@ -50,7 +50,12 @@ EXPECTED_SEND = SendMessageRequestHeader(
 
 @pytest.mark.parametrize(
     "name",
-    ["cmd_send_v2_request_json", "cmd_send_v2_request_rocketmq", "cmd_send_v1_request_json", "cmd_send_v1_request_rocketmq"],
+    [
+        "cmd_send_v2_request_json",
+        "cmd_send_v2_request_rocketmq",
+        "cmd_send_v1_request_json",
+        "cmd_send_v1_request_rocketmq",
+    ],
 )
 def test_send_header_v1_and_v2_from_the_java_client(name):
     assert SendMessageRequestHeader.from_command(golden_cmd(name)) == EXPECTED_SEND
@@ -96,7 +101,9 @@ def test_send_response_header_adds_region_and_trace_like_java():
 def test_pull_request_header(name):
     cmd = golden_cmd(name)
     h = PullMessageRequestHeader.from_command(cmd)
-    assert h == PullMessageRequestHeader("cg", "TopicTest", 2, 100, 32, 7, 90, 15000, 1700000000000, "TagA || TagB", "TAG")
+    assert h == PullMessageRequestHeader(
+        "cg", "TopicTest", 2, 100, 32, 7, 90, 15000, 1700000000000, "TagA || TagB", "TAG"
+    )
     assert h.to_ext() == cmd.ext_fields
 
 
@@ -118,7 +125,11 @@ def test_oneway_update_offset_header():
     "cls, ext, message",
     [
         (PullMessageRequestHeader, {"topic": "T"}, "'consumerGroup' is missing"),
-        (hdr.QueryConsumerOffsetRequestHeader, {"consumerGroup": "g", "topic": "T", "queueId": "x"}, "'queueId' is not an integer: 'x'"),
+        (
+            hdr.QueryConsumerOffsetRequestHeader,
+            {"consumerGroup": "g", "topic": "T", "queueId": "x"},
+            "'queueId' is not an integer: 'x'",
+        ),
         (hdr.GetMaxOffsetRequestHeader, {"topic": "T", "queueId": ""}, "'queueId' is missing"),
         (hdr.ViewMessageRequestHeader, {"offset": "null"}, "'offset' is missing"),
         (hdr.UnregisterClientRequestHeader, {"clientId": "wrong case"}, "'clientID' is missing"),
@@ -136,19 +147,35 @@ def test_header_error_is_a_value_error():
 
 def test_optional_fields_bname_and_unknown_keys():
     ext = {"topic": "T", "queueId": "3", "bname": "broker-a", "extra": "x"}
-    assert hdr.GetMinOffsetRequestHeader.from_command(RemotingCommand.request(31, ext)) == hdr.GetMinOffsetRequestHeader("T", 3)
+    assert hdr.GetMinOffsetRequestHeader.from_command(
+        RemotingCommand.request(31, ext)
+    ) == hdr.GetMinOffsetRequestHeader("T", 3)
     h = hdr.GetConsumeStatsRequestHeader.from_command(RemotingCommand.request(208, {"consumerGroup": "g"}))
     assert h.topic is None and h.to_ext() == {"consumerGroup": "g"}
 
 
 @pytest.mark.parametrize("raw, expected", [("true", True), ("TRUE", True), ("false", False), ("yes", False)])
 def test_booleans_parse_like_java(raw, expected):
-    ext = {"brokerName": "b", "brokerAddr": "a:1", "clusterName": "c", "haServerAddr": "a:2", "brokerId": "0", "compressed": raw}
+    ext = {
+        "brokerName": "b",
+        "brokerAddr": "a:1",
+        "clusterName": "c",
+        "haServerAddr": "a:2",
+        "brokerId": "0",
+        "compressed": raw,
+    }
     assert RegisterBrokerRequestHeader.from_command(RemotingCommand.request(103, ext)).compressed is expected
 
 
 def test_register_broker_headers():
-    ext = {"brokerName": "b", "brokerAddr": "a:1", "clusterName": "c", "haServerAddr": "a:2", "brokerId": "1", "bodyCrc32": "77"}
+    ext = {
+        "brokerName": "b",
+        "brokerAddr": "a:1",
+        "clusterName": "c",
+        "haServerAddr": "a:2",
+        "brokerId": "1",
+        "bodyCrc32": "77",
+    }
     h = RegisterBrokerRequestHeader.from_command(RemotingCommand.request(103, ext))
     assert (h.broker_id, h.compressed, h.body_crc32) == (1, False, 77)
     assert RegisterBrokerResponseHeader().to_ext() == {}
@@ -192,8 +219,16 @@ def test_headers_round_trip(value):
 
 
 def test_java_wire_names():
-    assert hdr.ResetOffsetRequestHeader("T", "g", 5, True).to_ext() == {"topic": "T", "group": "g", "timestamp": "5", "isForce": "true"}
-    assert set(hdr.QueryMessageResponseHeader(1, 2).to_ext()) == {"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"}
+    assert hdr.ResetOffsetRequestHeader("T", "g", 5, True).to_ext() == {
+        "topic": "T",
+        "group": "g",
+        "timestamp": "5",
+        "isForce": "true",
+    }
+    assert set(hdr.QueryMessageResponseHeader(1, 2).to_ext()) == {
+        "indexLastUpdateTimestamp",
+        "indexLastUpdatePhyoffset",
+    }
     assert set(hdr.EndTransactionRequestHeader("p", 1, 2, 8, "m").to_ext()) == {
         "producerGroup", "tranStateTableOffset", "commitLogOffset", "commitOrRollback", "msgId", "fromTransactionCheck",
     }  # fmt: skip
@@ -223,8 +258,13 @@ def test_numbers_must_fit_their_java_type():
     ok = {"consumerGroup": "g", "topic": "T", "queueId": str(2**31 - 1), "commitOffset": str(2**63 - 1)}
     h = hdr.UpdateConsumerOffsetRequestHeader.from_command(Cmd.request(15, ok))
     assert (h.queue_id, h.commit_offset) == (2**31 - 1, 2**63 - 1)
-    for key, value, words in (("queueId", str(2**31), "an Integer"), ("queueId", str(-(2**31) - 1), "an Integer"),
-                              ("commitOffset", str(2**63), "a Long"), ("commitOffset", "9" * 100, "a Long"), ("commitOffset", "9" * 5000, "not an integer")):
+    for key, value, words in (
+        ("queueId", str(2**31), "an Integer"),
+        ("queueId", str(-(2**31) - 1), "an Integer"),
+        ("commitOffset", str(2**63), "a Long"),
+        ("commitOffset", "9" * 100, "a Long"),
+        ("commitOffset", "9" * 5000, "not an integer"),
+    ):
         with pytest.raises(hdr.HeaderError, match=words) as e:
             hdr.UpdateConsumerOffsetRequestHeader.from_command(Cmd.request(15, {**ok, key: value}))
         assert e.value.field_name == key and len(str(e.value)) < 150

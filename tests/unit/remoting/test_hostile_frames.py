@@ -42,7 +42,9 @@ def test_the_codec_calls_a_hostile_header_a_malformed_frame(name):
 
 
 def test_a_well_formed_header_still_decodes():
-    cmd = decode_frame(frame(b'{"code":10,"opaque":7,"language":"JAVA","version":407,"extFields":{"a":"b","n":3}}')[4:])
+    cmd = decode_frame(
+        frame(b'{"code":10,"opaque":7,"language":"JAVA","version":407,"extFields":{"a":"b","n":3}}')[4:]
+    )
     assert (cmd.code, cmd.opaque, cmd.version, cmd.ext_fields) == (10, 7, 407, {"a": "b", "n": "3"})
 
 

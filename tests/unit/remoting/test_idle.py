@@ -42,5 +42,8 @@ def test_an_idle_connection_is_closed_and_a_talking_one_is_kept():
 
 def test_the_idle_timeout_is_configured_as_in_apache():
     assert BrokerSettings.from_conf({}).network.server_channel_max_idle_s == 120
-    assert BrokerSettings.from_conf({"serverChannelMaxIdleTimeSeconds": "30"}).network.server_channel_max_idle_s == 30
+    assert (
+        BrokerSettings.from_conf({"serverChannelMaxIdleTimeSeconds": "30"}).network.server_channel_max_idle_s
+        == 30
+    )
     assert NamesrvSettings.from_conf({"serverChannelMaxIdleTimeSeconds": "0"}).server_channel_max_idle_s == 0

@@ -33,8 +33,10 @@ def test_inflate_takes_up_to_the_limit():
         inflate(zlib.compress(data), len(data) - 1)
 
 
-@pytest.mark.parametrize(("data", "words"), [(b"not zlib", "does not inflate"),
-                                             (zlib.compress(b"abc" * 100)[:-6], "truncated"), (b"", "truncated")])
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [(b"not zlib", "does not inflate"), (zlib.compress(b"abc" * 100)[:-6], "truncated"), (b"", "truncated")],
+)
 def test_what_does_not_inflate(data, words):
     with pytest.raises(InflateError, match=words):
         inflate(data, 1 << 20)

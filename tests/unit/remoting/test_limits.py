@@ -79,7 +79,9 @@ def test_more_requests_in_flight_than_allowed_closes_that_connection_only(caplog
         loop = asyncio.get_running_loop()
         sock = _connect(server.port)
         try:
-            await loop.sock_sendall(sock, b"".join(encode(RemotingCommand.request(HOLD, {})) for _ in range(50)))
+            await loop.sock_sendall(
+                sock, b"".join(encode(RemotingCommand.request(HOLD, {})) for _ in range(50))
+            )
             await asyncio.sleep(0.2)
             at_limit_open = len(server.connections) == 1
             await loop.sock_sendall(sock, encode(RemotingCommand.request(HOLD, {})))
@@ -110,7 +112,9 @@ def test_answers_the_peer_does_not_read_are_bounded(caplog) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
         loop = asyncio.get_running_loop()
         try:
-            await loop.sock_sendall(sock, b"".join(encode(RemotingCommand.request(HOLD, {})) for _ in range(200)))
+            await loop.sock_sendall(
+                sock, b"".join(encode(RemotingCommand.request(HOLD, {})) for _ in range(200))
+            )
             await asyncio.sleep(0.2)
             conn = next(iter(server.connections))
             peak = 0

@@ -24,7 +24,10 @@ def test_what_a_message_is(props, kind):
 
 
 def test_what_a_topic_takes():
-    assert type_problem("T", None, {"DELAY": "2"}) is None and type_problem("T", "MIXED", {"TRAN_MSG": "true"}) is None
+    assert (
+        type_problem("T", None, {"DELAY": "2"}) is None
+        and type_problem("T", "MIXED", {"TRAN_MSG": "true"}) is None
+    )
     assert type_problem("T", "FIFO", {}) is None and type_problem("T", "FIFO", {"__SHARDINGKEY": "a"}) is None
     assert "takes DELAY messages, not NORMAL ones" in type_problem("T", "DELAY", {})
     assert "takes NORMAL messages, not TRANSACTION ones" in type_problem("T", "NORMAL", {"TRAN_MSG": "true"})
@@ -47,4 +50,8 @@ def test_topic_json_carries_attributes_only_when_set():
     typed = TopicConfig("T", 4, 4, 6, attributes=(("message.type", "FIFO"),))
     wrapper = TopicConfigSerializeWrapper({"T": typed, "P": plain})
     back = TopicConfigSerializeWrapper.from_json(wrapper.to_json()).topic_config_table
-    assert back["T"].message_type == "FIFO" and back["P"].message_type is None and back == {"T": typed, "P": plain}
+    assert (
+        back["T"].message_type == "FIFO"
+        and back["P"].message_type is None
+        and back == {"T": typed, "P": plain}
+    )

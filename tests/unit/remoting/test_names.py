@@ -15,15 +15,28 @@ from pyrocketmq.remoting.names import check_broker_name, check_group_name, check
 from pyrocketmq.server.config_checks import group_config_problem, heartbeat_problem, topic_config_problem
 
 TOPIC_ILLEGAL = "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-BAD = ["Orders\n", "Orders\r\n", "\nOrders", "Ord ers", "Orders\x00", "a/b", "a.b", "caf\u00e9", "Orders\u0660",
-       "\uff21"]
+BAD = [
+    "Orders\n",
+    "Orders\r\n",
+    "\nOrders",
+    "Ord ers",
+    "Orders\x00",
+    "a/b",
+    "a.b",
+    "caf\u00e9",
+    "Orders\u0660",
+    "\uff21",
+]
 
 
 @pytest.mark.parametrize("name", BAD)
 def test_a_name_must_match_the_pattern_as_a_whole(name):
     assert not is_legal_name(name)
     assert check_topic_name(name) == TOPIC_ILLEGAL
-    assert check_group_name(name) == f"the specified group[{name}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    assert (
+        check_group_name(name)
+        == f"the specified group[{name}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    )
 
 
 @pytest.mark.parametrize("name", ["Orders", "%RETRY%g", "%DLQ%g", "a|b", "A-z_0-9", "x" * 127])
@@ -33,7 +46,12 @@ def test_valid_names_pass(name):
 
 
 def test_apache_remarks_for_blank_and_long_names():
-    assert check_topic_name("") == check_topic_name("  ") == check_topic_name(None) == "The specified topic is blank."
+    assert (
+        check_topic_name("")
+        == check_topic_name("  ")
+        == check_topic_name(None)
+        == "The specified topic is blank."
+    )
     assert check_topic_name("x" * 128) == "The specified topic is longer than topic max length."
     assert check_group_name("") == check_group_name(None) == "the specified group is blank"
     assert check_group_name("g" * 255) is None
@@ -65,13 +83,27 @@ def test_every_group_checker_refuses(name):
     assert "producer group" in (heartbeat_problem(HeartbeatData(client_id="c", producer_data_set=[
         ProducerData(group_name=name)])) or "")
     with pytest.raises(SpecError):
-        ConsumerGroupModel.from_body({"metadata": {"name": "g", "namespace": "n"}, "spec": {"groupName": name or "\n"}})
+        ConsumerGroupModel.from_body(
+            {"metadata": {"name": "g", "namespace": "n"}, "spec": {"groupName": name or "\n"}}
+        )
 
 
-@pytest.mark.parametrize(("name", "ok"), [("broker-a", True), ("my-cluster-broker-0", True), ("rmq.broker-a", True),
-                                          ("DefaultCluster", True), ("b" * 127, True), ("b" * 128, False),
-                                          ("", False), ("broker-a\n", False), ("a b", False), ("a:b", False),
-                                          ("a/b", False)])
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("broker-a", True),
+        ("my-cluster-broker-0", True),
+        ("rmq.broker-a", True),
+        ("DefaultCluster", True),
+        ("b" * 127, True),
+        ("b" * 128, False),
+        ("", False),
+        ("broker-a\n", False),
+        ("a b", False),
+        ("a:b", False),
+        ("a/b", False),
+    ],
+)
 def test_broker_and_cluster_names(name, ok):
     assert (check_broker_name(name) is None) is ok
     assert (check_broker_name(name, "clusterName") is None) is ok

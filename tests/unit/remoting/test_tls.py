@@ -26,9 +26,15 @@ def certs(tmp_path_factory):
 
 
 def server_tls(certs, mode="permissive", auth="none") -> ServerTls:
-    return ServerTls.from_conf({"tls.server.mode": mode, "tls.server.certPath": str(certs.server_cert),
-                                "tls.server.keyPath": str(certs.server_key), "tls.server.need.client.auth": auth,
-                                "tls.server.trustCertPath": str(certs.ca)})
+    return ServerTls.from_conf(
+        {
+            "tls.server.mode": mode,
+            "tls.server.certPath": str(certs.server_cert),
+            "tls.server.keyPath": str(certs.server_key),
+            "tls.server.need.client.auth": auth,
+            "tls.server.trustCertPath": str(certs.ca),
+        }
+    )
 
 
 async def ping(port: int, tls: ClientTls | None, host: str = "127.0.0.1") -> str:
@@ -63,17 +69,26 @@ def run_against(tls: ServerTls, *clients):
 def test_permissive_serves_tls_and_plain_clients(certs):
     verified = ClientTls(enabled=True, trust_cert_path=str(certs.ca))
     insecure = ClientTls(enabled=True, verify=False)
-    assert run_against(server_tls(certs), verified, None, insecure) == ["pong tls=True", "pong tls=False", "pong tls=True"]
+    assert run_against(server_tls(certs), verified, None, insecure) == [
+        "pong tls=True",
+        "pong tls=False",
+        "pong tls=True",
+    ]
 
 
 def test_enforcing_refuses_plain_clients(certs):
-    plain, tls = run_against(server_tls(certs, "enforcing"), None, ClientTls(enabled=True, trust_cert_path=str(certs.ca)))
+    plain, tls = run_against(
+        server_tls(certs, "enforcing"), None, ClientTls(enabled=True, trust_cert_path=str(certs.ca))
+    )
     assert plain.startswith("refused") and tls == "pong tls=True"
 
 
 def test_clients_check_the_servers_certificate(certs):
     (wrong_ca,) = run_against(server_tls(certs), ClientTls(enabled=True, trust_cert_path=str(certs.other_ca)))
-    assert wrong_ca.startswith("refused: TLS handshake with") and "unable to get local issuer certificate" in wrong_ca
+    assert (
+        wrong_ca.startswith("refused: TLS handshake with")
+        and "unable to get local issuer certificate" in wrong_ca
+    )
 
 
 def test_client_certificates_when_the_server_requires_them(certs):
@@ -131,4 +146,6 @@ def test_a_broker_checks_the_name_servers_chain_and_the_host_name_only_on_reques
                                   "tls.client.verifyHostname": "true"})
     assert chain_only.context().check_hostname is False and chain_only.context().verify_mode == 2
     assert strict.context().check_hostname is True
-    assert ClientTls(enabled=True, trust_cert_path=str(certs.ca)).context().check_hostname is True  # the client API: strict
+    assert (
+        ClientTls(enabled=True, trust_cert_path=str(certs.ca)).context().check_hostname is True
+    )  # the client API: strict

@@ -35,17 +35,27 @@ NOT_IN_THE_TABLE: frozenset[int] = frozenset()
 """Codes the name server registers that deliberately have no rule (none: every one has)."""
 
 EXPECTED_ADMIN = {
-    C.REGISTER_BROKER, C.UNREGISTER_BROKER,  # a broker joining or leaving the routes
+    C.REGISTER_BROKER,
+    C.UNREGISTER_BROKER,  # a broker joining or leaving the routes
     C.QUERY_DATA_VERSION,  # a broker's sign of life: it keeps a registration (and its routes) alive
     C.WIPE_WRITE_PERM_OF_BROKER,  # stops writes to a broker
-    C.DELETE_TOPIC_IN_NAMESRV, C.PUT_KV_CONFIG, C.DELETE_KV_CONFIG,  # topics, order conf, gRPC endpoints
-    C.CONTROLLER_BROKER_HEARTBEAT, C.CONTROLLER_ALTER_SYNC_STATE_SET, C.CONTROLLER_ELECT_MASTER,  # who is master
-    C.CONTROLLER_RAFT_VOTE, C.CONTROLLER_RAFT_APPEND,  # between controller instances
+    C.DELETE_TOPIC_IN_NAMESRV,
+    C.PUT_KV_CONFIG,
+    C.DELETE_KV_CONFIG,  # topics, order conf, gRPC endpoints
+    C.CONTROLLER_BROKER_HEARTBEAT,
+    C.CONTROLLER_ALTER_SYNC_STATE_SET,
+    C.CONTROLLER_ELECT_MASTER,  # who is master
+    C.CONTROLLER_RAFT_VOTE,
+    C.CONTROLLER_RAFT_APPEND,  # between controller instances
 }
 EXPECTED_OPEN = {
-    C.GET_ROUTEINFO_BY_TOPIC, C.GET_BROKER_CLUSTER_INFO,  # routes: what every client reads
-    C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, C.GET_TOPICS_BY_CLUSTER, C.GET_SYSTEM_TOPIC_LIST_FROM_NS,  # topic names
-    C.GET_KV_CONFIG, C.GET_KVLIST_BY_NAMESPACE,  # order conf, gRPC endpoints
+    C.GET_ROUTEINFO_BY_TOPIC,
+    C.GET_BROKER_CLUSTER_INFO,  # routes: what every client reads
+    C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+    C.GET_TOPICS_BY_CLUSTER,
+    C.GET_SYSTEM_TOPIC_LIST_FROM_NS,  # topic names
+    C.GET_KV_CONFIG,
+    C.GET_KVLIST_BY_NAMESPACE,  # order conf, gRPC endpoints
     C.CONTROLLER_GET_METADATA_INFO,  # the broker groups' masters and in-sync sets
 }
 
@@ -53,7 +63,9 @@ EXPECTED_OPEN = {
 def test_every_code_the_name_server_serves_has_a_rule_and_no_rule_is_stale(tmp_path):
     served = registered_codes(tmp_path)
     assert len(served) > 15
-    assert served - set(NAMESRV_RULES) - NOT_IN_THE_TABLE == set(), "a handler without an ACL rule: add it to NAMESRV_RULES"
+    assert served - set(NAMESRV_RULES) - NOT_IN_THE_TABLE == set(), (
+        "a handler without an ACL rule: add it to NAMESRV_RULES"
+    )
     assert set(NAMESRV_RULES) - served == set(), "a rule for a code the name server no longer serves"
 
 
@@ -64,7 +76,12 @@ def test_admin_codes_and_reads_are_the_listed_ones_and_nothing_needs_a_topic_rig
 
 
 # -- who may send what ---------------------------------------------------------------------------
-BROKER = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "DefaultCluster", "brokerId": 0}
+BROKER = {
+    "brokerName": "broker-a",
+    "brokerAddr": "10.0.0.1:10911",
+    "clusterName": "DefaultCluster",
+    "brokerId": 0,
+}
 FITTING: dict[int, dict[str, object]] = {
     C.REGISTER_BROKER: {**BROKER, "haServerAddr": "10.0.0.1:10912", "compressed": "false", "bodyCrc32": 0},
     C.UNREGISTER_BROKER: BROKER,
@@ -79,10 +96,19 @@ FITTING: dict[int, dict[str, object]] = {
     C.GET_KVLIST_BY_NAMESPACE: {"namespace": "ORDER_TOPIC_CONFIG"},
 }
 """A request of each code with a header, as its handler reads it (the others carry none)."""
-ACL = parse_plain_acl({"accounts": [
-    {"accessKey": "rootadmin", "secretKey": "rootadmin-secret", "admin": True},
-    {"accessKey": "nobody01", "secretKey": "nobody01-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "DENY"},
-]})
+ACL = parse_plain_acl(
+    {
+        "accounts": [
+            {"accessKey": "rootadmin", "secretKey": "rootadmin-secret", "admin": True},
+            {
+                "accessKey": "nobody01",
+                "secretKey": "nobody01-secret",
+                "defaultTopicPerm": "DENY",
+                "defaultGroupPerm": "DENY",
+            },
+        ]
+    }
+)
 NS = AclValidator(ACL, NAMESRV_ADMIN_CODES, namesrv_needs)
 
 
@@ -115,7 +141,10 @@ def test_a_read_needs_only_a_signed_account_even_one_denied_every_topic(code):
 
 @pytest.mark.parametrize("code", sorted(NAMESRV_RULES))
 def test_a_field_the_code_does_not_take_is_refused_by_name_even_for_an_admin(code):
-    assert by("rootadmin", code, {**FITTING.get(code, {}), "zz": "1"}) == f"request code {code} takes no field 'zz'"
+    assert (
+        by("rootadmin", code, {**FITTING.get(code, {}), "zz": "1"})
+        == f"request code {code} takes no field 'zz'"
+    )
     with pytest.raises(RequestRefused, match=f"^request code {code} takes no field 'zz'$"):
         namesrv_needs(RemotingCommand.request(code, {"zz": "1"}))
 
@@ -134,18 +163,32 @@ def test_a_captured_admin_request_replayed_under_another_code_is_refused(capture
 
 
 def test_a_5x_route_read_replayed_as_deleting_the_topic_is_refused():
-    read = RemotingCommand.request(C.GET_ROUTEINFO_BY_TOPIC, {"topic": "Orders", "acceptStandardJsonOnly": "true"})
+    read = RemotingCommand.request(
+        C.GET_ROUTEINFO_BY_TOPIC, {"topic": "Orders", "acceptStandardJsonOnly": "true"}
+    )
     sign(read, "rootadmin", "rootadmin-secret")
     read.code = C.DELETE_TOPIC_IN_NAMESRV
-    assert NS.refusal(read, "127.0.0.1") == f"request code {int(C.DELETE_TOPIC_IN_NAMESRV)} takes no field 'acceptStandardJsonOnly'"
+    assert (
+        NS.refusal(read, "127.0.0.1")
+        == f"request code {int(C.DELETE_TOPIC_IN_NAMESRV)} takes no field 'acceptStandardJsonOnly'"
+    )
 
 
 # What Java peers send: the fields of Apache 4.9.8's and 5.x's header classes for each code (5.x's
 # GetRouteInfoRequestHeader inherits TopicRequestHeader's ``lo``, ``ns``, ``nsd``, ``bname``, ``oway``),
 # plus ``ReqT`` (a lite pull consumer's StreamTypeRPCHook, on every request) and the signature.
 JAVA_FIELDS: dict[int, set[str]] = {
-    C.REGISTER_BROKER: {"brokerName", "brokerAddr", "clusterName", "haServerAddr", "brokerId", "compressed", "bodyCrc32",
-                        "heartbeatTimeoutMillis", "enableActingMaster"},  # the last two: 5.x brokers
+    C.REGISTER_BROKER: {
+        "brokerName",
+        "brokerAddr",
+        "clusterName",
+        "haServerAddr",
+        "brokerId",
+        "compressed",
+        "bodyCrc32",
+        "heartbeatTimeoutMillis",
+        "enableActingMaster",
+    },  # the last two: 5.x brokers
     C.UNREGISTER_BROKER: set(BROKER),
     C.QUERY_DATA_VERSION: set(BROKER),
     C.WIPE_WRITE_PERM_OF_BROKER: {"brokerName"},
@@ -178,7 +221,9 @@ class Wire:
         if cmd.code == C.GET_ROUTEINFO_BY_TOPIC:
             return cmd.response(ResponseCode.TOPIC_NOT_EXIST, "no route")
         if cmd.code == C.GET_BROKER_CLUSTER_INFO:
-            return cmd.response(ResponseCode.SUCCESS, body=b'{"brokerAddrTable":{},"clusterAddrTable":{"c":[]}}')
+            return cmd.response(
+                ResponseCode.SUCCESS, body=b'{"brokerAddrTable":{},"clusterAddrTable":{"c":[]}}'
+            )
         return cmd.response(ResponseCode.SUCCESS, body=b"{}")
 
 
@@ -193,9 +238,19 @@ def test_our_brokers_and_clients_requests_fit_their_codes(tmp_path):
 
     settings = BrokerSettings.from_conf({"storePathRootDir": str(tmp_path), "brokerIP1": "127.0.0.1",
                                          "namesrvAddr": "127.0.0.1:9876"})
-    topics = TopicConfigManager(str(tmp_path / "topics.json"), cluster_name="DefaultCluster", broker_name="broker-a",
-                                auto_create_topic=True, default_queue_nums=4)
-    registrar, instance, admin, wire = Registrar(settings, topics), ClientInstance(ClientSettings()), Admin(), Wire()
+    topics = TopicConfigManager(
+        str(tmp_path / "topics.json"),
+        cluster_name="DefaultCluster",
+        broker_name="broker-a",
+        auto_create_topic=True,
+        default_queue_nums=4,
+    )
+    registrar, instance, admin, wire = (
+        Registrar(settings, topics),
+        ClientInstance(ClientSettings()),
+        Admin(),
+        Wire(),
+    )
     registrar.client = wire  # type: ignore[assignment]
     instance.remoting = wire  # type: ignore[assignment]
     admin._instance = instance
@@ -212,10 +267,21 @@ def test_our_brokers_and_clients_requests_fit_their_codes(tmp_path):
 
     asyncio.run(talk())
     codes = [cmd.code for cmd in wire.sent]
-    assert set(codes) == {C.REGISTER_BROKER, C.UNREGISTER_BROKER, C.GET_ROUTEINFO_BY_TOPIC, C.GET_BROKER_CLUSTER_INFO,
-                          C.DELETE_TOPIC_IN_NAMESRV, C.PUT_KV_CONFIG, C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
-                          C.CONTROLLER_GET_METADATA_INFO, C.CONTROLLER_ELECT_MASTER}, codes
+    assert set(codes) == {
+        C.REGISTER_BROKER,
+        C.UNREGISTER_BROKER,
+        C.GET_ROUTEINFO_BY_TOPIC,
+        C.GET_BROKER_CLUSTER_INFO,
+        C.DELETE_TOPIC_IN_NAMESRV,
+        C.PUT_KV_CONFIG,
+        C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        C.CONTROLLER_GET_METADATA_INFO,
+        C.CONTROLLER_ELECT_MASTER,
+    }, codes
     for cmd in wire.sent:
         sign(cmd, "rootadmin", "rootadmin-secret")
         assert NS.refusal(cmd, "127.0.0.1") is None, (cmd.code, cmd.ext_fields)
-    assert json.loads(bytes(wire.sent[-1].payload)) == {"brokerName": "broker-a", "replicaId": 2}  # a body, no header
+    assert json.loads(bytes(wire.sent[-1].payload)) == {
+        "brokerName": "broker-a",
+        "replicaId": 2,
+    }  # a body, no header

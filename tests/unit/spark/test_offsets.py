@@ -26,7 +26,11 @@ from pyrocketmq.spark.offsets import (
     resolve,
 )
 
-A0, A1, B0 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1), MessageQueue("T", "broker-b", 0)
+A0, A1, B0 = (
+    MessageQueue("T", "broker-a", 0),
+    MessageQueue("T", "broker-a", 1),
+    MessageQueue("T", "broker-b", 0),
+)
 U0 = MessageQueue("U", "broker-a", 0)
 
 queues = st.builds(MessageQueue, st.sampled_from(["T", "U", "Orders"]), st.sampled_from(["broker-a", "b"]),
@@ -42,7 +46,10 @@ def test_encode_decode_round_trip_and_canonical_json(table):
 
 
 def test_queue_ids_sort_as_numbers():
-    assert list(encode_offsets({MessageQueue("T", "b", 10): 1, MessageQueue("T", "b", 9): 1})["T"]["b"]) == ["9", "10"]
+    assert list(encode_offsets({MessageQueue("T", "b", 10): 1, MessageQueue("T", "b", 9): 1})["T"]["b"]) == [
+        "9",
+        "10",
+    ]
     assert dumps({A0: 3}) == '{"T":{"broker-a":{"0":3}}}'
 
 
@@ -65,8 +72,14 @@ def test_decode_rejects_malformed(doc, message):
 
 @pytest.mark.parametrize(
     "text, kind",
-    [(None, OffsetKind.LATEST), ("", OffsetKind.LATEST), ("earliest", OffsetKind.EARLIEST),
-     ("LATEST", OffsetKind.LATEST), (" group ", OffsetKind.GROUP), ('{"T": {"broker-a": {"0": 4}}}', OffsetKind.SPECIFIC)],
+    [
+        (None, OffsetKind.LATEST),
+        ("", OffsetKind.LATEST),
+        ("earliest", OffsetKind.EARLIEST),
+        ("LATEST", OffsetKind.LATEST),
+        (" group ", OffsetKind.GROUP),
+        ('{"T": {"broker-a": {"0": 4}}}', OffsetKind.SPECIFIC),
+    ],
 )
 def test_parse_offset_spec(text, kind):
     assert parse_offset_spec(text, default=OffsetKind.LATEST, what="startingOffsets").kind is kind
@@ -91,12 +104,26 @@ MAXS = {A0: 100, A1: 0, B0: 50}
         (OffsetSpec(OffsetKind.EARLIEST), None, OffsetKind.EARLIEST, {A0: 10, A1: 0, B0: 5}),
         (OffsetSpec(OffsetKind.LATEST), None, OffsetKind.EARLIEST, {A0: 100, A1: 0, B0: 50}),
         # group: committed where stored, the fallback elsewhere; never past the max
-        (OffsetSpec(OffsetKind.GROUP), {A0: 42, A1: -1, B0: 70}, OffsetKind.EARLIEST, {A0: 42, A1: 0, B0: 50}),
+        (
+            OffsetSpec(OffsetKind.GROUP),
+            {A0: 42, A1: -1, B0: 70},
+            OffsetKind.EARLIEST,
+            {A0: 42, A1: 0, B0: 50},
+        ),
         (OffsetSpec(OffsetKind.GROUP), {}, OffsetKind.LATEST, {A0: 100, A1: 0, B0: 50}),
         # JSON: -2 / -1 sentinels, absent queues take the fallback, past-the-end is clamped
-        (OffsetSpec(OffsetKind.SPECIFIC, ((A0, EARLIEST), (B0, LATEST))), None, OffsetKind.EARLIEST,
-         {A0: 10, A1: 0, B0: 50}),
-        (OffsetSpec(OffsetKind.SPECIFIC, ((A0, 3), (B0, 999))), None, OffsetKind.LATEST, {A0: 3, A1: 0, B0: 50}),
+        (
+            OffsetSpec(OffsetKind.SPECIFIC, ((A0, EARLIEST), (B0, LATEST))),
+            None,
+            OffsetKind.EARLIEST,
+            {A0: 10, A1: 0, B0: 50},
+        ),
+        (
+            OffsetSpec(OffsetKind.SPECIFIC, ((A0, 3), (B0, 999))),
+            None,
+            OffsetKind.LATEST,
+            {A0: 3, A1: 0, B0: 50},
+        ),
     ],
 )
 def test_resolve_grid(spec, committed, fallback, expected):

@@ -24,10 +24,22 @@ NS = {"nameServer": "127.0.0.1:9876"}
 
 def test_source_defaults_stream_and_batch():
     s = SourceOptions.from_options({**NS, "topic": "Orders"})
-    assert s.topics == ("Orders",) and s.starting.kind is OffsetKind.LATEST and s.ending.kind is OffsetKind.LATEST
+    assert (
+        s.topics == ("Orders",)
+        and s.starting.kind is OffsetKind.LATEST
+        and s.ending.kind is OffsetKind.LATEST
+    )
     assert s.group == DEFAULT_READER_GROUP and not s.commit_group and s.fail_on_data_loss
-    assert (s.pull_batch_size, s.pull_timeout_ms, s.max_records_per_batch, s.expression) == (32, 10_000, None, "*")
-    assert SourceOptions.from_options({**NS, "topic": "Orders"}, streaming=False).starting.kind is OffsetKind.EARLIEST
+    assert (s.pull_batch_size, s.pull_timeout_ms, s.max_records_per_batch, s.expression) == (
+        32,
+        10_000,
+        None,
+        "*",
+    )
+    assert (
+        SourceOptions.from_options({**NS, "topic": "Orders"}, streaming=False).starting.kind
+        is OffsetKind.EARLIEST
+    )
     assert pickle.loads(pickle.dumps(s)) == s
 
 
@@ -61,7 +73,13 @@ def test_source_option_errors(opts, message):
 
 def test_sink_options():
     s = SinkOptions.from_options({**NS, "topic": "Out", "dedupKey": "true", "batchId": "2025-11-22"})
-    assert (s.topic, s.dedup_key, s.batch_id, s.dedup_key_prefix, s.max_in_flight) == ("Out", True, "2025-11-22", "spark", 64)
+    assert (s.topic, s.dedup_key, s.batch_id, s.dedup_key_prefix, s.max_in_flight) == (
+        "Out",
+        True,
+        "2025-11-22",
+        "spark",
+        64,
+    )
     assert SinkOptions.from_options(NS).topic is None
     with pytest.raises(MQClientError, match="one default topic"):
         SinkOptions.from_options({**NS, "topic": "A,B"})
@@ -70,10 +88,23 @@ def test_sink_options():
 
 
 def test_message_to_row_follows_the_schema():
-    msg = MessageExt(topic="Orders", body=b"{}", queue_id=3, queue_offset=41, born_timestamp=1_000, store_timestamp=2_500,
-                     reconsume_times=1,
-                     properties={Prop.TAGS: "books", Prop.KEYS: "k1 k2", Prop.UNIQ_KEY: "U1", Prop.WAIT: "true",
-                                 Prop.MIN_OFFSET: "0", "region": "eu"})
+    msg = MessageExt(
+        topic="Orders",
+        body=b"{}",
+        queue_id=3,
+        queue_offset=41,
+        born_timestamp=1_000,
+        store_timestamp=2_500,
+        reconsume_times=1,
+        properties={
+            Prop.TAGS: "books",
+            Prop.KEYS: "k1 k2",
+            Prop.UNIQ_KEY: "U1",
+            Prop.WAIT: "true",
+            Prop.MIN_OFFSET: "0",
+            "region": "eu",
+        },
+    )
     row = dict(zip(COLUMNS, message_to_row(msg, "broker-a"), strict=True))
     assert row == {
         "topic": "Orders", "brokerName": "broker-a", "queueId": 3, "queueOffset": 41, "msgId": "U1",
@@ -84,10 +115,20 @@ def test_message_to_row_follows_the_schema():
 
 
 def test_row_to_message_mapping():
-    m = row_to_message({"body": b"x", "topic": "T2", "keys": "a  b", "properties": {"p": "1", "q": None}}, "T1")
+    m = row_to_message(
+        {"body": b"x", "topic": "T2", "keys": "a  b", "properties": {"p": "1", "q": None}}, "T1"
+    )
     assert (m.topic, m.body, m.tags, m.keys, m.properties) == ("T2", b"x", None, ["a", "b"], {"p": "1"})
-    m = row_to_message({"Body": "text", "tags": "", "properties": [("k", "v")]}, "T1", extra_key="spark-1-0-0")
-    assert (m.topic, m.body, m.tags, m.keys, m.properties) == ("T1", b"text", None, ["spark-1-0-0"], {"k": "v"})
+    m = row_to_message(
+        {"Body": "text", "tags": "", "properties": [("k", "v")]}, "T1", extra_key="spark-1-0-0"
+    )
+    assert (m.topic, m.body, m.tags, m.keys, m.properties) == (
+        "T1",
+        b"text",
+        None,
+        ["spark-1-0-0"],
+        {"k": "v"},
+    )
     m.validate()
     with pytest.raises(MQClientError, match="null body"):
         row_to_message({"body": None}, "T")
@@ -107,5 +148,9 @@ def test_writer_columns_are_checked_up_front():
 
 
 def test_dedup_key_is_deterministic_and_space_free():
-    assert dedup_key("spark", "8a1f", 12, 3, 99) == "spark-8a1f-12-3-99" == dedup_key("spark", "8a1f", "12", 3, 99)
+    assert (
+        dedup_key("spark", "8a1f", 12, 3, 99)
+        == "spark-8a1f-12-3-99"
+        == dedup_key("spark", "8a1f", "12", 3, 99)
+    )
     assert " " not in dedup_key("p", None, "x", 0, 0)

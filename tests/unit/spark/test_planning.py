@@ -45,7 +45,11 @@ def test_negative_limit_is_refused():
 tables = st.fixed_dictionaries({q: st.integers(0, 10_000) for q in Q})
 
 
-@given(tables, st.fixed_dictionaries({q: st.integers(0, 5_000) for q in Q}), st.one_of(st.none(), st.integers(0, 20_000)))
+@given(
+    tables,
+    st.fixed_dictionaries({q: st.integers(0, 5_000) for q in Q}),
+    st.one_of(st.none(), st.integers(0, 20_000)),
+)
 def test_admit_properties(start, growth, limit):
     latest = {q: start[q] + growth[q] for q in Q}
     end = admit(start, latest, limit)
@@ -58,13 +62,20 @@ def test_admit_properties(start, growth, limit):
 def test_plan_ranges():
     start = {Q[0]: 0, Q[1]: 5, Q[2]: 7}
     end = {Q[0]: 3, Q[1]: 5, Q[2]: 20, Q[3]: 9}  # Q[3] is new: nothing before it enters `start`
-    assert plan_ranges(start, end) == [QueueRange("T", "broker-a", 0, 0, 3), QueueRange("T", "broker-a", 2, 7, 20)]
+    assert plan_ranges(start, end) == [
+        QueueRange("T", "broker-a", 0, 0, 3),
+        QueueRange("T", "broker-a", 2, 7, 20),
+    ]
     assert [(r.start, r.end) for r in plan_ranges(start, end, max_per_range=5) if r.queue_id == 2] == [
         (7, 12), (12, 17), (17, 20)]
     assert plan_ranges(end, start) == []
 
 
-@given(tables, st.fixed_dictionaries({q: st.integers(0, 500) for q in Q}), st.one_of(st.none(), st.integers(1, 50)))
+@given(
+    tables,
+    st.fixed_dictionaries({q: st.integers(0, 500) for q in Q}),
+    st.one_of(st.none(), st.integers(1, 50)),
+)
 def test_ranges_cover_exactly_the_offsets(start, growth, max_per_range):
     end = {q: start[q] + growth[q] for q in Q}
     ranges = plan_ranges(start, end, max_per_range)

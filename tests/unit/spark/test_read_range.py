@@ -46,7 +46,9 @@ def queue(monkeypatch):
 
 
 def _opts(**extra) -> SourceOptions:
-    return SourceOptions.from_options({"nameServer": "127.0.0.1:9876", "topic": "T", "pullBatchSize": "8", **extra})
+    return SourceOptions.from_options(
+        {"nameServer": "127.0.0.1:9876", "topic": "T", "pullBatchSize": "8", **extra}
+    )
 
 
 def _read(opts, start, end):

@@ -21,12 +21,25 @@ def _conf(args: list[str]) -> dict[str, str]:
 
 
 def test_spark_submit_args_cluster_mode():
-    job = K8sJob(api_server="https://127.0.0.1:6443", image="registry.local/pyrocketmq-spark:1.2", namespace="data",
-                 service_account="spark-driver", executors=2, app_args=("--name-server", "ns:9876"),
-                 conf={"spark.kubernetes.submission.waitAppCompletion": "false"})
+    job = K8sJob(
+        api_server="https://127.0.0.1:6443",
+        image="registry.local/pyrocketmq-spark:1.2",
+        namespace="data",
+        service_account="spark-driver",
+        executors=2,
+        app_args=("--name-server", "ns:9876"),
+        conf={"spark.kubernetes.submission.waitAppCompletion": "false"},
+    )
     args = spark_submit_args(job, spark_submit="/opt/spark/bin/spark-submit")
-    assert args[:7] == ["/opt/spark/bin/spark-submit", "--master", "k8s://https://127.0.0.1:6443", "--deploy-mode",
-                        "cluster", "--name", "order-totals"]
+    assert args[:7] == [
+        "/opt/spark/bin/spark-submit",
+        "--master",
+        "k8s://https://127.0.0.1:6443",
+        "--deploy-mode",
+        "cluster",
+        "--name",
+        "order-totals",
+    ]
     assert args[-3:] == ["local:///opt/pyrocketmq/pipelines/order_totals.py", "--name-server", "ns:9876"]
     conf = _conf(args)
     assert conf["spark.kubernetes.container.image"] == "registry.local/pyrocketmq-spark:1.2"
@@ -75,16 +88,35 @@ def test_pure_modules_do_not_import_pyspark():
 def test_data_claim_is_mounted_in_driver_and_executors():
     conf = spark_conf(K8sJob(data_claim="order-totals-data", data_path="/out"))
     for role in ("driver", "executor"):
-        assert conf[f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.data.options.claimName"] == "order-totals-data"
+        assert (
+            conf[f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.data.options.claimName"]
+            == "order-totals-data"
+        )
         assert conf[f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.data.mount.path"] == "/out"
 
 
 def test_command_line_dry_run_prints_the_spark_submit_command():
     out = subprocess.run(
-        [sys.executable, "-m", "pyrocketmq.spark.submit", "--api-server", "https://10.0.0.1:6443", "--image", "img:2",
-         "--service-account", "sa", "--conf", "spark.executor.instances=3", "--dry-run", "--",
-         "--name-server", "ns:9876"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "pyrocketmq.spark.submit",
+            "--api-server",
+            "https://10.0.0.1:6443",
+            "--image",
+            "img:2",
+            "--service-account",
+            "sa",
+            "--conf",
+            "spark.executor.instances=3",
+            "--dry-run",
+            "--",
+            "--name-server",
+            "ns:9876",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     line = out.stdout.strip()
     assert line.startswith("spark-submit --master k8s://https://10.0.0.1:6443 --deploy-mode cluster")

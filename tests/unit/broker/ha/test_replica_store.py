@@ -99,6 +99,8 @@ def test_truncate_to_cuts_the_log_units_and_index_while_running(tmp_path: Path) 
         assert not store.query_message("T", "k15", 10, 0, 2**62).buffers
         put(store, "T", 0, body=b"y" * 100)  # writes go on at the cut
         assert [m.body for m in read_queue(store, "T", 0)][-1] == b"y" * 100
-        assert store.truncate_to(store.get_max_phy_offset() + 50, whole=True) == 0  # written here: whole records
+        assert (
+            store.truncate_to(store.get_max_phy_offset() + 50, whole=True) == 0
+        )  # written here: whole records
     finally:
         store.shutdown()

@@ -73,7 +73,8 @@ def build(root: str, **conf: str) -> Services:
         default_queue_nums=settings.topics.default_topic_queue_nums,
     )
     groups = SubscriptionGroupManager(
-        os.path.join(config_dir, "subscriptionGroup.json"), auto_create=settings.topics.auto_create_subscription_group
+        os.path.join(config_dir, "subscriptionGroup.json"),
+        auto_create=settings.topics.auto_create_subscription_group,
     )
     offsets = ConsumerOffsetManager(os.path.join(config_dir, "consumerOffset.json"))
     topics.load()
@@ -85,7 +86,9 @@ def build(root: str, **conf: str) -> Services:
         settings=settings, topics=topics, groups=groups, offsets=offsets,
         consumers=ConsumerManager(), producers=ProducerManager(), store=store,
     )
-    svc.schedule = ScheduleService(store, os.path.join(config_dir, "delayOffset.json"), settings.store.delay_levels_ms)
+    svc.schedule = ScheduleService(
+        store, os.path.join(config_dir, "delayOffset.json"), settings.store.delay_levels_ms
+    )
     return svc
 
 

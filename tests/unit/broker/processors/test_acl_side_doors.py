@@ -23,12 +23,31 @@ from tests.integration import wire
 from .conftest import Peer
 from .test_processors import answer, heartbeat, on_loop, request
 
-ACCOUNTS = parse_plain_acl({"accounts": [
-    {"accessKey": "reader01", "secretKey": "reader-secret", "defaultTopicPerm": "PUB|SUB", "defaultGroupPerm": "SUB",
-     "topicPerms": ["Secret=DENY"]},
-    {"accessKey": "cleared1", "secretKey": "cleared-secret", "defaultTopicPerm": "PUB|SUB", "defaultGroupPerm": "SUB"},
-    {"accessKey": "subonly1", "secretKey": "subonly-secret", "defaultTopicPerm": "SUB", "defaultGroupPerm": "SUB"},
-]}).accounts
+ACCOUNTS = parse_plain_acl(
+    {
+        "accounts": [
+            {
+                "accessKey": "reader01",
+                "secretKey": "reader-secret",
+                "defaultTopicPerm": "PUB|SUB",
+                "defaultGroupPerm": "SUB",
+                "topicPerms": ["Secret=DENY"],
+            },
+            {
+                "accessKey": "cleared1",
+                "secretKey": "cleared-secret",
+                "defaultTopicPerm": "PUB|SUB",
+                "defaultGroupPerm": "SUB",
+            },
+            {
+                "accessKey": "subonly1",
+                "secretKey": "subonly-secret",
+                "defaultTopicPerm": "SUB",
+                "defaultGroupPerm": "SUB",
+            },
+        ]
+    }
+).accounts
 DENIED = "AclException: No default permission for topic:Secret"
 
 
@@ -43,8 +62,9 @@ def peer(account: str | None = "absent") -> Peer:
 
 async def stored(services, topic: str = "Secret", **props: str) -> tuple[str, int]:
     services.create_topic(topic, queues=1)
-    sent = await answer(services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2(topic, b"classified",
-                                                                                            props=props)))
+    sent = await answer(
+        services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2(topic, b"classified", props=props))
+    )
     assert sent.code == ResponseCode.SUCCESS, sent.remark
     return sent.ext_fields["msgId"], decode_offset_msg_id(sent.ext_fields["msgId"])[2]
 
@@ -121,7 +141,9 @@ async def test_a_relayed_request_does_not_carry_the_callers_signature(services):
     services.make(ClientProcessor).handle_heartbeat(member.conn, heartbeat("g", "T", client_id="10.0.0.1@a"))
     ask = request(RequestCode.GET_CONSUMER_RUNNING_INFO, consumerGroup="g", clientId="10.0.0.1@a",
                   AccessKey="cleared1", Signature="c2lnbmVk")
-    relay = asyncio.ensure_future(services.make(ConsumerProcessor).handle_call_consumer(peer("cleared1").conn, ask))
+    relay = asyncio.ensure_future(
+        services.make(ConsumerProcessor).handle_call_consumer(peer("cleared1").conn, ask)
+    )
     for _ in range(5):
         await asyncio.sleep(0)
     relay.cancel()

@@ -182,7 +182,9 @@ def test_held_requests_are_answered_on_their_connection_by_sync_cut_and_timer() 
         cmds = [RemotingCommand.request(10, {}) for _ in range(4)]
         for i, c in enumerate(cmds):
             c.opaque = 1000 + i
-        assert [w.hold(end, conn, c, _response(end)) for end, c in zip((100, 200, 300, 400), cmds, strict=True)] == [True] * 4
+        assert [
+            w.hold(end, conn, c, _response(end)) for end, c in zip((100, 200, 300, 400), cmds, strict=True)
+        ] == [True] * 4
         assert conn.in_flight == 4
         await _from_thread(lambda: w.on_durable(200, True, 200))
         await asyncio.sleep(0.02)

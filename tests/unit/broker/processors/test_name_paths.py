@@ -32,27 +32,63 @@ CASES = [
     (SendProcessor, "handle_send", _send(b="orders\n"), SYSTEM_ERROR, TOPIC_ILLEGAL),
     (SendProcessor, "handle_send", _send(b="fresh\n"), SYSTEM_ERROR, TOPIC_ILLEGAL),  # would be auto-created
     (AdminProcessor, "handle_create_topic", _create("audit\n"), SYSTEM_ERROR, TOPIC_ILLEGAL),
-    (AdminProcessor, "handle_delete_topic", request(RequestCode.DELETE_TOPIC_IN_BROKER, topic="orders\n"),
-     SYSTEM_ERROR, TOPIC_ILLEGAL),
+    (
+        AdminProcessor,
+        "handle_delete_topic",
+        request(RequestCode.DELETE_TOPIC_IN_BROKER, topic="orders\n"),
+        SYSTEM_ERROR,
+        TOPIC_ILLEGAL,
+    ),
     (AdminProcessor, "handle_update_group", _group(groupName="g2\n"), SYSTEM_ERROR, GROUP_ILLEGAL),
-    (AdminProcessor, "handle_update_group", _group(orjson.dumps({"groupName": "g2\n"})), SYSTEM_ERROR, GROUP_ILLEGAL),
-    (AdminProcessor, "handle_delete_group", request(RequestCode.DELETE_SUBSCRIPTIONGROUP, groupName="g\n"),
-     SYSTEM_ERROR, GROUP_ILLEGAL),
+    (
+        AdminProcessor,
+        "handle_update_group",
+        _group(orjson.dumps({"groupName": "g2\n"})),
+        SYSTEM_ERROR,
+        GROUP_ILLEGAL,
+    ),
+    (
+        AdminProcessor,
+        "handle_delete_group",
+        request(RequestCode.DELETE_SUBSCRIPTIONGROUP, groupName="g\n"),
+        SYSTEM_ERROR,
+        GROUP_ILLEGAL,
+    ),
     (ClientProcessor, "handle_heartbeat", _heartbeat(group="g\n"), SYSTEM_ERROR, GROUP_ILLEGAL),
     (ClientProcessor, "handle_heartbeat", _heartbeat(producer="p\n"), SYSTEM_ERROR, GROUP_ILLEGAL),
     (ClientProcessor, "handle_heartbeat", _heartbeat(topic="orders\n"), SYSTEM_ERROR, TOPIC_ILLEGAL),
-    (OffsetProcessor, "handle_update_consumer_offset", _commit(consumerGroup="g\n"), SYSTEM_ERROR, GROUP_ILLEGAL),
-    (ConsumerProcessor, "handle_reset_offset", request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic="orders",
-                                                       group="g\n", timestamp=0), SYSTEM_ERROR, GROUP_ILLEGAL),
-    (ToolsProcessor, "handle_clone_offsets", request(RequestCode.CLONE_GROUP_OFFSET, srcGroup="g", destGroup="h\n",
-                                                     topic="orders", offline="true"), SYSTEM_ERROR, GROUP_ILLEGAL),
+    (
+        OffsetProcessor,
+        "handle_update_consumer_offset",
+        _commit(consumerGroup="g\n"),
+        SYSTEM_ERROR,
+        GROUP_ILLEGAL,
+    ),
+    (
+        ConsumerProcessor,
+        "handle_reset_offset",
+        request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic="orders", group="g\n", timestamp=0),
+        SYSTEM_ERROR,
+        GROUP_ILLEGAL,
+    ),
+    (
+        ToolsProcessor,
+        "handle_clone_offsets",
+        request(
+            RequestCode.CLONE_GROUP_OFFSET, srcGroup="g", destGroup="h\n", topic="orders", offline="true"
+        ),
+        SYSTEM_ERROR,
+        GROUP_ILLEGAL,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("cls", "handler", "cmd", "code", "words"), CASES,
                          ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
 @on_loop
-async def test_a_trailing_newline_is_refused_everywhere_and_nothing_is_stored(services, cls, handler, cmd, code, words):
+async def test_a_trailing_newline_is_refused_everywhere_and_nothing_is_stored(
+    services, cls, handler, cmd, code, words
+):
     before = _seeded(services)
     resp = await answer(getattr(services.make(cls), handler)(Peer().conn, cmd))
     assert resp is not None and resp.code == code, resp and resp.remark
@@ -60,11 +96,27 @@ async def test_a_trailing_newline_is_refused_everywhere_and_nothing_is_stored(se
     assert _snapshot(services) == before
 
 
-@pytest.mark.parametrize("handler_request", [
-    ("pull", request(RequestCode.PULL_MESSAGE, consumerGroup="fresh\n", topic="orders", queueId=0, queueOffset=0,
-                     maxMsgNums=1, sysFlag=0, commitOffset=0, suspendTimeoutMillis=0, subVersion=0)),
-    ("send_back", request(RequestCode.CONSUMER_SEND_MSG_BACK, offset=0, group="fresh\n", delayLevel=0)),
-])
+@pytest.mark.parametrize(
+    "handler_request",
+    [
+        (
+            "pull",
+            request(
+                RequestCode.PULL_MESSAGE,
+                consumerGroup="fresh\n",
+                topic="orders",
+                queueId=0,
+                queueOffset=0,
+                maxMsgNums=1,
+                sysFlag=0,
+                commitOffset=0,
+                suspendTimeoutMillis=0,
+                subVersion=0,
+            ),
+        ),
+        ("send_back", request(RequestCode.CONSUMER_SEND_MSG_BACK, offset=0, group="fresh\n", delayLevel=0)),
+    ],
+)
 @on_loop
 async def test_a_group_named_with_a_newline_is_never_auto_created(services, handler_request):
     kind, cmd = handler_request
@@ -80,7 +132,9 @@ async def test_a_group_named_with_a_newline_is_never_auto_created(services, hand
 # -- a legal group too long for its retry topic --------------------------------------------------
 async def _stored(services) -> int:
     """A message in ``orders``; its commitlog offset (what a send-back names)."""
-    sent = await answer(services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"fail")))
+    sent = await answer(
+        services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"fail"))
+    )
     return decode_offset_msg_id(sent.ext_fields["msgId"])[2]
 
 
@@ -97,9 +151,11 @@ async def test_send_back_for_a_group_too_long_for_a_retry_topic_answers_as_apach
     resp = services.make(SendBackProcessor).handle_send_back(
         Peer().conn, request(RequestCode.CONSUMER_SEND_MSG_BACK, offset=offset, group=group, delayLevel=0))
     assert resp.code == ResponseCode.SYSTEM_ERROR
-    assert resp.remark == (f"topic[%RETRY%{group}] not exist: the name is {length + 7} characters, over the topic max "
-                           "length 127: a group of more than 120 characters has no retry topic, so its messages cannot "
-                           "be sent back")
+    assert resp.remark == (
+        f"topic[%RETRY%{group}] not exist: the name is {length + 7} characters, over the topic max "
+        "length 127: a group of more than 120 characters has no retry topic, so its messages cannot "
+        "be sent back"
+    )
     assert _snapshot(services) == before
     assert not [r for r in caplog.records if r.exc_info], "no traceback"
 

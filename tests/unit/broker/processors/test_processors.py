@@ -58,10 +58,14 @@ def request(code: int, **ext) -> RemotingCommand:
     return RemotingCommand.request(code, {k: v for k, v in ext.items() if v is not None})
 
 
-def heartbeat(group: str, topic: str, client_id: str = "client-1", producer: str | None = None) -> RemotingCommand:
+def heartbeat(
+    group: str, topic: str, client_id: str = "client-1", producer: str | None = None
+) -> RemotingCommand:
     data = HeartbeatData(
         client_id=client_id,
-        consumer_data_set=[ConsumerData(group_name=group, subscription_data_set=(SubscriptionData.build(topic, "*", 1),))],
+        consumer_data_set=[
+            ConsumerData(group_name=group, subscription_data_set=(SubscriptionData.build(topic, "*", 1),))
+        ],
         producer_data_set=[ProducerData(group_name=producer)] if producer else [],
     )
     return RemotingCommand.request(RequestCode.HEART_BEAT, {}, data.to_json())
@@ -77,7 +81,11 @@ async def test_send_stores_the_message_and_answers_its_queue_offset(services):
     first = await answer(send.handle_send(Peer().conn, wire.send_v2("orders", b"one", queue_id=1)))
     second = await answer(send.handle_send(Peer().conn, wire.send_v2("orders", b"two", queue_id=1)))
     assert (first.code, second.code) == (ResponseCode.SUCCESS, ResponseCode.SUCCESS)
-    assert (first.ext_fields["queueId"], first.ext_fields["queueOffset"], second.ext_fields["queueOffset"]) == ("1", "0", "1")
+    assert (
+        first.ext_fields["queueId"],
+        first.ext_fields["queueOffset"],
+        second.ext_fields["queueOffset"],
+    ) == ("1", "0", "1")
     assert services.store.get_max_offset_in_queue("orders", 1) == 2
     _, _, phys = decode_offset_msg_id(second.ext_fields["msgId"])
     assert services.store.look_message(phys).body == b"two"
@@ -93,9 +101,17 @@ async def test_send_refusals_store_nothing(services, tmp_path):
     cases = {
         "bad name": (wire.send_v2("no/slash", b"x"), ResponseCode.SYSTEM_ERROR),
         "not writable": (wire.send_v2("readonly", b"x"), ResponseCode.NO_PERMISSION),
-        "too large": (wire.send_v2("small", b"x" * (services.settings.store.max_message_size + 1)), ResponseCode.MESSAGE_ILLEGAL),
+        "too large": (
+            wire.send_v2("small", b"x" * (services.settings.store.max_message_size + 1)),
+            ResponseCode.MESSAGE_ILLEGAL,
+        ),
     }
-    for system in ("SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC"):
+    for system in (
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+    ):
         cases[f"system topic {system}"] = (wire.send_v2(system, b"x"), ResponseCode.NO_PERMISSION)
     for name, (cmd, code) in cases.items():
         resp = await answer(send.handle_send(conn, cmd))
@@ -153,7 +169,9 @@ async def test_a_held_pull_answers_when_a_message_arrives(services):
         topic, qid, max_offset, tags
     )
     pull = services.make(PullProcessor)
-    held = asyncio.ensure_future(answer(pull.handle_pull(Peer().conn, wire.pull("orders", 0, 0, suspend_ms=5000))))
+    held = asyncio.ensure_future(
+        answer(pull.handle_pull(Peer().conn, wire.pull("orders", 0, 0, suspend_ms=5000)))
+    )
     await asyncio.sleep(0.05)
     assert not held.done()
     await answer(services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"late")))
@@ -189,9 +207,13 @@ async def test_offsets_commit_query_and_queue_bounds(services):
         await answer(send.handle_send(Peer().conn, wire.send_v2("orders", body)))
     offsets = services.make(OffsetProcessor)
     conn = Peer().conn
-    commit = request(RequestCode.UPDATE_CONSUMER_OFFSET, consumerGroup="g", topic="orders", queueId=0, commitOffset=1)
+    commit = request(
+        RequestCode.UPDATE_CONSUMER_OFFSET, consumerGroup="g", topic="orders", queueId=0, commitOffset=1
+    )
     assert offsets.handle_update_consumer_offset(conn, commit).code == ResponseCode.SUCCESS
-    query = offsets.handle_query_consumer_offset(conn, request(RequestCode.QUERY_CONSUMER_OFFSET, consumerGroup="g", topic="orders", queueId=0))
+    query = offsets.handle_query_consumer_offset(
+        conn, request(RequestCode.QUERY_CONSUMER_OFFSET, consumerGroup="g", topic="orders", queueId=0)
+    )
     assert (query.code, query.ext_fields["offset"]) == (ResponseCode.SUCCESS, "1")
     top = offsets.handle_max_offset(conn, request(RequestCode.GET_MAX_OFFSET, topic="orders", queueId=0))
     assert top.ext_fields["offset"] == "2"
@@ -213,7 +235,9 @@ async def test_heartbeat_registers_the_group_makes_its_retry_topic_and_notifies_
     await asyncio.sleep(0)  # the connection writes on the next loop turn
     notified = [c for c in first.sent() if c.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED]
     assert notified and notified[-1].ext_fields["consumerGroup"] == "g"
-    members = clients.handle_consumer_list(first.conn, request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, consumerGroup="g"))
+    members = clients.handle_consumer_list(
+        first.conn, request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, consumerGroup="g")
+    )
     assert sorted(orjson.loads(members.body)["consumerIdList"]) == ["c1", "c2"]
     clients.connection_closed(second.conn)
     assert list(services.consumers.find("g").client_ids()) == ["c1"]
@@ -235,7 +259,9 @@ async def test_admin_creates_lists_and_deletes_topics(services):
     admin = services.make(AdminProcessor)
     conn = Peer().conn
     assert admin.handle_create_topic(conn, wire.create_topic("audit", 2)).code == ResponseCode.SUCCESS
-    listed = TopicConfigSerializeWrapper.from_json(admin.handle_all_topic_config(conn, request(RequestCode.GET_ALL_TOPIC_CONFIG)).body)
+    listed = TopicConfigSerializeWrapper.from_json(
+        admin.handle_all_topic_config(conn, request(RequestCode.GET_ALL_TOPIC_CONFIG)).body
+    )
     assert listed.topic_config_table["audit"].write_queue_nums == 2
     cluster = admin.handle_create_topic(conn, wire.create_topic(services.settings.identity.cluster_name))
     assert cluster.code != ResponseCode.SUCCESS
@@ -246,15 +272,35 @@ async def test_admin_creates_lists_and_deletes_topics(services):
 @on_loop
 async def test_query_finds_a_message_by_key(services):
     services.create_topic("orders", queues=1)
-    await answer(services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"x", props={"KEYS": "k-42"})))
+    await answer(
+        services.make(SendProcessor).handle_send(
+            Peer().conn, wire.send_v2("orders", b"x", props={"KEYS": "k-42"})
+        )
+    )
     query = services.make(QueryProcessor)
     hit = query.handle_query_message(
-        Peer().conn, request(RequestCode.QUERY_MESSAGE, topic="orders", key="k-42", maxNum=32, beginTimestamp=0, endTimestamp=2**62)
+        Peer().conn,
+        request(
+            RequestCode.QUERY_MESSAGE,
+            topic="orders",
+            key="k-42",
+            maxNum=32,
+            beginTimestamp=0,
+            endTimestamp=2**62,
+        ),
     )
     assert hit.code == ResponseCode.SUCCESS
     assert [m.body for m in decode_messages(body_of(hit))] == [b"x"]
     miss = query.handle_query_message(
-        Peer().conn, request(RequestCode.QUERY_MESSAGE, topic="orders", key="nope", maxNum=32, beginTimestamp=0, endTimestamp=2**62)
+        Peer().conn,
+        request(
+            RequestCode.QUERY_MESSAGE,
+            topic="orders",
+            key="nope",
+            maxNum=32,
+            beginTimestamp=0,
+            endTimestamp=2**62,
+        ),
     )
     assert miss.code == ResponseCode.QUERY_NOT_FOUND
 
@@ -262,7 +308,9 @@ async def test_query_finds_a_message_by_key(services):
 @on_loop
 async def test_replication_answers_offsets_as_fastjson_reads_them(services):
     services.offsets.commit("g", "orders", 3, 17)
-    resp = services.make(ReplicationProcessor).handle_all_consumer_offsets(Peer().conn, request(RequestCode.GET_ALL_CONSUMER_OFFSET))
+    resp = services.make(ReplicationProcessor).handle_all_consumer_offsets(
+        Peer().conn, request(RequestCode.GET_ALL_CONSUMER_OFFSET)
+    )
     assert orjson.loads(resp.body) == {"offsetTable": {"orders@g": {"3": 17}}}
 
 
@@ -272,7 +320,13 @@ async def test_replication_answers_offsets_as_fastjson_reads_them(services):
 @on_loop
 async def test_lock_batch_grants_queues_to_one_client_at_a_time(services):
     consumer = services.make(ConsumerProcessor)
-    body = orjson.dumps({"consumerGroup": "g", "clientId": "c1", "mqSet": [{"topic": "orders", "brokerName": "b", "queueId": 0}]})
+    body = orjson.dumps(
+        {
+            "consumerGroup": "g",
+            "clientId": "c1",
+            "mqSet": [{"topic": "orders", "brokerName": "b", "queueId": 0}],
+        }
+    )
     granted = consumer.handle_lock(Peer().conn, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, {}, body))
     assert granted.code == ResponseCode.SUCCESS and len(orjson.loads(granted.body)["lockOKMQSet"]) == 1
     other = body.replace(b'"c1"', b'"c2"')
@@ -286,14 +340,22 @@ async def test_lock_batch_grants_queues_to_one_client_at_a_time(services):
 @on_loop
 async def test_send_back_moves_a_message_to_the_retry_topic_then_to_the_dlq(services):
     services.create_topic("orders", queues=1)
-    sent = await answer(services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"fail")))
+    sent = await answer(
+        services.make(SendProcessor).handle_send(Peer().conn, wire.send_v2("orders", b"fail"))
+    )
     _, _, phys = decode_offset_msg_id(sent.ext_fields["msgId"])
     back = services.make(SendBackProcessor)
 
     def send_back(max_times: int) -> RemotingCommand:
         return back.handle_send_back(
             Peer().conn,
-            request(RequestCode.CONSUMER_SEND_MSG_BACK, offset=phys, group="g", delayLevel=0, maxReconsumeTimes=max_times),
+            request(
+                RequestCode.CONSUMER_SEND_MSG_BACK,
+                offset=phys,
+                group="g",
+                delayLevel=0,
+                maxReconsumeTimes=max_times,
+            ),
         )
 
     assert send_back(16).code == ResponseCode.SUCCESS
@@ -314,8 +376,12 @@ async def test_end_transaction_commits_the_half_message_into_its_topic(services)
     assert services.store.get_max_offset_in_queue("orders", 0) == 0  # invisible until committed
     _, _, phys = decode_offset_msg_id(half.ext_fields["msgId"])
     end = request(
-        RequestCode.END_TRANSACTION, producerGroup="tx-group", tranStateTableOffset=half.ext_fields["queueOffset"],
-        commitLogOffset=phys, commitOrRollback=SysFlag.TRANSACTION_COMMIT, msgId=half.ext_fields["msgId"],
+        RequestCode.END_TRANSACTION,
+        producerGroup="tx-group",
+        tranStateTableOffset=half.ext_fields["queueOffset"],
+        commitLogOffset=phys,
+        commitOrRollback=SysFlag.TRANSACTION_COMMIT,
+        msgId=half.ext_fields["msgId"],
     )
     assert (await answer(tx.handle_end(Peer().conn, end))).code == ResponseCode.SUCCESS
     assert services.store.get_max_offset_in_queue("orders", 0) == 1

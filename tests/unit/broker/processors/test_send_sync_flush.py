@@ -43,7 +43,9 @@ def test_a_sync_flush_send_is_held_until_its_sync_then_answered_once(tmp_path) -
         registry = _Registry()
         send = svc.make(SendProcessor)
         send.register(registry)
-        conn = Connection(registry, name="test", observer=lambda code, answer, s: seen.append((code, answer, s)))
+        conn = Connection(
+            registry, name="test", observer=lambda code, answer, s: seen.append((code, answer, s))
+        )
         transport = RecordingTransport()
         conn.connection_made(transport)  # type: ignore[arg-type]
         cmds = [wire.send_v2("orders", b"m%d" % i) for i in range(20)]
@@ -59,7 +61,9 @@ def test_a_sync_flush_send_is_held_until_its_sync_then_answered_once(tmp_path) -
     try:
         asyncio.run(main())
         assert len(seen) == 20, "the observer hears each send once, when it is answered"
-        assert {(code, answer) for code, answer, _ in seen} == {(wire.send_v2("x", b"").code, ResponseCode.SUCCESS)}
+        assert {(code, answer) for code, answer, _ in seen} == {
+            (wire.send_v2("x", b"").code, ResponseCode.SUCCESS)
+        }
         assert all(s > 0 for _, _, s in seen)
     finally:
         svc.store.shutdown()

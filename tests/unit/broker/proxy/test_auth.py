@@ -4,28 +4,46 @@ from pyrocketmq.broker.proxy.auth import GrpcAccess, expected_signature, needs, 
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.server.acl import PUB, SUB, AclValidator, parse_plain_acl
 
-ACL = parse_plain_acl({"globalWhiteRemoteAddresses": ["10.1.2.*"], "accounts": [
-    {"accessKey": "alice01", "secretKey": "alice-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "SUB",
-     "topicPerms": ["T=PUB|SUB"], "groupPerms": ["gdeny=DENY"]}]})
+ACL = parse_plain_acl(
+    {
+        "globalWhiteRemoteAddresses": ["10.1.2.*"],
+        "accounts": [
+            {
+                "accessKey": "alice01",
+                "secretKey": "alice-secret",
+                "defaultTopicPerm": "DENY",
+                "defaultGroupPerm": "SUB",
+                "topicPerms": ["T=PUB|SUB"],
+                "groupPerms": ["gdeny=DENY"],
+            }
+        ],
+    }
+)
 DATE = "20261126T101010Z"
 
 
 def _headers(ak: str = "alice01", sk: str = "alice-secret", upper: bool = False) -> list[tuple[str, str]]:
     sig = expected_signature(sk, DATE)
     sig = sig.upper() if upper else sig
-    return [("x-mq-date-time", DATE),
-            ("authorization", f"MQv2-HMAC-SHA1 Credential={ak}, SignedHeaders=x-mq-date-time, Signature={sig}")]
+    return [
+        ("x-mq-date-time", DATE),
+        ("authorization", f"MQv2-HMAC-SHA1 Credential={ak}, SignedHeaders=x-mq-date-time, Signature={sig}"),
+    ]
 
 
 def test_the_header_parses():
-    assert parse_authorization("MQv2-HMAC-SHA1 Credential=ak1/x, SignedHeaders=x-mq-date-time, Signature=AB") == ("ak1", "AB")
+    assert parse_authorization(
+        "MQv2-HMAC-SHA1 Credential=ak1/x, SignedHeaders=x-mq-date-time, Signature=AB"
+    ) == ("ak1", "AB")
     assert parse_authorization("Basic abc") is None and parse_authorization("") is None
 
 
 def test_needs_by_request():
     send = spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name="T"))])
     assert needs(send) == {"T": PUB}
-    receive = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), message_queue=pb.MessageQueue(topic=pb.Resource(name="T")))
+    receive = spb.ReceiveMessageRequest(
+        group=pb.Resource(name="G"), message_queue=pb.MessageQueue(topic=pb.Resource(name="T"))
+    )
     assert needs(receive) == {"T": SUB, "%RETRY%G": SUB}
     assert needs(spb.QueryRouteRequest()) == {}
 
@@ -33,8 +51,15 @@ def test_needs_by_request():
 def test_needs_of_what_a_telemetry_stream_announces():
     producer = pb.Settings(publishing=pb.Publishing(topics=[pb.Resource(name="T"), pb.Resource(name="U")]))
     assert needs(spb.TelemetryCommand(settings=producer)) == {"T": PUB, "U": PUB}
-    consumer = pb.Settings(subscription=pb.Subscription(group=pb.Resource(name="G"), subscriptions=[
-        pb.SubscriptionEntry(topic=pb.Resource(name="T")), pb.SubscriptionEntry(topic=pb.Resource(name="V"))]))
+    consumer = pb.Settings(
+        subscription=pb.Subscription(
+            group=pb.Resource(name="G"),
+            subscriptions=[
+                pb.SubscriptionEntry(topic=pb.Resource(name="T")),
+                pb.SubscriptionEntry(topic=pb.Resource(name="V")),
+            ],
+        )
+    )
     assert needs(spb.TelemetryCommand(settings=consumer)) == {"T": SUB, "V": SUB, "%RETRY%G": SUB}
     assert needs(spb.TelemetryCommand(status=pb.Status(code=pb.OK))) == {}
     assert needs(spb.TelemetryCommand(settings=pb.Settings())) == {}

@@ -38,7 +38,9 @@ def test_a_normal_message_maps_to_4x_properties():
     assert out.born_timestamp == 1_700_000_000_123
     assert out.properties == {"idx": "7", "TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "01ABCDEF"}
     header = out.header("G")
-    assert header["topic"] == "T" and header["queueId"] == "3" and "UNIQ_KEY\x0101ABCDEF" in header["properties"]
+    assert (
+        header["topic"] == "T" and header["queueId"] == "3" and "UNIQ_KEY\x0101ABCDEF" in header["properties"]
+    )
 
 
 def test_fifo_delay_and_transaction_properties():
@@ -73,10 +75,24 @@ def test_a_user_property_may_not_take_a_system_name():
 
 
 def test_a_stored_message_reads_back_as_5x():
-    stored = MessageExt(topic="T", body=b"hello", properties={"TAGS": "A", "KEYS": "k1 k2", "UNIQ_KEY": "ID1",
-                                                             "idx": "1", "__SHARDINGKEY": "g", "CLUSTER": "c"},
-                        queue_id=2, queue_offset=9, born_timestamp=5, store_timestamp=6,
-                        born_host=("10.0.0.1", 1), store_host=("10.0.0.2", 2))
+    stored = MessageExt(
+        topic="T",
+        body=b"hello",
+        properties={
+            "TAGS": "A",
+            "KEYS": "k1 k2",
+            "UNIQ_KEY": "ID1",
+            "idx": "1",
+            "__SHARDINGKEY": "g",
+            "CLUSTER": "c",
+        },
+        queue_id=2,
+        queue_offset=9,
+        born_timestamp=5,
+        store_timestamp=6,
+        born_host=("10.0.0.1", 1),
+        store_host=("10.0.0.2", 2),
+    )
     m = incoming(stored, receipt_handle="h", delivery_attempt=2)
     sp = m.system_properties
     assert (m.topic.name, sp.tag, list(sp.keys), sp.message_id) == ("T", "A", ["k1", "k2"], "ID1")
@@ -89,7 +105,9 @@ def test_a_stored_message_reads_back_as_5x():
 def test_routes_list_every_queue_with_its_permission():
     queues = message_queues("T", [QueueSpan("b", 2, 3, 6, "127.0.0.1", 8081)], accepted_types(None))
     assert [(q.id, q.permission) for q in queues] == [(0, pb.READ_WRITE), (1, pb.READ_WRITE), (2, pb.WRITE)]
-    assert queues[0].broker.endpoints.scheme == pb.IPv4 and queues[0].broker.endpoints.addresses[0].port == 8081
+    assert (
+        queues[0].broker.endpoints.scheme == pb.IPv4 and queues[0].broker.endpoints.addresses[0].port == 8081
+    )
     assert list(queues[0].accept_message_types) == [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION]
     assert accepted_types("fifo") == (pb.FIFO,)
     assert endpoints("broker-0.svc", 1).scheme == pb.DOMAIN_NAME and endpoints("::1", 1).scheme == pb.IPv6

@@ -14,7 +14,9 @@ def test_generated_modules_match_the_protos(tmp_path):
                    env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
     committed = REPO / "broker" / "proxy" / "pb"
     for name in ("definition_pb2.py", "definition_pb2.pyi", "service_pb2.py", "service_pb2.pyi"):
-        assert (tmp_path / name).read_text() == (committed / name).read_text(), f"{name}: run scripts/gen-proxy-pb"
+        assert (tmp_path / name).read_text() == (committed / name).read_text(), (
+            f"{name}: run scripts/gen-proxy-pb"
+        )
 
 
 def test_the_service_has_the_rpcs_of_the_5x_clients():

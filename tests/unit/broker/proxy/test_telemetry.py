@@ -17,11 +17,28 @@ from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.broker.proxy.service import ClientTerms, MessagingService
 from pyrocketmq.server.acl import AclValidator, parse_plain_acl
 
-ACL = parse_plain_acl({"globalWhiteRemoteAddresses": [], "accounts": [
-    {"accessKey": "alice01", "secretKey": "alice-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "SUB",
-     "topicPerms": ["T=PUB|SUB"], "groupPerms": ["gdeny=DENY"]},
-    {"accessKey": "mallory1", "secretKey": "mallory-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "SUB",
-     "topicPerms": ["T=SUB"]}]})
+ACL = parse_plain_acl(
+    {
+        "globalWhiteRemoteAddresses": [],
+        "accounts": [
+            {
+                "accessKey": "alice01",
+                "secretKey": "alice-secret",
+                "defaultTopicPerm": "DENY",
+                "defaultGroupPerm": "SUB",
+                "topicPerms": ["T=PUB|SUB"],
+                "groupPerms": ["gdeny=DENY"],
+            },
+            {
+                "accessKey": "mallory1",
+                "secretKey": "mallory-secret",
+                "defaultTopicPerm": "DENY",
+                "defaultGroupPerm": "SUB",
+                "topicPerms": ["T=SUB"],
+            },
+        ],
+    }
+)
 SECRETS = {"alice01": "alice-secret", "mallory1": "mallory-secret"}
 DATE = "20261126T101010Z"
 
@@ -31,8 +48,14 @@ class Context:
 
     def __init__(self, access_key: str, client_id: str) -> None:
         sig = expected_signature(SECRETS[access_key], DATE)
-        self.metadata = [("x-mq-client-id", client_id), ("x-mq-date-time", DATE), (
-            "authorization", f"MQv2-HMAC-SHA1 Credential={access_key}, SignedHeaders=x-mq-date-time, Signature={sig}")]
+        self.metadata = [
+            ("x-mq-client-id", client_id),
+            ("x-mq-date-time", DATE),
+            (
+                "authorization",
+                f"MQv2-HMAC-SHA1 Credential={access_key}, SignedHeaders=x-mq-date-time, Signature={sig}",
+            ),
+        ]
 
     def invocation_metadata(self) -> list[tuple[str, str]]:
         return self.metadata
@@ -82,7 +105,9 @@ class Stream:
 
 
 def _publishing(*topics: str) -> pb.Settings:
-    return pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=t) for t in topics]))
+    return pb.Settings(
+        client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=t) for t in topics])
+    )
 
 
 def _producers(service: MessagingService, topic: str) -> list[str]:
@@ -126,8 +151,13 @@ def test_a_consumer_announces_only_a_group_and_topics_it_may_consume():
         alice = Stream(service, Context("alice01", "alice-client"))
 
         def subscription(group: str, topic: str) -> pb.Settings:
-            return pb.Settings(client_type=pb.PUSH_CONSUMER, subscription=pb.Subscription(
-                group=pb.Resource(name=group), subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name=topic))]))
+            return pb.Settings(
+                client_type=pb.PUSH_CONSUMER,
+                subscription=pb.Subscription(
+                    group=pb.Resource(name=group),
+                    subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name=topic))],
+                ),
+            )
 
         denied_group = await alice.announce(subscription("gdeny", "T"))
         assert denied_group.status.code == pb.FORBIDDEN and "group:gdeny" in denied_group.status.message

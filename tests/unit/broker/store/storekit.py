@@ -67,10 +67,14 @@ def put(
     return r
 
 
-def put_batch(store: MessageStore, topic: str, queue_id: int, items: list[tuple[bytes, dict[str, str]]]) -> PutResult:
+def put_batch(
+    store: MessageStore, topic: str, queue_id: int, items: list[tuple[bytes, dict[str, str]]]
+) -> PutResult:
     """A batch send of ``items`` (body, properties) into one queue, as the send processor hands it over."""
     body = encode_batch([(b, 0, p) for b, p in items])
-    return store.put_batch(MessageInner(topic, body, properties_bytes=b"", queue_id=queue_id, born_timestamp=1))
+    return store.put_batch(
+        MessageInner(topic, body, properties_bytes=b"", queue_id=queue_id, born_timestamp=1)
+    )
 
 
 def read_queue(

@@ -39,7 +39,14 @@ def test_live_batch_replica_and_recovery_dispatch_the_same_records(tmp_path: Pat
     master.dispatch.add(live)
     fill(master)
     assert [s[:3] for s in live.seen] == [
-        ("T", 0, 0), ("T", 1, 0), ("T", 0, 1), ("T", 1, 1), ("T", 0, 2), ("B", 1, 0), ("B", 1, 1), ("B", 1, 2),
+        ("T", 0, 0),
+        ("T", 1, 0),
+        ("T", 0, 1),
+        ("T", 1, 1),
+        ("T", 0, 2),
+        ("B", 1, 0),
+        ("B", 1, 1),
+        ("B", 1, 2),
     ]
 
     replica = open_store(make_settings(tmp_path / "slave"))

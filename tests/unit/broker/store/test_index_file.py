@@ -48,7 +48,9 @@ def die(store: MessageStore) -> None:
     store.index.close()
 
 
-def found(store: MessageStore, key: str, topic: str = "T", max_num: int = 32, begin: int = 0, end: int = FOREVER):
+def found(
+    store: MessageStore, key: str, topic: str = "T", max_num: int = 32, begin: int = 0, end: int = FOREVER
+):
     r = store.query_message(topic, key, max_num, begin, end)
     return [decode_message(b)[0] for b in r.buffers]
 
@@ -248,7 +250,9 @@ def test_time_range(tmp_path: Path, clock: list[int]) -> None:
 def test_batch_transactions_and_switch(tmp_path: Path) -> None:
     store = open_store(tiny(tmp_path, slots=16, entries=64))
     try:
-        assert put_batch(store, "T", 2, [(bytes([i]), {"KEYS": f"b{i}", "UNIQ_KEY": f"UB{i}"}) for i in range(3)]).ok
+        assert put_batch(
+            store, "T", 2, [(bytes([i]), {"KEYS": f"b{i}", "UNIQ_KEY": f"UB{i}"}) for i in range(3)]
+        ).ok
         half = MessageInner.build("T", b"half", {"KEYS": "tx"}, sys_flag=SysFlag.TRANSACTION_PREPARED)
         assert store.put_message(half).ok
         assert bodies_for(store, "b1") == [b"\x01"] and bodies_for(store, "UB2") == [b"\x02"]

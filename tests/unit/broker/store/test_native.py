@@ -31,21 +31,38 @@ from tests.helpers.prereq import missing_prerequisite
 @pytest.fixture(autouse=True)
 def compiled():
     if native.NATIVE is None:
-        missing_prerequisite("compiled store", "pyrocketmq.broker.store._native is not built (pip install -e . "
-                             "with a C compiler and Python's headers)")
+        missing_prerequisite(
+            "compiled store",
+            "pyrocketmq.broker.store._native is not built (pip install -e . "
+            "with a C compiler and Python's headers)",
+        )
     return native.NATIVE
 
 
-text = st.text(st.characters(blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=12)
-props = st.dictionaries(st.one_of(st.just("TAGS"), st.just("KEYS"), st.just("UNIQ_KEY"), text), text, max_size=5)
-items = st.lists(st.tuples(st.binary(max_size=300), st.integers(-(2**31), 2**31 - 1), props), min_size=1, max_size=8)
+text = st.text(
+    st.characters(blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=12
+)
+props = st.dictionaries(
+    st.one_of(st.just("TAGS"), st.just("KEYS"), st.just("UNIQ_KEY"), text), text, max_size=5
+)
+items = st.lists(
+    st.tuples(st.binary(max_size=300), st.integers(-(2**31), 2**31 - 1), props), min_size=1, max_size=8
+)
 hosts = st.sampled_from([pack_host("10.1.2.3", 4567), pack_host("::1", 10911)])
 
 
 def both(data, batch_props=b"CLUSTER\x01C\x02", topic="T", born=None, store=None, max_body=4096):
     born, store = born or pack_host("10.1.2.3", 4567), store or pack_host("10.9.9.9", 10911)
-    batch = MessageInner(topic, data, properties_bytes=batch_props, queue_id=3, born_timestamp=1_700_000_000_123,
-                         born_host=born, store_host=store, reconsume_times=2)
+    batch = MessageInner(
+        topic,
+        data,
+        properties_bytes=batch_props,
+        queue_id=3,
+        born_timestamp=1_700_000_000_123,
+        born_host=born,
+        store_host=store,
+        reconsume_times=2,
+    )
     args = (batch, host_flags(0x2, born, store), 1_700_000_000_456, max_body)
     outcome = []
     for fn in (native.py_encode_batch, lambda *a: native.NATIVE.encode_batch(*a, MAGIC)):
@@ -57,7 +74,9 @@ def both(data, batch_props=b"CLUSTER\x01C\x02", topic="T", born=None, store=None
 
 
 @settings(max_examples=300, deadline=None)
-@given(items=items, born=hosts, store=hosts, batch_props=st.sampled_from([b"", b"CLUSTER\x01DefaultCluster\x02"]))
+@given(
+    items=items, born=hosts, store=hosts, batch_props=st.sampled_from([b"", b"CLUSTER\x01DefaultCluster\x02"])
+)
 def test_the_compiled_records_are_the_python_ones(items, born, store, batch_props):
     data = encode_batch(items)
     py, c = both(data, batch_props, born=born, store=store)
@@ -71,7 +90,9 @@ def test_the_compiled_records_are_the_python_ones(items, born, store, batch_prop
     decoded = decode_messages(bytes(block))
     assert [m.body for m in decoded] == [b for b, _, _ in items]
     assert [m.queue_offset for m in decoded] == list(range(40, 40 + len(items)))
-    assert native.NATIVE.offset_msg_ids(store, 1 << 33, sizes) == native.py_offset_msg_ids(store, 1 << 33, sizes)
+    assert native.NATIVE.offset_msg_ids(store, 1 << 33, sizes) == native.py_offset_msg_ids(
+        store, 1 << 33, sizes
+    )
     for (_, tags, decoded_props), (_, _, given_props) in zip(metas, items, strict=True):
         assert decoded_props == given_props and tags == tags_code(given_props.get("TAGS"))
 
@@ -89,12 +110,23 @@ def _records(msg, topic, properties, sys_flag, store_host, store_ts):
 
 
 @settings(max_examples=300, deadline=None)
-@given(topic=st.binary(min_size=1, max_size=127), body=st.binary(max_size=600), flag=st.integers(-(2**31), 2**31 - 1),
-       props=props, queue_id=st.integers(0, 2**31 - 1), sys_flag=st.integers(0, 2**20), born=hosts, store=hosts,
-       born_ts=st.integers(0, 2**62), store_ts=st.integers(0, 2**62), reconsume=st.integers(0, 2**31 - 1),
-       prepared=st.integers(0, 2**62))
-def test_a_single_record_is_the_python_one(topic, body, flag, props, queue_id, sys_flag, born, store, born_ts, store_ts,
-                                           reconsume, prepared):
+@given(
+    topic=st.binary(min_size=1, max_size=127),
+    body=st.binary(max_size=600),
+    flag=st.integers(-(2**31), 2**31 - 1),
+    props=props,
+    queue_id=st.integers(0, 2**31 - 1),
+    sys_flag=st.integers(0, 2**20),
+    born=hosts,
+    store=hosts,
+    born_ts=st.integers(0, 2**62),
+    store_ts=st.integers(0, 2**62),
+    reconsume=st.integers(0, 2**31 - 1),
+    prepared=st.integers(0, 2**62),
+)
+def test_a_single_record_is_the_python_one(
+    topic, body, flag, props, queue_id, sys_flag, born, store, born_ts, store_ts, reconsume, prepared
+):
     msg = MessageInner("T", body, flag, queue_id=queue_id, born_timestamp=born_ts, born_host=born,
                        reconsume_times=reconsume, prepared_transaction_offset=prepared)
     py, c = _records(msg, topic, encode_properties(props), host_flags(sys_flag, born, store), store, store_ts)
@@ -104,10 +136,19 @@ def test_a_single_record_is_the_python_one(topic, body, flag, props, queue_id, s
 
 
 def test_a_single_record_is_refused_alike():
-    msg = MessageInner("T", memoryview(b"body"), queue_id=1, born_timestamp=1, born_host=pack_host("10.1.2.3", 1))
-    ok = dict(msg=msg, topic=b"T", properties=b"a\x01b", sys_flag=0, store_host=pack_host("10.1.2.4", 2), store_ts=2)
+    msg = MessageInner(
+        "T", memoryview(b"body"), queue_id=1, born_timestamp=1, born_host=pack_host("10.1.2.3", 1)
+    )
+    ok = dict(
+        msg=msg, topic=b"T", properties=b"a\x01b", sys_flag=0, store_host=pack_host("10.1.2.4", 2), store_ts=2
+    )
     assert _records(**ok)[0] == _records(**ok)[1]
-    for bad in ({"topic": b"t" * 128}, {"properties": b"k\x01" + b"v" * 32766}, {"sys_flag": 0x10}, {"sys_flag": 0x20}):
+    for bad in (
+        {"topic": b"t" * 128},
+        {"properties": b"k\x01" + b"v" * 32766},
+        {"sys_flag": 0x10},
+        {"sys_flag": 0x20},
+    ):
         py, c = _records(**{**ok, **bad})
         assert isinstance(py, tuple) and c == py, (bad, py, c)
 
@@ -178,7 +219,9 @@ def _index_files(directory) -> list[bytes]:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(metas_st, min_size=1, max_size=4), st.integers(1, 9), st.integers(2, 23))
-@example(batches=[[(36, 0, {"KEYS": " "})]], slot_num=1, index_num=2)  # KEYS of separators only: nothing indexed
+@example(
+    batches=[[(36, 0, {"KEYS": " "})]], slot_num=1, index_num=2
+)  # KEYS of separators only: nothing indexed
 def test_a_batch_indexes_like_its_records_one_by_one(batches, slot_num, index_num):
     """Same index files byte for byte (entries, slot chains, headers, rolls to new files) whether a
     batch is indexed by the compiled build_batch or record by record; few slots force shared chains."""
@@ -212,8 +255,13 @@ def test_a_batch_indexes_like_its_records_one_by_one(batches, slot_num, index_nu
             svc.close()
 
 
-pairs = st.lists(st.tuples(st.one_of(st.sampled_from(["WAIT", "DELAY", "TAGS", "KEYS", "UNIQ_KEY", "XWAIT", ""]), text),
-                           st.one_of(st.sampled_from(["true", "false", "3", ""]), text, st.just("a\x01b"))), max_size=6)
+pairs = st.lists(
+    st.tuples(
+        st.one_of(st.sampled_from(["WAIT", "DELAY", "TAGS", "KEYS", "UNIQ_KEY", "XWAIT", ""]), text),
+        st.one_of(st.sampled_from(["true", "false", "3", ""]), text, st.just("a\x01b")),
+    ),
+    max_size=6,
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -221,12 +269,21 @@ pairs = st.lists(st.tuples(st.one_of(st.sampled_from(["WAIT", "DELAY", "TAGS", "
 def test_a_sends_properties_are_the_python_ones(items, trailing, drop_delay, cluster):
     text = "\x02".join(f"{k}\x01{v}" for k, v in items) + ("\x02" if trailing and items else "")
     for t in (text, None, "", "\x02", "\x01", "WAIT\x01false", "a\x02\x02b\x01c"):
-        assert native.NATIVE.send_properties(t, cluster, drop_delay) == native.py_send_properties(t, cluster, drop_delay)
+        assert native.NATIVE.send_properties(t, cluster, drop_delay) == native.py_send_properties(
+            t, cluster, drop_delay
+        )
 
 
 def test_a_sends_properties():
-    raw, stored, props, wait = native.send_properties("TAGS\x01a\x02WAIT\x01false\x02DELAY\x013", b"CLUSTER\x01C", True)
-    assert (raw, stored, props, wait) == (b"TAGS\x01a\x02", b"TAGS\x01a\x02CLUSTER\x01C", {"TAGS": "a"}, False)
+    raw, stored, props, wait = native.send_properties(
+        "TAGS\x01a\x02WAIT\x01false\x02DELAY\x013", b"CLUSTER\x01C", True
+    )
+    assert (raw, stored, props, wait) == (
+        b"TAGS\x01a\x02",
+        b"TAGS\x01a\x02CLUSTER\x01C",
+        {"TAGS": "a"},
+        False,
+    )
     assert native.send_properties("KEYS\x01k \u00e9\x02WAIT\x01true", b"", False) == (
         "KEYS\x01k \u00e9\x02".encode(), "KEYS\x01k \u00e9\x02".encode(), {"KEYS": "k \u00e9"}, True)
     with pytest.raises(UnicodeEncodeError):

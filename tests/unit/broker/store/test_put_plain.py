@@ -30,8 +30,11 @@ STORE = pack_host(*HOST)
 @pytest.fixture(autouse=True)
 def compiled():
     if native.NATIVE is None:
-        missing_prerequisite("compiled store", "pyrocketmq.broker.store._native is not built (pip install -e . "
-                             "with a C compiler and Python's headers)")
+        missing_prerequisite(
+            "compiled store",
+            "pyrocketmq.broker.store._native is not built (pip install -e . "
+            "with a C compiler and Python's headers)",
+        )
 
 
 def _props(props: dict[str, str]) -> bytes:
@@ -99,9 +102,15 @@ msgs = st.lists(
         st.sampled_from(["T", "Topic-ü", "x" * 100]),
         st.integers(0, 2),
         st.binary(max_size=700),
-        st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "é"]),
-                        st.text(st.characters(blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)),
-                                min_size=1, max_size=10), max_size=4),
+        st.dictionaries(
+            st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "é"]),
+            st.text(
+                st.characters(blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)),
+                min_size=1,
+                max_size=10,
+            ),
+            max_size=4,
+        ),
         st.integers(-(2**31), 2**31 - 1),
         st.sampled_from([BORN, pack_host("::1", 10911)]),
         st.sampled_from([0, SysFlag.MULTI_TAGS, SysFlag.TRANSACTION_COMMIT]),
@@ -120,8 +129,17 @@ def _compare(tmp: Path, monkeypatch: pytest.MonkeyPatch, batch: list, **kw: obje
     taken = 0
     try:
         for i, (topic, qid, body, props, flag, born, sys_flag) in enumerate(batch):
-            m = _inner(topic, qid, body, props, flag=flag, sys_flag=sys_flag, born=born, born_ts=1_700_000_000_000 + i,
-                       reconsume=i % 3)
+            m = _inner(
+                topic,
+                qid,
+                body,
+                props,
+                flag=flag,
+                sys_flag=sys_flag,
+                born=born,
+                born_ts=1_700_000_000_000 + i,
+                reconsume=i % 3,
+            )
             start = ms_module._now_ms.now
             a = _general(general, m)
             ms_module._now_ms.now = start
@@ -137,7 +155,10 @@ def _compare(tmp: Path, monkeypatch: pytest.MonkeyPatch, batch: list, **kw: obje
         assert plain.dispatch.last_timestamp == general.dispatch.last_timestamp
         assert plain.commit_log.last_store_timestamp == general.commit_log.last_store_timestamp
         for t, q in {(x[0], x[1]) for x in batch}:
-            assert plain.find_consume_queue(t, q).max_physic_offset == general.find_consume_queue(t, q).max_physic_offset
+            assert (
+                plain.find_consume_queue(t, q).max_physic_offset
+                == general.find_consume_queue(t, q).max_physic_offset
+            )
             check_queue_consistent(plain, t, q)
         general.index.flush()
         plain.index.flush()
@@ -151,15 +172,29 @@ def _compare(tmp: Path, monkeypatch: pytest.MonkeyPatch, batch: list, **kw: obje
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=msgs)
 def test_plain_puts_write_what_the_general_put_writes(tmp_path_factory, monkeypatch, batch):
-    _compare(tmp_path_factory.mktemp("pair"), monkeypatch, batch)  # 4 KiB segments, 10 units a file: many ends
+    _compare(
+        tmp_path_factory.mktemp("pair"), monkeypatch, batch
+    )  # 4 KiB segments, 10 units a file: many ends
 
 
 def test_a_long_run_of_puts_is_mostly_plain_and_the_same(tmp_path, monkeypatch):
     rnd = random.Random(7)
-    batch = [(rnd.choice(["T", "U"]), rnd.randrange(3), rnd.randbytes(rnd.randrange(300)),
-              {"UNIQ_KEY": f"K{i}", **({"TAGS": rnd.choice("ab")} if i % 2 else {}), **({"KEYS": "x y"} if i % 5 == 0 else {})},
-              rnd.randrange(1 << 31), rnd.choice([BORN, pack_host("::1", 10911)]), 0)
-             for i in range(400)]
+    batch = [
+        (
+            rnd.choice(["T", "U"]),
+            rnd.randrange(3),
+            rnd.randbytes(rnd.randrange(300)),
+            {
+                "UNIQ_KEY": f"K{i}",
+                **({"TAGS": rnd.choice("ab")} if i % 2 else {}),
+                **({"KEYS": "x y"} if i % 5 == 0 else {}),
+            },
+            rnd.randrange(1 << 31),
+            rnd.choice([BORN, pack_host("::1", 10911)]),
+            0,
+        )
+        for i in range(400)
+    ]
     taken = _compare(tmp_path, monkeypatch, batch, mapped_file_size_commit_log=32 << 10,
                      mapped_file_size_consume_queue=50 * 20)
     assert taken > 0.9 * len(batch)
@@ -196,7 +231,9 @@ def test_what_is_not_plain_is_declined_and_nothing_is_written(tmp_path, monkeypa
         topic = "SCHEDULE_TOPIC_XXXX" if case == "schedule topic" else "T"
         store.put_message(_inner(topic, 0, b"first", {}))
         props = {"DELAY": "3"} if case == "delay" else {"TIMER_DELAY_SEC": "5"} if case == "timer" else {}
-        sys_flag = {"prepared": SysFlag.TRANSACTION_PREPARED, "rollback": SysFlag.TRANSACTION_ROLLBACK}.get(case, 0)
+        sys_flag = {"prepared": SysFlag.TRANSACTION_PREPARED, "rollback": SysFlag.TRANSACTION_ROLLBACK}.get(
+            case, 0
+        )
         body = b"x" * (store.settings.max_message_size + 1) if case == "too big" else b"b"
         m = _inner(topic, 0, body, props, sys_flag=sys_flag)
         if case == "topic too long":
@@ -240,7 +277,9 @@ def test_put_message_takes_the_plain_path_and_every_dispatcher_sees_it(tmp_path,
         assert len(check_queue_consistent(store, "T", 0)) == 2
         assert len(store.query_message("T", "U2", 4, 0, 1 << 62).buffers) == 1
         store._running = False
-        assert store.put_message(_inner("T", 0, b"third", {})).status == PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert (
+            store.put_message(_inner("T", 0, b"third", {})).status == PutMessageStatus.SERVICE_NOT_AVAILABLE
+        )
         assert store.commit_log.max_offset == wrote + r.wrote_bytes
     finally:
         store._running = True
