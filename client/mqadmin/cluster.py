@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..cli_common import _bool, int_range, table
 from ..errors import MQBrokerError, MQClientError, MQError
 from ..stats_all import HEADER, format_row, stats_all
-from .verb import Opt, Verb, opt
+from .verb import WHERE, Verb, opt
 
 if TYPE_CHECKING:
     from ..admin import Admin
@@ -104,11 +104,6 @@ async def all_stats(admin: Admin, args: argparse.Namespace, out: TextIO) -> None
     for row in await stats_all(admin, args.topic, args.active):
         out.write(format_row(row))
 
-
-WHERE: tuple[Opt, ...] = (
-    opt("-b", "--brokerAddr", dest="broker", help="one broker (host:port)"),
-    opt("-c", "--clusterName", dest="cluster", help="every master of a cluster"),
-)
 
 VERBS = (
     Verb("clusterList", "brokers of every cluster", cluster_list, (

@@ -14,7 +14,7 @@ from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_
 
 from ..cli_common import _bool, _timestamp, fmt_ms, table, to_jsonable
 from ..errors import MQBrokerError, MQClientError
-from .verb import Verb, one_of, opt
+from .verb import TOPIC, WHERE, Verb, one_of, opt
 
 if TYPE_CHECKING:
     from ..admin import Admin
@@ -131,8 +131,7 @@ VERBS = (
             help="notify members on change (default true)"),
     )),
     Verb("deleteSubGroup", "delete a consumer group from a broker (-b) or a cluster (-c)", delete_sub_group, (
-        opt("-b", "--brokerAddr", dest="broker", help="one broker (host:port)"),
-        opt("-c", "--clusterName", dest="cluster", help="every master of a cluster"),
+        *WHERE,
         opt("-g", "--groupName", dest="group", required=True, help="consumer group"),
     )),
     Verb("consumerProgress", "a consumer group's offsets and lag per queue", consumer_progress, (
@@ -144,7 +143,7 @@ VERBS = (
     )),
     Verb("resetOffsetByTime", "move a consumer group's offsets on a topic to a point in time", reset_offset_by_time, (
         opt("-g", "--group", required=True, help="consumer group name"),
-        opt("-t", "--topic", required=True, help="topic name"),
+        TOPIC,
         opt("-s", "--timestamp", required=True, type=_timestamp,
             help="now, ms since the epoch, yyyy-MM-dd#HH:mm:ss:SSS (local time), or -1 for the end"),
         opt("-f", "--force", type=_bool, default=True,

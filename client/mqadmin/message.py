@@ -12,7 +12,7 @@ from pyrocketmq.remoting.message import MessageExt
 
 from ..cli_common import _bool, _timestamp, body_text, charset, fmt_ms, int_range
 from ..errors import MQClientError
-from .verb import Verb, opt
+from .verb import TOPIC, Verb, opt
 
 if TYPE_CHECKING:
     from ..admin import Admin
@@ -111,9 +111,6 @@ def print_message(msg: MessageExt, out: TextIO) -> None:
         out.write(f"{k:<20} {v}\n")
 
 
-MSG_ID = opt("-i", "--msgId", dest="msg_id", required=True, help="the producer's message id (UNIQ_KEY)")
-TOPIC = opt("-t", "--topic", required=True, help="topic name")
-
 VERBS = (
     Verb("queryMsgById", "show a message by offset id (or unique id with -t)", query_msg_by_id, (
         opt("-i", "--msgId", dest="msg_id", required=True, help="offset message id, or unique id with -t"),
@@ -128,7 +125,7 @@ VERBS = (
         opt("-c", "--maxNum", dest="max_num", type=int_range(1), default=64, help="at most this many (default 64)"),
     )),
     Verb("queryMsgByUniqueKey", "show a message by its unique id (UNIQ_KEY)", query_msg_by_unique_key, (
-        MSG_ID,
+        opt("-i", "--msgId", dest="msg_id", required=True, help="the producer's message id (UNIQ_KEY)"),
         TOPIC,
         opt("-a", "--showAll", dest="show_all", switch=True, help="every copy (retries), not just the first"),
     )),

@@ -86,7 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> tuple[Parser, dict[st
     verbs_sub = admin.add_subparsers(dest="admin_command", metavar="<command>", parser_class=Parser,
                                      help="one of the commands below")
     verbs_sub.required = True
-    parsers = {}
+    parsers: dict[str, Parser] = {}
     for verb in VERBS.values():
         p = verbs_sub.add_parser(verb.mqadmin, description=verb.help)
         _add_ns(p)

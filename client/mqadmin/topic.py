@@ -8,13 +8,10 @@ from typing import TYPE_CHECKING, TextIO
 import orjson
 
 from ..cli_common import _bool, fmt_ms, table, to_jsonable
-from .verb import Verb, one_of, opt
+from .verb import TOPIC, Verb, one_of, opt
 
 if TYPE_CHECKING:
     from ..admin import Admin
-
-TOPIC = opt("-t", "--topic", required=True, help="topic name")
-
 
 async def update_topic(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
     from ..route import perm_to_string

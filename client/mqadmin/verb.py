@@ -79,3 +79,13 @@ class Verb:
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         for o in self.options:
             o.add_to(parser)
+
+
+# -- options several verbs take, alike --------------------------------------------------------------
+
+TOPIC = opt("-t", "--topic", required=True, help="topic name")
+WHERE = (
+    opt("-b", "--brokerAddr", dest="broker", help="one broker (host:port)"),
+    opt("-c", "--clusterName", dest="cluster", help="every master of a cluster"),
+)
+"""``-b BROKER`` or ``-c CLUSTER`` (every master of it): :meth:`Admin.target_brokers`' two ways."""
