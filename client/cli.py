@@ -10,7 +10,8 @@ returns the exit status:
 - 2 — bad arguments: the usage of the (sub-)command and what is wrong, on stderr.
 
 Admin commands keep ``mqadmin``'s names and flags (``updateTopic -n ADDR -c CLUSTER -t TOPIC
--r 8 -w 8 -p 6``) and print tables aligned as mqadmin does, so scripts and habits carry over.
+-r 8 -w 8 -p 6``) and print tables aligned as mqadmin does, so scripts and habits carry over; they
+are declared in :mod:`.mqadmin` (its ``registry`` is the table of them).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from .cli_admin import _admin_parsers, run_admin
 from .cli_common import (
     PROG,
     Parser,
@@ -37,14 +37,9 @@ from .cli_common import (
 )
 from .errors import MQClientError, MQConnectionError, MQError
 from .message import Message, user_properties
+from .mqadmin.registry import add_parser as add_admin_parser, run_admin
 from .pulling import MessageSelector
 from .settings import ClientSettings
-
-# -- output helpers -------------------------------------------------------------------------------
-
-
-# -- admin commands -------------------------------------------------------------------------------
-
 
 # -- produce / consume ----------------------------------------------------------------------------
 
@@ -307,17 +302,14 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
     root = Parser(prog=PROG, description="pyrocketmq client commands")
     sub = root.add_subparsers(dest="command", metavar="{admin,produce,consume,bench}", parser_class=Parser)
     sub.required = True
-    admin = sub.add_parser("admin", help="administer a cluster (mqadmin commands)", description="mqadmin-style commands")
-    admin_sub = admin.add_subparsers(dest="admin_command", metavar="<command>", parser_class=Parser)
-    admin_sub.required = True
-    _admin_parsers(admin_sub)
+    admin, admin_parsers = add_admin_parser(sub)
     _produce_parser(sub)
     _consume_parser(sub)
     _bench_parser(sub)
     subparsers = {"admin": admin, **{name: p for name, p in sub.choices.items()}}
     bench_sub = next(a for a in sub.choices["bench"]._actions if isinstance(a, argparse._SubParsersAction))
     subparsers.update({f"bench {n}": p for n, p in bench_sub.choices.items()})
-    subparsers.update({f"admin {n}": p for n, p in admin_sub.choices.items()})
+    subparsers.update({f"admin {n}": p for n, p in admin_parsers.items()})
     return root, subparsers
 
 

@@ -6,6 +6,7 @@ import argparse
 import datetime
 import os
 import time
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
 import orjson
@@ -34,7 +35,7 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(self, message)
 
 
-def table(rows: list[list[Any]], widths: list[int], out: TextIO) -> None:
+def table(rows: Sequence[Sequence[object]], widths: Sequence[int], out: TextIO) -> None:
     """Left-aligned columns, at least mqadmin's widths, wider when a value needs it; two spaces apart."""
     cols = [max(w, *(len(str(r[i])) for r in rows)) if rows else w for i, w in enumerate(widths)]
     for r in rows:
@@ -122,3 +123,25 @@ def _timestamp(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"expected now, milliseconds or yyyy-MM-dd#HH:mm:ss:SSS, got {text!r}"
         ) from None
+
+
+def int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argument type: an integer from ``lo`` to ``hi`` (no upper bound when ``hi`` is None)."""
+
+    def parse(text: str) -> int:
+        value = int(text)  # a ValueError reads "invalid int value: 'x'", as for type=int
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"must be at least {lo}" if hi is None else f"must be {lo}..{hi}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def charset(text: str) -> str:
+    """An argument type: the name of a codec Python knows (``UTF-8``, ``GBK``, ``latin-1``…)."""
+    try:
+        "".encode(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"not a charset: {text!r}") from None
+    return text
