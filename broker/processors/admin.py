@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.body import (
@@ -40,45 +41,22 @@ from pyrocketmq.server.acl_service import acl_refusal
 from pyrocketmq.server.acl_table import stored_needs
 from pyrocketmq.server.config_checks import ConfigRefused
 
+from .services import BrokerServices
+
 _CREATE_TOPIC_DEFAULTS = {"defaultTopic": AUTO_CREATE_TOPIC, "readQueueNums": "16", "writeQueueNums": "16",
                           "perm": "6", "topicFilterType": "SINGLE_TAG"}
 
 if TYPE_CHECKING:
-    from ..client_manager import ConsumerManager
-    from ..consumer_offset import ConsumerOffsetManager
     from ..schedule import ScheduleService
-    from ..settings import BrokerSettings
-    from ..stats import BrokerStats
-    from ..store.message_store import MessageStore
-    from ..subscription_group import SubscriptionGroupManager
-    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
 
-class AdminProcessor:
-    def __init__(
-        self,
-        *,
-        settings: BrokerSettings,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        store: MessageStore,
-        stats: BrokerStats,
-        schedule: ScheduleService | None,
-        boot_ms: int,
-    ) -> None:
-        self.settings = settings
-        self.topics = topics
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
-        self.store = store
-        self.stats = stats
-        self.schedule = schedule
-        self.boot_ms = boot_ms
+@dataclass(kw_only=True, eq=False, repr=False)
+class AdminProcessor(BrokerServices):
+    schedule: ScheduleService | None
+    boot_ms: int
+    """When the broker started (epoch ms): the runtime info's ``bootTimestamp``."""
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.handle_create_topic)

@@ -12,6 +12,7 @@ at max → 19; past max → 21 (next = max); scanned but nothing matched → 20.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -24,16 +25,10 @@ from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerRe
 from ..message_filter import SQL92, TAG, SqlParseError, not_supported, sql_record_filter
 from ..settings import BrokerRole
 from ..store.values import GetMessageStatus
+from .services import BrokerServices
 
 if TYPE_CHECKING:
-    from ..client_manager import ConsumerManager
-    from ..consumer_offset import ConsumerOffsetManager
     from ..long_poll import PullHoldService
-    from ..settings import BrokerSettings
-    from ..stats import BrokerStats
-    from ..store.message_store import MessageStore
-    from ..subscription_group import SubscriptionGroupManager
-    from ..topic_config import TopicConfigManager
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -69,27 +64,10 @@ def tag_filter(codes: frozenset[int] | None) -> Callable[[int], bool] | None:
     return codes.__contains__
 
 
-class PullProcessor:
-    def __init__(
-        self,
-        *,
-        settings: BrokerSettings,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        store: MessageStore,
-        stats: BrokerStats,
-        holds: PullHoldService,
-    ) -> None:
-        self.settings = settings
-        self.topics = topics
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
-        self.store = store
-        self.stats = stats
-        self.holds = holds
+@dataclass(kw_only=True, eq=False, repr=False)
+class PullProcessor(BrokerServices):
+    holds: PullHoldService
+    """Where a pull that found nothing waits for a message (long polling)."""
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.PULL_MESSAGE, self.handle_pull)

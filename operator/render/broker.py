@@ -23,35 +23,24 @@ from ..model import BrokerModel
 from ..names import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, headless_service_name
 from ..settings import RenderSettings
 from .common import (
-    ACL_MOUNT,
     ANNOTATION_CONFIG_HASH,
-    ANNOTATION_SECRETS_HASH,
     ANNOTATION_TEMPLATE_HASH,
     CONFIG_MOUNT,
     RUN_MOUNT,
     STORE_MOUNT,
     TLS_MOUNT,
     acl_conf,
-    apply_scheduling,
     claim_retention,
     claim_template,
     config_hash,
-    container_security_context,
-    health_probes,
     metadata,
-    metrics_annotations,
-    one_per_node_required,
     pod_disruption_budget,
-    pod_env,
-    pod_security_context,
-    secret_volume,
     selector_labels,
     service_account,
-    spread_affinity,
     template_hash,
     tls_conf,
-    zone_spread,
 )
+from .pod import server_container, server_pod_template
 
 COMPONENT = "broker"
 CONF_KEY = "broker.conf"
@@ -229,90 +218,57 @@ def _cluster_service(model: BrokerModel) -> dict[str, Any]:
 
 def _broker_container(model: BrokerModel, settings: RenderSettings) -> dict[str, Any]:
     """The broker container: ports, environment, probes, mounts, resources."""
-    ports = [
-        {"name": "remoting", "containerPort": BROKER_PORT, "protocol": "TCP"},
-        {"name": "fast", "containerPort": BROKER_FAST_PORT, "protocol": "TCP"},
-        {"name": "ha", "containerPort": BROKER_HA_PORT, "protocol": "TCP"},
-    ]
-    env = pod_env() + [
-        {"name": "HOME", "value": RUN_MOUNT},
-        {"name": "BROKER_CONF_TEMPLATE", "value": f"{CONFIG_MOUNT}/{CONF_KEY}"},
-        {"name": "BROKER_CONF", "value": f"{RUN_MOUNT}/{CONF_KEY}"},
-    ]
-    if model.metrics.enabled:
-        ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
-        env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
-    if model.grpc.enabled:
-        ports.append({"name": "grpc", "containerPort": model.grpc.port, "protocol": "TCP"})
-    if model.acl.enabled:  # the broker's own account, written into the pod's runtime conf, never a ConfigMap
-        for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
-            env.append({"name": var, "valueFrom": {"secretKeyRef": {"name": model.acl.secret_name, "key": key,
-                                                                  "optional": True}}})
-    tcp = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3}
-    ready, alive = health_probes(model.metrics.enabled)
-    container: dict[str, Any] = {
-        "name": "broker",
-        "image": model.image or settings.default_image,
-        "imagePullPolicy": model.image_pull_policy or settings.image_pull_policy,
-        "args": ["broker"],
-        "ports": ports,
-        "env": env,
-        # Recovery after an unclean stop scans the commitlog tail: give it up to 10 minutes (the
-        # remoting port accepts only once the store is recovered).
-        "startupProbe": {**tcp, "failureThreshold": 60},
-        # Ready: recovered and registered with a name server; alive: the event loop answers.
-        "readinessProbe": {**ready, "failureThreshold": 3},
-        "livenessProbe": {**alive, "failureThreshold": 6},
-        "securityContext": container_security_context(),
-        "volumeMounts": [
+    container = server_container(
+        model, settings, "broker", ["broker"],
+        ports=[
+            {"name": "remoting", "containerPort": BROKER_PORT, "protocol": "TCP"},
+            {"name": "fast", "containerPort": BROKER_FAST_PORT, "protocol": "TCP"},
+            {"name": "ha", "containerPort": BROKER_HA_PORT, "protocol": "TCP"},
+        ],
+        env=[
+            {"name": "BROKER_CONF_TEMPLATE", "value": f"{CONFIG_MOUNT}/{CONF_KEY}"},
+            {"name": "BROKER_CONF", "value": f"{RUN_MOUNT}/{CONF_KEY}"},
+        ],
+        mounts=[
             {"name": STORE_VOLUME, "mountPath": STORE_MOUNT},
             {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
             {"name": "run", "mountPath": RUN_MOUNT},
             {"name": "tmp", "mountPath": "/tmp"},
-            *([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}] if model.tls.enabled else []),
-            *([{"name": "acl", "mountPath": ACL_MOUNT, "readOnly": True}] if model.acl.enabled else []),
         ],
-    }
-    if model.resources:
-        container["resources"] = {k: dict(v) for k, v in model.resources.items()}
+    )
+    if model.grpc.enabled:
+        container["ports"].append({"name": "grpc", "containerPort": model.grpc.port, "protocol": "TCP"})
+    if model.acl.enabled:  # the broker's own account, written into the pod's runtime conf, never a ConfigMap
+        for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
+            container["env"].append({"name": var, "valueFrom": {"secretKeyRef": {
+                "name": model.acl.secret_name, "key": key, "optional": True}}})
+    # Recovery after an unclean stop scans the commitlog tail: give it up to 10 minutes (the
+    # remoting port accepts only once the store is recovered).
+    container["startupProbe"] = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3,
+                                 "failureThreshold": 60}
     return container
 
 
 def _statefulset(
     model: BrokerModel, settings: RenderSettings, group: str, selector: dict[str, str], conf: str
 ) -> dict[str, Any]:
-    container = _broker_container(model, settings)
     volumes: list[dict[str, Any]] = [
         {"name": "config", "configMap": {"name": config_map_name(group)}},
         {"name": "run", "emptyDir": {}},
         {"name": "tmp", "emptyDir": {}},
     ]
-    if model.tls.enabled:
-        volumes.append(secret_volume("tls", model.tls.secret_name))
-    if model.acl.enabled:
-        volumes.append(secret_volume("acl", model.acl.secret_name))
     storage = model.storage
     claims: list[dict[str, Any]] = []
     if storage.persistent:
         claims.append(claim_template(STORE_VOLUME, storage, selector))
     else:
         volumes.insert(0, {"name": STORE_VOLUME, "emptyDir": {"sizeLimit": storage.size}})
-    pod_spec: dict[str, Any] = {
-        "serviceAccountName": cluster_object_name(model),
-        "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 60,
-        "securityContext": pod_security_context(),
-        "containers": [container],
-        "volumes": volumes,
-    }
     # Master and slaves of one group on different nodes (and zones): losing a node must not take a
     # whole group.
-    required = one_per_node_required(model.replicas_per_group, model.nodes)
-    apply_scheduling(pod_spec, model.scheduling, spread_affinity(selector, required), zone_spread(selector))
-    annotations = {ANNOTATION_CONFIG_HASH: config_hash(conf)}
-    annotations.update(metrics_annotations(model.metrics.enabled, model.metrics.port))
-    if model.secrets_hash:
-        annotations[ANNOTATION_SECRETS_HASH] = model.secrets_hash
+    template = server_pod_template(model, _broker_container(model, settings), volumes,
+                                   service_account_name=cluster_object_name(model), grace_seconds=60,
+                                   selector=selector, replicas=model.replicas_per_group,
+                                   annotations={ANNOTATION_CONFIG_HASH: config_hash(conf)})
     spec: dict[str, Any] = {
         "serviceName": headless_service_name(group),
         "replicas": model.replicas_per_group,
@@ -320,7 +276,7 @@ def _statefulset(
         # Highest ordinal first, each Ready before the next: slaves first, the master (0) last.
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
         "selector": {"matchLabels": dict(selector)},
-        "template": {"metadata": {"labels": dict(selector), "annotations": annotations}, "spec": pod_spec},
+        "template": template,
     }
     if claims:
         spec["volumeClaimTemplates"] = claims

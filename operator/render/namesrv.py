@@ -13,29 +13,17 @@ from ..model import NameServerModel
 from ..names import NAMESRV_PORT, headless_service_name, namesrv_addresses, service_domain
 from ..settings import RenderSettings
 from .common import (
-    ACL_MOUNT,
-    ANNOTATION_SECRETS_HASH,
     RUN_MOUNT,
-    TLS_MOUNT,
     acl_conf,
-    apply_scheduling,
     claim_retention,
     claim_template,
-    container_security_context,
-    health_probes,
     metadata,
-    metrics_annotations,
-    one_per_node_required,
     pod_disruption_budget,
-    pod_env,
-    pod_security_context,
-    secret_volume,
     selector_labels,
     service_account,
-    spread_affinity,
     tls_conf,
-    zone_spread,
 )
+from .pod import server_container, server_pod_template
 
 COMPONENT = "namesrv"
 CONTROLLER_VOLUME = "controller"
@@ -107,47 +95,22 @@ def _client_service(model: NameServerModel, selector: dict[str, str]) -> dict[st
 
 def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dict[str, str]) -> dict[str, Any]:
     ref = model.ref
-    ports = [{"name": "remoting", "containerPort": NAMESRV_PORT, "protocol": "TCP"}]
-    env = pod_env() + [{"name": "HOME", "value": RUN_MOUNT}]
-    if model.metrics.enabled:
-        ports.append({"name": "metrics", "containerPort": model.metrics.port, "protocol": "TCP"})
-        env.append({"name": "PYROCKETMQ_METRICS_PORT", "value": str(model.metrics.port)})
-    ready, alive = health_probes(model.metrics.enabled)
-    container: dict[str, Any] = {
-        "name": "namesrv",
-        "image": model.image or settings.default_image,
-        "imagePullPolicy": model.image_pull_policy or settings.image_pull_policy,
-        "args": ["namesrv", "--listen-port", str(NAMESRV_PORT),
-                 *(f"--set={k}={v}" for k, v in {**tls_conf(model.tls), **acl_conf(model.acl),
-                                                 **controller_conf(model, settings.cluster_domain)}.items())],
-        "ports": ports,
-        "env": env,
-        "readinessProbe": {**ready, "failureThreshold": 3},
-        "livenessProbe": {**alive, "failureThreshold": 6, "initialDelaySeconds": 10},
-        "securityContext": container_security_context(),
-        "volumeMounts": [{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"},
-                         *([{"name": CONTROLLER_VOLUME, "mountPath": CONTROLLER_MOUNT}] if model.controller else []),
-                         *([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}] if model.tls.enabled else []),
-                         *([{"name": "acl", "mountPath": ACL_MOUNT, "readOnly": True}] if model.acl.enabled else [])],
-    }
-    if model.resources:
-        container["resources"] = {k: dict(v) for k, v in model.resources.items()}
-    pod_spec: dict[str, Any] = {
-        "serviceAccountName": service_account_name(model),
-        "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 30,
-        "securityContext": pod_security_context(),
-        "containers": [container],
-        "volumes": [{"name": "run", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}},
-                    *([secret_volume("tls", model.tls.secret_name)] if model.tls.enabled else []),
-                    *([secret_volume("acl", model.acl.secret_name)] if model.acl.enabled else [])],
-    }
+    conf = {**tls_conf(model.tls), **acl_conf(model.acl), **controller_conf(model, settings.cluster_domain)}
+    args = ["namesrv", "--listen-port", str(NAMESRV_PORT), *(f"--set={k}={v}" for k, v in conf.items())]
+    container = server_container(
+        model, settings, "namesrv", args,
+        ports=[{"name": "remoting", "containerPort": NAMESRV_PORT, "protocol": "TCP"}], env=[],
+        mounts=[{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"},
+                *([{"name": CONTROLLER_VOLUME, "mountPath": CONTROLLER_MOUNT}] if model.controller else [])],
+    )
+    container["livenessProbe"]["initialDelaySeconds"] = 10
     storage = model.controller_storage
-    if model.controller and not storage.persistent:
-        pod_spec["volumes"].append({"name": CONTROLLER_VOLUME, "emptyDir": {"sizeLimit": storage.size}})
+    volumes = [{"name": "run", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
     # Name servers (and the controller quorum they carry) on different nodes, spread over zones.
-    required = one_per_node_required(model.replicas, model.nodes)
-    apply_scheduling(pod_spec, model.scheduling, spread_affinity(selector, required), zone_spread(selector))
+    template = server_pod_template(model, container, volumes, service_account_name=service_account_name(model),
+                                   grace_seconds=30, selector=selector, replicas=model.replicas)
+    if model.controller and not storage.persistent:
+        template["spec"]["volumes"].append({"name": CONTROLLER_VOLUME, "emptyDir": {"sizeLimit": storage.size}})
     claims = {}
     if model.controller and storage.persistent:  # the controller's state survives the pods
         claims = {"volumeClaimTemplates": [claim_template(CONTROLLER_VOLUME, storage, selector)],
@@ -163,13 +126,6 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
             "podManagementPolicy": "Parallel",
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
             "selector": {"matchLabels": dict(selector)},
-            "template": {
-                "metadata": {
-                    "labels": dict(selector),
-                    "annotations": {**metrics_annotations(model.metrics.enabled, model.metrics.port),
-                                    **({ANNOTATION_SECRETS_HASH: model.secrets_hash} if model.secrets_hash else {})},
-                },
-                "spec": pod_spec,
-            },
+            "template": template,
         },
     }

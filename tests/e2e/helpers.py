@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pyrocketmq.client import Message, ProducerSettings, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.client.controller import controller_groups
 from pyrocketmq.client.errors import MQError
@@ -312,6 +314,18 @@ def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = Fal
         yield MQ(kube, ns, images, names)
     finally:
         delete_namespace(kube, ns)
+
+
+def mq_fixture(prefix: str, *, wait: bool = False, names: int = 2, groups: int = 2, **broker_spec: Any) -> Any:
+    """A test module's ``mq`` fixture (``mq = mq_fixture("e2e-x", wait=True)``): its own
+    :func:`deployed_mq` of these arguments, once the chart is installed; deleted after the module."""
+
+    @pytest.fixture(scope="module", name="mq")
+    def mq(node_cluster: KubeCluster, images: Any, operator_release: str) -> Iterator[MQ]:
+        with deployed_mq(node_cluster, images, prefix, wait=wait, names=names, groups=groups, **broker_spec) as cluster:
+            yield cluster
+
+    return mq
 
 
 class Sender:

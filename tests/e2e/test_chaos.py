@@ -6,14 +6,11 @@ producer sends beside ours. ``python -m bench chaos`` runs a long schedule."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.chaos import KINDS, run
-from tests.e2e.conftest import E2EImages
-from tests.e2e.helpers import MQ, deployed_mq
-from tests.k8s.cluster import KubeCluster
+from tests.e2e.helpers import MQ, mq_fixture
 
 pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
 
@@ -23,12 +20,7 @@ KIND_LIST = [k for k in os.environ.get("PYROCKETMQ_CHAOS_KINDS", ",".join(KINDS)
 JAVA = os.environ.get("PYROCKETMQ_CHAOS_JAVA", "1") == "1"  # the Apache 4.9 Java producer sends too
 
 
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(
-        node_cluster, images, "chaos", wait=True, names=3, groups=1
-    ) as mq:  # failover by default
-        yield mq
+mq = mq_fixture("chaos", wait=True, names=3, groups=1)  # failover by default
 
 
 @pytest.mark.timeout(600 + 240 * FAULTS)

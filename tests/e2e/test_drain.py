@@ -7,29 +7,23 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     NodeFaults,
     Sender,
-    deployed_mq,
     first_group,
+    mq_fixture,
     read_until,
     wait_elected,
 )
-from tests.k8s.cluster import KubeCluster
 
 pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
 
 
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "drain", names=3, groups=1) as mq:  # failover by default
-        yield mq
+mq = mq_fixture("drain", names=3, groups=1)  # failover by default
 
 
 @pytest.mark.timeout(900)

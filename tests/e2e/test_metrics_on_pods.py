@@ -21,8 +21,8 @@ import yaml
 from localkube import tools as lk_tools
 from pyrocketmq.client import Message
 from tests.conformance import pyclient5
-from tests.e2e.conftest import OPERATOR_NAMESPACE, RELEASE, E2EImages
-from tests.e2e.helpers import MQ, deployed_mq, group_cr, topic_cr, wait_ready
+from tests.e2e.conftest import OPERATOR_NAMESPACE, RELEASE
+from tests.e2e.helpers import MQ, group_cr, mq_fixture, topic_cr, wait_ready
 from tests.k8s.cluster import KubeCluster
 from tests.observability.prometheus import (
     APACHE_QUERIES,
@@ -37,10 +37,7 @@ from tests.observability.workload import traffic
 JOBS = ("pyrocketmq-namesrv", "pyrocketmq-broker", "pyrocketmq-operator")
 
 
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "e2e-metrics", wait=True) as cluster:
-        yield cluster
+mq = mq_fixture("e2e-metrics", wait=True)
 
 
 def shipped_scrape_configs(kube: KubeCluster, namespaces: list[str]) -> list[dict]:

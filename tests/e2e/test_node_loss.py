@@ -10,35 +10,28 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     NodeFaults,
     Sender,
-    deployed_mq,
     first_group,
     get,
     master_off_operator_node,
+    mq_fixture,
     node_of,
     read_until,
 )
-from tests.k8s.cluster import KubeCluster
 
 pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
 
 REPLACE_AFTER = 10  # seconds; the node itself is NotReady 20 s after its last report
 
 
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    # three name servers (each runs the controller by default), one group of two
-    with deployed_mq(node_cluster, images, "nodeloss", names=3, groups=1,
-                     nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"}) as mq:
-        yield mq
+# three name servers (each runs the controller by default), one group of two
+mq = mq_fixture("nodeloss", names=3, groups=1, nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"})
 
 
 @pytest.mark.timeout(900)

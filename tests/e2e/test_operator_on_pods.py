@@ -7,7 +7,6 @@ cluster's DNS, as users run them."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,15 +14,11 @@ from pyrocketmq.client import Message, MessageQueue, SyncAdmin, SyncProducer, Sy
 from pyrocketmq.remoting.body import SubscriptionGroupWrapper
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
-from tests.e2e.conftest import OPERATOR_NAMESPACE, E2EImages
-from tests.e2e.helpers import MQ, broker_cr, condition, deployed_mq, get, group_cr, topic_cr, wait_ready
+from tests.e2e.conftest import OPERATOR_NAMESPACE
+from tests.e2e.helpers import MQ, broker_cr, condition, get, group_cr, mq_fixture, topic_cr, wait_ready
 from tests.k8s.cluster import KubeCluster
 
-
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "e2e-ops", wait=True) as cluster:
-        yield cluster
+mq = mq_fixture("e2e-ops", wait=True)
 
 
 def group_configs(admin: SyncAdmin, addr: str) -> dict:

@@ -11,32 +11,26 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     NodeFaults,
     Sender,
-    deployed_mq,
     first_group,
     master_off_operator_node,
+    mq_fixture,
     node_of,
     pod_ip,
     read_until,
 )
-from tests.k8s.cluster import KubeCluster
 
 pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
 
 
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    # one name server per node (each runs a controller), one group of two (SYNC, failover by default)
-    with deployed_mq(node_cluster, images, "partition", names=3, groups=1) as mq:
-        yield mq
+# one name server per node (each runs a controller), one group of two (SYNC, failover by default)
+mq = mq_fixture("partition", names=3, groups=1)
 
 
 @pytest.mark.timeout(900)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,13 @@ from pyrocketmq.client import Message, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.remoting_client import RemotingClient
 from tests.conformance import pyclient5
-from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     MQ,
     Sender,
-    deployed_mq,
     get,
     group_cr,
     groups_on,
+    mq_fixture,
     pod_ip,
     pod_ready,
     pods,
@@ -35,13 +33,8 @@ from tests.e2e.helpers import (
     wait_ready,
 )
 from tests.integration import wire
-from tests.k8s.cluster import KubeCluster
 
-
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "e2e") as cluster:
-        yield cluster
+mq = mq_fixture("e2e")
 
 
 def test_a_nameservers_and_replicated_broker_groups_become_ready(mq: MQ):

@@ -6,16 +6,14 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     BROKER_SELECTOR,
     MQ,
     Sender,
-    deployed_mq,
+    mq_fixture,
     pod_ready,
     pods,
     read_all,
@@ -24,11 +22,7 @@ from tests.e2e.helpers import (
 )
 from tests.k8s.cluster import KubeCluster
 
-
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "e2e-roll", wait=True) as cluster:
-        yield cluster
+mq = mq_fixture("e2e-roll", wait=True)
 
 
 class PodWatch:

@@ -5,19 +5,17 @@ writes on the group, keeps it while its messages are unread, and removes it once
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 
 import pytest
 
 from pyrocketmq.client import Message, SyncAdmin, SyncProducer
-from tests.e2e.conftest import E2EImages
 from tests.e2e.helpers import (
     BROKER_SELECTOR,
     MQ,
     condition,
-    deployed_mq,
     get,
     group_cr,
+    mq_fixture,
     pods,
     read_all,
     topic_cr,
@@ -25,11 +23,7 @@ from tests.e2e.helpers import (
 )
 from tests.k8s.cluster import KubeCluster
 
-
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "e2e-shrink", wait=True) as cluster:
-        yield cluster
+mq = mq_fixture("e2e-shrink", wait=True)
 
 
 def broker_statefulsets(kube: KubeCluster, ns: str) -> set[str]:

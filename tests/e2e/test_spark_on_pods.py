@@ -13,7 +13,6 @@ import secrets
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,8 +20,7 @@ import pytest
 import yaml
 
 from pyrocketmq.client import Message, SyncProducer
-from tests.e2e.conftest import E2EImages
-from tests.e2e.helpers import MQ, deployed_mq, group_cr, topic_cr, wait_ready
+from tests.e2e.helpers import MQ, group_cr, mq_fixture, topic_cr, wait_ready
 from tests.k8s.cluster import KubeCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +29,7 @@ BASE_TS = 1_763_800_020_000  # 2025-11-22T08:27:00Z: events over four whole minu
 TAGS = ("books", "music", "games")
 
 
-@pytest.fixture(scope="module")
-def mq(node_cluster: KubeCluster, images: E2EImages, operator_release: str) -> Iterator[MQ]:
-    with deployed_mq(node_cluster, images, "e2e-spark", wait=True) as cluster:
-        yield cluster
+mq = mq_fixture("e2e-spark", wait=True)
 
 
 def spark_rbac(ns: str) -> list[dict]:

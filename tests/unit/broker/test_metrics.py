@@ -9,16 +9,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pyrocketmq.broker import metric_rows
 from pyrocketmq.broker.app import Broker
-from pyrocketmq.broker.metric_rows import (
-    ConsumerState,
-    consumer_states,
-    lag_rows,
-    readiness,
-    scheduled_waiting,
-    special_topic_totals,
-    timed,
-)
 from pyrocketmq.broker.metrics import BrokerMetrics
 from pyrocketmq.broker.schedule import ScheduleService
 from pyrocketmq.broker.settings import BrokerSettings
@@ -34,22 +26,22 @@ from pyrocketmq.remoting.body import SubscriptionGroupConfig
     [(0, 0, 0), (0, 10, 10), (7, 10, 3), (10, 10, 0), (12, 10, 0), (-1, 5, 5)],
 )
 def test_lag_is_max_minus_committed_never_negative(committed, max_offset, lag):
-    assert list(lag_rows({"T@g": {3: committed}}, lambda t, q: max_offset)) == [("g", "T", 3, committed, lag)]
+    assert list(metric_rows.lag_rows({"T@g": {3: committed}}, lambda t, q: max_offset)) == [("g", "T", 3, committed, lag)]
 
 
 def test_lag_rows_skip_keys_without_a_group():
-    assert list(lag_rows({"broken": {0: 1}, "T@g": {}}, lambda t, q: 5)) == []
+    assert list(metric_rows.lag_rows({"broken": {0: 1}, "T@g": {}}, lambda t, q: 5)) == []
 
 
 def test_special_topic_totals_cover_every_known_group():
     queues = [("%RETRY%a", 0, 4), ("%RETRY%a", 1, 2), ("%RETRY%z", 0, 1), ("%DLQ%a", 0, 9), ("T", 0, 100)]
-    assert special_topic_totals(["a", "b"], queues, "%RETRY%") == {"a": 6, "b": 0, "z": 1}
-    assert special_topic_totals(["a", "b"], queues, "%DLQ%") == {"a": 9, "b": 0}
+    assert metric_rows.special_topic_totals(["a", "b"], queues, "%RETRY%") == {"a": 6, "b": 0, "z": 1}
+    assert metric_rows.special_topic_totals(["a", "b"], queues, "%DLQ%") == {"a": 9, "b": 0}
 
 
 def test_scheduled_waiting_per_level():
     maxes = {0: 10, 1: 3}
-    assert scheduled_waiting(3, lambda q: maxes.get(q, 0), {1: 10, 2: 1}) == {1: 0, 2: 2, 3: 0}
+    assert metric_rows.scheduled_waiting(3, lambda q: maxes.get(q, 0), {1: 10, 2: 1}) == {1: 0, 2: 2, 3: 0}
 
 
 @pytest.mark.parametrize(
@@ -57,7 +49,7 @@ def test_scheduled_waiting_per_level():
     [(False, 1, 1, False), (True, 1, 0, False), (True, 1, 1, True), (True, 3, 1, True), (True, 0, 0, True)],
 )
 def test_readiness(serving, configured, registered, ready):
-    assert (readiness(serving, configured, registered) is None) is ready
+    assert (metric_rows.readiness(serving, configured, registered) is None) is ready
 
 
 def test_timed_records_even_when_the_call_raises():
@@ -67,7 +59,7 @@ def test_timed_records_even_when_the_call_raises():
         raise ValueError
 
     with pytest.raises(ValueError):
-        timed(fail, rec)()
+        metric_rows.timed(fail, rec)()
     assert rec.count == 1
 
 
@@ -242,8 +234,8 @@ def test_connections_under_apache_names_by_language_version_and_mode(broker):
 
 def test_consumer_states_sum_queues_as_apache_does():
     """Queue 0: 10 stored, 3 committed, pulled to 5; queue 1: never pulled, 9 committed; stored at 1000 + offset."""
-    states = consumer_states({"T@g": {0: 3, 1: 9}, "bad-key": {0: 1}}, {"T@g": {0: 5}}, lambda t, q: 10,
-                             lambda t, q, o: 1000 + o, now_ms=2000)
-    assert states == {("g", "T"): ConsumerState(lag=8, ready=6, inflight=2, queueing_ms=995, lag_ms=997)}
-    caught_up = consumer_states({"T@g": {0: 10}}, {"T@g": {0: 12}}, lambda t, q: 10, lambda t, q, o: -1, 2000)
-    assert caught_up[("g", "T")] == ConsumerState()  # a pull offset past the top counts as the top
+    states = metric_rows.consumer_states({"T@g": {0: 3, 1: 9}, "bad-key": {0: 1}}, {"T@g": {0: 5}}, lambda t, q: 10,
+                                         lambda t, q, o: 1000 + o, now_ms=2000)
+    assert states == {("g", "T"): metric_rows.ConsumerState(lag=8, ready=6, inflight=2, queueing_ms=995, lag_ms=997)}
+    caught_up = metric_rows.consumer_states({"T@g": {0: 10}}, {"T@g": {0: 12}}, lambda t, q: 10, lambda t, q, o: -1, 2000)
+    assert caught_up[("g", "T")] == metric_rows.ConsumerState()  # a pull offset past the top counts as the top

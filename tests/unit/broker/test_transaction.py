@@ -5,26 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from pyrocketmq.broker import transaction
 from pyrocketmq.broker.consumer_offset import ConsumerOffsetManager
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings
 from pyrocketmq.broker.store.values import MessageInner
-from pyrocketmq.broker.transaction import (
-    CHECK_MAX_TOPIC,
-    HALF_TOPIC,
-    OP_TOPIC,
-    SYS_GROUP,
-    Verdict,
-    advance_op_offset,
-    check_body_message,
-    committed_inner,
-    decide,
-    end_problem,
-    half_inner,
-    op_inner,
-    parse_op_body,
-    rechecked_inner,
-)
 from pyrocketmq.broker.transaction_check import TransactionCheckService, TransactionSettings
 from pyrocketmq.remoting.message import MessageExt, SysFlag, decode_properties, encode_properties, pack_host
 
@@ -34,22 +19,22 @@ BASE = dict(resolved=False, times=0, born_ms=0, now_ms=10_000, timeout_ms=6_000,
 @pytest.mark.parametrize(
     ("changes", "verdict"),
     [
-        ({}, Verdict.CHECK),
-        ({"resolved": True}, Verdict.RESOLVED),
-        ({"resolved": True, "times": 99}, Verdict.RESOLVED),
-        ({"times": 14}, Verdict.CHECK),
-        ({"times": 15}, Verdict.DISCARD),
-        ({"now_ms": 5_999}, Verdict.WAIT),
-        ({"now_ms": 6_000}, Verdict.CHECK),
-        ({"born_ms": 20_000}, Verdict.CHECK),  # born in our future: a skewed clock, do not wait forever
-        ({"immunity_ms": 60_000}, Verdict.WAIT),
-        ({"immunity_ms": 1_000, "now_ms": 2_000}, Verdict.CHECK),
-        ({"reserved_ms": 5_000}, Verdict.DISCARD),
-        ({"times": 15, "now_ms": 1}, Verdict.DISCARD),
+        ({}, transaction.Verdict.CHECK),
+        ({"resolved": True}, transaction.Verdict.RESOLVED),
+        ({"resolved": True, "times": 99}, transaction.Verdict.RESOLVED),
+        ({"times": 14}, transaction.Verdict.CHECK),
+        ({"times": 15}, transaction.Verdict.DISCARD),
+        ({"now_ms": 5_999}, transaction.Verdict.WAIT),
+        ({"now_ms": 6_000}, transaction.Verdict.CHECK),
+        ({"born_ms": 20_000}, transaction.Verdict.CHECK),  # born in our future: a skewed clock, do not wait forever
+        ({"immunity_ms": 60_000}, transaction.Verdict.WAIT),
+        ({"immunity_ms": 1_000, "now_ms": 2_000}, transaction.Verdict.CHECK),
+        ({"reserved_ms": 5_000}, transaction.Verdict.DISCARD),
+        ({"times": 15, "now_ms": 1}, transaction.Verdict.DISCARD),
     ],
 )
 def test_decide(changes, verdict):
-    assert decide(**{**BASE, **changes}) is verdict
+    assert transaction.decide(**{**BASE, **changes}) is verdict
 
 
 @pytest.mark.parametrize(
@@ -64,7 +49,7 @@ def test_decide(changes, verdict):
     ],
 )
 def test_advance_op_offset(ops, half, expected):
-    assert advance_op_offset(5, ops, half) == expected
+    assert transaction.advance_op_offset(5, ops, half) == expected
 
 
 def _inner(**kw) -> MessageInner:
@@ -75,8 +60,8 @@ def _inner(**kw) -> MessageInner:
 
 
 def test_half_inner_moves_the_message_aside():
-    h = half_inner(_inner())
-    assert (h.topic, h.queue_id) == (HALF_TOPIC, 0)
+    h = transaction.half_inner(_inner())
+    assert (h.topic, h.queue_id) == (transaction.HALF_TOPIC, 0)
     assert h.sys_flag == SysFlag.MULTI_TAGS
     props = decode_properties(h.properties_bytes)
     assert props["REAL_TOPIC"] == "Real" and props["REAL_QID"] == "2"
@@ -86,8 +71,8 @@ def test_half_inner_moves_the_message_aside():
 
 def _half_ext(**kw) -> MessageExt:
     props = {"UNIQ_KEY": "U1", "TRAN_MSG": "true", "PGROUP": "pg", "REAL_TOPIC": "Real", "REAL_QID": "2", "TAGS": "t"}
-    base = dict(topic=HALF_TOPIC, body=b"b", properties=props, queue_id=0, queue_offset=7, commitlog_offset=1234,
-                born_host=("10.0.0.1", 5), store_host=("10.0.0.2", 10911), born_timestamp=1)
+    base = dict(topic=transaction.HALF_TOPIC, body=b"b", properties=props, queue_id=0, queue_offset=7,
+                commitlog_offset=1234, born_host=("10.0.0.1", 5), store_host=("10.0.0.2", 10911), born_timestamp=1)
     base.update(kw)
     return MessageExt(**base)
 
@@ -95,31 +80,31 @@ def _half_ext(**kw) -> MessageExt:
 def test_end_problem_checks_group_and_offsets():
     m = _half_ext()
     ok = dict(producer_group="pg", tran_state_table_offset=7, commit_log_offset=1234)
-    assert end_problem(m, **ok) is None
-    assert "group" in end_problem(m, **{**ok, "producer_group": "other"})
-    assert "table offset" in end_problem(m, **{**ok, "tran_state_table_offset": 8})
-    assert "commitlog offset" in end_problem(m, **{**ok, "commit_log_offset": 1})
-    assert "not a half" in end_problem(_half_ext(topic="Real"), **ok)
+    assert transaction.end_problem(m, **ok) is None
+    assert "group" in transaction.end_problem(m, **{**ok, "producer_group": "other"})
+    assert "table offset" in transaction.end_problem(m, **{**ok, "tran_state_table_offset": 8})
+    assert "commitlog offset" in transaction.end_problem(m, **{**ok, "commit_log_offset": 1})
+    assert "not a half" in transaction.end_problem(_half_ext(topic="Real"), **ok)
 
 
 def test_committed_inner_restores_the_real_destination():
-    c = committed_inner(_half_ext())
+    c = transaction.committed_inner(_half_ext())
     assert c is not None
     assert (c.topic, c.queue_id) == ("Real", 2)
     assert c.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_COMMIT
     assert c.prepared_transaction_offset == 1234
     assert set(c.properties) == {"UNIQ_KEY", "PGROUP", "TAGS"}
     assert c.born_host == pack_host("10.0.0.1", 5)
-    assert committed_inner(_half_ext(properties={"PGROUP": "pg"})) is None
+    assert transaction.committed_inner(_half_ext(properties={"PGROUP": "pg"})) is None
 
 
 def test_op_record_and_check_body():
-    op = op_inner(42, store_host=pack_host("127.0.0.1", 1), born_timestamp=5)
-    assert (op.topic, op.queue_id, bytes(op.body), op.properties["TAGS"]) == (OP_TOPIC, 0, b"42", "d")
-    assert parse_op_body(b"42") == 42 and parse_op_body(b"x") is None
-    body = check_body_message(_half_ext())
+    op = transaction.op_inner(42, store_host=pack_host("127.0.0.1", 1), born_timestamp=5)
+    assert (op.topic, op.queue_id, bytes(op.body), op.properties["TAGS"]) == (transaction.OP_TOPIC, 0, b"42", "d")
+    assert transaction.parse_op_body(b"42") == 42 and transaction.parse_op_body(b"x") is None
+    body = transaction.check_body_message(_half_ext())
     assert (body.topic, body.queue_id, body.queue_offset) == ("Real", 2, 7)
-    assert rechecked_inner(_half_ext(), 3).properties["TRANSACTION_CHECK_TIMES"] == "3"
+    assert transaction.rechecked_inner(_half_ext(), 3).properties["TRANSACTION_CHECK_TIMES"] == "3"
 
 
 def test_settings_from_broker_conf():
@@ -143,7 +128,7 @@ def store(tmp_path):
 
 
 def _put_half(store, born_ms: int) -> int:
-    r = store.put_message(half_inner(_inner(born_timestamp=born_ms)))
+    r = store.put_message(transaction.half_inner(_inner(born_timestamp=born_ms)))
     return r.queue_offset
 
 
@@ -156,12 +141,12 @@ def test_check_turns(store, tmp_path):
     q_resolved = _put_half(store, born_ms=1)
     q_old = _put_half(store, born_ms=2)
     q_young = _put_half(store, born_ms=99_000)
-    store.put_message(op_inner(q_resolved, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1))
+    store.put_message(transaction.op_inner(q_resolved, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1))
     assert svc.check_once() == 1
     assert [m.body for m in asked] == [b"b"] and asked[0].properties["TRANSACTION_CHECK_TIMES"] == "1"
     assert asked[0].queue_offset == 3  # the re-stored copy, at the half queue's end
-    assert offsets.query(SYS_GROUP, HALF_TOPIC, 0) == q_young  # stopped at the young one
-    assert offsets.query(SYS_GROUP, OP_TOPIC, 0) == 1
+    assert offsets.query(transaction.SYS_GROUP, transaction.HALF_TOPIC, 0) == q_young  # stopped at the young one
+    assert offsets.query(transaction.SYS_GROUP, transaction.OP_TOPIC, 0) == 1
     assert q_old == 1
     # time passes: the young one and the re-stored copy are both checked
     now[0] = 200_000
@@ -170,10 +155,10 @@ def test_check_turns(store, tmp_path):
     assert sorted(m.properties["TRANSACTION_CHECK_TIMES"] for m in asked) == ["1", "2"]
     # the producer answers one of them (op record), the other reaches check_max and is discarded
     answered = next(m for m in asked if m.properties["TRANSACTION_CHECK_TIMES"] == "1")
-    store.put_message(op_inner(answered.queue_offset, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1))
+    store.put_message(transaction.op_inner(answered.queue_offset, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1))
     asked.clear()
     assert svc.check_once() == 0
-    moved = store.find_consume_queue(CHECK_MAX_TOPIC, 0)
+    moved = store.find_consume_queue(transaction.CHECK_MAX_TOPIC, 0)
     assert moved is not None and moved.max_offset == 1
     assert svc.check_once() == 0 and moved.max_offset == 1
 

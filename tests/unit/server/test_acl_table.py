@@ -14,16 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 from pyrocketmq.broker import processors
+from pyrocketmq.remoting import body as bodies
 from pyrocketmq.remoting.acl_sign import sign
-from pyrocketmq.remoting.body import (
-    CheckClientRequestBody,
-    ConsumerData,
-    HeartbeatData,
-    LockBatchRequestBody,
-    MessageQueue,
-    ProducerData,
-    SubscriptionData,
-)
 from pyrocketmq.remoting.code import RequestCode as C
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import PullMessageRequestHeader, SendMessageRequestHeader
@@ -99,14 +91,14 @@ def send_v2(topic: str = T, sys_flag: int = 0, **extra: object) -> dict[str, obj
 
 PULL = {"consumerGroup": G, "topic": T, "queueId": 0, "queueOffset": 0, "maxMsgNums": 32, "sysFlag": 4,
         "commitOffset": 0, "suspendTimeoutMillis": 0, "subVersion": 0, "subscription": "*", "expressionType": "TAG"}
-LOCK = LockBatchRequestBody(consumer_group=G, client_id="c1", mq_set=[MessageQueue(T, "broker-a", 0)]).to_json()
+LOCK = bodies.LockBatchRequestBody(consumer_group=G, client_id="c1", mq_set=[bodies.MessageQueue(T, "broker-a", 0)]).to_json()
 
 
 def heartbeat(consumer: str | None = None, producer: str | None = None, topic: str = T) -> bytes:
-    return HeartbeatData(
+    return bodies.HeartbeatData(
         client_id="10.0.0.1@1",
-        producer_data_set=[ProducerData(group_name=producer)] if producer else [],
-        consumer_data_set=[ConsumerData(group_name=consumer, subscription_data_set=(SubscriptionData.build(topic, "*", 1),))]
+        producer_data_set=[bodies.ProducerData(group_name=producer)] if producer else [],
+        consumer_data_set=[bodies.ConsumerData(group_name=consumer, subscription_data_set=(bodies.SubscriptionData.build(topic, "*", 1),))]
         if consumer else [],
     ).to_json()
 
@@ -141,8 +133,8 @@ CASES = [
     Case("unregister a consumer", C.UNREGISTER_CLIENT, {"clientID": "c1", "consumerGroup": G}, {grp(G): SUB}),
     Case("unregister a producer", C.UNREGISTER_CLIENT, {"clientID": "c1", "producerGroup": PG}, {grp(PG): ANY}),
     Case("consumer list", C.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": G}, {grp(G): SUB}),
-    Case("check client config", C.CHECK_CLIENT_CONFIG, {}, {grp(G): SUB, T: SUB}, CheckClientRequestBody(
-        client_id="c1", group=G, subscription_data=SubscriptionData.build(T, "a > 1", 1, "SQL92")).to_json()),
+    Case("check client config", C.CHECK_CLIENT_CONFIG, {}, {grp(G): SUB, T: SUB}, bodies.CheckClientRequestBody(
+        client_id="c1", group=G, subscription_data=bodies.SubscriptionData.build(T, "a > 1", 1, "SQL92")).to_json()),
     Case("lock queues", C.LOCK_BATCH_MQ, {}, {grp(G): SUB, T: SUB}, LOCK),
     Case("unlock queues", C.UNLOCK_BATCH_MQ, {}, {grp(G): SUB, T: SUB}, LOCK),
     # a group's offsets
@@ -372,7 +364,7 @@ def test_our_clients_requests_fit_their_codes():
     from pyrocketmq.client.producer import Payload, build_send_header
     from pyrocketmq.client.pulling import build_pull_header, parse_expression
 
-    mq = MessageQueue(T, "broker-a", 1)
+    mq = bodies.MessageQueue(T, "broker-a", 1)
     send = build_send_header(Payload(T, b"x", 0, "", 0, False, "ID"), group=PG, queue=mq, born_timestamp=1)
     batch = build_send_header(Payload(T, b"x", 0, "", 0, True, "ID"), group=PG, queue=mq, born_timestamp=1)
     lite = build_pull_header(group=G, mq=mq, offset=0, max_nums=32, subscription=parse_expression("*"), suspend_ms=0,
