@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--scenarios",
         default="all",
-        help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency, grpc5); default all",
+        help="comma-separated names or prefixes (send, send-1024-64, batch, drain, latency, grpc5); "
+        "default all",
     )
     p.add_argument("--flush", default=",".join(clusters.MODES),
                    help="modes to run: ASYNC_FLUSH, SYNC_FLUSH (one broker), SYNC_MASTER (master + slave, "

@@ -84,7 +84,8 @@ class Recorder:
         self.raw = out_dir / f"{stem}.collapsed"
         self.summary = out_dir / f"{stem}.md"
         self._proc = subprocess.Popen(
-            [exe, "record", "--nonblocking", "-p", str(pid), "-r", str(RATE_HZ), "-f", "raw", "-o", str(self.raw)],
+            [exe, "record", "--nonblocking", "-p", str(pid), "-r", str(RATE_HZ), "-f", "raw",
+             "-o", str(self.raw)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
 

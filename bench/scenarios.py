@@ -1,14 +1,18 @@
 """The workloads, each run the same way against both brokers, and the parsing of their output.
 
-| name | generator | figures |
-|---|---|---|
-| ``send-<size>-<threads>`` | ``org.apache.rocketmq.example.benchmark.Producer`` (rocketmq-example 4.7.0) | send TPS, RT avg / max |
-| ``batch-java`` | ``bench/java/BatchSend.java`` (BatchProducer's loop: ``send(Collection)``) | msg/s, RT avg / p99 per batch |
-| ``batch-python`` | ``pyrocketmq bench produce --batch`` (our client) | msg/s, RT avg / p99 per batch |
-| ``drain`` | backlog by ``BatchSend``, drained by ``bench/java/Drain.java`` (a push consumer) | consume TPS |
-| ``latency`` | ``bench/java/FixedRateLatency.java`` at a fixed rate | e2e p50 / p99, send RT |
-| ``grpc5-send`` | ``bench/java5/Grpc5Bench.java`` (official 5.x Java client), sync sends | send TPS, RT avg / p99 |
-| ``grpc5-receive`` | a backlog by ``Grpc5Bench fill``, then ``Grpc5Bench receive`` (SimpleConsumer receive + ack) | acked msg/s |
+name: generator → figures
+
+- ``send-<size>-<threads>``: ``org.apache.rocketmq.example.benchmark.Producer`` (rocketmq-example 4.7.0)
+  → send TPS, RT avg / max
+- ``batch-java``: ``bench/java/BatchSend.java`` (BatchProducer's loop: ``send(Collection)``)
+  → msg/s, RT avg / p99 per batch
+- ``batch-python``: ``pyrocketmq bench produce --batch`` (our client) → msg/s, RT avg / p99 per batch
+- ``drain``: backlog by ``BatchSend``, drained by ``bench/java/Drain.java`` (a push consumer) → consume TPS
+- ``latency``: ``bench/java/FixedRateLatency.java`` at a fixed rate → e2e p50 / p99, send RT
+- ``grpc5-send``: ``bench/java5/Grpc5Bench.java`` (official 5.x Java client), sync sends
+  → send TPS, RT avg / p99
+- ``grpc5-receive``: a backlog by ``Grpc5Bench fill``, then ``Grpc5Bench receive`` (SimpleConsumer receive
+  + ack) → acked msg/s
 
 The ``grpc5-*`` rows compare our broker's gRPC endpoint with Apache RocketMQ 5.2.0's proxy in local mode
 (``peer="apache5"``); the others with Apache's 4.9.7 broker.

@@ -74,15 +74,15 @@ class Broker:
             default_queue_nums=settings.topics.default_topic_queue_nums,
             trace_topic=settings.topics.trace_topic,
         )
-        self.groups = SubscriptionGroupManager(
-            os.path.join(config_dir, "subscriptionGroup.json"), auto_create=settings.topics.auto_create_subscription_group
-        )
+        self.groups = SubscriptionGroupManager(os.path.join(config_dir, "subscriptionGroup.json"),
+                                               auto_create=settings.topics.auto_create_subscription_group)
         self.offsets = ConsumerOffsetManager(os.path.join(config_dir, "consumerOffset.json"))
         self.consumers = ConsumerManager(settings.network.client_channel_expiry_ms)
         self.producers = ProducerManager(settings.network.client_channel_expiry_ms)
         self.holds = PullHoldService()
         self.stats = BrokerStats()
-        self.server = RemotingServer("broker", idle_timeout=settings.network.server_channel_max_idle_s or None,
+        self.server = RemotingServer("broker",
+                                     idle_timeout=settings.network.server_channel_max_idle_s or None,
                                      limits=settings.network.limits, tls=settings.network.tls)
         self.registrar = Registrar(settings, self.topics)
         self.acl: AccessControl | None = None
@@ -110,7 +110,8 @@ class Broker:
         """Controller mode: notices for held pulls, given once the in-sync replicas hold the message."""
         self.fast_server: RemotingServer | None = None
         self.grpc: GrpcEndpoint | None = None
-        """``grpcListenPort``: the RocketMQ 5 gRPC endpoint (5.x clients), served by this broker's processors."""
+        """``grpcListenPort``: the RocketMQ 5 gRPC endpoint (5.x clients), served by this broker's
+        processors."""
         self.store_host = b""
         self.port = 0
         self.boot_ms = int(time.time() * 1000)
@@ -156,7 +157,8 @@ class Broker:
         self.serving = True
         n = await self.registrar.register_all()
         log.info(
-            "pyrocketmq broker %s (%s, cluster %s) listening on %s; registered with %d of %d name servers; store at %s",
+            "pyrocketmq broker %s (%s, cluster %s) listening on %s; registered with %d of %d name servers; "
+            "store at %s",
             s.identity.broker_name,
             s.identity.role.value,
             s.identity.cluster_name,
@@ -182,7 +184,8 @@ class Broker:
         self.store = store
         controller_mode = s.controller.enabled
         if s.identity.role == BrokerRole.SLAVE:  # controller mode: every replica starts as a slave
-            self.ha_client = HAClient(store, self._ha_master_addr, s.identity.replica_id if controller_mode else None)
+            self.ha_client = HAClient(store, self._ha_master_addr,
+                                      s.identity.replica_id if controller_mode else None)
         if s.identity.role != BrokerRole.SLAVE or controller_mode:
             self.ha_server = HAServer(store, min_in_sync=s.controller.min_in_sync_replicas)
             await self.ha_server.start(s.network.bind_address, self.port + 1)
@@ -209,7 +212,8 @@ class Broker:
                                           start_master=self._start_master_services,
                                           stop_master=self._stop_master_services)
             self.replica.load()
-            self.arrivals = ConfirmedArrivals(self.replica.readable_offset, store.get_max_phy_offset, self._tell_readers)
+            self.arrivals = ConfirmedArrivals(self.replica.readable_offset, store.get_max_phy_offset,
+                                              self._tell_readers)
             store.read_limit = self.replica.readable_offset
             self.ha_server.table.on_progress = self.arrivals.release
             self.registrar.controller_mode = True
@@ -220,11 +224,11 @@ class Broker:
         """Every processor, each given only the services it uses."""
         settings, topics, groups, offsets = self.settings, self.topics, self.groups, self.offsets
         consumers, producers, stats = self.consumers, self.producers, self.stats
-        self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers, producers=producers,
+        self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers,
+                                                producers=producers,
                                                 property_filter=settings.pull.property_filter)
-        transactions = TransactionProcessor(
-            settings=settings, topics=topics, producers=producers, store=store, stats=stats, store_host=self.store_host
-        )
+        transactions = TransactionProcessor(settings=settings, topics=topics, producers=producers,
+                                            store=store, stats=stats, store_host=self.store_host)
         ts = self.transaction_settings
         self.transaction_check = TransactionCheckService(
             store, offsets, transactions.send_check, interval_ms=ts.check_interval_ms,
@@ -236,16 +240,18 @@ class Broker:
                           publish_routes=self.registrar.register_all),
             SendBackProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
                               publish_routes=self.registrar.register_all),
-            PullProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
-                          store=store, stats=stats, holds=self.holds),
+            PullProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                          consumers=consumers, store=store, stats=stats, holds=self.holds),
             OffsetProcessor(offsets=offsets, store=store, topics=topics),
             self.client_processor,
-            ConsumerProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, store=store),
-            AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
-                           store=store, stats=stats, schedule=self.schedule, boot_ms=self.boot_ms),
+            ConsumerProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers,
+                              store=store),
+            AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                           consumers=consumers, store=store, stats=stats, schedule=self.schedule,
+                           boot_ms=self.boot_ms),
             QueryProcessor(store=store),
-            ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers, producers=producers,
-                           stats=stats),
+            ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers,
+                           producers=producers, stats=stats),
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
         )
@@ -258,20 +264,23 @@ class Broker:
         if self.replica is not None:
             add(Service("controller heartbeat", self.replica.round, s.controller.heartbeat_interval_ms / 1000,
                         first_wait=False))
-        add(Service("name-server registration", self.registrar.register_all, s.network.register_interval_ms / 1000))
+        add(Service("name-server registration", self.registrar.register_all,
+                    s.network.register_interval_ms / 1000))
         if self.acl is not None:
             add(Service("ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL))
         if self.ha_client is not None and self.slave_sync is not None:
-            add(Service("HA link to the master", self.ha_client.connect_round, RECONNECT_DELAY, first_wait=False))
-            add(Service("config sync from the master", self.slave_sync.sync_round, 1.0, first_wait=False, chooses_wait=True))
+            add(Service("HA link to the master", self.ha_client.connect_round, RECONNECT_DELAY,
+                        first_wait=False))
+            add(Service("config sync from the master", self.slave_sync.sync_round, 1.0, first_wait=False,
+                        chooses_wait=True))
         add(Service("consumer offset persist", self.offsets.persist, 5.0))
         add(Service("traffic stats snapshots", self.stats.sample, 10.0))
         # every 10 s as in RocketMQ, more often only when the expiry itself is shorter
         add(Service("client expiry scan", self.client_processor.scan_expired,
                     min(10.0, s.network.client_channel_expiry_ms / 2000)))
         if self.grpc is not None:
-            add(Service("gRPC endpoint announcement", self.grpc.announce, s.network.register_interval_ms / 1000,
-                        first_wait=False))
+            add(Service("gRPC endpoint announcement", self.grpc.announce,
+                        s.network.register_interval_ms / 1000, first_wait=False))
             add(Service("gRPC client expiry", self.grpc.expire_clients, 10.0))
             add(Service("POP leases and state", self.grpc.renew_and_persist, 1.0))
         self.services.start()
@@ -307,15 +316,18 @@ class Broker:
         try:
             await fast.start(self.settings.network.bind_address, self.port - 2)
         except OSError as e:
-            log.warning("fast channel port %d unavailable (Apache slaves cannot sync configs): %s", self.port - 2, e)
+            log.warning("fast channel port %d unavailable (Apache slaves cannot sync configs): %s",
+                        self.port - 2, e)
             return
         self.fast_server = fast
 
     def not_ready_reason(self) -> str | None:
         """``None`` when ready (``/readyz``): store recovered and serving, registered with a name server."""
-        return readiness(self.serving, len(self.settings.network.namesrv_addrs), len(self.registrar.registered))
+        return readiness(self.serving, len(self.settings.network.namesrv_addrs),
+                         len(self.registrar.registered))
 
-    def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, properties: dict[str, str] | None = None) -> None:
+    def _on_dispatch(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None,
+                     properties: dict[str, str] | None = None) -> None:
         if self.arrivals is not None:  # controller mode: readers hear of it once the in-sync slaves hold it
             self.arrivals.arrived(topic, queue_id, max_offset, tags_code)
         else:
@@ -351,7 +363,8 @@ class Broker:
             ("the HA server", self.ha_server.stop if self.ha_server is not None else _nothing),
             ("the delay service", self.schedule.stop if self.schedule is not None else _nothing),
             ("the timer service", self.timer.stop if self.timer is not None else _nothing),
-            ("the transaction check", self.transaction_check.stop if self.transaction_check is not None else _nothing),
+            ("the transaction check",
+             self.transaction_check.stop if self.transaction_check is not None else _nothing),
             # only once loaded (the store opens after the configs): never write empty tables over real files
             ("persisting consumer offsets", self._loaded(lambda: self.offsets.persist(force=True))),
             ("persisting topic configs", self._loaded(self.topics.persist)),

@@ -56,7 +56,8 @@ def consumer_states(
     ``"topic@group"``); a queue never pulled counts as pulled up to its committed offset;
     ``store_time(topic, queue, offset)`` is -1 where no message is.
 
-    >>> s = consumer_states({"T@g": {0: 3, 1: 9}}, {"T@g": {0: 5}}, lambda t, q: 10, lambda t, q, o: 1000 + o, 2000)
+    >>> s = consumer_states({"T@g": {0: 3, 1: 9}}, {"T@g": {0: 5}}, lambda t, q: 10,
+    ...                     lambda t, q, o: 1000 + o, 2000)
     >>> s[("g", "T")]
     ConsumerState(lag=8, ready=6, inflight=2, queueing_ms=995, lag_ms=997)
     """

@@ -43,7 +43,8 @@ class IdentitySettings:
     broker_id: int = 0
     """``brokerId``: 0 is the master, > 0 a slave."""
     role: BrokerRole = BrokerRole.ASYNC_MASTER
-    """``brokerRole``: ASYNC_MASTER, SYNC_MASTER or SLAVE (controller mode: the role it takes while master)."""
+    """``brokerRole``: ASYNC_MASTER, SYNC_MASTER or SLAVE (controller mode: the role it takes while
+    master)."""
     master_role: BrokerRole = BrokerRole.ASYNC_MASTER
     """Controller mode: the configured ``brokerRole``, the replication mode it uses while master."""
     replica_id: int = 0
@@ -169,7 +170,6 @@ class BrokerSettings:
     @classmethod
     def from_conf(cls, conf: dict[str, str]) -> BrokerSettings:
         used: set[str] = set()
-
         seen: dict[str, str] = {}
 
         def get(key: str, default: str) -> str:
@@ -204,23 +204,22 @@ class BrokerSettings:
         if not 0 <= metrics_port <= 65535 or (metrics_port and metrics_port == port):
             raise ConfigError(f"metricsPort={metrics_port}: expected 0 (off) or a port other than listenPort")
         network = NetworkSettings(
-            listen_port=port,
-            bind_address=get("bindAddress", "0.0.0.0"),
-            broker_ip=get("brokerIP1", "127.0.0.1"),
-            namesrv_addrs=addrs,
+            listen_port=port, bind_address=get("bindAddress", "0.0.0.0"),
+            broker_ip=get("brokerIP1", "127.0.0.1"), namesrv_addrs=addrs,
             register_interval_ms=max(10_000, min(60_000, get_int("registerNameServerPeriod", 30_000))),
             client_channel_expiry_ms=get_int("channelExpiredTimeout", 120_000),
             server_channel_max_idle_s=_non_negative("serverChannelMaxIdleTimeSeconds",
                                                     get_int("serverChannelMaxIdleTimeSeconds", 120)),
-            limits=_limits(get_int), acl_file=_acl_file(get_bool("aclEnable", False), get("aclConfigFile", "")),
+            limits=_limits(get_int),
+            acl_file=_acl_file(get_bool("aclEnable", False), get("aclConfigFile", "")),
             access_key=get("accessKey", ""), secret_key=get("secretKey", ""),
             tls=_tls(conf, used, ServerTls.from_conf), client_tls=_tls(conf, used, ClientTls.from_conf),
-            metrics_port=metrics_port,
-            ha_master_address=get("haMasterAddress", ""),
+            metrics_port=metrics_port, ha_master_address=get("haMasterAddress", ""),
             grpc_port=_grpc_port(get("grpcListenPort", ""), port, metrics_port),
         )
         topics = TopicSettings(
-            trace_topic=get("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC") if get_bool("traceTopicEnable", False) else None,
+            trace_topic=(get("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC")
+                         if get_bool("traceTopicEnable", False) else None),
             auto_create_topic=get_bool("autoCreateTopicEnable", True),
             auto_create_subscription_group=get_bool("autoCreateSubscriptionGroup", True),
             default_topic_queue_nums=get_int("defaultTopicQueueNums", 8),
@@ -238,15 +237,16 @@ class BrokerSettings:
         try:
             store = StoreSettings.from_conf(conf)
             if not store.delay_levels_ms:
-                raise ValueError(f"messageDelayLevel={store.message_delay_level!r}: expected levels like '1s 5s 1m 2h'")
+                raise ValueError(f"messageDelayLevel={store.message_delay_level!r}: "
+                                 "expected levels like '1s 5s 1m 2h'")
         except ValueError as e:
             raise ConfigError(str(e)) from None
         extra = {k: v for k, v in conf.items() if k not in used and not StoreSettings.knows(k)}
         seen.update(store.as_conf())
         seen.update((k, v.strip()) for k, v in conf.items() if k in used)
         effective = {k: v for k, v in sorted(seen.items()) if k not in SECRET_KEYS}
-        return cls(identity=identity, network=network, topics=topics, pull=pull, controller=controller, store=store,
-                   extra=extra, effective=effective)
+        return cls(identity=identity, network=network, topics=topics, pull=pull, controller=controller,
+                   store=store, extra=extra, effective=effective)
 
 
 def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], _T]) -> _T:
@@ -292,8 +292,8 @@ def _identity(get: Callable[[str, str], str], get_int: Callable[[str, int], int]
             raise ConfigError(problem)
     if controller_mode:
         if broker_id < 1:
-            raise ConfigError(f"brokerId={broker_id}: in controller mode each replica of the group needs its own "
-                              "brokerId from 1 (it registers as 0 while it is the master)")
+            raise ConfigError(f"brokerId={broker_id}: in controller mode each replica of the group needs its "
+                              "own brokerId from 1 (it registers as 0 while it is the master)")
         if role == BrokerRole.SLAVE:
             raise ConfigError("brokerRole=SLAVE: in controller mode the controller picks the roles; give the "
                               "replication mode the master uses, ASYNC_MASTER or SYNC_MASTER")
@@ -346,7 +346,8 @@ def _grpc_port(raw: str, listen_port: int, metrics_port: int) -> int | None:
         port = int(raw)
     except ValueError:
         raise ConfigError(f"grpcListenPort={raw!r}: expected a port number") from None
-    if not 0 <= port <= 65535 or (port and port in (listen_port, listen_port + 1, listen_port - 2, metrics_port)):
+    taken = (listen_port, listen_port + 1, listen_port - 2, metrics_port)
+    if not 0 <= port <= 65535 or (port and port in taken):
         raise ConfigError(f"grpcListenPort={port}: expected 0 (a free port) or a port other than listenPort, "
                           "its HA port (+1), its fast port (-2) and metricsPort")
     return port

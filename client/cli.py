@@ -51,7 +51,9 @@ def _produce_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("-g", "--group", default="PYROCKETMQ_CLI_PRODUCER", help="producer group")
     p.add_argument("--tags", help="tag of every message")
     p.add_argument("--keys", help="keys of every message (space-separated)")
-    p.add_argument("-p", "--property", action="append", default=[], metavar="K=V", help="user property (repeatable)")
+    p.add_argument(
+        "-p", "--property", action="append", default=[], metavar="K=V", help="user property (repeatable)"
+    )
     p.add_argument("-c", "--count", type=int, default=1, help="send --body this many times (default 1)")
     p.add_argument("-d", "--delay", type=int, default=0, help="delay level 1..18 (default none)")
     p.add_argument("--deliver-in", type=float, default=0.0, metavar="SECONDS",
@@ -66,11 +68,19 @@ def _consume_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     _add_ns(p)
     p.add_argument("-t", "--topic", required=True, help="topic to read")
     p.add_argument("-g", "--group", required=True, help="consumer group (offsets are committed for it)")
-    p.add_argument("-s", "--subExpression", dest="expression", default="*", help="tags to accept: * or 'A || B'")
-    p.add_argument("--sql", metavar="SELECTOR", help="a SQL92 selector over message properties instead of tags, "
-                   "e.g. \"price > 10 AND region = 'eu'\" (the broker needs enablePropertyFilter=true)")
+    p.add_argument(
+        "-s", "--subExpression", dest="expression", default="*", help="tags to accept: * or 'A || B'"
+    )
+    p.add_argument(
+        "--sql",
+        metavar="SELECTOR",
+        help="a SQL92 selector over message properties instead of tags, "
+        "e.g. \"price > 10 AND region = 'eu'\" (the broker needs enablePropertyFilter=true)",
+    )
     p.add_argument("--from-beginning", action="store_true", help="start at the oldest stored message")
-    p.add_argument("-c", "--count", type=int, default=0, help="stop after this many messages (default: no limit)")
+    p.add_argument(
+        "-c", "--count", type=int, default=0, help="stop after this many messages (default: no limit)"
+    )
     p.add_argument("--timeout", type=float, default=0.0,
                    help="stop when no message arrives for this many seconds (default: wait forever)")
     p.add_argument("--no-commit", action="store_true", help="do not commit the group's offsets")
@@ -98,7 +108,9 @@ def _properties(pairs: list[str], parser: argparse.ArgumentParser) -> dict[str, 
     return out
 
 
-async def run_produce(args: argparse.Namespace, parser: argparse.ArgumentParser, out: TextIO, stdin: TextIO) -> int:
+async def run_produce(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, out: TextIO, stdin: TextIO
+) -> int:
     from .producer import Producer
 
     props = _properties(args.property, parser)
@@ -160,7 +172,9 @@ async def run_consume(args: argparse.Namespace, parser: argparse.ArgumentParser,
     if not args.push and (args.orderly or args.broadcast):
         raise UsageError(parser, "--orderly and --broadcast need --push")
     if args.push and args.no_commit:
-        raise UsageError(parser, "--no-commit cannot be combined with --push (a push consumer persists its offsets)")
+        raise UsageError(
+            parser, "--no-commit cannot be combined with --push (a push consumer persists its offsets)"
+        )
     await require_topic(args.namesrv, args.topic, client_settings(args))
     if args.push:
         return await run_push_consume(args, parser, out)
@@ -213,7 +227,8 @@ async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentPa
     from .settings import PushConsumerSettings
 
     if args.no_commit:
-        raise UsageError(parser, "--no-commit cannot be combined with --push (a push consumer persists its offsets)")
+        raise UsageError(parser, "--no-commit cannot be combined with --push "
+                         "(a push consumer persists its offsets)")
     settings = PushConsumerSettings(consume_from="first" if args.from_beginning else "last",
                                     message_model="BROADCASTING" if args.broadcast else "CLUSTERING")
     received = 0
@@ -232,8 +247,11 @@ async def run_push_consume(args: argparse.Namespace, parser: argparse.ArgumentPa
             received += 1
             last = time.monotonic()
             if not args.quiet:
-                out.write(f"[{m.topic} q{m.queue_id}@{m.queue_offset}] msgId={m.msg_id} tags={m.tags or ''} "
-                          f"keys={' '.join(m.keys)} reconsumeTimes={m.reconsume_times} body={body_text(m.body, 1024)}\n")
+                out.write(
+                    f"[{m.topic} q{m.queue_id}@{m.queue_offset}] msgId={m.msg_id} tags={m.tags or ''} "
+                    f"keys={' '.join(m.keys)} reconsumeTimes={m.reconsume_times} "
+                    f"body={body_text(m.body, 1024)}\n"
+                )
                 out.flush()
         if args.count and received >= args.count:
             done.set()
@@ -337,7 +355,9 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
     err = stderr or sys.stderr
     inp = stdin or sys.stdin
     debug = bool(os.environ.get("PYROCKETMQ_DEBUG"))
-    logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
+    )
     root, parsers = build_parser()
     try:
         try:
@@ -356,13 +376,16 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
             return asyncio.run(run_bench(args, parser, out))
         raise UsageError(root, f"unknown command {args.command!r}")
     except UsageError as e:
-        usage: argparse.ArgumentParser = e.parser if e.parser is not root else _which_parser(args_list, parsers, root)
+        usage: argparse.ArgumentParser = (
+            e.parser if e.parser is not root else _which_parser(args_list, parsers, root)
+        )
         err.write(usage.format_usage())
         err.write(f"{usage.prog}: error: {e}\n")
         return 2
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
         if out is sys.stdout:
-            with contextlib.suppress(OSError, ValueError):  # no second error when Python flushes stdout at exit
+            # no second error when Python flushes stdout at exit
+            with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except KeyboardInterrupt:

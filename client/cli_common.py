@@ -78,17 +78,28 @@ def _add_ns(p: argparse.ArgumentParser) -> None:
                    help="name server address list, e.g. 127.0.0.1:9876;192.168.0.1:9876")
     sec = p.add_argument_group("TLS and ACL")
     sec.add_argument("--tls", action="store_true", help="connect over TLS")
-    sec.add_argument("--tlsTrustCert", dest="tls_ca", metavar="PEM", help="CA the servers' certificates chain to")
+    sec.add_argument(
+        "--tlsTrustCert", dest="tls_ca", metavar="PEM", help="CA the servers' certificates chain to"
+    )
     sec.add_argument("--tlsInsecure", dest="tls_insecure", action="store_true",
                      help="trust any server certificate (Apache's test mode)")
-    sec.add_argument("--accessKey", "--access-key", dest="access_key", metavar="AK", help="ACL account; the secret key comes from "
-                     "--secretKey or PYROCKETMQ_SECRET_KEY")
+    sec.add_argument(
+        "--accessKey",
+        "--access-key",
+        dest="access_key",
+        metavar="AK",
+        help="ACL account; the secret key comes from --secretKey or PYROCKETMQ_SECRET_KEY",
+    )
     sec.add_argument("--secretKey", "--secret-key", dest="secret_key", metavar="SK", help=argparse.SUPPRESS)
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
     """The client settings the security options ask for (name servers are passed separately)."""
-    tls = getattr(args, "tls", False) or bool(getattr(args, "tls_ca", None)) or getattr(args, "tls_insecure", False)
+    tls = (
+        getattr(args, "tls", False)
+        or bool(getattr(args, "tls_ca", None))
+        or getattr(args, "tls_insecure", False)
+    )
     access_key = getattr(args, "access_key", None) or ""
     secret_key = getattr(args, "secret_key", None) or os.environ.get("PYROCKETMQ_SECRET_KEY", "")
     if access_key and not secret_key:
@@ -131,7 +142,9 @@ def int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = int(text)  # a ValueError reads "invalid int value: 'x'", as for type=int
         if value < lo or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(f"must be at least {lo}" if hi is None else f"must be {lo}..{hi}")
+            raise argparse.ArgumentTypeError(
+                f"must be at least {lo}" if hi is None else f"must be {lo}..{hi}"
+            )
         return value
 
     parse.__name__ = "int"

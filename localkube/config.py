@@ -167,7 +167,8 @@ def containerd_config(layout: Layout, node: Node) -> str:
 root = "{c / "root"}"
 state = "{c / "state"}"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp"]
 
 [grpc]
   address = "{layout.containerd_socket(node)}"

@@ -61,7 +61,8 @@ def require(*commands: str) -> None:
     missing = [c for c in commands if shutil.which(c) is None]
     if missing:
         raise ImageError(
-            f"missing {', '.join(missing)}: apt-get install buildah debootstrap (scripts/k8s-up installs them)"
+            f"missing {', '.join(missing)}: apt-get install buildah debootstrap "
+            "(scripts/k8s-up installs them)"
         )
 
 
@@ -116,7 +117,8 @@ def ensure_base(progress: Progress = lambda m: None) -> str:
         _from_scratch(
             BASE_IMAGE,
             fill,
-            ["--cmd", "/bin/bash", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            ["--cmd", "/bin/bash",
+             "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
              "--env", "LANG=C.UTF-8"],
         )  # fmt: skip
     progress(f"base image {BASE_IMAGE} built in {time.monotonic() - t0:.0f} s")

@@ -286,7 +286,8 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
         bins / "local-path-provisioner", "--debug", "start", f"--kubeconfig={layout.kubeconfig}",
         "--namespace=local-path-storage", "--configmap-name=local-path-config",
         f"--helper-image={cfg.HELPER_IMAGE}", f"--helper-pod-file={layout.etc / 'helperPod.json'}",
-        "--service-account-name=local-path-provisioner-service-account", "--provisioner-name=rancher.io/local-path",
+        "--service-account-name=local-path-provisioner-service-account",
+        "--provisioner-name=rancher.io/local-path",
     ], env={**os.environ, "HOME": str(layout.state)})  # fmt: skip
     for node in nodes:
         _wait(
@@ -300,8 +301,9 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
         layout,
         "coredns",
     )
-    _wait("the default ServiceAccount", lambda: api(layout, "/api/v1/namespaces/default/serviceaccounts/default")
-          is not None, 60, layout, "kube-controller-manager")  # fmt: skip
+    _wait("the default ServiceAccount",
+          lambda: api(layout, "/api/v1/namespaces/default/serviceaccounts/default") is not None,
+          60, layout, "kube-controller-manager")  # fmt: skip
 
 
 def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None, nodes: int = 1) -> Path:

@@ -116,8 +116,9 @@ def start(layout: cfg.Layout, nodes: list[cfg.Node], bins: Path, progress: Progr
         d = layout.node_dir(node)
         launch(node, "kubelet", [
             bins / "kubelet", f"--config={d / 'kubelet.json'}", f"--kubeconfig={d / 'kubelet.kubeconfig'}",
-            f"--root-dir={d / 'kubelet'}", f"--cert-dir={d / 'kubelet-pki'}", f"--hostname-override={node.name}",
-            f"--node-ip={node.ip}", f"--node-labels={ZONE_LABEL}={node.zone}", "--v=1",
+            f"--root-dir={d / 'kubelet'}", f"--cert-dir={d / 'kubelet-pki'}",
+            f"--hostname-override={node.name}", f"--node-ip={node.ip}",
+            f"--node-labels={ZONE_LABEL}={node.zone}", "--v=1",
         ])  # fmt: skip
         launch(node, "kube-proxy", [bins / "kube-proxy", f"--config={d / 'kube-proxy.json'}", "--v=1"])
 

@@ -65,7 +65,8 @@ class NameServer:
         )
         self.server.on_connection_closed(self._connection_closed)
         self.controller: Controller | None = None
-        """``enableControllerInNamesrv``: the controller of controller-mode broker groups, on the same port."""
+        """``enableControllerInNamesrv``: the controller of controller-mode broker groups, on the same
+        port."""
         if self.settings.controller:
             self.controller = Controller(self.settings.controller_store_path,
                                          timeout_ms=self.settings.controller_broker_timeout_ms,

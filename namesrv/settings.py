@@ -1,7 +1,7 @@
 """Name-server settings, loadable from a ``namesrv.conf`` with RocketMQ's keys.
 
-Java properties syntax (:mod:`pyrocketmq.remoting.properties`). Keys this name server does not use are reported (logged
-by the caller), not rejected, so a Java ``namesrv.conf`` works unchanged.
+Java properties syntax (:mod:`pyrocketmq.remoting.properties`). Keys this name server does not use are
+reported (logged by the caller), not rejected, so a Java ``namesrv.conf`` works unchanged.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ class NamesrvSettings:
     secret_key: str = field(default="", repr=False)
 
     controller_broker_timeout_ms: int = 3000
-    """``controllerBrokerTimeoutMs``: a master silent this long is replaced (at once when its connection closes)."""
+    """``controllerBrokerTimeoutMs``: a master silent this long is replaced (at once when its connection
+    closes)."""
 
     extra: dict[str, str] = field(default_factory=dict)
     """Keys present in the file that this name server does not use."""
@@ -137,8 +138,8 @@ class NamesrvSettings:
     def load(
         cls, path: str | None, conf_overrides: dict[str, str] | None = None, **overrides: object
     ) -> NamesrvSettings:
-        """Settings from ``path`` (if any) with ``conf_overrides`` (RocketMQ keys, ``--set``) over its keys and
-        command-line ``overrides`` (snake_case names) applied last."""
+        """Settings from ``path`` (if any) with ``conf_overrides`` (RocketMQ keys, ``--set``) over its keys
+        and command-line ``overrides`` (snake_case names) applied last."""
         conf = read_properties(path) if path else {}
         conf.update(conf_overrides or {})
         settings = cls.from_conf(conf)
@@ -166,7 +167,8 @@ def _peers(raw: str | None) -> tuple[tuple[str, str], ...]:
 
 
 def _self_id(self_id: str, peers: tuple[tuple[str, str], ...]) -> str:
-    """``controllerSelfId`` names an id of ``controllerPeers``, or its address (what a pod knows of itself)."""
+    """``controllerSelfId`` names an id of ``controllerPeers``, or its address (what a pod knows of
+    itself)."""
     by_addr = {addr: pid for pid, addr in peers}
     if self_id in by_addr:
         return by_addr[self_id]

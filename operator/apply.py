@@ -47,7 +47,8 @@ def plan_prune(
 ) -> list[Key]:
     """Existing objects owned by ``owner_uid`` that are not desired, in :data:`MANAGED_KINDS` order.
 
-    >>> sts = lambda n, uid="u": {"kind": "StatefulSet", "metadata": {"name": n, "ownerReferences": [{"uid": uid}]}}
+    >>> sts = lambda n, uid="u": {"kind": "StatefulSet",
+    ...                           "metadata": {"name": n, "ownerReferences": [{"uid": uid}]}}
     >>> plan_prune([sts("b-0")], [sts("b-0"), sts("b-1"), sts("x", uid="other")], "u")
     [('StatefulSet', 'b-1')]
     """

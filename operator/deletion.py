@@ -47,7 +47,9 @@ async def delete_group_from_brokers(body: Mapping[str, Any], ctx: Context) -> No
     if target is None:
         return
     try:
-        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security) as admin:
+        async with admin_session(
+            target.admin_addr, ctx.settings.reconcile.admin_timeout, target.security
+        ) as admin:
             await delete_group(admin, model.group_name, target.cluster_name)
     except RocketMQUnavailable as e:
         if e.reason == "ClusterNotReady":

@@ -197,8 +197,9 @@ class KubeClient:
     async def list(
         self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str] | None = None
     ) -> list[dict[str, Any]]:
+        selector = label_selector(labels) if labels else None
         _, doc = await self._call(f"list {kind} in {namespace or 'the cluster'}", "get", api_version, kind,
-                                  namespace=namespace or None, label_selector=label_selector(labels) if labels else None)  # fmt: skip
+                                  namespace=namespace or None, label_selector=selector)  # fmt: skip
         items: list[dict[str, Any]] = doc.get("items") or []
         for item in items:  # list items carry no apiVersion/kind
             item.setdefault("apiVersion", api_version)
@@ -211,8 +212,9 @@ class KubeClient:
         """Server-side apply ``obj``; returns ``(created, the object as stored)``."""
         meta = obj["metadata"]
         status, doc = await self._call(
-            f"apply {obj['kind']} {meta.get('namespace')}/{meta['name']}", "server_side_apply", obj["apiVersion"],
-            obj["kind"], body=dict(obj), namespace=meta.get("namespace"), field_manager=field_manager,
+            f"apply {obj['kind']} {meta.get('namespace')}/{meta['name']}", "server_side_apply",
+            obj["apiVersion"], obj["kind"], body=dict(obj), namespace=meta.get("namespace"),
+            field_manager=field_manager,
             force_conflicts="true" if force else "false",
         )  # fmt: skip
         return status == 201, doc
@@ -222,8 +224,8 @@ class KubeClient:
         """Delete; ``False`` when it was already gone. ``grace_period=0`` removes a pod at once, as
         ``kubectl delete --force`` does (for a pod whose kubelet no longer answers)."""
         return await self._or_none(self._call(
-            f"delete {kind} {namespace}/{name}", "delete", api_version, kind, name=name, namespace=namespace or None,
-            propagation_policy=propagation, grace_period_seconds=grace_period,
+            f"delete {kind} {namespace}/{name}", "delete", api_version, kind, name=name,
+            namespace=namespace or None, propagation_policy=propagation, grace_period_seconds=grace_period,
         )) is not None  # fmt: skip
 
     async def patch_labels(self, api_version: str, kind: str, namespace: str, name: str,
@@ -247,8 +249,8 @@ class KubeClient:
         self, api_version: str, kind: str, namespace: str, name: str
     ) -> dict[str, Any] | None:
         """The ``scale`` subresource (``spec.replicas``, ``status.replicas``); ``None`` when gone."""
-        return await self._or_none(self._call(f"get scale of {kind} {namespace}/{name}", "get", api_version, kind,
-                                              "scale", name=name, namespace=namespace))  # fmt: skip
+        return await self._or_none(self._call(f"get scale of {kind} {namespace}/{name}", "get", api_version,
+                                              kind, "scale", name=name, namespace=namespace))  # fmt: skip
 
     async def set_scale(
         self, api_version: str, kind: str, namespace: str, name: str, replicas: int

@@ -164,7 +164,8 @@ class GroupRollFacts:
 def rollout_partitions(facts: list[GroupRollFacts], replicas: int) -> dict[int, int]:
     """The ``partition`` of each group's StatefulSet: at most one group replaces pods at a time.
 
-    >>> rollout_partitions([GroupRollFacts(0, template_changed=True), GroupRollFacts(1, template_changed=True)], 2)
+    >>> rollout_partitions([GroupRollFacts(0, template_changed=True),
+    ...                     GroupRollFacts(1, template_changed=True)], 2)
     {0: 0, 1: 2}
     """
     partitions: dict[int, int] = {}

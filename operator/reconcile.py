@@ -102,8 +102,8 @@ class NameServerReconcile:
         ref, self.lost = self.model.ref, []
         if self.nodes is not None:
             pods = await self.ctx.kube.list("v1", "Pod", ref.namespace, selector_labels(ref, "namesrv"))
-            self.lost = await replace_lost(self.ctx.kube, self.ctx.event, ref.namespace, pods, self.nodes, None,
-                                           LABEL_GROUP, self.model.replace_after)
+            self.lost = await replace_lost(self.ctx.kube, self.ctx.event, ref.namespace, pods, self.nodes,
+                                           None, LABEL_GROUP, self.model.replace_after)
 
     async def load(self) -> None:
         model = NameServerModel.from_body(self.body)
@@ -127,13 +127,16 @@ class NameServerReconcile:
         ref, model = self.model.ref, self.model
         sts = self.result.stored.get(("StatefulSet", ref.name)) or {}
         ready = int((sts.get("status") or {}).get("readyReplicas") or 0)
-        addrs = namesrv_addresses(ref.name, ref.namespace, model.replicas, self.ctx.settings.render.cluster_domain)
+        addrs = namesrv_addresses(ref.name, ref.namespace, model.replicas,
+                                  self.ctx.settings.render.cluster_domain)
         conds = [
-            Condition("Ready", ready >= model.replicas, "AllReplicasReady" if ready >= model.replicas else "PodsNotReady",
+            Condition("Ready", ready >= model.replicas,
+                      "AllReplicasReady" if ready >= model.replicas else "PodsNotReady",
                       f"{ready}/{model.replicas} name servers ready"),
             Condition("Reconciling", not statefulset_rolled_out(sts),
                       "RollingUpdate" if not statefulset_rolled_out(sts) else "Reconciled", ""),
-            Condition("Degraded", 0 < ready < model.replicas, "ReplicasNotReady" if 0 < ready < model.replicas else "AsExpected", ""),
+            Condition("Degraded", 0 < ready < model.replicas,
+                      "ReplicasNotReady" if 0 < ready < model.replicas else "AsExpected", ""),
             spread_condition(model.replicas, model.nodes, "NameServer"),
             node_loss_condition(self.lost),
         ]
@@ -143,7 +146,8 @@ class NameServerReconcile:
             "readyReplicas": ready,
             "addresses": addrs,
             "namesrvAddr": ";".join(addrs),
-            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation,
+                                           now_rfc3339()),
         })
 
 
@@ -182,14 +186,17 @@ class BrokerReconcile:
 
     async def load(self) -> None:
         self.nodes = await cluster_nodes(self.ctx.kube)
-        self.model = replace(BrokerModel.from_body(self.body), nodes=None if self.nodes is None else len(self.nodes))
+        self.model = replace(BrokerModel.from_body(self.body),
+                             nodes=None if self.nodes is None else len(self.nodes))
 
     async def resolve_name_servers(self) -> None:
         self.namesrv_addrs, controller = await broker_name_servers(self.ctx, self.model)
         if self.model.failover_asked and not controller:
-            where = f"NameServer {self.model.namesrv_name!r}" if self.model.namesrv_name else "spec.nameServer.addresses"
-            raise ReconcileError("NoController", f"spec.failover.enabled: {where} runs no controller; give the "
-                                 "NameServer 1 or 3 (or more) replicas and spec.controller.enabled, or drop spec.failover")
+            where = (f"NameServer {self.model.namesrv_name!r}" if self.model.namesrv_name
+                     else "spec.nameServer.addresses")
+            raise ReconcileError("NoController", f"spec.failover.enabled: {where} runs no controller; "
+                                 "give the NameServer 1 or 3 (or more) replicas and spec.controller.enabled, "
+                                 "or drop spec.failover")
         self.model = self.model.with_controller(controller)
         self.controller = controller
         self.admin_addr = ";".join(self.namesrv_addrs)
@@ -209,7 +216,8 @@ class BrokerReconcile:
         if not self.model.failover:
             return
         try:
-            async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
+            async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout,
+                                     self.security) as admin:
                 self.views = await controller_views(admin, self.admin_addr)
                 await self.switch_over(admin)
                 if await self.move_off_cordoned(admin):
@@ -223,7 +231,8 @@ class BrokerReconcile:
         controller refuses: not in sync yet, not alive), then the annotation is removed, so that
         naming the same pod again later (after a failover moved mastership) is a new request."""
         model = self.model
-        target = str(((self.body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SWITCHOVER, ""))
+        annotations = (self.body.get("metadata") or {}).get("annotations") or {}
+        target = str(annotations.get(ANNOTATION_SWITCHOVER, ""))
         if not target:
             return
         if target not in master_pods(model.group_names, True, self.views).values():
@@ -257,7 +266,8 @@ class BrokerReconcile:
         if pending:
             ready = await self.routed_handovers(pending, master_of)
             master_of = {g: m for g, m in master_of.items() if g not in pending or g in ready}
-        for pod, role in role_labels(master_of, self.pods, LABEL_GROUP).items():  # none while the controller is silent
+        # none while the controller is silent
+        for pod, role in role_labels(master_of, self.pods, LABEL_GROUP).items():
             await self.ctx.kube.patch_labels("v1", "Pod", self.model.ref.namespace, pod, {ROLE_LABEL: role})
 
     async def routed_handovers(self, pending: set[str], master_of: Mapping[str, str]) -> set[str]:
@@ -285,30 +295,31 @@ class BrokerReconcile:
             return
         model = self.model
         master_of = master_pods(model.group_names, model.failover, self.views)
-        self.lost = await replace_lost(self.ctx.kube, self.ctx.event, model.ref.namespace, self.pods, self.nodes,
-                                       master_of, LABEL_GROUP, model.replace_after)
+        self.lost = await replace_lost(self.ctx.kube, self.ctx.event, model.ref.namespace, self.pods,
+                                       self.nodes, master_of, LABEL_GROUP, model.replace_after)
 
     async def plan_scale_down(self) -> None:
-        model = self.model
+        model, timeout = self.model, self.ctx.settings.reconcile.admin_timeout
         previous_groups = {g.get("name"): g for g in self.previous.get("groups") or ()}
         for index in removable_groups(self.existing, model.groups):
             name = model.group_name(index)
             served = bool((previous_groups.get(name) or {}).get("servedTraffic"))
-            sts_ready = int(((self.statefulsets.get(name) or {}).get("status") or {}).get("readyReplicas") or 0)
+            sts_status = (self.statefulsets.get(name) or {}).get("status") or {}
+            sts_ready = int(sts_status.get("readyReplicas") or 0)
             served = served or sts_ready > 0
             facts = DrainFacts(name, served_traffic=served)
             if served and not model.force_scale_down:
                 try:
-                    async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
+                    async with admin_session(self.admin_addr, timeout, self.security) as admin:
                         facts = await drain_facts(admin, model.cluster_name, name, served)
                 except (RocketMQUnavailable, RocketMQRefused) as e:
                     facts = DrainFacts(name, served_traffic=True, error=str(e))
             decision = scale_down_decision(facts, model.force_scale_down)
             if decision.action is Action.STOP_WRITES:
-                async with admin_session(self.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.security) as admin:
+                async with admin_session(self.admin_addr, timeout, self.security) as admin:
                     changed = await stop_writes(admin, model.cluster_name, name)
-                self.ctx.event("Normal", "StoppingWrites", f"{name}: topics made read-only for the scale-down: "
-                               + ", ".join(changed))
+                self.ctx.event("Normal", "StoppingWrites",
+                               f"{name}: topics made read-only for the scale-down: " + ", ".join(changed))
             if decision.action is Action.REMOVE:
                 self.removed.append((name, decision.message))
             else:
@@ -339,7 +350,8 @@ class BrokerReconcile:
             have = ((live.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_TEMPLATE_HASH)
             spec = live.get("spec") or {}
             replicas = int(spec.get("replicas", 1))
-            partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
+            rolling_update = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+            partition = int(rolling_update.get("partition") or 0)
             facts.append(GroupRollFacts(
                 index,
                 template_changed=want != have,
@@ -366,7 +378,8 @@ class BrokerReconcile:
         known = {g.get("name") for g in self.previous.get("groups") or ()}
         desired_group = {key: (o["metadata"].get("labels") or {}).get(LABEL_GROUP) for o in self.desired
                          if (key := (o["kind"], o["metadata"]["name"]))}
-        repaired = ApplyResult(created=[k for k in self.result.created if desired_group.get(k) in known | {None}])
+        repaired = ApplyResult(created=[k for k in self.result.created
+                                        if desired_group.get(k) in known | {None}])
         repair_events(self.ctx, repaired, first_time="observedGeneration" not in self.previous)
         for _, message in self.removed:
             self.ctx.event("Normal", "GroupRemoved", message)
@@ -396,7 +409,8 @@ class BrokerReconcile:
         conds.append(spread_condition(model.replicas_per_group, model.nodes, "group"))
         conds.append(failover_condition(model, self.controller))
         conds.append(node_loss_condition(self.lost))
-        ready_groups = sum(1 for g in groups if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])
+        ready_groups = sum(1 for g in groups
+                           if g["phase"] == "Active" and g["readyReplicas"] >= g["replicas"])
         await write_status(self.ctx, self.body, {
             "observedGeneration": ref.generation,
             "clusterName": model.cluster_name,
@@ -406,7 +420,8 @@ class BrokerReconcile:
             **master_columns(groups),
             **({"switchover": self.switchover or self.previous.get("switchover")}
                if self.switchover or self.previous.get("switchover") else {}),
-            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation,
+                                           now_rfc3339()),
         })
 
 
@@ -423,7 +438,8 @@ class ClusterTarget:
     security: ClientSecurity = ClientSecurity()
 
 
-async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for_delete: bool = False) -> ClusterTarget | None:
+async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *,
+                          for_delete: bool = False) -> ClusterTarget | None:
     """The target cluster. On deletion ``None`` when there is nothing to clean: the Broker is gone or
     going, or none of its groups ever served (so no broker can hold the topic or group)."""
     body = await ctx.kube.get(GROUP_VERSION, "Broker", namespace, broker_name)
@@ -439,9 +455,8 @@ async def resolve_cluster(ctx: Context, namespace: str, broker_name: str, *, for
     assert body is not None
     model = BrokerModel.from_body(body)
     addrs, _ = await broker_name_servers(ctx, model)
-    draining = frozenset(
-        str(g.get("name")) for g in (body.get("status") or {}).get("groups") or () if g.get("phase") == "Draining"
-    )
+    draining = frozenset(str(g.get("name")) for g in (body.get("status") or {}).get("groups") or ()
+                         if g.get("phase") == "Draining")
     return ClusterTarget(model.cluster_name, ";".join(addrs), draining, (await broker_secrets(ctx, model))[1])
 
 
@@ -477,7 +492,8 @@ class TopicReconcile(_OnBrokersReconcile):
     model_type = TopicModel
 
     async def apply_on_brokers(self) -> None:
-        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.target.security) as admin:
+        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout,
+                                 self.target.security) as admin:
             names = await apply_topic(admin, self.model, self.target.cluster_name, self.target.draining,
                                       self.previous.get("messageType"))
             try:
@@ -490,8 +506,8 @@ class TopicReconcile(_OnBrokersReconcile):
                                 for n in names]
         ref = self.model.ref
         if self.previous.get("observedGeneration") != ref.generation or _not_ready(self.previous):
-            self.ctx.event("Normal", "TopicApplied",
-                           f"topic {self.model.topic_name} on {', '.join(names)} of cluster {self.target.cluster_name}")
+            self.ctx.event("Normal", "TopicApplied", f"topic {self.model.topic_name} on {', '.join(names)} "
+                           f"of cluster {self.target.cluster_name}")
 
     async def update_status(self) -> None:
         ref = self.model.ref
@@ -504,7 +520,8 @@ class TopicReconcile(_OnBrokersReconcile):
             "clusterName": self.target.cluster_name,
             "messageType": self.model.message_type,
             "brokers": self.brokers,
-            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation,
+                                           now_rfc3339()),
         })
 
 
@@ -517,17 +534,21 @@ class ConsumerGroupReconcile(_OnBrokersReconcile):
     model_type = ConsumerGroupModel
 
     async def apply_on_brokers(self) -> None:
-        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout, self.target.security) as admin:
-            self.brokers = await apply_group(admin, self.model, self.target.cluster_name, self.target.draining)
-            self.reset, reset_now = await reset_group_offsets(admin, self.model.group_name, self.model.reset_offset,
+        async with admin_session(self.target.admin_addr, self.ctx.settings.reconcile.admin_timeout,
+                                 self.target.security) as admin:
+            self.brokers = await apply_group(admin, self.model, self.target.cluster_name,
+                                             self.target.draining)
+            self.reset, reset_now = await reset_group_offsets(admin, self.model.group_name,
+                                                              self.model.reset_offset,
                                                               self.previous.get("offsetReset"), now_rfc3339())
             self.stats = await group_stats(admin, self.model.group_name)
         self.scaled = None if self.model.autoscale is None else await scale_on_lag(
-            self.ctx.kube, self.ctx.event, self.model.ref.namespace, self.model.autoscale, self.stats.total_lag,
-            self.stats.queues, self.previous.get("autoscale"), now_ms(), now_rfc3339())
+            self.ctx.kube, self.ctx.event, self.model.ref.namespace, self.model.autoscale,
+            self.stats.total_lag, self.stats.queues, self.previous.get("autoscale"), now_ms(), now_rfc3339())
         if reset_now:
             done = self.reset or {}
-            self.ctx.event("Normal", "OffsetReset", f"group {self.model.group_name} on {done.get('topic')} reset to {done.get('to')}")
+            self.ctx.event("Normal", "OffsetReset",
+                           f"group {self.model.group_name} on {done.get('topic')} reset to {done.get('to')}")
         ref = self.model.ref
         if self.previous.get("observedGeneration") != ref.generation or _not_ready(self.previous):
             self.ctx.event("Normal", "GroupApplied", f"consumer group {self.model.group_name} on "
@@ -549,7 +570,8 @@ class ConsumerGroupReconcile(_OnBrokersReconcile):
             "totalLag": self.stats.total_lag,
             **({"offsetReset": self.reset} if self.reset else {}),
             **({"autoscale": self.scaled} if self.scaled else {}),
-            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation, now_rfc3339()),
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation,
+                                           now_rfc3339()),
         })
 
 

@@ -19,7 +19,8 @@ commands:
   consume     read messages               (pyrocketmq consume -n ADDR -t TOPIC ...)
   bench       load-test with the client   (pyrocketmq bench produce|consume -n ADDR -t TOPIC ...)
   quickstart  run a local name server + broker and a sample (see README)
-  operator    run the Kubernetes operator  (pyrocketmq operator [--all-namespaces | -n NS ...]; needs [operator])
+  operator    run the Kubernetes operator  (pyrocketmq operator [--all-namespaces | -n NS ...]; \
+needs [operator])
 
 Run 'pyrocketmq <command> -h' for a command's options."""
 

@@ -132,7 +132,8 @@ async def _sample(namesrv: str, broker_addr: str, count: int) -> None:
             sent.append(result)
             mq = result.message_queue
             print(
-                f"  sent   #{i} {result.status.name:8} queue {mq.queue_id} offset {result.queue_offset} msgId {result.msg_id}"
+                f"  sent   #{i} {result.status.name:8} queue {mq.queue_id} offset {result.queue_offset} "
+                f"msgId {result.msg_id}"
             )
     finally:
         await producer.shutdown()
@@ -148,8 +149,8 @@ async def _sample(namesrv: str, broker_addr: str, count: int) -> None:
             for msg in await consumer.poll(timeout=1.0):
                 got.append(msg)
                 print(
-                    f"  read   queue {msg.queue_id} offset {msg.queue_offset} tags {msg.tags} keys {' '.join(msg.keys)} "
-                    f"body {msg.body.decode(errors='replace')!r}"
+                    f"  read   queue {msg.queue_id} offset {msg.queue_offset} tags {msg.tags} "
+                    f"keys {' '.join(msg.keys)} body {msg.body.decode(errors='replace')!r}"
                 )
         await consumer.commit()
     finally:

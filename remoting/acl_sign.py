@@ -7,7 +7,8 @@ field's *value* in the order of the field names, followed by the body bytes, lea
 header; a broker leaves it out too). A broker recomputes it the same way.
 
 >>> ext = {"topic": "T", "AccessKey": "alice01"}
->>> signature(ext, b"hi", "alice-secret-key") == signature({"AccessKey": "alice01", "topic": "T"}, b"hi", "alice-secret-key")
+>>> signature(ext, b"hi", "alice-secret-key") == signature({"AccessKey": "alice01", "topic": "T"}, b"hi",
+...                                                          "alice-secret-key")
 True
 """
 

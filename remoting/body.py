@@ -82,7 +82,8 @@ class TopicConfig(JsonBody):
     topic_sys_flag: int = 0
     order: bool = False
     attributes: tuple[tuple[str, str], ...] = ()
-    """RocketMQ 5 topic attributes (``message.type``), sorted pairs; in JSON an object, left out when empty."""
+    """RocketMQ 5 topic attributes (``message.type``), sorted pairs; in JSON an object, left out when
+    empty."""
 
     @property
     def message_type(self) -> str | None:
@@ -102,7 +103,8 @@ class TopicConfig(JsonBody):
 
     def encode_line(self) -> str:
         """Java ``TopicConfig.encode()``: ``name read write perm filterType`` (compressed registration)."""
-        return f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} {self.perm} {self.topic_filter_type}"
+        return (f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} {self.perm} "
+                f"{self.topic_filter_type}")
 
     @classmethod
     def decode_line(cls, line: str) -> TopicConfig:

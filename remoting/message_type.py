@@ -63,7 +63,8 @@ def parse_attributes(text: str, current: Mapping[str, str]) -> dict[str, str]:
         allowed = SUPPORTED_ATTRIBUTES.get(key)
         if allowed is None:
             raise AttributeRefused(
-                f"topic attribute {key[:80]!r} is not supported (supported: {', '.join(SUPPORTED_ATTRIBUTES)})"
+                f"topic attribute {key[:80]!r} is not supported "
+                f"(supported: {', '.join(SUPPORTED_ATTRIBUTES)})"
             )
         if op == "-":
             out.pop(key, None)

@@ -111,7 +111,8 @@ class UniqIdGenerator:
 
 
 def decode_uniq_id(uniq_id: str) -> tuple[str, int]:
-    """``(client ip, pid)`` from a ``UNIQ_KEY`` (32 or 56 hex chars); the pid is read unsigned, as Java does."""
+    """``(client ip, pid)`` from a ``UNIQ_KEY`` (32 or 56 hex chars); the pid is read unsigned, as Java
+    does."""
     if len(uniq_id) not in (32, 56):
         raise ValueError(f"a unique message id has 32 or 56 hex chars, not {len(uniq_id)}: {uniq_id!r}")
     raw = bytes.fromhex(uniq_id)

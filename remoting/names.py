@@ -144,7 +144,8 @@ def check_group_name(group: str | None) -> str | None:
     if len(group) > MAX_GROUP_LENGTH:
         return f"the specified group is longer than group max length {MAX_GROUP_LENGTH}."
     if not is_legal_name(group):
-        return f"the specified group[{group[:127]}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
+        return (f"the specified group[{group[:127]}] contains illegal characters, "
+                f"allowing only {VALID_PATTERN_STR}")
     return None
 
 

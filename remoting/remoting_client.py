@@ -30,7 +30,8 @@ class RemotingClient:
         """Called on every request before it is sent (ACL signatures)."""
         self.connect_timeout = connect_timeout
         self.ssl = ssl
-        """When set, every connection is TLS with this context (the server's name checked as the context says)."""
+        """When set, every connection is TLS with this context (the server's name checked as the context
+        says)."""
         self._conns: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
 

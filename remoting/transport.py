@@ -238,7 +238,8 @@ class Connection(asyncio.Protocol):
                         )
                     continue
                 if self._transport is not None and self._transport.is_closing():
-                    frames.close()  # closed while reading (a limit, a close by a handler): the rest is dropped
+                    # closed while reading (a limit, a close by a handler): the rest is dropped
+                    frames.close()
                     return
                 self._dispatch(cmd)
                 if self._serving and self._out_bytes > EARLY_FLUSH_BYTES:

@@ -225,7 +225,8 @@ class AclValidator:
         if cmd.code in self.admin_codes and not account.admin:
             return (
                 None,
-                f"Need admin permission for request code={cmd.code}, but accessKey={account.access_key} is not",
+                f"Need admin permission for request code={cmd.code}, "
+                f"but accessKey={account.access_key} is not",
             )
         try:
             needed = self.needs(cmd)

@@ -98,7 +98,8 @@ def heartbeat_problem(data: HeartbeatData) -> str | None:
         if (problem := check_group_name(c.group_name)) is not None:
             return f"consumer group: {problem}"
         if c.message_model not in MESSAGE_MODELS:
-            return f"consumer group {c.group_name}: messageModel {c.message_model[:32]!r} is not CLUSTERING or BROADCASTING"
+            return (f"consumer group {c.group_name}: messageModel {c.message_model[:32]!r} "
+                    "is not CLUSTERING or BROADCASTING")
         if len(c.subscription_data_set) > MAX_SUBSCRIPTIONS:
             return f"consumer group {c.group_name}: more than {MAX_SUBSCRIPTIONS} subscriptions"
         for sub in c.subscription_data_set:

@@ -298,8 +298,9 @@ def read_range(opts: SourceOptions, r: QueueRange) -> Iterator[MessageExt]:
             # NO_NEW_MSG or an offset past the max: the planned offsets are not (or no longer) there.
             if opts.fail_on_data_loss:
                 raise DataLossError(
-                    f"{mq.topic}/{mq.broker_name}/{mq.queue_id}: offsets {offset}..{r.end} were planned but the "
-                    f"broker holds {result.min_offset}..{result.max_offset} (was the queue or broker reset?). "
+                    f"{mq.topic}/{mq.broker_name}/{mq.queue_id}: offsets {offset}..{r.end} were planned "
+                    f"but the broker holds {result.min_offset}..{result.max_offset} "
+                    "(was the queue or broker reset?). "
                     "Set failOnDataLoss=false to skip them."
                 )
             log.warning(

@@ -111,7 +111,8 @@ class SourceOptions:
     group: str
     commit_group: bool
     expression: str | MessageSelector
-    """Tags (``subExpression``) or a SQL92 selector (``sqlSelector``; the brokers need enablePropertyFilter)."""
+    """Tags (``subExpression``) or a SQL92 selector (``sqlSelector``; the brokers need
+    enablePropertyFilter)."""
     starting: OffsetSpec
     starting_timestamp_ms: int | None
     ending: OffsetSpec
@@ -164,7 +165,8 @@ class SinkOptions:
 
     Example::
 
-        opts = SinkOptions.from_options({"nameServer": "127.0.0.1:9876", "topic": "Totals", "dedupKey": "true"})
+        opts = SinkOptions.from_options({"nameServer": "127.0.0.1:9876", "topic": "Totals",
+                                         "dedupKey": "true"})
     """
 
     name_server: str

@@ -89,8 +89,8 @@ def admit(start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int],
     ``start`` are new and enter at ``new_queue_start`` (their min offset) with no records yet.
 
     >>> a, b = MessageQueue("T", "b", 0), MessageQueue("T", "b", 1)
-    >>> admit({a: 0, b: 0}, {a: 30, b: 10}, 8)
-    {MessageQueue(topic='T', broker_name='b', queue_id=0): 6, MessageQueue(topic='T', broker_name='b', queue_id=1): 2}
+    >>> admit({a: 0, b: 0}, {a: 30, b: 10}, 8) == {a: 6, b: 2}
+    True
     >>> admit({a: 0, b: 0}, {a: 30, b: 10}, None)[a]
     30
     """

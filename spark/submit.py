@@ -182,7 +182,8 @@ def parse_cli(argv: list[str]) -> tuple[K8sJob, bool, str]:
 
     Arguments after ``--`` are the application's.
 
-    >>> job, dry, _ = parse_cli(["--image", "img:1", "--conf", "a=b", "--dry-run", "--", "--name-server", "ns:9876"])
+    >>> job, dry, _ = parse_cli(["--image", "img:1", "--conf", "a=b", "--dry-run",
+    ...                          "--", "--name-server", "ns:9876"])
     >>> job.image, job.conf, job.app_args, dry
     ('img:1', {'a': 'b'}, ('--name-server', 'ns:9876'), True)
     """

@@ -170,7 +170,8 @@ class SendProcessor:
         sys_flag = h.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= SysFlag.MULTI_TAGS
-        # the send's one record for the store (a batch's: its body is the batch body, its properties the batch's own)
+        # the send's one record for the store (a batch's: its body is the batch body, its properties the
+        # batch's own)
         msg = MessageInner(
             config.topic_name if batch else topic,
             body,
@@ -258,7 +259,8 @@ class SendProcessor:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 config = topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
             else:
-                # Java: topicSysFlag is FLAG_UNIT (1) for a unit-mode producer, else 0 (not the message's sysFlag)
+                # Java: topicSysFlag is FLAG_UNIT (1) for a unit-mode producer, else 0 (not the message's
+                # sysFlag)
                 config = topics.create_in_send(
                     h.topic, h.default_topic or "", h.default_topic_queue_nums or 4, 1 if h.unit_mode else 0
                 )
@@ -275,7 +277,8 @@ class SendProcessor:
         elif queue_id >= max(config.write_queue_nums, config.read_queue_nums):
             return cmd.response(
                 ResponseCode.SYSTEM_ERROR,
-                f"request queueId[{queue_id}] is illegal, topic {topic} has {config.write_queue_nums} write queues",
+                f"request queueId[{queue_id}] is illegal, topic {topic} has {config.write_queue_nums} "
+                "write queues",
             )
         return topic, queue_id, config
 

@@ -157,8 +157,9 @@ class SendBackProcessor:
         if len(topic) > MAX_TOPIC_LENGTH:
             longest = MAX_TOPIC_LENGTH - len(RETRY_GROUP_TOPIC_PREFIX)
             why = (
-                f"the name is {len(topic)} characters, over the topic max length {MAX_TOPIC_LENGTH}: a group of "
-                f"more than {longest} characters has no retry topic, so its messages cannot be sent back"
+                f"the name is {len(topic)} characters, over the topic max length {MAX_TOPIC_LENGTH}: "
+                f"a group of more than {longest} characters has no retry topic, so its messages cannot be "
+                "sent back"
             )
         _refusals.warning(
             "send-back from %s refused: no topic %.140s: %s", conn.remote_addr if conn else "?", topic, why

@@ -79,7 +79,8 @@ class ToolsProcessor:
         return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps({"groupList": sorted(groups)}))
 
     def handle_stats_data(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        """One stats item's last minute, hour and day (``statsName``, ``statsKey``: a topic or ``topic@group``)."""
+        """One stats item's last minute, hour and day (``statsName``, ``statsKey``: a topic or
+        ``topic@group``)."""
         try:
             h = ViewBrokerStatsDataRequestHeader.from_command(cmd)
         except HeaderError as e:

@@ -129,7 +129,8 @@ class MessagingService:
         self.on_call = on_call
         """Told every answered call's RPC name and status code (metrics)."""
         self.access = access
-        """The check every RPC passes, applied to what a Telemetry stream announces (None: no access control)."""
+        """The check every RPC passes, applied to what a Telemetry stream announces (None: no access
+        control)."""
 
     def seen(self, rpc: str, code: pb.Code) -> None:
         if self.on_call is not None:
@@ -177,7 +178,8 @@ class MessagingService:
             )
 
     def _announce(self, session: ClientSession, settings: pb.Settings | None) -> None:
-        """The session's Settings become ``settings`` (None: nothing announced), its producer groups theirs."""
+        """The session's Settings become ``settings`` (None: nothing announced), its producer groups
+        theirs."""
         session.settings = settings
         self.producers.remove_connection(session.channel)
         self._register_producer(session)

@@ -329,10 +329,10 @@ class IndexFile:
         """:meth:`put_keys` for many records at once, compiled (``NATIVE.index_keys`` made ``hashes``
         and ``phys``): the keys from ``start`` on while the file has room; returns how many fit."""
         assert NATIVE is not None
-        written, self.index_count, self.hash_slot_count, self.begin_timestamp, self.begin_phy_offset, end_phy = (
-            NATIVE.index_write(self._mv, self.slot_num, self.index_num, self.index_count, self.hash_slot_count,
-                               self.begin_timestamp, self.begin_phy_offset, hashes, phys, start, store_ts)
-        )  # fmt: skip
+        (written, self.index_count, self.hash_slot_count, self.begin_timestamp, self.begin_phy_offset,
+         end_phy) = NATIVE.index_write(
+            self._mv, self.slot_num, self.index_num, self.index_count, self.hash_slot_count,
+            self.begin_timestamp, self.begin_phy_offset, hashes, phys, start, store_ts)  # fmt: skip
         if written:
             self.end_timestamp = store_ts
             self.end_phy_offset = end_phy

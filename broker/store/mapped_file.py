@@ -16,8 +16,8 @@ change once written (except by recovery truncation); only one thread appends. Re
 ``memoryview`` slices of the mapping, with no copy; a slice stays valid after the segment is
 destroyed (the mapping lives until the last view is released).
 
-Why, under SYNC_FLUSH, the segment being written is advised ``MADV_RANDOM``: on kernels whose page cache uses large
-folios (ext4 since Linux 6.x), a page fault in a sequentially faulted mapping brings in ever larger
+Why, under SYNC_FLUSH, the segment being written is advised ``MADV_RANDOM``: on kernels whose page cache uses
+large folios (ext4 since Linux 6.x), a page fault in a sequentially faulted mapping brings in ever larger
 folios — up to megabytes — and a write dirties the whole folio, so every ``fdatasync`` writes back
 megabytes for the few kilobytes appended since the last one (measured here: 2.6 GB written for
 61 MB of 1 KiB records synced every 20 records, and syncs 40 % slower). Random advice keeps the

@@ -18,8 +18,8 @@ PHYSICALOFFSET in the encoded bytes, copy them into the mapping, append the cons
 the keys, call ``on_dispatch``; a plain single send (:mod:`.plain_put`) does the first steps up to
 the unit in one compiled call, in place. One ``put_message`` for single messages and one ``put_batch``
 for batch sends, each taking the send's one record (:class:`~.values.MessageInner`); the store, not its
-caller, picks the compiled or the general path. So when ``put_message`` returns, a pull (or a query by key) can already
-read the message.
+caller, picks the compiled or the general path. So when ``put_message`` returns, a pull (or a query by key)
+can already read the message.
 
 Recovery (``load``): with no abort file (clean stop) the last 3 commitlog segments are checked;
 with one (crash) the scan starts at the segment chosen by the checkpoint, drops the torn tail and
@@ -124,13 +124,15 @@ class MessageStore:
         holds it; None: everything), RocketMQ 5's confirm offset; unset: no limit."""
         fs = settings.flush
         self.sync_flush = settings.sync_flush
-        """SYNC_FLUSH: sends wait for the group commit (fixed for the store's life, as its flush thread is)."""
+        """SYNC_FLUSH: sends wait for the group commit (fixed for the store's life, as its flush thread
+        is)."""
         self.flush_service = FlushService(
-            flush_commit_log=self._flush_commit_log, flush_logics=self._flush_logics, sync=settings.sync_flush,
-            interval_ms=fs.flush_interval_commit_log, logics_interval_ms=fs.flush_interval_consume_queue,
-            group_wait_ms=fs.group_commit_wait_ms,
+            flush_commit_log=self._flush_commit_log, flush_logics=self._flush_logics,
+            sync=settings.sync_flush, interval_ms=fs.flush_interval_commit_log,
+            logics_interval_ms=fs.flush_interval_consume_queue, group_wait_ms=fs.group_commit_wait_ms,
         )
-        self.clean_service = CleanService(lambda: clean_tick(self), settings.retention.clean_resource_interval)
+        self.clean_service = CleanService(lambda: clean_tick(self),
+                                          settings.retention.clean_resource_interval)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -149,8 +151,10 @@ class MessageStore:
         index = self.index
         indexing = s.index.message_index_enable
 
-        start = self.commit_log.recovery_start(abnormal=abnormal, checkpoint_min_ts=self.checkpoint.min_timestamp)
-        scan_from = index.recovery_start(start, self.commit_log.file_size, self.checkpoint.index_msg_timestamp,
+        start = self.commit_log.recovery_start(abnormal=abnormal,
+                                               checkpoint_min_ts=self.checkpoint.min_timestamp)
+        scan_from = index.recovery_start(start, self.commit_log.file_size,
+                                         self.checkpoint.index_msg_timestamp,
                                          self.commit_log.recovery_start) if abnormal and indexing else start
 
         def redispatch(msg: MessageExt, phys: int, size: int) -> None:
@@ -165,7 +169,8 @@ class MessageStore:
             for cq in self._cqs.values():
                 cq.truncate_dirty(start, routine=True)
         index_before = index.last_phy
-        max_phys = self.commit_log.recover(scan_from, abnormal=abnormal, dispatch=redispatch if abnormal else None)
+        max_phys = self.commit_log.recover(scan_from, abnormal=abnormal,
+                                           dispatch=redispatch if abnormal else None)
         if self._units.rebuilt:
             log.warning("rebuilt %d consume-queue unit(s) from the commitlog", self._units.rebuilt)
         if index.last_phy != index_before:
@@ -215,7 +220,8 @@ class MessageStore:
         log.info("store shut down at physical offset %d", self.commit_log.max_offset)
 
     def request_flush(self, phys_offset: int, callback: FlushCallback) -> None:
-        """SYNC_FLUSH group commit: ``callback(ok)`` runs on the flush thread once ``phys_offset`` is durable."""
+        """SYNC_FLUSH group commit: ``callback(ok)`` runs on the flush thread once ``phys_offset`` is
+        durable."""
         self.flush_service.request_flush(phys_offset, callback)
 
     def watch_durable(self, listener: DurableListener) -> None:
@@ -303,7 +309,8 @@ class MessageStore:
         if size > self.settings.max_message_size or not self.commit_log.fits_a_segment(size):
             log.warning("put refused: record of %d bytes exceeds maxMessageSize or a segment", size)
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        cq = self._cq(msg.topic, msg.queue_id) if (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in NO_DISPATCH else None
+        dispatched = (msg.sys_flag & SysFlag.TRANSACTION_MASK) not in NO_DISPATCH
+        cq = self._cq(msg.topic, msg.queue_id) if dispatched else None
         qoff = cq.max_offset if cq is not None else 0
         try:
             phys = self.commit_log.append_one(rec, qoff, now)
@@ -312,10 +319,8 @@ class MessageStore:
             return PutResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
         if cq is not None:
             tags = tags_code_of(msg.topic, msg.properties, now, msg.tags_code, self._delay_levels)
-            self.dispatch.dispatch_checked(
-                DispatchRequest(msg.topic, msg.queue_id, qoff, phys, size, tags, now, msg.properties, msg.sys_flag,
-                                True, cq)
-            )
+            self.dispatch.dispatch_checked(DispatchRequest(
+                msg.topic, msg.queue_id, qoff, phys, size, tags, now, msg.properties, msg.sys_flag, True, cq))
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
         return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
 
@@ -409,8 +414,8 @@ class MessageStore:
             return GetResult(S.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
         units = units[: (max_off - offset) * CQ_UNIT_SIZE]
 
-        scan = scan_units(units, self.commit_log, self.settings, self.memory_window, max_msgs, max_bytes, tag_filter,
-                          record_filter)
+        scan = scan_units(units, self.commit_log, self.settings, self.memory_window, max_msgs, max_bytes,
+                          tag_filter, record_filter)
         return GetResult(
             scan.status,
             offset + scan.scanned,

@@ -8,8 +8,8 @@ Each takes the store's record of the send (a :class:`~.values.MessageInner`), no
 ``encode_one`` is the record of one message (a single send), ``send_properties`` the properties it is
 stored with, ``put_record`` the record and consume-queue unit of a plain single send written in place;
 ``encode_batch`` turns a batch send (its body a SEND_BATCH_MESSAGE body) into the records of all its
-messages (offsets left zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets`` numbers the
-records once the commitlog position is known; ``offset_msg_ids`` makes their offset message ids.
+messages (offsets left zero) and, per message, ``(record size, tags code, properties)``; ``patch_offsets``
+numbers the records once the commitlog position is known; ``offset_msg_ids`` makes their offset message ids.
 """
 
 from __future__ import annotations

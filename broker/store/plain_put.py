@@ -1,7 +1,7 @@
 """The common single send put in one compiled call: the record written in place in the newest
 commitlog segment, numbered, its consume-queue unit beside it (``native.put_record``), then the
-rest of the dispatch chain. ``MessageStore.put_message`` asks :func:`plain_enough` and :func:`put_in_place` first;
-whatever they decline (a delay level, a timer, a half message, a new queue, a segment or
+rest of the dispatch chain. ``MessageStore.put_message`` asks :func:`plain_enough` and :func:`put_in_place`
+first; whatever they decline (a delay level, a timer, a half message, a new queue, a segment or
 consume-queue file without room, a field that does not fit) the general put does, and it writes the
 same bytes (``tests/unit/broker/store/test_put_plain.py`` holds them to it)."""
 

@@ -34,7 +34,8 @@ class FlushSettings:
     flush_interval_consume_queue: int = 1000
     """``flushIntervalConsumeQueue``: ms between consume-queue flushes (and checkpoint writes)."""
     sync_flush_timeout: int = 5000
-    """``syncFlushTimeout``: ms a SYNC_FLUSH send waits before answering FLUSH_DISK_TIMEOUT (the caller's timer)."""
+    """``syncFlushTimeout``: ms a SYNC_FLUSH send waits before answering FLUSH_DISK_TIMEOUT (the caller's
+    timer)."""
     group_commit_wait_ms: int = 10
     """How long the group-commit loop sleeps when nothing is pending (Java's GroupCommitService: 10 ms)."""
 

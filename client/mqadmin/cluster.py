@@ -59,7 +59,8 @@ async def cluster_rt(admin: Admin, args: argparse.Namespace, out: TextIO) -> Non
     if args.cluster and args.cluster not in info.cluster_addr_table:
         raise MQClientError(f"cluster {args.cluster!r} is not known to the name server")
     body = b"x" * args.size
-    out.write(f"{'#Cluster Name':<24}  {'#Broker Name':<24}  {'#RT':<4}  {'#successCount':<8}  {'#failCount':<8}\n")
+    out.write(f"{'#Cluster Name':<24}  {'#Broker Name':<24}  {'#RT':<4}  "
+              f"{'#successCount':<8}  {'#failCount':<8}\n")
     async with Producer("PID_CLUSTER_RT", admin.instance.settings.namesrv_addr, ProducerSettings(retries=0),
                         admin.instance.settings) as producer:
         for cluster in clusters:
@@ -112,8 +113,10 @@ VERBS = (
     Verb("clusterRT", "send test messages to every broker of a cluster and print the round trip "
          "(one round; Apache's mqadmin repeats it every -i seconds)", cluster_rt, (
         opt("-c", "--cluster", help="one cluster (default: every cluster)"),
-        opt("-a", "--amount", type=int_range(1, 100_000), default=100, help="messages per broker (default 100)"),
-        opt("-s", "--size", type=int_range(1, 4 * 1024 * 1024), default=128, help="message size in bytes (default 128)"),
+        opt("-a", "--amount", type=int_range(1, 100_000), default=100,
+            help="messages per broker (default 100)"),
+        opt("-s", "--size", type=int_range(1, 4 * 1024 * 1024), default=128,
+            help="message size in bytes (default 128)"),
         opt("-p", "--print log", dest="print_log", type=_bool, default=False, help=argparse.SUPPRESS),
         opt("-m", "--machine room", dest="machine_room", default="noname", help=argparse.SUPPRESS),
         opt("-i", "--interval", type=int, default=10, help=argparse.SUPPRESS),

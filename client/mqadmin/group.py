@@ -53,8 +53,9 @@ async def delete_sub_group(admin: Admin, args: argparse.Namespace, out: TextIO) 
 
 async def consumer_progress(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
     table_, tps = await admin.consume_stats(args.group, args.topic)
-    rows: list[list[object]] = [["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
-                                 "#LastTime"]]
+    rows: list[list[object]] = [
+        ["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime"]
+    ]
     diff_total = 0
     for mq, w in table_.items():
         diff = w.broker_offset - w.consumer_offset
@@ -96,7 +97,8 @@ async def reset_offset_by_time(admin: Admin, args: argparse.Namespace, out: Text
 
 async def clone_group_offset(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
     await admin.clone_group_offset(args.src, args.dest, args.topic, offline=args.offline)
-    out.write(f"clone group offset success. srcGroup[{args.src}], destGroup={args.dest}, topic[{args.topic}]\n")
+    out.write(f"clone group offset success. srcGroup[{args.src}], destGroup={args.dest}, "
+              f"topic[{args.topic}]\n")
 
 
 async def get_consumer_status(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
@@ -112,21 +114,26 @@ async def get_consumer_status(admin: Admin, args: argparse.Namespace, out: TextI
 async def producer_connection(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
     conn = await admin.producer_connection(args.group, args.topic)
     for i, c in enumerate(conn.connection_set, 1):
-        out.write(f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language:<8} {version_desc(c.version)}\n")
+        out.write(f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language:<8} "
+                  f"{version_desc(c.version)}\n")
 
 
 VERBS = (
     Verb("updateSubGroup", "create or update a consumer group", update_sub_group, (
-        one_of(opt("-c", "--clusterName", dest="cluster", help="create the group on every master of this cluster"),
+        one_of(opt("-c", "--clusterName", dest="cluster",
+                   help="create the group on every master of this cluster"),
                opt("-b", "--brokerAddr", dest="broker", help="create the group on this broker (host:port)")),
         opt("-g", "--groupName", dest="group", required=True, help="consumer group name"),
         opt("-s", "--consumeEnable", type=_bool, default=True, help="consumption allowed (default true)"),
-        opt("-m", "--consumeFromMinEnable", type=_bool, default=True, help="start from the min offset (default true)"),
-        opt("-d", "--consumeBroadcastEnable", type=_bool, default=True, help="broadcasting allowed (default true)"),
+        opt("-m", "--consumeFromMinEnable", type=_bool, default=True,
+            help="start from the min offset (default true)"),
+        opt("-d", "--consumeBroadcastEnable", type=_bool, default=True,
+            help="broadcasting allowed (default true)"),
         opt("-q", "--retryQueueNums", type=int, default=1, help="retry queues (default 1)"),
         opt("-r", "--retryMaxTimes", type=int, default=16, help="retries before the DLQ (default 16)"),
         opt("-i", "--brokerId", type=int, default=0, help="broker id to consume from (default 0)"),
-        opt("-w", "--whichBrokerWhenConsumeSlowly", type=int, default=1, help="broker id when lagging (default 1)"),
+        opt("-w", "--whichBrokerWhenConsumeSlowly", type=int, default=1,
+            help="broker id when lagging (default 1)"),
         opt("-a", "--notifyConsumerIdsChanged", type=_bool, default=True,
             help="notify members on change (default true)"),
     )),
@@ -138,10 +145,12 @@ VERBS = (
         opt("-g", "--groupName", dest="group", required=True, help="consumer group name"),
         opt("-t", "--topicName", dest="topic", help="only this topic"),
     )),
-    Verb("consumerConnection", "the members of a consumer group and their subscriptions", consumer_connection, (
+    Verb("consumerConnection", "the members of a consumer group and their subscriptions",
+         consumer_connection, (
         opt("-g", "--consumerGroup", dest="group", required=True, help="consumer group name"),
     )),
-    Verb("resetOffsetByTime", "move a consumer group's offsets on a topic to a point in time", reset_offset_by_time, (
+    Verb("resetOffsetByTime", "move a consumer group's offsets on a topic to a point in time",
+         reset_offset_by_time, (
         opt("-g", "--group", required=True, help="consumer group name"),
         TOPIC,
         opt("-s", "--timestamp", required=True, type=_timestamp,
@@ -150,7 +159,8 @@ VERBS = (
             help="also move offsets that are already before the time (default true)"),
         opt("-c", "--cplus", switch=True, help=argparse.SUPPRESS),
     )),
-    Verb("cloneGroupOffset", "copy a group's committed offsets on a topic to another group", clone_group_offset, (
+    Verb("cloneGroupOffset", "copy a group's committed offsets on a topic to another group",
+         clone_group_offset, (
         opt("-s", "--srcGroup", dest="src", required=True, help="group to copy from"),
         opt("-d", "--destGroup", dest="dest", required=True, help="group to copy to"),
         opt("-t", "--topic", required=True, help="topic"),
@@ -161,7 +171,8 @@ VERBS = (
         opt("-t", "--topic", required=True, help="topic"),
         opt("-i", "--originClientId", dest="client_id", default="", help="only this client id"),
     )),
-    Verb("producerConnection", "the producers of a group connected to a topic's broker", producer_connection, (
+    Verb("producerConnection", "the producers of a group connected to a topic's broker",
+         producer_connection, (
         opt("-g", "--producerGroup", dest="group", required=True, help="producer group"),
         opt("-t", "--topic", required=True, help="a topic the group sends to"),
     )),

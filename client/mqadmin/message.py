@@ -40,7 +40,8 @@ async def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace, out: T
 
 
 async def query_msg_by_offset(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
-    print_message(await admin.message_at(MessageQueue(args.topic, args.broker, args.queue_id), args.offset), out)
+    mq = MessageQueue(args.topic, args.broker, args.queue_id)
+    print_message(await admin.message_at(mq, args.offset), out)
 
 
 async def query_msg_trace_by_id(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
@@ -50,21 +51,22 @@ async def query_msg_trace_by_id(admin: Admin, args: argparse.Namespace, out: Tex
     from ..trace import decode_traces
 
     traces = await admin.query_message_by_key(args.trace_topic, args.msg_id, 0, int(time.time() * 1000), 64)
-    rows = [(r, m) for m in traces for r in decode_traces(m.body.decode("utf-8", "replace")) if r.msg_id == args.msg_id]
+    rows = [(r, m) for m in traces for r in decode_traces(m.body.decode("utf-8", "replace"))
+            if r.msg_id == args.msg_id]
 
     def line(kind: str, r: TraceRecord, host: str) -> str:
         when = datetime.datetime.fromtimestamp(r.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
         status = "success" if r.success else "failed"
         return f"{kind:<10} {r.group:<20} {host:<20} {when:<20} {f'{r.cost_ms}ms':<10} {status:<10}\n"
 
-    out.write(f"{'#Type':<10} {'#ProducerGroup':<20} {'#ClientHost':<20} {'#SendTime':<20} {'#CostTimes':<10} "
-              f"{'#Status':<10}\n")
+    out.write(f"{'#Type':<10} {'#ProducerGroup':<20} {'#ClientHost':<20} {'#SendTime':<20} "
+              f"{'#CostTimes':<10} {'#Status':<10}\n")
     for r, m in rows:
         if r.kind == "Pub":
             out.write(line("Pub", r, f"{m.born_host[0]}"))
     out.write("\n")
-    out.write(f"{'#Type':<10} {'#ConsumerGroup':<20} {'#ClientHost':<20} {'#ConsumerTime':<20} {'#CostTimes':<10} "
-              f"{'#Status':<10}\n")
+    out.write(f"{'#Type':<10} {'#ConsumerGroup':<20} {'#ClientHost':<20} {'#ConsumerTime':<20} "
+              f"{'#CostTimes':<10} {'#Status':<10}\n")
     for r, m in rows:
         if r.kind == "SubAfter":
             out.write(line("Sub", r, f"{m.born_host[0]}"))
@@ -75,16 +77,19 @@ async def print_msg(admin: Admin, args: argparse.Namespace, out: TextIO) -> None
     from ..pulling import parse_expression
 
     sub = parse_expression(args.expression)
-    for mq in sorted(await admin.instance.subscribe_queues(args.topic), key=lambda q: (q.broker_name, q.queue_id)):
-        lo = await admin.search_offset(mq, args.begin) if args.begin is not None else await admin.min_offset(mq)
+    queues = await admin.instance.subscribe_queues(args.topic)
+    for mq in sorted(queues, key=lambda q: (q.broker_name, q.queue_id)):
+        lo = (await admin.search_offset(mq, args.begin) if args.begin is not None
+              else await admin.min_offset(mq))
         hi = await admin.search_offset(mq, args.end) if args.end is not None else await admin.max_offset(mq)
-        out.write(f"minOffset={lo}, maxOffset={hi}, MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, "
-                  f"queueId={mq.queue_id}]\n")  # fmt: skip
+        out.write(f"minOffset={lo}, maxOffset={hi}, MessageQueue [topic={mq.topic}, "
+                  f"brokerName={mq.broker_name}, queueId={mq.queue_id}]\n")  # fmt: skip
         async for m in between(admin.instance, mq, lo, hi):
             if not sub.matches(m.tags):
                 continue
             body = m.body.decode(args.charset, "replace") if args.print_body else "NOT PRINT BODY"
-            out.write(f"MSGID: {m.msg_id} [queueOffset={m.queue_offset}, storeTimestamp={fmt_ms(m.store_timestamp)}, "
+            out.write(f"MSGID: {m.msg_id} [queueOffset={m.queue_offset}, "
+                      f"storeTimestamp={fmt_ms(m.store_timestamp)}, "
                       f"tags={m.tags or ''}, keys={' '.join(m.keys)}] BODY: {body}\n")  # fmt: skip
 
 
@@ -116,13 +121,15 @@ VERBS = (
         opt("-i", "--msgId", dest="msg_id", required=True, help="offset message id, or unique id with -t"),
         opt("-t", "--topic", help="topic (needed for a unique id)"),
     )),
-    Verb("queryMsgByKey", "list a topic's messages with a key (through the brokers' index)", query_msg_by_key, (
+    Verb("queryMsgByKey", "list a topic's messages with a key (through the brokers' index)",
+         query_msg_by_key, (
         TOPIC,
         opt("-k", "--msgKey", dest="key", required=True, help="message key"),
         opt("-b", "--beginTimestamp", dest="begin", type=_timestamp, default=0,
             help="stored from: ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS (default: the beginning)"),
         opt("-e", "--endTimestamp", dest="end", type=_timestamp, help="stored until (default: now)"),
-        opt("-c", "--maxNum", dest="max_num", type=int_range(1), default=64, help="at most this many (default 64)"),
+        opt("-c", "--maxNum", dest="max_num", type=int_range(1), default=64,
+            help="at most this many (default 64)"),
     )),
     Verb("queryMsgByUniqueKey", "show a message by its unique id (UNIQ_KEY)", query_msg_by_unique_key, (
         opt("-i", "--msgId", dest="msg_id", required=True, help="the producer's message id (UNIQ_KEY)"),
@@ -135,18 +142,21 @@ VERBS = (
         opt("-i", "--queueId", dest="queue_id", type=int, required=True, help="queue id"),
         opt("-o", "--offset", type=int, required=True, help="queue offset"),
     )),
-    Verb("queryMsgTraceById", "the trace of a message: who sent it and who consumed it, when", query_msg_trace_by_id, (
+    Verb("queryMsgTraceById", "the trace of a message: who sent it and who consumed it, when",
+         query_msg_trace_by_id, (
         opt("-i", "--msgId", dest="msg_id", required=True, help="the message id (UNIQ_KEY)"),
         opt("-t", "--traceTopic", dest="trace_topic", default="RMQ_SYS_TRACE_TOPIC",
             help="trace topic (default RMQ_SYS_TRACE_TOPIC)"),
     )),
     Verb("printMsg", "print a topic's messages stored between two times", print_msg, (
         TOPIC,
-        opt("-c", "--charsetName", dest="charset", type=charset, default="UTF-8", help="body charset (default UTF-8)"),
+        opt("-c", "--charsetName", dest="charset", type=charset, default="UTF-8",
+            help="body charset (default UTF-8)"),
         opt("-s", "--subExpression", dest="expression", default="*", help="tags to print: * or 'A || B'"),
         opt("-b", "--beginTimestamp", dest="begin", type=_timestamp,
             help="from: ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS (default: the oldest message)"),
         opt("-e", "--endTimestamp", dest="end", type=_timestamp, help="until (default: the newest)"),
-        opt("-d", "--printBody", dest="print_body", type=_bool, default=True, help="print bodies (default true)"),
+        opt("-d", "--printBody", dest="print_body", type=_bool, default=True,
+            help="print bodies (default true)"),
     )),
 )

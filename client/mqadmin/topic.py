@@ -55,14 +55,16 @@ async def topic_list(admin: Admin, args: argparse.Namespace, out: TextIO) -> Non
 
 async def topic_route(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
     route = await admin.topic_route(args.topic)
-    out.write(orjson.dumps(to_jsonable(route), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+    text = orjson.dumps(to_jsonable(route), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    out.write(text + "\n")
 
 
 async def topic_status(admin: Admin, args: argparse.Namespace, out: TextIO) -> None:
     stats = await admin.topic_stats(args.topic)
     rows: list[list[object]] = [["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"]]
     for mq, off in stats.items():
-        rows.append([mq.broker_name, mq.queue_id, off.min_offset, off.max_offset, fmt_ms(off.last_update_timestamp)])
+        when = fmt_ms(off.last_update_timestamp)
+        rows.append([mq.broker_name, mq.queue_id, off.min_offset, off.max_offset, when])
     table(rows, [32, 4, 20, 20, 0], out)
 
 
@@ -72,8 +74,10 @@ async def topic_cluster_list(admin: Admin, args: argparse.Namespace, out: TextIO
 
 
 VERBS = (
-    Verb("updateTopic", "create or update a topic on a broker or on every master of a cluster", update_topic, (
-        one_of(opt("-c", "--clusterName", dest="cluster", help="create the topic on every master of this cluster"),
+    Verb("updateTopic", "create or update a topic on a broker or on every master of a cluster",
+         update_topic, (
+        one_of(opt("-c", "--clusterName", dest="cluster",
+                   help="create the topic on every master of this cluster"),
                opt("-b", "--brokerAddr", dest="broker", help="create the topic on this broker (host:port)")),
         TOPIC,
         opt("-r", "--readQueueNums", dest="read", type=int, default=8, help="read queues (default 8)"),

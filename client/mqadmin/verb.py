@@ -43,8 +43,16 @@ class Opt:
                                 required=self.required, help=self.help, metavar=self.metavar)
 
 
-def opt(*flags: str, help: str, dest: str | None = None, type: Callable[[str], object] | None = None,
-        default: object = None, required: bool = False, switch: bool = False, metavar: str | None = None) -> Opt:
+def opt(
+    *flags: str,
+    help: str,
+    dest: str | None = None,
+    type: Callable[[str], object] | None = None,
+    default: object = None,
+    required: bool = False,
+    switch: bool = False,
+    metavar: str | None = None,
+) -> Opt:
     """``opt("-t", "--topic", required=True, help="topic name")``; ``help=argparse.SUPPRESS`` hides
     an option mqadmin takes that changes nothing here."""
     return Opt(flags, help, dest, type, default, required, switch, metavar)

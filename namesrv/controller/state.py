@@ -185,7 +185,8 @@ class ControllerState:
         if g is None:
             return f"no broker group {name!r}"
         if replica_id != g.master or epoch != g.epoch:
-            return f"replica {replica_id} at epoch {epoch} is not the master (master {g.master}, epoch {g.epoch})"
+            return (f"replica {replica_id} at epoch {epoch} is not the master "
+                    f"(master {g.master}, epoch {g.epoch})")
         if sync_epoch != g.sync_epoch:
             return f"set epoch {sync_epoch} is stale (current {g.sync_epoch})"
         if replica_id not in members or not members <= set(g.replicas):

@@ -71,8 +71,8 @@ def apache_broker_conf(namesrv_addr: str, listen_port: int, home: Path) -> dict[
 def _server_argv(home: Path, heap: Sequence[str], main: str, conf: Path) -> list[str]:
     """The JVM command line of an Apache name server or broker living under ``home``."""
     return [jvm.java_executable(), *heap, *jvm.SERVER_JDK17_FLAGS, f"-Drocketmq.home.dir={home}",
-            f"-Duser.home={home}", "-Dfile.encoding=UTF-8", "-cp", maven.classpath(maven.resolve(maven.SERVER)),
-            main, "-c", str(conf)]  # fmt: skip
+            f"-Duser.home={home}", "-Dfile.encoding=UTF-8",
+            "-cp", maven.classpath(maven.resolve(maven.SERVER)), main, "-c", str(conf)]  # fmt: skip
 
 
 def start_apache_cluster(

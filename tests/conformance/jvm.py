@@ -101,7 +101,8 @@ class JavaResult:
         err = "\n".join(self.stderr.splitlines()[-tail:])
         out = "\n".join(self.stdout.splitlines()[-10:])[-4000:]
         return (
-            f"{self.main_class} {' '.join(self.args)} {what}: exit {self.returncode} after {self.elapsed:.1f} s\n"
+            f"{self.main_class} {' '.join(self.args)} {what}: exit {self.returncode} "
+            f"after {self.elapsed:.1f} s\n"
             f"--- stderr (tail) ---\n{err}\n--- stdout (tail) ---\n{out}"
         )
 

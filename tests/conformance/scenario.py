@@ -46,7 +46,8 @@ class Problems:
             shown = "\n  ".join(self.items[:MAX_SHOWN])
             more = f"\n  ... and {len(self.items) - MAX_SHOWN} more" if len(self.items) > MAX_SHOWN else ""
             raise AssertionError(
-                f"{len(self.items)} conformance problem(s) against the {cluster.kind} cluster:\n  {shown}{more}"
+                f"{len(self.items)} conformance problem(s) against the {cluster.kind} cluster:\n"
+                f"  {shown}{more}"
             )
 
 

@@ -48,7 +48,8 @@ def test_java_producer_through_a_master_kill(tmp_path, java) -> None:
         missing = asyncio.run(_lost(replicas[other].addr, acked))
         assert missing == [], f"{len(missing)} acknowledged message(s) lost, e.g. {missing[:5]}"
         print(
-            f"\nJava client: kill -9 to the first SEND_OK on the new master {(min(new_ok_ms) - killed_ms) / 1000:.1f} s "
+            f"\nJava client: kill -9 to the first SEND_OK on the new master "
+            f"{(min(new_ok_ms) - killed_ms) / 1000:.1f} s "
             f"(route refresh 30 s); {len(acked.sent)} acknowledged, {report['failures']} failed sends"
         )
 

@@ -27,7 +27,8 @@ def ours(tmp_path_factory):
         async def fill():
             await create_topic(ns.addr, broker.addr, TOPIC, queues=2)
             async with Producer("mqadmin_pg", ns.addr) as p:
-                return [await p.send(Message(TOPIC, f"body-{i}".encode(), tags="t", keys=["k7" if i % 3 == 0 else f"x{i}"]))
+                return [await p.send(Message(TOPIC, f"body-{i}".encode(), tags="t",
+                                             keys=["k7" if i % 3 == 0 else f"x{i}"]))
                         for i in range(9)]  # fmt: skip
 
         yield ns, broker, asyncio.run(fill()), tmp
@@ -64,7 +65,8 @@ def test_apache_mqadmin_finds_our_messages(ours, body_files):
     assert ids == {sent[i].msg_id for i in (0, 3, 6)}, by_key
 
     r = sent[4]
-    for args in (("queryMsgById", "-i", r.offset_msg_id), ("queryMsgByUniqueKey", "-t", TOPIC, "-i", r.msg_id),
+    for args in (("queryMsgById", "-i", r.offset_msg_id),
+                 ("queryMsgByUniqueKey", "-t", TOPIC, "-i", r.msg_id),
                  ("queryMsgByOffset", "-t", TOPIC, "-b", r.message_queue.broker_name,
                   "-i", str(r.message_queue.queue_id), "-o", str(r.queue_offset))):  # fmt: skip
         shown = _mqadmin(tmp, *args, "-n", ns.addr)
@@ -90,7 +92,8 @@ def test_our_lookups_against_apache(tmp_path):
     try:
         async def fill():
             async with Producer("lookup_pg", apache.namesrv_addr) as p:
-                return [await p.send(Message(TOPIC, f"body-{i}".encode(), tags="t", keys=["k7" if i % 3 == 0 else f"x{i}"]))
+                return [await p.send(Message(TOPIC, f"body-{i}".encode(), tags="t",
+                                             keys=["k7" if i % 3 == 0 else f"x{i}"]))
                         for i in range(9)]  # fmt: skip
 
         sent = asyncio.run(fill())
@@ -112,7 +115,8 @@ def test_our_lookups_against_apache(tmp_path):
         asyncio.run(consume())
 
         def cli(*args: str) -> str:
-            out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", *args, "-n", apache.namesrv_addr],
+            out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", *args,
+                                  "-n", apache.namesrv_addr],
                                  capture_output=True, text=True, timeout=120)  # fmt: skip
             assert out.returncode == 0, out.stderr
             return out.stdout
@@ -219,7 +223,8 @@ def test_apache_mqadmin_broker_and_group_tools(ours):
                     got += await c.poll(timeout=1)
                 await c.commit()
         async with Admin(ns.addr) as admin:
-            return {q: await admin.instance.query_consumer_offset(group or "mqadmin_src", MessageQueue(TOPIC, "broker-a", q))
+            return {q: await admin.instance.query_consumer_offset(group or "mqadmin_src",
+                                                                  MessageQueue(TOPIC, "broker-a", q))
                     for q in (0, 1)}  # fmt: skip
 
     src = asyncio.run(commit_and_read())

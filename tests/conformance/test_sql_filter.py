@@ -135,8 +135,9 @@ def test_java_push_consumer_by_sql(sql_cluster, java):
 
     asyncio.run(send())
     expected = sorted(i for i in range(40) if i % 10 > 4 and i % 3 == 0)  # price > 4 AND region = 'eu'
-    out = java.run("PushConsumerScenario", [ns.addr, topic, "GID_SQL_PUSH", "concurrent", len(expected), 60, 0,
-                                            "price > 4 AND region = 'eu'"], timeout=120).json()  # fmt: skip
+    out = java.run("PushConsumerScenario",
+                   [ns.addr, topic, "GID_SQL_PUSH", "concurrent", len(expected), 60, 0,
+                    "price > 4 AND region = 'eu'"], timeout=120).json()  # fmt: skip
     got = sorted({int(d["properties"]["idx"]) for d in out["deliveries"]})
     assert got == expected and not out["timedOut"], (got, expected)
     refusal = _refused_at_start(java, ns.addr, topic, "price >")

@@ -33,8 +33,9 @@ def test_java_traces_read_by_our_cli(tmp_path, java):
         msg_id = sent["sent"][1]["msgId"]
         deadline, out = time.monotonic() + 90, None
         while time.monotonic() < deadline:  # the Java client sends traces asynchronously
-            out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "queryMsgTraceById", "-n", ns.addr,
-                                  "-i", msg_id], capture_output=True, text=True, timeout=60)  # fmt: skip
+            out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "queryMsgTraceById",
+                                  "-n", ns.addr, "-i", msg_id],
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
             if _pub_rows(out.stdout):
                 break
             time.sleep(1)

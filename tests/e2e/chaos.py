@@ -170,7 +170,8 @@ def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: floa
                 records.append(chaos.inject(kind, rng))
                 r = records[-1]
                 say(
-                    f"fault {i + 1}/{faults}: {r.kind} {r.target}: whole again after {r.recovered - r.began:.0f} s"
+                    f"fault {i + 1}/{faults}: {r.kind} {r.target}: "
+                    f"whole again after {r.recovered - r.began:.0f} s"
                 )
             time.sleep(2)
     finally:

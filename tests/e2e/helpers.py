@@ -189,8 +189,8 @@ class NodeFaults:
     def do(self, node: str, action: str) -> None:
         self.pending.append((node, self.UNDO[action]))
         if action == "drain":
-            self.kube.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s",
-                              timeout=330)  # fmt: skip
+            self.kube.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                              "--timeout=300s", timeout=330)  # fmt: skip
         else:
             k8s_node(node, action)
 

@@ -88,8 +88,9 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
         status = get(kube, "broker", "orders", ns)["status"]
         assert status["switchover"]["result"] == "Done", status["switchover"]
         # the request is spent: naming the same pod again later (after another failover) asks again
-        kube.wait_until(lambda: "pyrocketmq.io/switchover" not in get(kube, "broker", "orders", ns)["metadata"].get(
-            "annotations", {}), 60, "the switchover annotation removed once done", interval=1)  # fmt: skip
+        kube.wait_until(lambda: "pyrocketmq.io/switchover"
+                        not in get(kube, "broker", "orders", ns)["metadata"].get("annotations", {}),
+                        60, "the switchover annotation removed once done", interval=1)  # fmt: skip
         n = len(sender.acked)
         sender.wait_for(n + 20, timeout=60)
     # SEND_OK only: a send the old master answered FLUSH_SLAVE_TIMEOUT while it stepped down was never
@@ -99,7 +100,8 @@ def test_a_deleted_master_pod_is_replaced_by_its_slave_before_it_returns(mq: MQ)
     assert not missing, f"{len(missing)} acknowledged messages missing"
     print(
         f"\nmaster pod force-deleted: writable again on {other} after {writable:.1f} s; "
-        f"{len(sender.ok)} SEND_OK, statuses {sender.statuses}, {len(sender.failures)} failed sends, none lost"
+        f"{len(sender.ok)} SEND_OK, statuses {sender.statuses}, {len(sender.failures)} failed sends, "
+        "none lost"
     )
 
 

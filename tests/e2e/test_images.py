@@ -71,11 +71,13 @@ def test_the_project_image_carries_the_compiled_store_path(images: E2EImages) ->
             mount.glob("opt/pyrocketmq/lib/python3*/site-packages/pyrocketmq/broker/store/_native*.so")
         )
         assert found, (
-            "no compiled pyrocketmq/broker/store/_native*.so in the image: pods would run the pure-Python path"
+            "no compiled pyrocketmq/broker/store/_native*.so in the image: "
+            "pods would run the pure-Python path"
         )
         site = "opt/pyrocketmq/lib/python3*/site-packages/pyrocketmq"
         assert sorted(mount.glob(f"{site}/remoting/_frames*.so")), (
-            "no compiled pyrocketmq/remoting/_frames*.so in the image: pods would decode frames in pure Python"
+            "no compiled pyrocketmq/remoting/_frames*.so in the image: "
+            "pods would decode frames in pure Python"
         )
         assert not list(mount.glob("usr/bin/gcc*")), "the compiler belongs to the build stage only"
     finally:

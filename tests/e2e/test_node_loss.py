@@ -52,8 +52,8 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
         n = len(sender.acked)
         sender.wait_for(n + 20, timeout=90)
         writable = time.monotonic() - frozen_at
-        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == other, 90, f"{other} master",
-                        interval=1)  # fmt: skip
+        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == other, 90,
+                        f"{other} master", interval=1)  # fmt: skip
         # the lost replica comes back on the third node and catches up
         def replaced() -> bool:
             pod = get(kube, "pod", master, ns)
@@ -75,6 +75,7 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
     missing = set(sender.ok.values()) - got
     assert not missing, f"{len(missing)} acknowledged messages missing"
     print(
-        f"\nnode of {master} frozen: writable on {other} after {writable:.1f} s; replica replaced and in sync "
-        f"after {in_sync_after:.0f} s; {len(sender.ok)} SEND_OK, {len(sender.failures)} failed sends, none lost"
+        f"\nnode of {master} frozen: writable on {other} after {writable:.1f} s; "
+        f"replica replaced and in sync after {in_sync_after:.0f} s; "
+        f"{len(sender.ok)} SEND_OK, {len(sender.failures)} failed sends, none lost"
     )

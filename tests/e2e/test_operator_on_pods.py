@@ -57,8 +57,9 @@ def test_topic_queue_counts_are_updated_on_every_master(mq: MQ):
         kube.wait_until(
             lambda: queue_layout(admin, topic) == {"orders-0": (8, 8, 6), "orders-1": (8, 8, 6)}, 60, "8"
         )
-    obj = kube.wait_until(lambda: (o := get(kube, "topic", "upd-topic", ns)) and o["status"].get("observedGeneration") == 2
-                          and o, 60, "generation 2")  # fmt: skip
+    obj = kube.wait_until(lambda: (o := get(kube, "topic", "upd-topic", ns))
+                          and o["status"].get("observedGeneration") == 2 and o,
+                          60, "generation 2")  # fmt: skip
     assert sorted(b["brokerName"] for b in obj["status"]["brokers"]) == ["orders-0", "orders-1"]
 
 

@@ -55,8 +55,8 @@ def test_an_isolated_master_acknowledges_nothing_and_rejoins_as_a_replica(mq: MQ
             lambda: len(sender.ok) >= n + 20, 120, "SEND_OK again through the other side", interval=0.5
         )
         writable = time.monotonic() - cut_at
-        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == other, 90, f"{other} master",
-                        interval=1)  # fmt: skip
+        kube.wait_until(lambda: first_group(kube, ns).get("master", {}).get("pod") == other, 90,
+                        f"{other} master", interval=1)  # fmt: skip
         time.sleep(10)  # the old master keeps running, cut off, while both producers send
         inside_during = len(inside.ok) - inside_ok
         faults.undo(cut)
@@ -75,6 +75,8 @@ def test_an_isolated_master_acknowledges_nothing_and_rejoins_as_a_replica(mq: MQ
     print(
         f"\nmaster {master} cut off on {cut}: SEND_OK on {other} after {writable:.1f} s; the isolated side "
         f"acknowledged {inside_during}; back in sync {in_sync_after:.0f} s after the heal; "
-        f"{len(sender.ok)} + {len(inside.ok)} SEND_OK, {len(sender.failures)} + {len(inside.failures)} failed, "
-        f"{sum(sender.statuses.values()) + sum(inside.statuses.values()) - len(acknowledged)} other answers, none lost"
+        f"{len(sender.ok)} + {len(inside.ok)} SEND_OK, "
+        f"{len(sender.failures)} + {len(inside.failures)} failed, "
+        f"{sum(sender.statuses.values()) + sum(inside.statuses.values()) - len(acknowledged)} other answers, "
+        "none lost"
     )

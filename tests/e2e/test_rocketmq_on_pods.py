@@ -122,12 +122,13 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ, tmp_path:
     n = 200
     namesrv = mq.in_cluster_namesrv()  # the name server's Service, resolved by CoreDNS
     phase, logs = run_pod(kube, ns, mq.images.project,
-                          ["pyrocketmq", "produce", "-n", namesrv, "-t", topic, "--body", "from-a-pod", "-c", str(n), "-q"],
+                          ["pyrocketmq", "produce", "-n", namesrv, "-t", topic, "--body", "from-a-pod",
+                           "-c", str(n), "-q"],
                           name="producer")  # fmt: skip
     assert phase == "Succeeded" and f"sent {n} message(s)" in logs, logs
     phase, logs = run_pod(kube, ns, mq.images.project,
-                          ["pyrocketmq", "consume", "-n", namesrv, "-t", topic, "-g", group, "--from-beginning",
-                           "-c", str(n), "--timeout", "60", "-q"],
+                          ["pyrocketmq", "consume", "-n", namesrv, "-t", topic, "-g", group,
+                           "--from-beginning", "-c", str(n), "--timeout", "60", "-q"],
                           name="consumer")  # fmt: skip
     assert phase == "Succeeded" and f"received {n} message(s)" in logs, logs
 
@@ -163,15 +164,16 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ, tmp_path:
     kube.kubectl("patch", "consumergroup", "pods-group", "-n", ns, "--type=merge", "-p",
                  json.dumps({"spec": {"resetOffset": {"id": "rewind-1", "topic": topic, "to": "earliest"}}}))
     done = kube.wait_until(
-        lambda: ((get(kube, "consumergroup", "pods-group", ns) or {}).get("status") or {}).get("offsetReset", {})
-        .get("id") == "rewind-1" and get(kube, "consumergroup", "pods-group", ns)["status"]["offsetReset"],
+        lambda: ((get(kube, "consumergroup", "pods-group", ns) or {}).get("status") or {})
+        .get("offsetReset", {}).get("id") == "rewind-1"
+        and get(kube, "consumergroup", "pods-group", ns)["status"]["offsetReset"],
         90, "status.offsetReset rewind-1", interval=1)  # fmt: skip
     assert done["queues"] and all(q["offset"] == 0 for q in done["queues"]), done
     with SyncPullConsumer(group, mq.namesrv_addr()) as consumer:
         consumer.assign(consumer.fetch_queues(topic))
         again: list[bytes] = []
-        kube.wait_until(lambda: again.extend(m.body for m in consumer.poll(timeout=2)) or len(again) >= n + 58, 90,
-                        "everything again after the reset")  # fmt: skip
+        kube.wait_until(lambda: again.extend(m.body for m in consumer.poll(timeout=2))
+                        or len(again) >= n + 58, 90, "everything again after the reset")  # fmt: skip
     assert len(again) == n + 58
 
 
@@ -249,8 +251,9 @@ def test_d_a_deleted_master_pod_comes_back_on_its_volume_with_everything_acknowl
         sender.wait_for(50)
         kube.kubectl("delete", "pod", "orders-0-0", "-n", ns, "--wait=false")
         kube.wait_until(
-            lambda: (p := get(kube, "pod", "orders-0-0", ns)) and p["metadata"]["uid"] != pod_before["metadata"]["uid"]
-            and pod_ready(p), 180, "orders-0-0 back and Ready", interval=1)  # fmt: skip
+            lambda: (p := get(kube, "pod", "orders-0-0", ns))
+            and p["metadata"]["uid"] != pod_before["metadata"]["uid"] and pod_ready(p),
+            180, "orders-0-0 back and Ready", interval=1)  # fmt: skip
         acked_at_return = len(sender.acked)
         sender.wait_for(acked_at_return + 50, timeout=90)  # sends keep being acknowledged afterwards
     pod_after = kube.get("pod", "orders-0-0", "-n", ns)

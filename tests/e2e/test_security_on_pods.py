@@ -46,7 +46,8 @@ def _b64(text: str | bytes) -> str:
 def acl_secret(accounts: list[dict]) -> dict:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mq-acl"}, "type": "Opaque",
             "data": {"plain_acl.yml": _b64(yaml.safe_dump({"accounts": accounts})),
-                     "accessKey": _b64(ADMIN["accessKey"]), "secretKey": _b64(ADMIN["secretKey"])}}  # fmt: skip
+                     "accessKey": _b64(ADMIN["accessKey"]),
+                     "secretKey": _b64(ADMIN["secretKey"])}}  # fmt: skip
 
 
 def _set_read_secrets(kube: KubeCluster, images: E2EImages, on: bool) -> None:
@@ -61,8 +62,10 @@ def secure(
     certs = make_certs(tmp_path_factory.mktemp("certs"))
     ns = kube.create_namespace("e2e-secure")
     try:
-        kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mq-tls"}, "type": "kubernetes.io/tls",
-                    "data": {"tls.crt": _b64(certs.server_cert.read_bytes()), "tls.key": _b64(certs.server_key.read_bytes()),
+        kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mq-tls"},
+                    "type": "kubernetes.io/tls",
+                    "data": {"tls.crt": _b64(certs.server_cert.read_bytes()),
+                             "tls.key": _b64(certs.server_key.read_bytes()),
                              "ca.crt": _b64(certs.ca.read_bytes())}}, "-n", ns)  # fmt: skip
         kube.apply(acl_secret([ADMIN, ALICE]), "-n", ns)
         security = {"tls": {"secretName": "mq-tls", "mode": "enforcing"}, "acl": {"secretName": "mq-acl"}}
@@ -80,7 +83,8 @@ def secure(
 
 def _client(certs, account: dict | None = None, tls: bool = True) -> ClientSettings:
     return ClientSettings(
-        tls=ClientTls(enabled=True, trust_cert_path=str(certs.ca), check_hostname=False) if tls else ClientTls(),
+        tls=(ClientTls(enabled=True, trust_cert_path=str(certs.ca), check_hostname=False) if tls
+             else ClientTls()),
         access_key=(account or {}).get("accessKey", ""), secret_key=(account or {}).get("secretKey", ""),
         request_timeout=5, connect_timeout=3)  # fmt: skip
 
@@ -103,7 +107,8 @@ def test_tls_and_acl_from_secrets_on_pods(secure):
     kube, ns, certs, images = secure
     # Least privilege first: the operator may not read the Secrets and says which value to set.
     blocked = kube.wait_until(
-        lambda: (c := condition(get(kube, "broker", "orders", ns), "Ready")).get("reason") == "SecretForbidden" and c,
+        lambda: (c := condition(get(kube, "broker", "orders", ns), "Ready"))
+        .get("reason") == "SecretForbidden" and c,
         90, "Broker says it may not read its Secrets", interval=1)  # fmt: skip
     assert "rbac.readSecrets=true" in blocked["message"], blocked
     _set_read_secrets(kube, images, True)

@@ -118,7 +118,8 @@ def messages(data: bytes) -> None:
 
 
 def request_from(data: bytes, codes: list[int]) -> RemotingCommand:
-    """One request from fuzz bytes: [code choice][field count] then (name choice, value) pairs, then the body."""
+    """One request from fuzz bytes: [code choice][field count] then (name choice, value) pairs, then the
+    body."""
     if len(data) < 2:
         data = data + b"\x00\x00"
     code = codes[data[0] % len(codes)]

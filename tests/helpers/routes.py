@@ -10,7 +10,8 @@ if TYPE_CHECKING:
 
 
 def wait_for_route(admin: SyncAdmin, topic: str, timeout: float = 30.0) -> None:
-    """Return once ``admin`` finds a route for ``topic``; the last lookup's error after ``timeout`` seconds."""
+    """Return once ``admin`` finds a route for ``topic``; the last lookup's error after ``timeout``
+    seconds."""
     deadline = time.monotonic() + timeout
     while True:
         try:

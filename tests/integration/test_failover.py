@@ -150,7 +150,8 @@ async def _pause_the_master(ns, replicas) -> None:
             await until(f"queue {q} the same on the old master",
                         lambda q=q, want=want: _same(client, old, q, want))
         print(
-            f"\nSIGSTOP to election: {elected:.2f} s; {len(acked.sent)} acknowledged, {acked.failures} failed attempts"
+            f"\nSIGSTOP to election: {elected:.2f} s; {len(acked.sent)} acknowledged, "
+            f"{acked.failures} failed attempts"
         )
     finally:
         await client.close()

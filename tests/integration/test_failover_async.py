@@ -56,8 +56,9 @@ async def _scenario(ns, replicas) -> None:
                 window = max(window, max(killed - acked.at[b] for _, b in missing))
             lost_n += len(missing)
         print(
-            f"\nASYNC_MASTER kill -9 with {SENDERS} concurrent senders: {lost_n} of {len(acked.sent)} acknowledged "
-            f"messages lost (the unreplicated tail, acknowledged within {window * 1000:.0f} ms before the kill)"
+            f"\nASYNC_MASTER kill -9 with {SENDERS} concurrent senders: {lost_n} of {len(acked.sent)} "
+            f"acknowledged messages lost (the unreplicated tail, acknowledged within {window * 1000:.0f} ms "
+            "before the kill)"
         )
     finally:
         stop.set()

@@ -1,6 +1,6 @@
-"""Twenty kill -9 of a random replica (the master with probability 0.6) of a three-replica SYNC_MASTER group under continuous sends.
-After each kill the group takes writes again (a new master when the master died) and the victim
-restarts and rejoins. At the end every acknowledged message is read back at its queue offset, in
+"""Twenty kill -9 of a random replica (the master with probability 0.6) of a three-replica SYNC_MASTER group
+under continuous sends. After each kill the group takes writes again (a new master when the master died) and
+the victim restarts and rejoins. At the end every acknowledged message is read back at its queue offset, in
 send order within its queue; the kill-to-writable times of the master kills are printed."""
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ async def _loop(ns, replicas, rng: random.Random) -> None:
         assert writable, "no master was killed"
         print(
             f"{ROUNDS} kills ({len(writable)} of the master): kill to writable median "
-            f"{statistics.median(writable):.2f} s, max {max(writable):.2f} s; {len(acked.sent)} acknowledged, "
+            f"{statistics.median(writable):.2f} s, max {max(writable):.2f} s; "
+            f"{len(acked.sent)} acknowledged, "
             f"none lost; {dupes} unacknowledged attempt(s) also stored"
         )
     finally:

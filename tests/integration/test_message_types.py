@@ -21,8 +21,8 @@ from .push import wait_until
 def topic_body(topic: str, message_type: str) -> dict:
     return {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "Topic",
             "metadata": {"name": topic.lower(), "namespace": "prod", "uid": "u1", "generation": 1},
-            "spec": {"clusterRef": {"name": "orders"}, "topicName": topic, "readQueueNums": 2, "writeQueueNums": 2,
-                     "messageType": message_type}}  # fmt: skip
+            "spec": {"clusterRef": {"name": "orders"}, "topicName": topic, "readQueueNums": 2,
+                     "writeQueueNums": 2, "messageType": message_type}}  # fmt: skip
 
 
 async def _types(admin: Admin, addr: str) -> dict[str, str | None]:
@@ -124,8 +124,9 @@ def test_the_cli_sets_the_message_type(namesrv, broker):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "updateTopic", "-n", namesrv.addr, "-b", broker.addr,
-                          "-t", "TypedCli", "-a", "+message.type=TRANSACTION"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "updateTopic", "-n", namesrv.addr,
+                          "-b", broker.addr, "-t", "TypedCli", "-a", "+message.type=TRANSACTION"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 0, out.stderr
 
     async def go():

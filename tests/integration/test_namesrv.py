@@ -97,7 +97,11 @@ async def scenario(ns_addr: str) -> None:
 
         await slave.close()  # and the slave: the topic has no route left
         for _ in range(100):
-            resp = await client.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}), 5)
+            resp = await client.invoke(
+                ns_addr,
+                RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}),
+                5,
+            )
             if resp.code == ResponseCode.TOPIC_NOT_EXIST:
                 break
             await asyncio.sleep(0.02)

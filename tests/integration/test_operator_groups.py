@@ -21,7 +21,8 @@ GROUP = "GID_RESET"
 def group_body(**spec) -> dict:
     return {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "ConsumerGroup",
             "metadata": {"name": "reset", "namespace": "prod", "uid": "u1", "generation": 1},
-            "spec": {"clusterRef": {"name": "orders"}, "groupName": GROUP, "orderly": True, **spec}}  # fmt: skip
+            "spec": {"clusterRef": {"name": "orders"}, "groupName": GROUP, "orderly": True,
+                     **spec}}  # fmt: skip
 
 
 def test_orderly_is_recorded_and_a_reset_rewinds_an_online_group(namesrv, broker):

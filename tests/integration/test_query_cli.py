@@ -27,8 +27,8 @@ def stored(namesrv, broker):
             sent = []
             for i in range(12):
                 keys = ["order-7"] if i % 4 == 0 else [f"item-{i}"]
-                sent.append(await p.send(Message(TOPIC, f"body-{i}".encode(), tags="even" if i % 2 == 0 else "odd",
-                                                 keys=keys)))  # fmt: skip
+                tags = "even" if i % 2 == 0 else "odd"
+                sent.append(await p.send(Message(TOPIC, f"body-{i}".encode(), tags=tags, keys=keys)))
             return sent
 
     return asyncio.run(go())

@@ -117,8 +117,8 @@ def test_the_cli_consumes_with_a_sql_selector(namesrv, sql_broker):
 
     asyncio.run(_produce(namesrv.addr, sql_broker.addr))
     want = sum(selected(i) for i in range(N))
-    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", TOPIC, "-g", "sql_cli",
-                          "--from-beginning", "--sql", SELECTOR, "--timeout", "5"],
+    out = subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", TOPIC,
+                          "-g", "sql_cli", "--from-beginning", "--sql", SELECTOR, "--timeout", "5"],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
     bodies = sorted(

@@ -19,8 +19,8 @@ def _one(paths: list[Path]) -> Path:
 
 def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_quickstart(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    built = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
-                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    built = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist),
+                            str(ROOT)], capture_output=True, text=True, timeout=600)  # fmt: skip
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     _one(sorted(dist.glob("pyrocketmq_k8s-*.tar.gz")))
     wheel = _one(sorted(dist.glob("pyrocketmq_k8s-*.whl")))
@@ -39,11 +39,11 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_quickstart(tmp_path: Pa
     home = tmp_path / "qs"
     cli = str(venv / "bin" / "pyrocketmq")
     try:
-        run = subprocess.run([cli, "quickstart", "--home", str(home), "--count", "3"], capture_output=True, text=True,
-                             timeout=180, cwd=tmp_path)  # fmt: skip
+        run = subprocess.run([cli, "quickstart", "--home", str(home), "--count", "3"],
+                             capture_output=True, text=True, timeout=180, cwd=tmp_path)  # fmt: skip
         assert run.returncode == 0, run.stdout + run.stderr
         assert "sent 3 messages, read 3 back" in run.stdout
     finally:
-        stop = subprocess.run([cli, "quickstart", "--home", str(home), "--stop"], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)  # fmt: skip
+        stop = subprocess.run([cli, "quickstart", "--home", str(home), "--stop"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
     assert stop.returncode == 0 and "stopped broker" in stop.stdout, stop.stdout + stop.stderr

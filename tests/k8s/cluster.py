@@ -168,7 +168,8 @@ class KubeCluster:
         timeout: float = 60,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run a command with ``self.env`` (plus ``env``); on ``check`` a failure raises ``KubeCommandError``."""
+        """Run a command with ``self.env`` (plus ``env``); on ``check`` a failure raises
+        ``KubeCommandError``."""
         argv = [str(a) for a in argv]
         proc = subprocess.run(
             argv,
@@ -194,7 +195,8 @@ class KubeCluster:
         return self.run([str(self.bin_dir / "helm"), *args], input=input, check=check, timeout=timeout)
 
     def apply(self, manifest: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """``kubectl apply -f -`` (server-side with ``--server-side`` in ``args``); manifest as text or dicts."""
+        """``kubectl apply -f -`` (server-side with ``--server-side`` in ``args``); manifest as text or
+        dicts."""
         return self.kubectl("apply", "-f", "-", *args, input=manifest, check=check)
 
     def get(self, *args: str) -> dict[str, Any]:

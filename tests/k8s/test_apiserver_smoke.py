@@ -203,7 +203,8 @@ def test_helm_installs_a_chart(kube: KubeCluster, kube_namespace: str, tmp_path:
     (chart / "values.yaml").write_text("greeting: hello\n")
     (chart / "templates" / "cm.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n"
-        "data:\n  greeting: {{ .Values.greeting | quote }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n"
+        "data:\n  greeting: {{ .Values.greeting | quote }}\n"
+        "  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n"
     )
     kube.helm(
         "install",

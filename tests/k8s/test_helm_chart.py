@@ -158,7 +158,9 @@ def test_namespaced_install_serves_only_its_namespaces(crds: KubeCluster, tmp_pa
         sa = f"system:serviceaccount:{release_ns}:scoped-pyrocketmq"
 
         def can(verb: str, res: str, n: str) -> bool:
-            return kube.kubectl("auth", "can-i", verb, res, "-n", n, f"--as={sa}", check=False).returncode == 0
+            return (
+                kube.kubectl("auth", "can-i", verb, res, "-n", n, f"--as={sa}", check=False).returncode == 0
+            )
 
         assert can("patch", "statefulsets.apps", served) and can(
             "patch", "brokers.pyrocketmq.io/status", served

@@ -241,10 +241,16 @@ APACHE_QUERIES = (
     "max by (topic, consumer_group) (rocketmq_consumer_queueing_latency)",
     "max by (topic, consumer_group) (rocketmq_consumer_lag_latency)",
     "sum by (cluster, node_id, language, version) (rocketmq_producer_connections)",
-    'sum by (consumer_group, consume_mode, language) (rocketmq_consumer_connections{protocol_type="remoting"})',
+    (
+        "sum by (consumer_group, consume_mode, language) "
+        '(rocketmq_consumer_connections{protocol_type="remoting"})'
+    ),
     "max by (cluster, node_id) (rocketmq_topic_number)",
     "sum by (consumer_group, topic) (rocketmq_send_to_dlq_messages_total)",
-    'histogram_quantile(0.99, sum by (le, request_code) (rate(rocketmq_rpc_latency_bucket{protocol_type="remoting"}[1m])))',
+    (
+        "histogram_quantile(0.99, sum by (le, request_code) "
+        '(rate(rocketmq_rpc_latency_bucket{protocol_type="remoting"}[1m])))'
+    ),
     "sum by (request_code, response_code) (rate(rocketmq_rpc_latency_count[1m]))",
     "max by (cluster, node_id) (rocketmq_storage_size)",
     "max by (cluster, node_id) (rocketmq_storage_flush_behind_bytes)",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from bench.profile import frame_name, markdown, top_frames
 
 STACKS = """\
-main (pyrocketmq/broker/app.py:10);put (pyrocketmq/broker/store/message_store.py:300);append (pyrocketmq/broker/store/mapped_file.py:122) 6
+main (pyrocketmq/broker/app.py:10);put (pyrocketmq/broker/store/message_store.py:300);\
+append (pyrocketmq/broker/store/mapped_file.py:122) 6
 main (pyrocketmq/broker/app.py:10);put (pyrocketmq/broker/store/message_store.py:301) 2
 main (pyrocketmq/broker/app.py:11);walk (x.py:1);walk (x.py:2) 2
 not a line

@@ -36,7 +36,8 @@ def test_selections(selector, expected):
 
 @pytest.mark.parametrize(("selector", "words"), [
     ("a >", "found the end"), ("a > 'x'", "cannot be compared"), ("a = NULL", "IS NULL"),
-    ("a IN (1)", "string literal"), ("a ~ 1", "unexpected character"), ("", "empty"), ("(a > 1", r"expected '\)'"),
+    ("a IN (1)", "string literal"), ("a ~ 1", "unexpected character"), ("", "empty"),
+    ("(a > 1", r"expected '\)'"),
     ("a > 99999999999999999999", "range of a long"), ("a NOT 1", "found 'NOT'"),
 ])  # fmt: skip
 def test_refusals_say_where(selector, words):

@@ -49,8 +49,8 @@ def reg_body(*topics: TopicConfig, counter: int = 1) -> bytes:
 
 
 def reg_ext(addr="10.0.0.1:10911", name="broker-a", bid=0, body: bytes | None = None, **kw) -> dict:
-    ext = {"brokerName": name, "brokerAddr": addr, "clusterName": "DefaultCluster", "haServerAddr": "10.0.0.1:10912",
-           "brokerId": bid, "compressed": False}  # fmt: skip
+    ext = {"brokerName": name, "brokerAddr": addr, "clusterName": "DefaultCluster",
+           "haServerAddr": "10.0.0.1:10912", "brokerId": bid, "compressed": False}  # fmt: skip
     if body is not None:
         ext["bodyCrc32"] = zlib.crc32(body) & 0x7FFFFFFF
     ext.update(kw)
@@ -174,7 +174,12 @@ def test_kv_config_handlers(ns):
 
 
 def test_query_data_version(ns):
-    ext = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "DefaultCluster", "brokerId": 0}
+    ext = {
+        "brokerName": "broker-a",
+        "brokerAddr": "10.0.0.1:10911",
+        "clusterName": "DefaultCluster",
+        "brokerId": 0,
+    }
     unknown = call(ns, RequestCode.QUERY_DATA_VERSION, ext, DataVersion(1, 1).to_json())
     assert unknown.ext_fields == {"changed": "true"} and unknown.body is None
     register(ns, TopicConfig("T"))

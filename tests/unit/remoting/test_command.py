@@ -58,7 +58,8 @@ def test_json_header_fields_and_layout():
 
 def test_java_style_json_header_is_read_leniently():
     # Java writes numbers in extFields as strings, but a sloppy peer may not; control chars escaped.
-    header = b'{"code":34,"extFields":{"n":5,"b":true},"flag":0,"language":"GO","opaque":9,"remark":"a\\u0001b","serializeTypeCurrentRPC":"JSON","version":317}'
+    header = (b'{"code":34,"extFields":{"n":5,"b":true},"flag":0,"language":"GO","opaque":9,'
+              b'"remark":"a\\u0001b","serializeTypeCurrentRPC":"JSON","version":317}')
     frame = struct.pack(">i", len(header)) + header
     cmd = decode_frame(frame)
     assert cmd.ext_fields == {"n": "5", "b": "true"}

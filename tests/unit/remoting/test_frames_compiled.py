@@ -141,16 +141,19 @@ def test_mutated_headers_decode_as_in_python_or_are_declined(doc, style, data) -
 @pytest.mark.parametrize(
     "header",
     [
-        # what a 4.9.7 Java client writes (fastjson: the V2 one-letter fields, properties with \\u0001/\\u0002)
+        # what a 4.9.7 Java client writes (fastjson: the V2 one-letter fields, properties with
+        # \\u0001/\\u0002)
         b'{"code":310,"extFields":{"a":"PG","b":"T","c":"TBW102","d":"4","e":"3","f":"0","g":"1700000000000",'
         b'"h":"0","i":"UNIQ_KEY\\u0001AC11000100002A9F0000000000000000\\u0002WAIT\\u0001true\\u0002","j":"0",'
-        b'"k":"false","m":"false"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":395}',
+        b'"k":"false","m":"false"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON",'
+        b'"version":395}',
         # a response with a remark
-        b'{"code":17,"flag":1,"language":"JAVA","opaque":9,"remark":"topic[T] not exist, apply first please!",'
-        b'"serializeTypeCurrentRPC":"JSON","version":395}',
+        b'{"code":17,"flag":1,"language":"JAVA","opaque":9,'
+        b'"remark":"topic[T] not exist, apply first please!","serializeTypeCurrentRPC":"JSON","version":395}',
         # whitespace, raw UTF-8 and escapes (quote, backslash, slash, surrogate pair)
         b' {\n "code" : -1 , "language" : 12 , "opaque" : 2147483647 , "flag" : -2147483648 ,\n'
-        b' "extFields" : { "k\\"ey" : "v\\\\a\\/l \\ud83d\\ude00 \xc3\xa9\xe4\xb8\xad" , "e" : "" } , "remark" : null } ',
+        b' "extFields" : { "k\\"ey" : "v\\\\a\\/l \\ud83d\\ude00 \xc3\xa9\xe4\xb8\xad" , "e" : "" } ,'
+        b' "remark" : null } ',
         # no extFields, no version, an unknown language name
         b'{"code":34,"language":"RUST","opaque":0}',
         b'{"code":34,"extFields":null,"remark":"\\u0000x"}',

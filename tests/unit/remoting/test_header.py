@@ -23,7 +23,10 @@ from pyrocketmq.remoting.namesrv_header import (
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 VECTORS = {v["name"]: v for v in json.loads((GOLDEN / "vectors.json").read_text())["vectors"]}
-PROPS = "KEYS\x01k1 k2\x02TAGS\x01TagA\x02WAIT\x01true\x02UNIQ_KEY\x010A0000051C8B6D06D69C0000A3F10001\x02p-unicode\x01héllo"
+PROPS = (
+    "KEYS\x01k1 k2\x02TAGS\x01TagA\x02WAIT\x01true\x02UNIQ_KEY\x010A0000051C8B6D06D69C0000A3F10001\x02"
+    "p-unicode\x01héllo"
+)
 
 
 def golden_cmd(name: str) -> RemotingCommand:
@@ -230,7 +233,8 @@ def test_java_wire_names():
         "indexLastUpdatePhyoffset",
     }
     assert set(hdr.EndTransactionRequestHeader("p", 1, 2, 8, "m").to_ext()) == {
-        "producerGroup", "tranStateTableOffset", "commitLogOffset", "commitOrRollback", "msgId", "fromTransactionCheck",
+        "producerGroup", "tranStateTableOffset", "commitLogOffset", "commitOrRollback", "msgId",
+        "fromTransactionCheck",
     }  # fmt: skip
     assert "acceptStandardJsonOnly" in nshdr.GetRouteInfoRequestHeader("T", False).to_ext()
 

@@ -16,7 +16,8 @@ from pyrocketmq.remoting.message_type import (
 
 @pytest.mark.parametrize(("props", "kind"), [
     ({}, "NORMAL"), ({"TRAN_MSG": "true", "DELAY": "3"}, "TRANSACTION"), ({"DELAY": "3"}, "DELAY"),
-    ({"DELAY": "0"}, "NORMAL"), ({"TIMER_DELIVER_MS": "1700000000000"}, "DELAY"), ({"__SHARDINGKEY": "g1"}, "FIFO"),
+    ({"DELAY": "0"}, "NORMAL"), ({"TIMER_DELIVER_MS": "1700000000000"}, "DELAY"),
+    ({"__SHARDINGKEY": "g1"}, "FIFO"),
     ({"TRAN_MSG": "false"}, "NORMAL"),
 ])  # fmt: skip
 def test_what_a_message_is(props, kind):

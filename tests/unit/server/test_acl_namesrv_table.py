@@ -200,7 +200,8 @@ JAVA_FIELDS: dict[int, set[str]] = {
     C.GET_KV_CONFIG: {"namespace", "key"},
     C.GET_KVLIST_BY_NAMESPACE: {"namespace"},
 }
-"""Codes not listed carry no header from a Java peer (cluster info, topic lists, the controller's metadata)."""
+"""Codes not listed carry no header from a Java peer (cluster info, topic lists, the controller's
+metadata)."""
 
 
 @pytest.mark.parametrize("code", sorted(NAMESRV_RULES))
