@@ -1,7 +1,8 @@
-"""The push consumer's per-queue state (Java's ``ProcessQueue``): pulled messages not yet done.
+"""A consumer's per-queue state (Java's ``ProcessQueue``): pulled messages not yet done.
 
-A :class:`ProcessQueue` holds the messages pulled from one queue and not yet consumed, ordered by
-queue offset, and the flags the pull loop, the consume services and rebalance share. It is a
+A :class:`ProcessQueue` holds the messages pulled from one queue and not yet consumed (push
+consumer) or polled (lite pull consumer), ordered by queue offset, and the flags the pull loop,
+the consume services and rebalance share. It is a
 state object: it never awaits and never does I/O, so every decision that depends on it is a plain
 function call, tested without a broker.
 
