@@ -1,7 +1,8 @@
-"""The push consumer's per-queue state (Java's ``ProcessQueue``): pulled messages not yet done.
+"""A consumer's per-queue state (Java's ``ProcessQueue``): pulled messages not yet done.
 
-A :class:`ProcessQueue` holds the messages pulled from one queue and not yet consumed, ordered by
-queue offset, and the flags the pull loop, the consume services and rebalance share. It is a
+A :class:`ProcessQueue` holds the messages pulled from one queue and not yet consumed (push
+consumer) or polled (lite pull consumer), ordered by queue offset, and the flags the pull loop,
+the consume services and rebalance share. It is a
 state object: it never awaits and never does I/O, so every decision that depends on it is a plain
 function call, tested without a broker.
 
@@ -22,6 +23,7 @@ messages (the table plus, in orderly mode, the consuming table); a dropped queue
 from __future__ import annotations
 
 import bisect
+import operator
 import time
 from dataclasses import dataclass, field
 
@@ -66,16 +68,32 @@ class ProcessQueue:
     def put_messages(self, msgs: list[MessageExt]) -> bool:
         """Add pulled messages (offsets already held are ignored); True when an orderly consume
         request should be dispatched (there are messages and none is scheduled yet)."""
+        offsets, held, consuming = self._offsets, self._msgs, self._consuming
+        offs = [m.queue_offset for m in msgs]
+        if offs and offs[0] > self.queue_offset_max and all(map(operator.lt, offs, offs[1:])):
+            # a pull's answer, past everything put before: append it whole
+            offsets.extend(offs)
+            held.update(zip(offs, msgs, strict=True))
+            self.msg_count += len(offs)
+            self.msg_size += sum(len(m.body) for m in msgs)
+            self.queue_offset_max = offs[-1]
+            msgs = []
+        count = size = 0
         for msg in msgs:
             off = msg.queue_offset
-            if off in self._msgs or off in self._consuming:
+            if off in held or off in consuming:
                 continue
-            bisect.insort(self._offsets, off)
-            self._msgs[off] = msg
-            self.msg_count += 1
-            self.msg_size += len(msg.body)
-            if off > self.queue_offset_max:
-                self.queue_offset_max = off
+            if not offsets or off > offsets[-1]:
+                offsets.append(off)  # pulls come in offset order: no search
+            else:
+                bisect.insort(offsets, off)
+            held[off] = msg
+            count += 1
+            size += len(msg.body)
+        if count:
+            self.msg_count += count
+            self.msg_size += size
+            self.queue_offset_max = max(self.queue_offset_max, offsets[-1])
         if self._msgs and not self.consuming:
             self.consuming = True
             return True
@@ -93,17 +111,30 @@ class ProcessQueue:
         """
         if not self._msgs:
             return -1
+        held, offsets, started = self._msgs, self._offsets, self._consume_start
+        removed: list[int] = []
+        size = 0
         for msg in msgs:
             off = msg.queue_offset
-            held = self._msgs.pop(off, None)
-            if held is None:
+            gone = held.pop(off, None)
+            if gone is None:
                 continue
-            i = bisect.bisect_left(self._offsets, off)
-            if i < len(self._offsets) and self._offsets[i] == off:
-                del self._offsets[i]
-            self._consume_start.pop(off, None)
-            self.msg_count -= 1
-            self.msg_size -= len(held.body)
+            removed.append(off)
+            size += len(gone.body)
+            if started:
+                started.pop(off, None)
+        self.msg_count -= len(removed)
+        self.msg_size -= size
+        if len(removed) == 1:
+            i = bisect.bisect_left(offsets, removed[0])
+            if i < len(offsets) and offsets[i] == removed[0]:
+                del offsets[i]
+        elif removed:  # a batch: the first held offsets (cut them at once), or any (keep what is held)
+            k = len(removed)
+            if sorted(removed) == offsets[:k]:
+                del offsets[:k]
+            else:
+                offsets[:] = [o for o in offsets if o in held]
         return self._offsets[0] if self._offsets else self.queue_offset_max + 1
 
     def commit_offset(self) -> int:

@@ -7,9 +7,12 @@ Two levels:
   queue's min and max offsets, the messages). The request carries ``sysFlag = SUBSCRIPTION |
   LITE_PULL`` (``| SUSPEND`` when the broker may hold it for ``suspend_ms``) and the tag expression,
   so the broker needs no heartbeat subscription.
-- :meth:`PullConsumer.assign` / :meth:`~PullConsumer.poll` / :meth:`~PullConsumer.commit` — one
-  background task per assigned queue pulls ahead (long polling) into a local buffer (at most
-  ``max_buffered_per_queue`` messages per queue); ``poll`` hands out what is buffered.
+- :meth:`PullConsumer.assign` / :meth:`~PullConsumer.poll` / :meth:`~PullConsumer.commit` — built
+  on the push consumer's parts: the assignment and pauses live in a
+  :class:`~.subscription_state.SubscriptionState` (one process queue per assigned queue), and the
+  same fetcher (:class:`~.pull_service.PullService`) pulls every queue ahead (long polling, retries,
+  failover recovery) into its process queue, at most ``max_buffered_per_queue`` messages ahead;
+  each pulled batch also joins a local buffer that ``poll`` hands out in order.
 
 What every delivered message has been through (as in the Java client's ``processPullResult``):
 the broker filters by tag *hash*, so tags are re-checked here by exact string; a message pulled
@@ -17,11 +20,12 @@ from ``%RETRY%<group>`` gets its original topic back from ``RETRY_TOPIC``; a com
 inflated (and the COMPRESSED bits cleared from ``sys_flag``); ``MIN_OFFSET`` / ``MAX_OFFSET``
 properties hold the queue's bounds at pull time.
 
-Offsets: a queue's *consumed* offset is the next offset after what ``poll`` returned (empty
-pulls that skip filtered entries advance it too); ``commit`` stores consumed offsets on the
-master (UPDATE_CONSUMER_OFFSET). A queue assigned without ``seek`` starts at the group's committed
-offset, else per ``consume_from``. ``seek`` bumps the queue's generation: batches pulled before
-it are dropped, never delivered.
+Offsets: a queue's *position* (kept in an in-memory :class:`~.offset_store.OffsetStore`) is the
+next offset after what ``poll`` returned; pulls that skip filtered entries while nothing of the
+queue is buffered advance it too. ``commit`` stores positions on the master
+(UPDATE_CONSUMER_OFFSET). A queue assigned without ``seek`` starts at the group's committed
+offset, else per ``consume_from``. ``seek`` gives the queue a new process queue: batches pulled for
+the old one (even by a pull still in flight) are dropped, never delivered.
 """
 
 from __future__ import annotations
@@ -30,68 +34,45 @@ import asyncio
 import collections
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyrocketmq.remoting.body import ConsumerData, MessageQueue, SubscriptionData
-from pyrocketmq.remoting.code import RequestCode
-from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.message import (
-    MessageExt,
-)
+from pyrocketmq.remoting.message import MessageExt
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 from pyrocketmq.service import Service
 
-from .errors import (
-    BROKER_GONE,
-    MQBrokerError,
-    MQClientError,
-    MQError,
-    NoPermissionError,
-    SubscriptionGroupNotFoundError,
-)
-from .instance import ClientInstance
+from .consumer_base import Consumer
+from .consumer_stats import ConsumerStats
+from .errors import MQClientError, MQError, NoPermissionError, SubscriptionGroupNotFoundError
 from .message import check_topic
-from .pulling import (
-    PullResult,
-    PullStatus,
-    Selector,
-    Subscription,
-    build_pull_header,
-    parse_expression,
-    pull_result_from_response,
-)
-from .route import MASTER_ID
-from .settings import ClientSettings, PullConsumerSettings
+from .offset_store import OffsetStore
+from .process_queue import ProcessQueue, now_ms
+from .pull_service import PAUSED_DELAY, FetchPlan, PullRequest, PullService
+from .pulling import PullResult, Selector, Subscription, parse_expression
+from .rebalance import CLUSTERING
+from .settings import FlowControlSettings, PullConsumerSettings, PullSettings
+from .subscription_state import SubscriptionState
+from .tasks import TaskSet
 
 REFUSALS = (SubscriptionGroupNotFoundError, NoPermissionError)
 """Pull errors that retrying cannot fix: poll() raises them once every queue gets one."""
+#: The lite consumer bounds only the count of buffered messages, not their size or offset span.
+NO_LIMIT = sys.maxsize
 
 log = logging.getLogger("pyrocketmq.client")
 
 
-
-@dataclass(slots=True)
-class _QueueState:
-    mq: MessageQueue
-    pull_offset: int | None = None
-    consumed_offset: int | None = None
-    committed_offset: int | None = None
-    generation: int = 0
-    buffered: int = 0
-    paused: bool = False
-    task: asyncio.Task[None] | None = None
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    refused: MQBrokerError | None = None
-    """The broker's refusal of this queue's last pull when retrying cannot help (no such group…)."""
-
-
 @dataclass(slots=True)
 class _Batch:
+    """Messages of one pull, in the buffer ``poll`` hands out; ``next_offset`` is the queue's
+    position once they are polled."""
+
     mq: MessageQueue
-    generation: int
+    pq: ProcessQueue
     messages: list[MessageExt]
     next_offset: int
 
@@ -100,7 +81,16 @@ def _subscription_data(topic: str, sub: Subscription, version: int) -> Subscript
     return SubscriptionData.build(topic, sub.expression, version, sub.expression_type)
 
 
-class PullConsumer:
+def fetch_plan(s: PullConsumerSettings) -> FetchPlan:
+    """How the fetcher pulls for a lite consumer with settings ``s``."""
+    pull = PullSettings(batch_size=s.pull_batch_size, suspend_ms=s.long_poll_ms,
+                        timeout=s.long_poll_ms / 1000.0 + s.pull_timeout, delay_on_error=s.pull_delay_on_error)
+    flow = FlowControlSettings(max_cached_messages=s.max_buffered_per_queue, max_cached_mib=NO_LIMIT,
+                               max_offset_span=NO_LIMIT, delay=PAUSED_DELAY)
+    return FetchPlan(pull, flow, lite=True)
+
+
+class PullConsumer(Consumer[PullConsumerSettings]):
     """A lite pull consumer for one consumer group (asyncio).
 
     Example::
@@ -118,45 +108,34 @@ class PullConsumer:
     Low-level use needs no assignment: ``await consumer.pull(mq, offset, 32)``.
     """
 
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: PullConsumerSettings | None = None,
-        client: ClientSettings | None = None,
-    ) -> None:
-        if not group:
-            raise MQClientError("the consumer group is empty: give a group name")
-        self.group = group
-        self.settings = settings or PullConsumerSettings()
-        if self.settings.consume_from not in ("last", "first", "timestamp"):
-            raise MQClientError(f"consume_from={self.settings.consume_from!r}: use 'last', 'first' or 'timestamp'")
-        self.client_settings = client or ClientSettings()
-        self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
-        self._instance: ClientInstance | None = None
-        self._states: dict[MessageQueue, _QueueState] = {}
+    def _default_settings(self) -> PullConsumerSettings:
+        return PullConsumerSettings()
+
+    def _setup(self) -> None:
+        self.state = SubscriptionState(self.group, CLUSTERING, read_retry=False)
+        self.offset_store = OffsetStore(self.group)
+        """Positions: the offset of the next message ``poll`` returns, per assigned queue."""
+        self.stats = ConsumerStats(group=self.group)
+        self._committed: dict[MessageQueue, int] = {}
         self._ready: collections.deque[_Batch] = collections.deque()
         self._data: asyncio.Event | None = None
-        self._suggested: dict[MessageQueue, int] = {}
-        self._sub_version = int(time.time() * 1000)
+        self._tasks = TaskSet()
+        self._fetcher: PullService | None = None
         self._started_ms = 0
         self._committer: Service | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise MQClientError("the consumer is not started: call 'await consumer.start()' first")
-        return self._instance
-
     async def start(self) -> None:
         """Join the client instance and register the group (idempotent)."""
         if self._instance is not None:
             return
-        inst = await ClientInstance.join(self.client_settings, lambda i: i.register_consumer(self.group, self))
-        self._instance = inst
+        self._instance = await self._join()
         self._data = asyncio.Event()
-        self._started_ms = int(time.time() * 1000)
+        self._started_ms = now_ms()
+        self._tasks = TaskSet()
+        self._fetcher = PullService(self, fetch_plan(self.settings), self._tasks, submit=self._buffer,
+                                    start_offset=self._start_offset, on_failure=self._pull_failed)
+        self._fetcher.start()
         if self.settings.auto_commit:
             self._committer = Service(f"group {self.group}: auto-commit", self.commit,
                                       lambda: self.settings.auto_commit_interval, logger=log)
@@ -170,20 +149,12 @@ class PullConsumer:
         committer, self._committer = self._committer, None
         if committer is not None:
             await committer.stop()
-        await self._stop_tasks(list(self._states.values()))
+        await self._tasks.close()
         if self.settings.auto_commit:
             with contextlib.suppress(MQError):
                 await self.commit_sync()
-        self._instance = None
-        await inst.unregister_consumer(self.group)
-        await inst.release()
-
-    async def __aenter__(self) -> PullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
+        await self._leave(inst)
+        self._fetcher = None
 
     # -- queues ---------------------------------------------------------------------------------
     async def fetch_queues(self, topic: str) -> list[MessageQueue]:
@@ -195,48 +166,53 @@ class PullConsumer:
         """Make ``queues`` the consumer's assignment; pulling starts at once in the background.
 
         Queues already assigned keep their position; queues no longer listed are dropped
-        (their buffered messages are discarded, their consumed offsets forgotten: commit first).
+        (their buffered messages are discarded, their positions forgotten: commit first).
         """
-        inst = self.instance
+        inst, state = self.instance, self.state
         wanted = list(dict.fromkeys(queues))
         for mq in wanted:
             check_topic(mq.topic)
-        gone = [s for mq, s in self._states.items() if mq not in wanted]
-        await self._stop_tasks(gone)
-        for s in gone:
-            del self._states[s.mq]
+        for mq in [m for m in state.table if m not in wanted]:
+            state.unassign(mq)
+            state.resume(mq)
+            self.offset_store.remove(mq)
+            self._committed.pop(mq, None)
+        topics = {mq.topic for mq in wanted}
+        for topic in set(state.subscriptions()) - topics:
+            state.unsubscribe(topic)
+        for topic in topics:
+            state.subscribe(topic, parse_expression(self.expression_for(topic)))
         for mq in wanted:
-            if mq not in self._states:
-                state = self._states[mq] = _QueueState(mq)
-                state.task = asyncio.create_task(self._pull_loop(state))
-        for topic in {mq.topic for mq in wanted}:
+            if mq not in state.table:
+                self._restart(mq, -1)
+        for topic in topics:
             if topic not in inst.routes:
                 await inst.update_route(topic)
         await inst.send_heartbeat_to_all()
 
     def assignment(self) -> list[MessageQueue]:
-        return list(self._states)
+        return list(self.state.table)
 
-    def _state(self, mq: MessageQueue) -> _QueueState:
-        state = self._states.get(mq)
-        if state is None:
+    def _restart(self, mq: MessageQueue, offset: int) -> None:
+        """Give ``mq`` a new process queue (the old one, if any, is dropped) and pull it from
+        ``offset`` (-1: where :meth:`_start_offset` says)."""
+        self.state.unassign(mq)
+        pq = ProcessQueue()
+        self.state.assign(mq, pq)
+        if self._fetcher is not None:
+            self._fetcher.execute(PullRequest(mq, pq, offset))
+
+    def _assigned(self, mq: MessageQueue) -> MessageQueue:
+        if mq not in self.state.table:
             raise MQClientError(f"{mq} is not assigned to this consumer: call assign() first")
-        return state
+        return mq
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         """Continue ``mq`` from ``offset``: the next messages polled from it start there."""
         if offset < 0:
             raise MQClientError(f"offset {offset} is negative")
-        state = self._state(mq)
-        state.generation += 1
-        state.pull_offset = offset
-        state.consumed_offset = offset
-        state.buffered = 0
-        # A pull in flight (perhaps held by the broker for seconds) is for the old position: drop it.
-        old = state.task
-        if old is not None:
-            state.task = asyncio.get_running_loop().create_task(self._pull_loop(state))
-            old.cancel()
+        self.offset_store.update(self._assigned(mq), offset)
+        self._restart(mq, offset)
 
     async def seek_to_begin(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
         """Seek each queue (all assigned by default) to its min offset on the broker."""
@@ -255,7 +231,7 @@ class PullConsumer:
 
     def _pick(self, queues: MessageQueue | Sequence[MessageQueue] | None) -> list[MessageQueue]:
         if queues is None:
-            return list(self._states)
+            return list(self.state.table)
         if isinstance(queues, MessageQueue):
             return [queues]
         return list(queues)
@@ -263,17 +239,18 @@ class PullConsumer:
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling these queues (what is buffered is still delivered)."""
         for mq in queues:
-            self._state(mq).paused = True
+            self.state.pause(self._assigned(mq))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         for mq in queues:
-            state = self._state(mq)
-            state.paused = False
-            state.wake.set()
+            self.state.resume(self._assigned(mq))
+            if self._fetcher is not None:
+                self._fetcher.wake(mq)
 
     def position(self, mq: MessageQueue) -> int | None:
-        """The consumed offset of ``mq``: the offset of the next message ``poll`` will return."""
-        return self._state(mq).consumed_offset
+        """The position of ``mq``: the offset of the next message ``poll`` will return."""
+        offset = self.offset_store.read_memory(self._assigned(mq))
+        return offset if offset >= 0 else None
 
     # -- polling --------------------------------------------------------------------------------
     async def poll(self, timeout: float = 5.0, max_messages: int = 1024) -> list[MessageExt]:
@@ -285,7 +262,7 @@ class PullConsumer:
         cannot help until someone creates the group or grants the permission.
         """
         self.instance  # noqa: B018 — raise if not started
-        if not self._states:
+        if not self.state.table:
             raise MQClientError("no queue is assigned: call assign(await fetch_queues(topic)) first")
         assert self._data is not None
         deadline = time.monotonic() + timeout
@@ -294,9 +271,7 @@ class PullConsumer:
             self._drain(out, max_messages)
             if out:
                 return out
-            refusals = [st.refused for st in self._states.values()]
-            if refusals and all(r is not None for r in refusals):
-                raise refusals[0]  # type: ignore[misc]  # all() above: none is None
+            self._raise_refusal()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return out
@@ -312,91 +287,49 @@ class PullConsumer:
             if out and len(out) + len(batch.messages) > limit:
                 return
             self._ready.popleft()
-            state = self._states.get(batch.mq)
-            if state is None or state.generation != batch.generation:
-                continue
-            state.buffered -= len(batch.messages)
-            state.consumed_offset = batch.next_offset
+            if not self.state.owns(batch.mq, batch.pq):
+                continue  # a batch pulled before a seek or for a queue no longer assigned
+            batch.pq.remove_messages(batch.messages)
+            self.offset_store.update(batch.mq, batch.next_offset)
             out.extend(batch.messages)
-            state.wake.set()
+            if self._fetcher is not None:
+                self._fetcher.wake(batch.mq)  # room in its buffer again
 
-    async def _stop_tasks(self, states: list[_QueueState]) -> None:
-        tasks = [s.task for s in states if s.task is not None]
-        for s in states:
-            s.task = None
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+    def _raise_refusal(self) -> None:
+        if self._fetcher is None:
+            return
+        failures = self._fetcher.failures
+        refusals = [e for mq in self.state.table if isinstance(e := failures.get(mq), REFUSALS)]
+        if refusals and len(refusals) == len(self.state.table):
+            raise refusals[0]
 
-    async def _initial_offset(self, mq: MessageQueue) -> int:
+    # -- the fetcher's callbacks ----------------------------------------------------------------
+    def _buffer(self, req: PullRequest, messages: list[MessageExt], dispatch: bool) -> None:
+        self._ready.append(_Batch(req.mq, req.pq, messages, req.next_offset))
+        if self._data is not None:
+            self._data.set()
+
+    def _pull_failed(self, req: PullRequest, error: Exception) -> None:
+        if isinstance(error, REFUSALS) and self._data is not None:
+            self._data.set()  # poll() reports it
+
+    async def _start_offset(self, mq: MessageQueue) -> int:
+        """Where a queue assigned without ``seek`` starts: the committed offset, else per ``consume_from``."""
         inst = self.instance
-        committed = await inst.query_consumer_offset(self.group, mq)
-        if committed >= 0:
-            return committed
-        if self.settings.consume_from == "first" or mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            return await inst.min_offset(mq)
-        if self.settings.consume_from == "timestamp":
-            return await inst.search_offset(mq, self.settings.consume_timestamp_ms)
-        return await inst.max_offset(mq)
+        offset = await inst.query_consumer_offset(self.group, mq)
+        if offset < 0:
+            if self.settings.consume_from == "first" or mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                offset = await inst.min_offset(mq)
+            elif self.settings.consume_from == "timestamp":
+                offset = await inst.search_offset(mq, self.settings.consume_timestamp_ms)
+            else:
+                offset = await inst.max_offset(mq)
+        if self.offset_store.read_memory(mq) < 0:  # not sought meanwhile
+            self.offset_store.update(mq, offset)
+        return offset
 
     def expression_for(self, topic: str) -> Selector:
         return self.settings.topic_expressions.get(topic, self.settings.expression)
-
-    async def _pull_loop(self, state: _QueueState) -> None:
-        mq = state.mq
-        s = self.settings
-        me = asyncio.current_task()
-        # A task replaced by seek() or stopped must end even if its cancellation was lost (before
-        # Python 3.12, asyncio.wait_for can swallow a cancel that races with the answer).
-        while state.task is me:
-            if state.paused or state.buffered >= s.max_buffered_per_queue:
-                state.wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(state.wake.wait(), 1.0)
-                continue
-            gen = state.generation
-            try:
-                if state.pull_offset is None:
-                    offset = await self._initial_offset(mq)
-                    if gen != state.generation:
-                        continue
-                    state.pull_offset = offset
-                    if state.consumed_offset is None:
-                        state.consumed_offset = offset
-                offset = state.pull_offset
-                result = await self.pull(mq, offset, s.pull_batch_size, self.expression_for(mq.topic), s.long_poll_ms)
-            except asyncio.CancelledError:
-                raise
-            except MQError as e:
-                state.refused = e if isinstance(e, REFUSALS) else None
-                if state.refused is not None and self._data is not None:
-                    self._data.set()  # poll() reports it
-                log.warning("pull of %s failed: %s; retrying in %.1fs", mq, e, s.pull_delay_on_error)
-                if isinstance(e, BROKER_GONE):  # a failover? find the new master now, not at the 30 s refresh
-                    self._suggested.pop(mq, None)
-                    await self.instance.refresh_after_failure(mq.topic)
-                await asyncio.sleep(s.pull_delay_on_error)
-                continue
-            except Exception:
-                log.exception("pull of %s failed unexpectedly", mq)
-                await asyncio.sleep(s.pull_delay_on_error)
-                continue
-            state.refused = None
-            if gen != state.generation or state.task is not me:
-                continue
-            if result.status is PullStatus.OFFSET_ILLEGAL:
-                log.warning("offset %d of %s is illegal (queue holds %d..%d); moving to %d",
-                            offset, mq, result.min_offset, result.max_offset, result.next_begin_offset)
-            state.pull_offset = result.next_begin_offset
-            if result.messages or result.next_begin_offset != offset:
-                state.buffered += len(result.messages)
-                self._ready.append(_Batch(mq, gen, result.messages, result.next_begin_offset))
-                if self._data is not None:
-                    self._data.set()
-            elif s.long_poll_ms <= 0:
-                await asyncio.sleep(0.2)  # nothing new and no long polling: do not spin
 
     # -- the raw pull ---------------------------------------------------------------------------
     async def pull(
@@ -408,7 +341,7 @@ class PullConsumer:
         suspend_ms: int = 0,
         timeout: float | None = None,
     ) -> PullResult:
-        """Pull up to ``max_nums`` messages of ``mq`` from ``offset``.
+        """Pull up to ``max_nums`` messages of ``mq`` from ``offset`` (one request of the fetcher's).
 
         ``suspend_ms`` > 0 lets the broker hold the request that long when nothing is there
         (long polling). ``timeout`` defaults to ``suspend_ms`` plus ``pull_timeout``.
@@ -419,67 +352,56 @@ class PullConsumer:
             for msg in result.messages: ...
             next_offset = result.next_begin_offset
         """
-        inst = self.instance
+        self.instance  # noqa: B018 — raise if not started
+        fetcher = self._fetcher
+        assert fetcher is not None  # made by start() with the instance
         if offset < 0:
             raise MQClientError(f"offset {offset} is negative")
-        sub = parse_expression(expression)
-        addr, _ = await inst.broker_addr_of(mq.topic, mq.broker_name, self._suggested.get(mq, MASTER_ID))
-        fields = build_pull_header(
-            group=self.group, mq=mq, offset=offset, max_nums=max_nums, subscription=sub,
-            suspend_ms=suspend_ms, sub_version=self._sub_version,
-        )
         if timeout is None:
             timeout = suspend_ms / 1000.0 + self.settings.pull_timeout
-        resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), timeout)
-        result = pull_result_from_response(resp, sub, self.group, addr)
-        if result.suggest_which_broker_id != MASTER_ID or mq in self._suggested:
-            self._suggested[mq] = result.suggest_which_broker_id
-        return result
+        return await fetcher.request(mq, offset, parse_expression(expression), max_nums=max_nums,
+                                     suspend_ms=suspend_ms, timeout=timeout)
 
     # -- offsets --------------------------------------------------------------------------------
+    async def persist_offset(self, mq: MessageQueue, offset: int, *, sync: bool) -> None:
+        """Store ``offset`` of ``mq`` on the master (oneway unless ``sync``)."""
+        await self.instance.update_consumer_offset(self.group, mq, offset, oneway=not sync)
+        if mq in self.state.table:
+            self._committed[mq] = offset
+
     def _to_commit(self, offsets: dict[MessageQueue, int] | None) -> dict[MessageQueue, int]:
         if offsets is not None:
             return dict(offsets)
-        return {
-            mq: s.consumed_offset
-            for mq, s in self._states.items()
-            if s.consumed_offset is not None and s.consumed_offset != s.committed_offset
-        }
+        return {mq: off for mq in self.state.table
+                if (off := self.offset_store.read_memory(mq)) >= 0 and off != self._committed.get(mq)}
 
     async def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
-        """Store the consumed offsets (or ``offsets``) on the brokers without waiting (oneway)."""
-        inst = self.instance
+        """Store the positions (or ``offsets``) on the brokers without waiting (oneway)."""
+        self.instance  # noqa: B018 — raise if not started
         for mq, off in self._to_commit(offsets).items():
             try:
-                await inst.update_consumer_offset(self.group, mq, off, oneway=True)
+                await self.persist_offset(mq, off, sync=False)
             except MQError as e:
                 log.warning("commit of %s at %d failed: %s", mq, off, e)
-                continue
-            if mq in self._states:
-                self._states[mq].committed_offset = off
 
     async def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
-        """Store the consumed offsets (or ``offsets``) and wait for every broker to confirm.
+        """Store the positions (or ``offsets``) and wait for every broker to confirm.
 
         One queue after another, as the Java client persists them: an Apache RocketMQ 4.9 broker
         creates a group's per-topic offset table without a lock, so the first commits of one
         topic arriving at once can overwrite each other there (one queue's offset is lost).
         """
-        inst = self.instance
+        self.instance  # noqa: B018 — raise if not started
         todo = self._to_commit(offsets)
         errors = []
         for mq, off in todo.items():
             try:
-                await inst.update_consumer_offset(self.group, mq, off)
+                await self.persist_offset(mq, off, sync=True)
             except MQError as e:
                 errors.append((mq, e))
-                continue
-            if mq in self._states:
-                self._states[mq].committed_offset = off
         if errors:
             mq, err = errors[0]
-            if isinstance(err, MQError):
-                err.add_note(f"committing {len(errors)} of {len(todo)} queue offset(s) failed, first {mq}")
+            err.add_note(f"committing {len(errors)} of {len(todo)} queue offset(s) failed, first {mq}")
             raise err
 
     async def committed(self, mq: MessageQueue) -> int:
@@ -502,13 +424,13 @@ class PullConsumer:
 
     # -- hooks for the client instance ----------------------------------------------------------
     def topics(self) -> set[str]:
-        return {mq.topic for mq in self._states}
+        return {mq.topic for mq in self.state.table}
+
+    def _subscription_data(self) -> tuple[SubscriptionData, ...]:
+        version = self.state.sub_version
+        return tuple(_subscription_data(t, sub, version) for t, sub in sorted(self.state.subscriptions().items()))
 
     def consumer_data(self) -> ConsumerData:
-        subs = tuple(
-            _subscription_data(t, parse_expression(self.expression_for(t)), self._sub_version)
-            for t in sorted(self.topics())
-        )
         from_where = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET",
                       "timestamp": "CONSUME_FROM_TIMESTAMP"}[self.settings.consume_from]
         return ConsumerData(
@@ -516,7 +438,7 @@ class PullConsumer:
             consume_type="CONSUME_ACTIVELY",
             message_model="CLUSTERING",
             consume_from_where=from_where,
-            subscription_data_set=subs,
+            subscription_data_set=self._subscription_data(),
             unit_mode=False,
         )
 
@@ -529,10 +451,7 @@ class PullConsumer:
                 "PROP_NAMESERVER_ADDR": self.client_settings.namesrv_addr,
                 "PROP_CLIENT_LANGUAGE": "PYTHON",
             },
-            "subscriptionSet": [
-                _subscription_data(t, parse_expression(self.expression_for(t)), self._sub_version).to_dict()
-                for t in sorted(self.topics())
-            ],
+            "subscriptionSet": [sub.to_dict() for sub in self._subscription_data()],
             "mqTable": {},
             "statusTable": {},
         }
@@ -540,6 +459,6 @@ class PullConsumer:
     def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """The broker asked the group to restart from ``offsets`` (admin resetOffsetByTime)."""
         for mq, off in offsets.items():
-            if mq in self._states:
+            if mq in self.state.table:
                 self.seek(mq, off)
-                self._states[mq].committed_offset = None
+                self._committed.pop(mq, None)

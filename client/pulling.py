@@ -145,8 +145,15 @@ def build_pull_header(
     suspend_ms: int,
     sub_version: int,
     commit_offset: int = 0,
+    commit: bool = False,
+    lite: bool = True,
 ) -> dict[str, str]:
-    """PULL_MESSAGE ext fields of a lite pull (subscription in the header, no offset commit).
+    """PULL_MESSAGE ext fields, as both consumers send them.
+
+    A lite pull (``lite``) carries its subscription (SUBSCRIPTION | LITE_PULL), so the broker needs
+    no heartbeat's; a push consumer's does not (the broker uses the heartbeat's) and carries the
+    group's offset of the queue, which the broker stores with ``commit`` (COMMIT_OFFSET). SUSPEND
+    when the broker may hold the pull ``suspend_ms`` for new messages.
 
     >>> from pyrocketmq.remoting.body import MessageQueue
     >>> h = build_pull_header(group="g", mq=MessageQueue(topic="T", broker_name="b", queue_id=2), offset=5,
@@ -154,9 +161,11 @@ def build_pull_header(
     >>> h["sysFlag"], h["queueId"], h["subscription"]
     ('20', '2', '*')
     """
-    sys_flag = PullSysFlag.SUBSCRIPTION | PullSysFlag.LITE_PULL
+    sys_flag = PullSysFlag.SUBSCRIPTION | PullSysFlag.LITE_PULL if lite else 0
     if suspend_ms > 0:
         sys_flag |= PullSysFlag.SUSPEND
+    if commit:
+        sys_flag |= PullSysFlag.COMMIT_OFFSET
     return PullMessageRequestHeader(
         consumer_group=group,
         topic=mq.topic,
@@ -164,10 +173,10 @@ def build_pull_header(
         queue_offset=offset,
         max_msg_nums=max_nums,
         sys_flag=sys_flag,
-        commit_offset=commit_offset,
+        commit_offset=max(0, commit_offset),
         suspend_timeout_millis=max(0, suspend_ms),
         sub_version=sub_version,
-        subscription=subscription.expression,
+        subscription=subscription.expression if lite else None,
         expression_type=subscription.expression_type,
     ).to_ext()
 
@@ -217,5 +226,3 @@ def pull_result_from_response(
         result.messages = process_messages(decoded, subscription, group, min_off, max_off)
     return result
 
-
-# -- the consumer -----------------------------------------------------------------------------------

@@ -40,18 +40,19 @@ from .consume_service import (
     Listener,
     OrderlyConsumeService,
 )
+from .consumer_base import Consumer
 from .consumer_stats import ConsumerStats, running_info_doc
 from .errors import MQBrokerError, MQClientError
 from .instance import ClientInstance
 from .message import check_topic
 from .offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from .producer import start_tracer
-from .pull_service import PullService
+from .pull_service import FetchPlan, PullService
 from .pulling import Selector, Subscription, parse_expression
 from .push_parts import ConsumerParts
 from .rebalance import BROADCASTING, CLUSTERING
 from .rebalance_service import RebalanceService
-from .settings import ClientSettings, PushConsumerSettings
+from .settings import PushConsumerSettings
 from .subscription_state import SubscriptionState
 from .tasks import TaskSet
 
@@ -62,7 +63,7 @@ __all__ = ["ConsumeContext", "ConsumeResult", "PushConsumer"]
 _FROM_WHERE = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET", "timestamp": "CONSUME_FROM_TIMESTAMP"}
 
 
-class PushConsumer:
+class PushConsumer(Consumer[PushConsumerSettings]):
     """A push consumer of one consumer group (asyncio core).
 
     Example::
@@ -84,32 +85,20 @@ class PushConsumer:
     argument) and answers a :class:`ConsumeResult`; an exception counts as a failure.
     """
 
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: PushConsumerSettings | None = None,
-        client: ClientSettings | None = None,
-    ) -> None:
-        if not group:
-            raise MQClientError("the consumer group is empty: give a group name")
-        self.group = group
-        self.settings = settings or PushConsumerSettings()
-        s = self.settings
+    def _default_settings(self) -> PushConsumerSettings:
+        return PushConsumerSettings()
+
+    def _setup(self) -> None:
+        s, group = self.settings, self.group
         if s.message_model not in (CLUSTERING, BROADCASTING):
             raise MQClientError(f"message_model={s.message_model!r}: use 'CLUSTERING' or 'BROADCASTING'")
-        if s.consume_from not in _FROM_WHERE:
-            raise MQClientError(f"consume_from={s.consume_from!r}: use 'last', 'first' or 'timestamp'")
         if s.rebalance.strategy not in STRATEGY_NAMES:
             raise MQClientError(f"rebalance.strategy={s.rebalance.strategy!r}: use one of {', '.join(STRATEGY_NAMES)}")
-        self.client_settings = client or ClientSettings()
-        self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
         self._strategy = strategy_for(s.rebalance.strategy, config_queues=s.rebalance.config_queues,
                                       virtual_nodes=s.rebalance.virtual_nodes)
         self.state = SubscriptionState(group, s.message_model)
         self._listener: Listener | None = None
         self._orderly = False
-        self._instance: ClientInstance | None = None
         self.offset_store: OffsetStore = OffsetStore(group)
         self.stats = ConsumerStats(group=group, metrics=self.settings.metrics)
         # The parts, made by start():
@@ -156,12 +145,6 @@ class PushConsumer:
     def clustering(self) -> bool:
         return self.state.clustering
 
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise MQClientError("the consumer is not started: call 'await consumer.start()' first")
-        return self._instance
-
     def subscriptions(self) -> dict[str, Subscription]:
         return self.state.subscriptions()
 
@@ -172,17 +155,15 @@ class PushConsumer:
             return
         if self._listener is None:
             raise MQClientError("no listener: call register_listener(fn) before start()")
-        inst = await ClientInstance.join(self.client_settings, lambda i: i.register_consumer(self.group, self))
+        inst = await self._join()
         try:
             await self._start_on(inst)
         except BaseException:
             self._running = False
-            self._instance = None
             if self.parts is not None and self.parts.tracer is not None:
                 await self.parts.tracer.close()
             await self.tasks.close()
-            await inst.unregister_consumer(self.group)
-            await inst.release()
+            await self._leave(inst)
             raise
 
     async def _start_on(self, inst: ClientInstance) -> None:
@@ -210,7 +191,11 @@ class PushConsumer:
         else:
             service = ConcurrentConsumeService(parts, self._listener)
         self.consume_service = service
-        self.fetcher = fetcher = PullService(parts, tasks, submit=service.submit, on_offset_moved=rebalancer.offset_moved)
+        plan = FetchPlan(s.pull, s.flow, orderly=self._orderly, clustering=self.clustering)
+        self.fetcher = fetcher = PullService(
+            parts, plan, tasks, on_offset_moved=rebalancer.offset_moved,
+            submit=lambda req, msgs, dispatch: service.submit(msgs, req.pq, req.mq, dispatch),
+        )
         self._running = True
         self._started_ms = rebalancer.started_ms
         await rebalancer.refresh_routes()
@@ -247,16 +232,7 @@ class PushConsumer:
         await self.persist_offsets(sync=True)
         if self.rebalancer is not None:
             await self.rebalancer.release_all()
-        self._instance = None
-        await inst.unregister_consumer(self.group)
-        await inst.release()
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
+        await self._leave(inst)
 
     async def _after_subscription_change(self) -> None:
         if self.rebalancer is None:

@@ -1,17 +1,19 @@
-"""What a push consumer subscribes to and owns right now: one state object, no I/O.
+"""What a consumer subscribes to and owns right now: one state object, no I/O.
 
-:class:`SubscriptionState` is the meeting point of the push consumer's parts (as aiokafka's
-``SubscriptionState``): the rebalance service writes the assignment, the fetcher
-(:mod:`.pull_service`) reads it before every pull, the consume services only see the process queues
-they are handed. Nothing here awaits, so every question about it ("do I still own this queue?",
+:class:`SubscriptionState` is the meeting point of a consumer's parts (as aiokafka's
+``SubscriptionState``): the push consumer's rebalance service or the lite pull consumer's
+``assign``/``seek`` write the assignment, the fetcher (:mod:`.pull_service`) reads it before every
+pull, the push consumer's consume services only see the process queues they are handed. Nothing here awaits, so every question about it ("do I still own this queue?",
 "which parked queues can be unlocked?") is answered in one step, between two awaits of its callers.
 
-- **Subscriptions**: topic → parsed tag expression; clustering groups also read ``%RETRY%<group>``.
+- **Subscriptions**: topic → parsed tag expression; clustering push consumers also read
+  ``%RETRY%<group>`` (``read_retry``).
   ``sub_version`` is the version sent with them in heartbeats and pulls.
 - **Routes**: the queues each subscribed topic has, as last learned from the name server.
 - **Assignment**: the process-queue table (one :class:`~.process_queue.ProcessQueue` per owned
   queue) and, in orderly clustering mode, *parked* queues: removed from the table, but still
-  locked on the broker until their last listener call ends.
+  locked on the broker until their last listener call ends. *Paused* queues (lite pull consumer)
+  stay owned but are not pulled.
 
 Invariants: a queue is in the table or parked, never both; a process queue that left the table is
 dropped and never comes back (a queue owned again gets a new one).
@@ -29,7 +31,7 @@ from .rebalance import CLUSTERING, retry_topic
 
 
 class SubscriptionState:
-    """Subscriptions, routes and the assignment of one push consumer (see the module docstring).
+    """Subscriptions, routes and the assignment of one consumer (see the module docstring).
 
     Example::
 
@@ -40,14 +42,16 @@ class SubscriptionState:
         state.unassign(mq)          # the process queue, now dropped
     """
 
-    def __init__(self, group: str, message_model: str = CLUSTERING) -> None:
+    def __init__(self, group: str, message_model: str = CLUSTERING, *, read_retry: bool = True) -> None:
         self.group = group
         self.clustering = message_model == CLUSTERING
+        self.read_retry = read_retry and self.clustering
         self.sub_version = int(time.time() * 1000)
         self._subs: dict[str, Subscription] = {}
         self.routes: dict[str, list[MessageQueue]] = {}
         self.table: dict[MessageQueue, ProcessQueue] = {}
         self.parked: dict[MessageQueue, ProcessQueue] = {}
+        self.paused: set[MessageQueue] = set()
 
     # -- subscriptions ------------------------------------------------------------------------------
     def subscribe(self, topic: str, sub: Subscription) -> None:
@@ -57,9 +61,9 @@ class SubscriptionState:
         self._subs.pop(topic, None)
 
     def subscriptions(self) -> dict[str, Subscription]:
-        """Every topic read, ``%RETRY%<group>`` included in clustering mode."""
+        """Every topic read, ``%RETRY%<group>`` included with ``read_retry``."""
         subs = dict(self._subs)
-        if self.clustering:
+        if self.read_retry:
             subs.setdefault(retry_topic(self.group), parse_expression("*"))
         return subs
 
@@ -111,6 +115,12 @@ class SubscriptionState:
 
     def assignment(self) -> list[MessageQueue]:
         return sorted(self.table)
+
+    def pause(self, mq: MessageQueue) -> None:
+        self.paused.add(mq)
+
+    def resume(self, mq: MessageQueue) -> None:
+        self.paused.discard(mq)
 
     def clear(self) -> None:
         """Drop every process queue and forget the assignment (shutdown)."""

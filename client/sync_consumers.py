@@ -4,12 +4,13 @@ shared one by default) and waits for its result, for code that is not async."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt
 
 from .consume_service import Listener
+from .consumer_base import DEFAULT_NAMESRV, S
 from .loop_thread import LoopThread, SyncFacade
 from .pull_consumer import PullConsumer
 from .pulling import PullResult
@@ -17,9 +18,23 @@ from .push_consumer import PushConsumer
 from .settings import ClientSettings, PullConsumerSettings, PushConsumerSettings
 
 _T = TypeVar("_T")
+_C = TypeVar("_C", PullConsumer, PushConsumer)
 
 
-class SyncPullConsumer(SyncFacade):
+class _SyncConsumer(SyncFacade, Generic[_C, S]):
+    """What both blocking consumers share: made with the arguments of the consumer they drive."""
+
+    consumer: _C
+    _make: Callable[[str, str, S | None, ClientSettings | None], _C]
+    """The consumer's class."""
+
+    def __init__(self, group: str, namesrv_addr: str = DEFAULT_NAMESRV, settings: S | None = None,
+                 client: ClientSettings | None = None, *, loop_thread: LoopThread | None = None) -> None:
+        self.consumer = self._make(group, namesrv_addr, settings, client)
+        super().__init__(self.consumer, loop_thread)
+
+
+class SyncPullConsumer(_SyncConsumer[PullConsumer, PullConsumerSettings]):
     """A blocking :class:`PullConsumer` driven on the shared background loop thread.
 
     Example::
@@ -32,17 +47,7 @@ class SyncPullConsumer(SyncFacade):
             consumer.commit_sync()
     """
 
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: PullConsumerSettings | None = None,
-        client: ClientSettings | None = None,
-        *,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        self.consumer = PullConsumer(group, namesrv_addr, settings, client)
-        super().__init__(self.consumer, loop_thread)
+    _make = PullConsumer
 
     def fetch_queues(self, topic: str) -> list[MessageQueue]:
         return self._lt.run(self.consumer.fetch_queues(topic))
@@ -96,7 +101,7 @@ class SyncPullConsumer(SyncFacade):
         return self._lt.run(self.consumer.max_offset(mq))
 
 
-class SyncPushConsumer(SyncFacade):
+class SyncPushConsumer(_SyncConsumer[PushConsumer, PushConsumerSettings]):
     """A :class:`PushConsumer` for code that is not async: it runs on the shared loop thread, and
     a plain-function listener is called on worker threads.
 
@@ -115,17 +120,7 @@ class SyncPushConsumer(SyncFacade):
         consumer.shutdown()
     """
 
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: PushConsumerSettings | None = None,
-        client: ClientSettings | None = None,
-        *,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        self.consumer = PushConsumer(group, namesrv_addr, settings, client)
-        super().__init__(self.consumer, loop_thread)
+    _make = PushConsumer
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self._lt.run(_call(self.consumer.subscribe, topic, expression))

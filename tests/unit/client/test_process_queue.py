@@ -58,6 +58,17 @@ def test_remove_on_empty_queue_is_minus_one_and_duplicates_are_ignored():
     assert pq.max_span == 2
 
 
+def test_batches_in_any_order_keep_the_held_offsets_sorted_and_counted():
+    pq = ProcessQueue()
+    pq.put_messages(msgs(10, 11, 12))  # a pull's answer past everything held
+    pq.put_messages(msgs(5, 13, 11))  # out of order, one already held
+    assert [m.queue_offset for m in pq.messages] == [5, 10, 11, 12, 13]
+    assert (pq.msg_count, pq.msg_size, pq.queue_offset_max) == (5, 50, 13)
+    assert pq.remove_messages(msgs(5, 10)) == 11  # the head, as the lite consumer polls it
+    assert pq.remove_messages(msgs(13, 11)) == 12  # not the head
+    assert [m.queue_offset for m in pq.messages] == [12] and (pq.msg_count, pq.msg_size) == (1, 10)
+
+
 def test_orderly_take_commit_and_consume_again():
     pq = ProcessQueue()
     assert pq.put_messages(msgs(10, 11, 12)) is True  # dispatch a consume request

@@ -8,7 +8,8 @@ import zlib
 import pytest
 
 from pyrocketmq.client.errors import MQBrokerError, MQClientError, SubscriptionGroupNotFoundError
-from pyrocketmq.client.pull_consumer import PullConsumer, _Batch, _QueueState
+from pyrocketmq.client.process_queue import ProcessQueue
+from pyrocketmq.client.pull_consumer import PullConsumer, _Batch
 from pyrocketmq.client.pulling import (
     PullStatus,
     PullSysFlag,
@@ -134,35 +135,44 @@ def test_garbage_body_raises_a_broker_error() -> None:
 # -- buffering and offsets (state only: no pull tasks run) -----------------------------------------
 
 
-def _consumer_with_queues(*queues: MessageQueue) -> PullConsumer:
-    c = PullConsumer("g", "ns:9876", PullConsumerSettings(auto_commit=False))
+def _consumer_with_queues(*queues: MessageQueue, settings: PullConsumerSettings | None = None) -> PullConsumer:
+    c = PullConsumer("g", "ns:9876", settings or PullConsumerSettings(auto_commit=False))
     c._instance = object()  # type: ignore[assignment]  # "started"; nothing here talks to it
     c._data = asyncio.Event()
-    for q in queues:
-        c._states[q] = _QueueState(q, pull_offset=0, consumed_offset=0)
+    for q in queues:  # as assign() does, without its requests
+        c.state.subscribe(q.topic, parse_expression(c.expression_for(q.topic)))
+        c.state.assign(q, ProcessQueue())
+        c.offset_store.update(q, 0)
     return c
+
+
+def _pulled(c: PullConsumer, mq: MessageQueue, msgs: list[MessageExt], next_offset: int, pq: ProcessQueue | None = None):
+    """What the fetcher does with a pulled batch: into the process queue, and to the consumer's buffer."""
+    pq = pq or c.state.table[mq]
+    pq.put_messages(msgs)
+    c._ready.append(_Batch(mq, pq, msgs, next_offset))
 
 
 def test_poll_hands_out_batches_in_order_and_tracks_consumed_offsets() -> None:
     async def go():
         c = _consumer_with_queues(MQ)
-        c._states[MQ].buffered = 3
-        c._ready.append(_Batch(MQ, 0, [msg(offset=0), msg(offset=1)], 2))
-        c._ready.append(_Batch(MQ, 0, [msg(offset=2)], 5))  # entries 3..4 were filtered out
+        _pulled(c, MQ, [msg(offset=0), msg(offset=1)], 2)
+        _pulled(c, MQ, [msg(offset=2)], 5)  # entries 3..4 were filtered out
+        assert c.state.table[MQ].msg_count == 3
         out = await c.poll(0.01)
         return c, out
 
     c, out = asyncio.run(go())
     assert [m.queue_offset for m in out] == [0, 1, 2]
     assert c.position(MQ) == 5
-    assert c._states[MQ].buffered == 0
+    assert c.state.table[MQ].msg_count == 0
 
 
 def test_batches_from_before_a_seek_are_dropped() -> None:
     async def go():
         c = _consumer_with_queues(MQ)
-        c._ready.append(_Batch(MQ, 0, [msg(offset=0)], 1))
-        c._states[MQ].generation = 1  # a seek happened
+        _pulled(c, MQ, [msg(offset=0)], 1)
+        c.seek(MQ, 0)  # a seek happened
         return await c.poll(0.01)
 
     assert asyncio.run(go()) == []
@@ -172,7 +182,7 @@ def test_poll_respects_max_messages_without_splitting_batches() -> None:
     async def go():
         c = _consumer_with_queues(MQ)
         for i in range(3):
-            c._ready.append(_Batch(MQ, 0, [msg(offset=2 * i), msg(offset=2 * i + 1)], 2 * i + 2))
+            _pulled(c, MQ, [msg(offset=2 * i), msg(offset=2 * i + 1)], 2 * i + 2)
         first = await c.poll(0.01, max_messages=3)
         rest = await c.poll(0.01)
         return first, rest
@@ -184,9 +194,9 @@ def test_poll_respects_max_messages_without_splitting_batches() -> None:
 def test_commit_candidates_are_changed_consumed_offsets() -> None:
     q2 = MessageQueue("T", "broker-a", 2)
     c = _consumer_with_queues(MQ, q2)
-    c._states[MQ].consumed_offset = 10
-    c._states[q2].consumed_offset = 4
-    c._states[q2].committed_offset = 4
+    c.offset_store.update(MQ, 10)
+    c.offset_store.update(q2, 4)
+    c._committed[q2] = 4
     assert c._to_commit(None) == {MQ: 10}
     assert c._to_commit({q2: 1}) == {q2: 1}
 
@@ -205,8 +215,8 @@ def test_misuse_is_explained() -> None:
 
 
 def test_heartbeat_data_of_a_lite_consumer() -> None:
-    c = _consumer_with_queues(MQ, MessageQueue("U", "b", 0))
-    c.settings.topic_expressions["U"] = "X || Y"
+    settings = PullConsumerSettings(auto_commit=False, topic_expressions={"U": "X || Y"})
+    c = _consumer_with_queues(MQ, MessageQueue("U", "b", 0), settings=settings)
     data = c.consumer_data()
     assert data.consume_type == "CONSUME_ACTIVELY" and data.message_model == "CLUSTERING"
     subs = {s.topic: s for s in data.subscription_data_set}
@@ -217,8 +227,10 @@ def test_heartbeat_data_of_a_lite_consumer() -> None:
 def test_reset_offset_seeks_assigned_queues_only() -> None:
     async def go():
         c = _consumer_with_queues(MQ)
+        old = c.state.table[MQ]
         c.on_reset_offset("T", {MQ: 42, MessageQueue("T", "broker-a", 9): 1})
-        return c
+        return c, old
 
-    c = asyncio.run(go())
-    assert c.position(MQ) == 42 and c._states[MQ].generation == 1
+    c, old = asyncio.run(go())
+    assert c.position(MQ) == 42 and old.dropped and c.state.table[MQ] is not old
+    assert c.assignment() == [MQ]

@@ -21,9 +21,9 @@ from pyrocketmq.client.errors import (
 )
 from pyrocketmq.client.offset_store import OffsetStore
 from pyrocketmq.client.process_queue import ProcessQueue
-from pyrocketmq.client.pull_service import PullRequest, PullService
-from pyrocketmq.client.pulling import parse_expression
-from pyrocketmq.client.settings import PushConsumerSettings
+from pyrocketmq.client.pull_service import FetchPlan, PullRequest, PullService
+from pyrocketmq.client.pulling import PullSysFlag, parse_expression
+from pyrocketmq.client.settings import PullSettings, PushConsumerSettings
 from pyrocketmq.client.subscription_state import SubscriptionState
 from pyrocketmq.client.tasks import TaskSet
 from pyrocketmq.remoting.body import MessageQueue
@@ -58,21 +58,23 @@ class FakeService:
     def __init__(self) -> None:
         self.submitted: list[tuple[list[MessageExt], bool]] = []
 
-    def submit(self, msgs, pq, mq, dispatch=True):
+    def submit(self, req, msgs, dispatch=True):
         self.submitted.append((msgs, dispatch))
 
 
 class FakeTasks(TaskSet):
-    """Records delayed calls instead of running them; spawned coroutines are closed unrun."""
+    """Records delayed calls instead of running them; spawned coroutines (pulls) are counted and closed unrun."""
 
     def __init__(self) -> None:
         super().__init__()
         self.later_calls: list[float] = []
+        self.spawned = 0
 
     def later(self, delay, fn, *args):
         self.later_calls.append(delay)
 
     def spawn(self, coro):
+        self.spawned += 1
         coro.close()
 
 
@@ -105,7 +107,8 @@ class FakeConsumer:
         self.moved.append(mq)
 
     def fetcher(self) -> PullService:
-        return PullService(self, self.tasks, submit=self.consume_service.submit, on_offset_moved=self.offset_moved)
+        plan = FetchPlan(self.settings.pull, self.settings.flow, orderly=self.orderly, clustering=self.clustering)
+        return PullService(self, plan, self.tasks, submit=self.consume_service.submit, on_offset_moved=self.offset_moved)
 
 
 def answer(code: int, next_begin: int = 0, body: bytes | None = None, suggest: int = 0) -> RemotingCommand:
@@ -116,7 +119,7 @@ def answer(code: int, next_begin: int = 0, body: bytes | None = None, suggest: i
 def pull_once(consumer: FakeConsumer, req: PullRequest) -> PullService:
     async def go():
         svc = consumer.fetcher()
-        svc.queue = asyncio.Queue()
+        svc.start()
         await svc.pull(req)
         return svc
 
@@ -155,7 +158,7 @@ def test_found_feeds_the_process_queue_rechecks_tags_and_remembers_the_suggested
     assert [m.queue_offset for m in msgs] == [10]  # TagZ shares no tag with "TagA": filtered here
     assert req.pq.msg_count == 1 and dispatch is True
     assert svc.suggested[MQ] == 1
-    assert svc.queue.qsize() == 1
+    assert c.tasks.spawned == 1  # pulled again at once
 
 
 def test_no_new_message_moves_the_memory_offset_when_nothing_is_cached():
@@ -168,9 +171,9 @@ def test_no_new_message_moves_the_memory_offset_when_nothing_is_cached():
 def test_offset_moved_drops_the_queue_and_restarts_it_later():
     c = FakeConsumer(answer(ResponseCode.PULL_OFFSET_MOVED, 50))
     req = PullRequest(MQ, ProcessQueue(), 20)
-    svc = pull_once(c, req)
+    pull_once(c, req)
     assert req.pq.dropped and c.later_calls == [ps.OFFSET_MOVED_DELAY]
-    assert svc.queue.qsize() == 0
+    assert c.tasks.spawned == 0
 
 
 def test_flow_control_and_errors_delay_the_next_pull():
@@ -197,7 +200,7 @@ def test_a_pull_to_a_broker_that_is_gone_refreshes_the_route_and_asks_the_master
 
     async def go():
         svc = c.fetcher()
-        svc.queue = asyncio.Queue()
+        svc.start()
         svc.suggested[MQ] = 1  # the last answer suggested the slave
         await svc.pull(req)
         return svc
@@ -212,3 +215,73 @@ def test_orderly_queue_without_its_lock_is_not_pulled():
     c = FakeConsumer(answer(ResponseCode.PULL_NOT_FOUND), orderly=True)
     pull_once(c, PullRequest(MQ, ProcessQueue(locked=False), 0))
     assert c.instance.sent == [] and c.later_calls == [ps.NOT_LOCKED_DELAY]
+
+
+# -- the same fetcher for the lite pull consumer ------------------------------------------------------
+def lite_fetcher(c: FakeConsumer, suspend_ms: int = 15000, start_at: int = 9) -> PullService:
+    async def start_offset(mq):
+        return start_at
+
+    pull = PullSettings(suspend_ms=suspend_ms)
+    return PullService(c, FetchPlan(pull, c.settings.flow, lite=True), c.tasks, submit=c.consume_service.submit,
+                       start_offset=start_offset)
+
+
+def lite_pull_once(c: FakeConsumer, req: PullRequest, **kw) -> PullService:
+    async def go():
+        svc = lite_fetcher(c, **kw)
+        svc.start()
+        await svc.pull(req)
+        return svc
+
+    return asyncio.run(go())
+
+
+def test_a_lite_pull_carries_its_subscription_and_never_the_offset():
+    c = FakeConsumer(answer(ResponseCode.PULL_NOT_FOUND, 9))
+    c.offset_store.update(MQ, 42)
+    req = PullRequest(MQ, ProcessQueue(), -1)  # assigned without a seek: where start_offset says
+    lite_pull_once(c, req)
+    [cmd] = c.instance.sent
+    ext = cmd.ext_fields
+    flags = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION | PullSysFlag.LITE_PULL
+    assert (ext["sysFlag"], ext["commitOffset"], ext["subscription"]) == (str(flags), "0", "TagA")
+    assert ext["queueOffset"] == "9" and req.next_offset == 9
+
+
+def test_a_lite_pull_goes_on_at_once_after_an_illegal_offset():
+    c = FakeConsumer(answer(ResponseCode.PULL_OFFSET_MOVED, 50))
+    req = PullRequest(MQ, ProcessQueue(), 20)
+    lite_pull_once(c, req)
+    assert not req.pq.dropped and req.next_offset == 50 and c.tasks.spawned == 1
+    assert c.offset_store.read_memory(MQ) == 50 and c.later_calls == []
+
+
+def test_without_long_polling_an_empty_answer_is_not_pulled_again_at_once():
+    c = FakeConsumer(answer(ResponseCode.PULL_NOT_FOUND, 20))
+    lite_pull_once(c, PullRequest(MQ, ProcessQueue(), 20), suspend_ms=0)
+    assert c.later_calls == [ps.IDLE_DELAY]
+
+
+def test_a_held_request_goes_back_on_wake_and_failures_last_until_a_pull_succeeds():
+    c = FakeConsumer(MQConnectionError("connection refused"))
+    req = PullRequest(MQ, ProcessQueue(), 0)
+
+    async def go():
+        svc = lite_fetcher(c)
+        svc.start()
+        c.state.pause(MQ)
+        await svc.pull(req)  # paused: held back
+        assert c.later_calls == [ps.PAUSED_DELAY] and c.tasks.spawned == 0 and svc.held == {MQ: req}
+        c.state.resume(MQ)
+        svc.wake(MQ)
+        svc.wake(MQ)  # nothing held any more: no second copy of the request
+        assert c.tasks.spawned == 1 and svc.held == {}
+        await svc.pull(req)
+        failed = MQ in svc.failures
+        c.instance.answer = answer(ResponseCode.PULL_NOT_FOUND, 0)
+        await svc.pull(req)
+        return failed, svc
+
+    failed, svc = asyncio.run(go())
+    assert failed and svc.failures == {}
