@@ -172,9 +172,14 @@ class BrokerMetrics:
 
     def __init__(self, broker: BrokerView) -> None:
         self.broker = broker
-        self.requests = RequestRecorder(PREFIX, bounds=RPC_LATENCY_BUCKETS)  # exported as rocketmq_rpc_latency
+        self.requests = RequestRecorder(
+            PREFIX, bounds=RPC_LATENCY_BUCKETS
+        )  # exported as rocketmq_rpc_latency
         self.put_latency = LatencyRecorder()
-        self.flush_latency: dict[str, LatencyRecorder] = {"commitlog": LatencyRecorder(), "consumequeue": LatencyRecorder()}
+        self.flush_latency: dict[str, LatencyRecorder] = {
+            "commitlog": LatencyRecorder(),
+            "consumequeue": LatencyRecorder(),
+        }
         self.grpc_calls: collections.Counter[tuple[str, str]] = collections.Counter()
         """Answered 5.x gRPC calls by (RPC, status code name)."""
         self.grpc_receive_latency = LatencyRecorder()
@@ -270,11 +275,17 @@ def apache_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
         for (topic, value_label), value in sorted(dict(table).items()):
             family.add_metric(a.ident + [topic, value_label], value)
         yield family
-    yield histogram_family("rocketmq_message_size", "Stored size of the messages, in bytes.",
-                           [*a.base, "topic", "message_type"],
-                           [((*a.ident, topic, kind), rec) for (topic, kind), rec in sorted(dict(stats.sizes).items())])
-    dlq = a.counter("send_to_dlq_messages", "Messages sent to a group's dead-letter queue since the broker started.",
-                    ["topic", "consumer_group", "is_system"])
+    yield histogram_family(
+        "rocketmq_message_size",
+        "Stored size of the messages, in bytes.",
+        [*a.base, "topic", "message_type"],
+        [((*a.ident, topic, kind), rec) for (topic, kind), rec in sorted(dict(stats.sizes).items())],
+    )
+    dlq = a.counter(
+        "send_to_dlq_messages",
+        "Messages sent to a group's dead-letter queue since the broker started.",
+        ["topic", "consumer_group", "is_system"],
+    )
     for (group, topic), n in sorted(dict(stats.dead_letter_by_group).items()):
         dlq.add_metric(a.ident + [topic, group, _is_system_group(group)], n)
     yield dlq
@@ -297,8 +308,16 @@ def apache_families(broker: BrokerView, metrics: BrokerMetrics) -> Iterator[Metr
     if store is None:
         return
     for name, doc, value in (
-        ("storage_size", "Bytes used on the filesystem holding the store.", disk_used_bytes(store.settings.store_path_root_dir)),
-        ("storage_flush_behind_bytes", "Commitlog bytes written and not yet flushed.", store.commit_log.flush_behind_bytes()),
+        (
+            "storage_size",
+            "Bytes used on the filesystem holding the store.",
+            disk_used_bytes(store.settings.store_path_root_dir),
+        ),
+        (
+            "storage_flush_behind_bytes",
+            "Commitlog bytes written and not yet flushed.",
+            store.commit_log.flush_behind_bytes(),
+        ),
     ):
         g = a.gauge(name, doc)
         g.add_metric(a.ident, value)
@@ -327,7 +346,9 @@ def _connection_families(broker: BrokerView, a: _Apache) -> Iterator[Metric]:
     for group, info in broker.consumers.groups.items():
         mode = "push" if info.consume_type == "CONSUME_PASSIVELY" else "pull"
         for ch in info.channels.values():
-            consumers[(group, language_name(ch.language).lower(), version_desc(ch.version).lower(), mode)] += 1
+            consumers[
+                (group, language_name(ch.language).lower(), version_desc(ch.version).lower(), mode)
+            ] += 1
     for (group, language, version, mode), n in sorted(consumers.items()):
         g.add_metric(a.ident + [group, language, version, mode, "remoting", _is_system_group(group)], n)
     yield g
@@ -346,17 +367,43 @@ def _apache_consumer_families(broker: BrokerView, store: MessageStore, a: _Apach
         states.setdefault(key, ConsumerState()).inflight += n
     labels = ["topic", "consumer_group", "is_retry", "is_system"]
     families = [
-        (a.gauge("consumer_lag_messages", "Messages not consumed yet (max offset - committed offset).", labels), "lag"),
+        (
+            a.gauge(
+                "consumer_lag_messages", "Messages not consumed yet (max offset - committed offset).", labels
+            ),
+            "lag",
+        ),
         (a.gauge("consumer_ready_messages", "Messages stored and not pulled yet.", labels), "ready"),
-        (a.gauge("consumer_inflight_messages", "Messages pulled (or received) and not committed (or acknowledged) yet.",
-                 labels), "inflight"),
-        (a.gauge("consumer_queueing_latency", "Milliseconds the oldest message not pulled yet has waited.", labels),
-         "queueing_ms"),
-        (a.gauge("consumer_lag_latency", "Milliseconds the oldest message not consumed yet has waited.", labels),
-         "lag_ms"),
+        (
+            a.gauge(
+                "consumer_inflight_messages",
+                "Messages pulled (or received) and not committed (or acknowledged) yet.",
+                labels,
+            ),
+            "inflight",
+        ),
+        (
+            a.gauge(
+                "consumer_queueing_latency",
+                "Milliseconds the oldest message not pulled yet has waited.",
+                labels,
+            ),
+            "queueing_ms",
+        ),
+        (
+            a.gauge(
+                "consumer_lag_latency", "Milliseconds the oldest message not consumed yet has waited.", labels
+            ),
+            "lag_ms",
+        ),
     ]
     for (group, topic), state in sorted(states.items()):
-        values = a.ident + [topic, group, "true" if topic.startswith(RETRY_PREFIX) else "false", _is_system_group(group)]
+        values = a.ident + [
+            topic,
+            group,
+            "true" if topic.startswith(RETRY_PREFIX) else "false",
+            _is_system_group(group),
+        ]
         for family, attr in families:
             family.add_metric(values, getattr(state, attr))
     for family, _ in families:
@@ -366,7 +413,9 @@ def _apache_consumer_families(broker: BrokerView, store: MessageStore, a: _Apach
 def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
     """Identity, readiness, connections, the 5.x front, store latencies."""
     s, ident = broker.settings, f.ident
-    info = f.gauge("info", "Always 1; the broker's id, role and version as labels.", ["broker_id", "role", "version"])
+    info = f.gauge(
+        "info", "Always 1; the broker's id, role and version as labels.", ["broker_id", "role", "version"]
+    )
     info.add_metric(ident + [str(s.identity.broker_id), s.identity.role.value, pyrocketmq.__version__], 1)
     yield info
     registered = len(broker.registrar.registered)
@@ -375,19 +424,32 @@ def _health_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -
                 1 if ready is None else 0)
     yield f.one("namesrv_registered", "Name servers that accepted the last registration.", registered)
     yield f.one("held_pulls", "Pull requests held by long polling.", broker.holds.held_count)
-    yield f.one("connections", "Open remoting connections (clients, other brokers, tools).", len(broker.server.connections))
+    yield f.one(
+        "connections",
+        "Open remoting connections (clients, other brokers, tools).",
+        len(broker.server.connections),
+    )
     yield from _grpc_families(broker, metrics, f)
-    yield histogram_family(f"{PREFIX}_store_put_duration_seconds", "Time to append a message (or a batch) to the store.",
-                           f.base, [(ident, metrics.put_latency)])
-    yield histogram_family(f"{PREFIX}_store_flush_duration_seconds",
-                           "Time of one flush of the commitlog or of the consume queues (fsync).",
-                           f.base + ["kind"], [((*ident, k), r) for k, r in sorted(metrics.flush_latency.items())])
+    yield histogram_family(
+        f"{PREFIX}_store_put_duration_seconds",
+        "Time to append a message (or a batch) to the store.",
+        f.base,
+        [(ident, metrics.put_latency)],
+    )
+    yield histogram_family(
+        f"{PREFIX}_store_flush_duration_seconds",
+        "Time of one flush of the commitlog or of the consume queues (fsync).",
+        f.base + ["kind"],
+        [((*ident, k), r) for k, r in sorted(metrics.flush_latency.items())],
+    )
 
 
 def _grpc_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> Iterator[Metric]:
     """The 5.x endpoint: calls by RPC and status, clients, receive latency (its POP messages in flight: ``rocketmq_consumer_inflight_messages``)."""
     ident = f.ident
-    calls = f.counter("grpc_requests", "RocketMQ 5 gRPC calls answered, by RPC and status code.", ["rpc", "code"])
+    calls = f.counter(
+        "grpc_requests", "RocketMQ 5 gRPC calls answered, by RPC and status code.", ["rpc", "code"]
+    )
     for (rpc, code), n in sorted(metrics.grpc_calls.items()):
         calls.add_metric(ident + [rpc, code], n)
     yield calls
@@ -396,9 +458,12 @@ def _grpc_families(broker: BrokerView, metrics: BrokerMetrics, f: _Families) -> 
         return
     yield f.one("grpc_clients", "5.x clients known to the gRPC endpoint (heartbeats or a Telemetry stream).",
                 len(grpc.clients.sessions))
-    yield histogram_family(f"{PREFIX}_grpc_receive_duration_seconds",
-                           "ReceiveMessage calls that handed out messages, request to answer (long polling included).",
-                           f.base, [(ident, metrics.grpc_receive_latency)])
+    yield histogram_family(
+        f"{PREFIX}_grpc_receive_duration_seconds",
+        "ReceiveMessage calls that handed out messages, request to answer (long polling included).",
+        f.base,
+        [(ident, metrics.grpc_receive_latency)],
+    )
 
 
 def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> Iterator[Metric]:
@@ -409,7 +474,9 @@ def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
     queues = [] if copies else sorted(
         (cq.topic, cq.queue_id, cq.max_offset, cq.min_offset) for cq in store.consume_queues())
     maxes = {(t, q): mx for t, q, mx, _ in queues}
-    g_max = f.gauge("queue_max_offset", "Next offset of a consume queue (messages ever stored in it).", ["topic", "queue"])
+    g_max = f.gauge(
+        "queue_max_offset", "Next offset of a consume queue (messages ever stored in it).", ["topic", "queue"]
+    )
     g_min = f.gauge("queue_min_offset", "First offset still stored in a consume queue.", ["topic", "queue"])
     for topic, queue, mx, mn in queues:
         if topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
@@ -442,7 +509,9 @@ def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
         yield family
 
     schedule = broker.schedule
-    g = f.gauge("scheduled_messages", "Delayed messages waiting for their delivery time, per delay level.", ["level"])
+    g = f.gauge(
+        "scheduled_messages", "Delayed messages waiting for their delivery time, per delay level.", ["level"]
+    )
     if schedule is not None and not copies:
         waiting = scheduled_waiting(len(schedule.levels_ms),
                                     lambda q: maxes.get((SCHEDULE_TOPIC, q), 0), dict(schedule.offsets))
@@ -451,7 +520,11 @@ def _queue_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
     yield g
     timer = broker.timer
     if timer is not None and not copies:
-        yield f.one("timer_messages", "Timer messages (any-millisecond delivery) waiting for their time.", timer.pending)
+        yield f.one(
+            "timer_messages",
+            "Timer messages (any-millisecond delivery) waiting for their time.",
+            timer.pending,
+        )
         c = f.counter("timer_delivered", "Timer messages put back in their topic since the broker started.")
         c.add_metric(ident, timer.delivered_count)
         yield c
@@ -463,8 +536,15 @@ def _store_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
                 max(0, store.get_max_phy_offset() - store.get_min_phy_offset()))
     yield f.one("commitlog_max_offset_bytes", "Commitlog write position: bytes ever written to it.",
                 store.get_max_phy_offset())
-    yield f.one("disk_usage_ratio", "Used fraction of the disk holding the commitlog (0..1).", store.disk_usage_ratio())
-    g = f.gauge("replication_lag_bytes", "Master: commitlog bytes the most advanced connected slave has not acknowledged.")
+    yield f.one(
+        "disk_usage_ratio",
+        "Used fraction of the disk holding the commitlog (0..1).",
+        store.disk_usage_ratio(),
+    )
+    g = f.gauge(
+        "replication_lag_bytes",
+        "Master: commitlog bytes the most advanced connected slave has not acknowledged.",
+    )
     ha = broker.ha_server
     lag_bytes = ha.lag_bytes if ha is not None else None
     if lag_bytes is not None:
@@ -472,8 +552,12 @@ def _store_families(broker: BrokerView, store: MessageStore, f: _Families) -> It
     yield g
     replica = broker.replica
     if replica is not None:
-        yield f.one("master_epoch", "Controller mode: the master epoch this replica's log follows.", replica.epoch)
-        isr = f.gauge("sync_state_set_size", "Controller mode, master: replicas in its in-sync set, itself included.")
+        yield f.one(
+            "master_epoch", "Controller mode: the master epoch this replica's log follows.", replica.epoch
+        )
+        isr = f.gauge(
+            "sync_state_set_size", "Controller mode, master: replicas in its in-sync set, itself included."
+        )
         if replica.master and replica.view:
             isr.add_metric(f.ident, len(replica.view.get("syncStateSet", ())))
         yield isr

@@ -115,7 +115,9 @@ class TransactionCheckService:
         self.reserved_ms = reserved_ms
         self.clock = clock
         self.ensure_topic = ensure_topic
-        self._service = Service("transaction check", self.check_once, lambda: self.interval_ms / 1000, logger=log)
+        self._service = Service(
+            "transaction check", self.check_once, lambda: self.interval_ms / 1000, logger=log
+        )
 
     def _saved(self, topic: str) -> int:
         off = self.offsets.query(SYS_GROUP, topic, 0)
@@ -179,10 +181,17 @@ class TransactionCheckService:
                     self.ensure_topic(CHECK_MAX_TOPIC)
                 result = self.store.put_message(discarded_inner(msg))
                 if result.status != PutMessageStatus.PUT_OK:
-                    log.warning("transaction check: moving half message %d aside failed (%s)", half, result.status.name)
+                    log.warning(
+                        "transaction check: moving half message %d aside failed (%s)",
+                        half,
+                        result.status.name,
+                    )
                     break
-                log.info("transaction check: half message %s checked %d times; moved to TRANS_CHECK_MAX_TIME_TOPIC",
-                         msg.msg_id, check_times(msg))
+                log.info(
+                    "transaction check: half message %s checked %d times; moved to TRANS_CHECK_MAX_TIME_TOPIC",
+                    msg.msg_id,
+                    check_times(msg),
+                )
             else:
                 group = msg.properties.get("PGROUP", "")
                 if per_group.get(group, 0) >= self.max_checks_per_group:
@@ -191,7 +200,9 @@ class TransactionCheckService:
                 times = check_times(msg) + 1
                 result = self.store.put_message(rechecked_inner(msg, times))
                 if result.status != PutMessageStatus.PUT_OK:
-                    log.warning("transaction check: re-storing half message %d failed (%s)", half, result.status.name)
+                    log.warning(
+                        "transaction check: re-storing half message %d failed (%s)", half, result.status.name
+                    )
                     break
                 again = self.store.look_message(result.wrote_offset)
                 if again is not None and self.send_check(group, again):

@@ -41,8 +41,17 @@ def _masters(route: TopicRouteData) -> list[str]:
     return out
 
 
-async def by_key(inst: ClientInstance, route: TopicRouteData, topic: str, key: str, begin_ms: int, end_ms: int,
-                 max_num: int, *, unique: bool = False) -> list[MessageExt]:
+async def by_key(
+    inst: ClientInstance,
+    route: TopicRouteData,
+    topic: str,
+    key: str,
+    begin_ms: int,
+    end_ms: int,
+    max_num: int,
+    *,
+    unique: bool = False,
+) -> list[MessageExt]:
     """QUERY_MESSAGE to every master of ``topic``; the index's hash hits checked against the keys."""
     if not key:
         raise MQClientError("the key to look for is empty")
@@ -62,7 +71,9 @@ async def by_key(inst: ClientInstance, route: TopicRouteData, topic: str, key: s
     return sorted(found, key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))[:max_num]
 
 
-async def _pull(inst: ClientInstance, mq: MessageQueue, offset: int, max_nums: int) -> tuple[list[MessageExt], int, int]:
+async def _pull(
+    inst: ClientInstance, mq: MessageQueue, offset: int, max_nums: int
+) -> tuple[list[MessageExt], int, int]:
     """(messages, next offset, response code) of one pull from the master of ``mq``."""
     addr = await inst.master_addr_of(mq.topic, mq.broker_name)
     fields = PullMessageRequestHeader(consumer_group=TOOLS_GROUP, topic=mq.topic, queue_id=mq.queue_id,
@@ -85,7 +96,9 @@ async def message_at(inst: ClientInstance, mq: MessageQueue, offset: int) -> Mes
     return msgs[0]
 
 
-async def between(inst: ClientInstance, mq: MessageQueue, begin: int, end: int, batch: int = 32) -> AsyncIterator[MessageExt]:
+async def between(
+    inst: ClientInstance, mq: MessageQueue, begin: int, end: int, batch: int = 32
+) -> AsyncIterator[MessageExt]:
     """The messages of ``mq`` from logical offset ``begin`` up to (not including) ``end``."""
     offset = begin
     while offset < end:

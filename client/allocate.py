@@ -129,7 +129,9 @@ def allocate_by_config(configured: Sequence[MessageQueue]) -> Strategy:
     """A strategy that always answers ``configured`` (each consumer is told its queues by hand)."""
     fixed = list(configured)
 
-    def by_config(group: str, current_id: str, queues: Sequence[MessageQueue], consumer_ids: Sequence[str]) -> list[MessageQueue]:
+    def by_config(
+        group: str, current_id: str, queues: Sequence[MessageQueue], consumer_ids: Sequence[str]
+    ) -> list[MessageQueue]:
         return list(fixed)
 
     return by_config
@@ -138,7 +140,9 @@ def allocate_by_config(configured: Sequence[MessageQueue]) -> Strategy:
 STRATEGY_NAMES = ("averagely", "averagely_by_circle", "consistent_hash", "config")
 
 
-def strategy_for(name: str, *, config_queues: Sequence[MessageQueue] = (), virtual_nodes: int = 10) -> Strategy:
+def strategy_for(
+    name: str, *, config_queues: Sequence[MessageQueue] = (), virtual_nodes: int = 10
+) -> Strategy:
     """The strategy called ``name`` (see :data:`STRATEGY_NAMES`); ValueError for an unknown name.
 
     >>> strategy_for("averagely") is allocate_averagely
@@ -156,7 +160,11 @@ def strategy_for(name: str, *, config_queues: Sequence[MessageQueue] = (), virtu
 
 
 def pick(
-    strategy: Strategy, group: str, current_id: str, queues: Sequence[MessageQueue], consumer_ids: Sequence[str]
+    strategy: Strategy,
+    group: str,
+    current_id: str,
+    queues: Sequence[MessageQueue],
+    consumer_ids: Sequence[str],
 ) -> list[MessageQueue]:
     """Sort queues and consumer ids as Java does, then let ``strategy`` choose."""
     return strategy(group, current_id, sorted(set(queues)), sorted(set(consumer_ids)))

@@ -131,10 +131,17 @@ class Progress:
         self.err.flush()
 
 
-def add_parsers(sub: argparse._SubParsersAction[Any], add_ns: Any, parser_class: type) -> argparse.ArgumentParser:
-    bench: argparse.ArgumentParser = sub.add_parser("bench", help="load-test a cluster with the Python client (produce | consume)",
-                           description="load-test a cluster with the Python client")
-    bench_sub: argparse._SubParsersAction[Any] = bench.add_subparsers(dest="bench_command", metavar="{produce,consume}", parser_class=parser_class)
+def add_parsers(
+    sub: argparse._SubParsersAction[Any], add_ns: Any, parser_class: type
+) -> argparse.ArgumentParser:
+    bench: argparse.ArgumentParser = sub.add_parser(
+        "bench",
+        help="load-test a cluster with the Python client (produce | consume)",
+        description="load-test a cluster with the Python client",
+    )
+    bench_sub: argparse._SubParsersAction[Any] = bench.add_subparsers(
+        dest="bench_command", metavar="{produce,consume}", parser_class=parser_class
+    )
     bench_sub.required = True
     p = bench_sub.add_parser("produce", help="send as fast as the in-flight limit allows; report TPS and RT")
     add_ns(p)
@@ -152,7 +159,9 @@ def add_parsers(sub: argparse._SubParsersAction[Any], add_ns: Any, parser_class:
     c.add_argument("-g", "--group", default="", help="consumer group (default: a fresh one)")
     c.add_argument("-q", "--count", type=int, default=0, help="stop after this many messages")
     c.add_argument("--duration", type=float, default=0.0, help="seconds to run (default 10 unless -q)")
-    c.add_argument("--from-last", action="store_true", help="a new group starts at the end, not the beginning")
+    c.add_argument(
+        "--from-last", action="store_true", help="a new group starts at the end, not the beginning"
+    )
     c.add_argument("--idle", type=float, default=0.0, help="stop after this many seconds without a message")
     _common(c)
     return bench
@@ -200,7 +209,9 @@ async def produce(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
 
     body = b"x" * args.size
     batch = args.batch
-    async with Producer(f"PYROCKETMQ_BENCH_{uuid.uuid4().hex[:8]}", args.namesrv, client=client_settings(args)) as producer:
+    async with Producer(
+        f"PYROCKETMQ_BENCH_{uuid.uuid4().hex[:8]}", args.namesrv, client=client_settings(args)
+    ) as producer:
         await producer.send(Message(args.topic, body))  # route + connection warm-up
         rec = Recorder(warmup=args.warmup)
         end = rec.started + args.duration if args.duration else float("inf")

@@ -42,9 +42,15 @@ class BrokerRequests:
         group = cmd.get_str("consumerGroup") or ""
         consumer = self.inst.consumers.get(group)
         if consumer is None:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
+            )
         info_fn = getattr(consumer, "running_info", None)
-        info = info_fn() if info_fn is not None else {"properties": {}, "subscriptionSet": [], "mqTable": {}, "statusTable": {}}
+        info = (
+            info_fn()
+            if info_fn is not None
+            else {"properties": {}, "subscriptionSet": [], "mqTable": {}, "statusTable": {}}
+        )
         info.setdefault("properties", {})["PROP_CLIENT_VERSION"] = "V4_9_7"
         return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps(info))
 
@@ -52,7 +58,12 @@ class BrokerRequests:
         group = cmd.get_str("consumerGroup") or ""
         consumer = self.inst.consumers.get(group)
         hook = getattr(consumer, "on_consumer_ids_changed", None)
-        log.info("client %s: broker %s says the members of %s changed", self.inst.client_id, conn.remote_addr, group)
+        log.info(
+            "client %s: broker %s says the members of %s changed",
+            self.inst.client_id,
+            conn.remote_addr,
+            group,
+        )
         if hook is not None:
             hook()
         return None
@@ -63,7 +74,12 @@ class BrokerRequests:
         consumer = self.inst.consumers.get(group)
         hook = getattr(consumer, "on_reset_offset", None)
         if hook is None:
-            log.info("client %s: reset of %s/%s ignored: no consumer of that group here", self.inst.client_id, group, topic)
+            log.info(
+                "client %s: reset of %s/%s ignored: no consumer of that group here",
+                self.inst.client_id,
+                group,
+                topic,
+            )
             return None
         offsets = parse_reset_offset_body(cmd.payload)
         hook(topic, offsets)
@@ -73,7 +89,12 @@ class BrokerRequests:
         try:
             msgs = decode_messages(cmd.payload)
         except ValueError as e:
-            log.warning("client %s: undecodable transaction check from %s: %s", self.inst.client_id, conn.remote_addr, e)
+            log.warning(
+                "client %s: undecodable transaction check from %s: %s",
+                self.inst.client_id,
+                conn.remote_addr,
+                e,
+            )
             return None
         if not msgs:
             return None
@@ -82,7 +103,11 @@ class BrokerRequests:
         producer = self.inst.producers.get(group)
         hook = getattr(producer, "on_check_transaction", None)
         if hook is None:
-            log.info("client %s: transaction check for group %s ignored: no transactional producer", self.inst.client_id, group)
+            log.info(
+                "client %s: transaction check for group %s ignored: no transactional producer",
+                self.inst.client_id,
+                group,
+            )
             return None
         hook(conn.remote_addr, msg, dict(cmd.ext_fields))
         return None
@@ -93,7 +118,9 @@ class BrokerRequests:
         consumer = self.inst.consumers.get(group)
         offsets_fn = getattr(consumer, "local_offsets", None)
         table = offsets_fn(topic) if offsets_fn is not None else {}
-        return cmd.response(ResponseCode.SUCCESS, body=GetConsumerStatusBody(message_queue_table=table).to_json())
+        return cmd.response(
+            ResponseCode.SUCCESS, body=GetConsumerStatusBody(message_queue_table=table).to_json()
+        )
 
 
 def parse_reset_offset_body(body: bytes | bytearray | memoryview) -> dict[MessageQueue, int]:

@@ -117,7 +117,9 @@ class ListenerRunner:
             if self.executor is None:
                 result = await self._call(msgs, ctx)
             else:
-                result = await asyncio.get_running_loop().run_in_executor(self.executor, self._call, msgs, ctx)
+                result = await asyncio.get_running_loop().run_in_executor(
+                    self.executor, self._call, msgs, ctx
+                )
                 if inspect.isawaitable(result):
                     result = await result
         except asyncio.CancelledError:
@@ -158,7 +160,9 @@ class ConsumeServiceBase:
     def stopped(self) -> bool:
         return not self.tasks.open
 
-    async def _run(self, msgs: list[MessageExt], ctx: ConsumeContext, failure: ConsumeResult) -> ConsumeResult:
+    async def _run(
+        self, msgs: list[MessageExt], ctx: ConsumeContext, failure: ConsumeResult
+    ) -> ConsumeResult:
         """The listener call, traced (SubBefore, SubAfter) when the consumer writes traces."""
         tracer = self.parts.tracer
         if tracer is None:
@@ -172,7 +176,9 @@ class ConsumeServiceBase:
         tracer.add(replace(before, after=(cost, status is ConsumeResult.SUCCESS, int(time.time() * 1000))))
         return status
 
-    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True) -> None:
+    def submit(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
+    ) -> None:
         raise NotImplementedError
 
     async def stop(self, grace: float = 10.0) -> None:
@@ -198,7 +204,9 @@ class ConsumeServiceBase:
                 unit_mode=False,
                 max_reconsume_times=max_times,
             )
-            resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext()))
+            resp = await inst.invoke(
+                addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+            )
             check_response(resp, addr)
             return True
         except MQError as e:
@@ -206,7 +214,9 @@ class ConsumeServiceBase:
                         c.group, msg.msg_id, e, retry_topic(c.group))
         try:
             if delay_level >= 0:
-                await self.send_to_retry_topic(msg, msg.reconsume_times + 1, max_times, 3 + msg.reconsume_times)
+                await self.send_to_retry_topic(
+                    msg, msg.reconsume_times + 1, max_times, 3 + msg.reconsume_times
+                )
             else:  # straight to the DLQ: the broker sends a retry message there once reconsumeTimes >= max
                 times = msg.reconsume_times
                 await self.send_to_retry_topic(msg, times, min(max_times, times), 3 + times)
@@ -215,7 +225,9 @@ class ConsumeServiceBase:
             log.warning("group %s: sending %s to the retry topic failed too: %s", c.group, msg.msg_id, e)
             return False
 
-    async def send_to_retry_topic(self, msg: MessageExt, reconsume_times: int, max_times: int, delay_level: int) -> None:
+    async def send_to_retry_topic(
+        self, msg: MessageExt, reconsume_times: int, max_times: int, delay_level: int
+    ) -> None:
         """Send a copy of ``msg`` to ``%RETRY%<group>`` as Java's fallback does (through the delay levels)."""
         c = self.parts
         inst = c.instance
@@ -236,8 +248,12 @@ class ConsumeServiceBase:
         payload = Payload(topic, bytes(msg.body), 0, encode_properties(props).decode(), msg.flag, False,
                           props.get(Prop.UNIQ_KEY, ""), reconsume_times, max_times)
         addr = await inst.master_addr_of(topic, mq.broker_name)
-        fields = build_send_header(payload, group=INNER_PRODUCER_GROUP, queue=mq, born_timestamp=int(time.time() * 1000))
-        resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, payload.body))
+        fields = build_send_header(
+            payload, group=INNER_PRODUCER_GROUP, queue=mq, born_timestamp=int(time.time() * 1000)
+        )
+        resp = await inst.invoke(
+            addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, payload.body)
+        )
         send_result_from_response(resp, payload, mq.broker_name, addr)
 
 
@@ -264,9 +280,16 @@ class ConcurrentConsumeService(ConsumeServiceBase):
             pq.mark_consume_start(msgs)
             started = time.monotonic()
             status = await self._run(msgs, ctx, ConsumeResult.RECONSUME_LATER)
-            c.stats.record_consume(mq.topic, time.monotonic() - started, len(msgs), status is ConsumeResult.SUCCESS)
+            c.stats.record_consume(
+                mq.topic, time.monotonic() - started, len(msgs), status is ConsumeResult.SUCCESS
+            )
         if pq.dropped:
-            log.info("group %s: %s was dropped while consuming; not committing %d message(s)", c.group, mq, len(msgs))
+            log.info(
+                "group %s: %s was dropped while consuming; not committing %d message(s)",
+                c.group,
+                mq,
+                len(msgs),
+            )
             return
         done = list(msgs)
         if status is not ConsumeResult.SUCCESS:
@@ -276,7 +299,9 @@ class ConcurrentConsumeService(ConsumeServiceBase):
             else:
                 failed: list[MessageExt] = []
                 for m in msgs:
-                    if not await self.send_back(m, ctx.delay_level_when_next_consume, mq.broker_name, self.max_reconsume_times()):
+                    if not await self.send_back(
+                        m, ctx.delay_level_when_next_consume, mq.broker_name, self.max_reconsume_times()
+                    ):
                         m.reconsume_times += 1
                         failed.append(m)
                 if failed:
@@ -306,8 +331,14 @@ class OrderlyConsumeService(ConsumeServiceBase):
 
     orderly = True
 
-    def __init__(self, parts: ConsumerParts, listener: Listener, *, lock_queue: Callable[[MessageQueue], Awaitable[bool]],
-                 on_batch_done: Callable[[MessageQueue, ProcessQueue], None]) -> None:
+    def __init__(
+        self,
+        parts: ConsumerParts,
+        listener: Listener,
+        *,
+        lock_queue: Callable[[MessageQueue], Awaitable[bool]],
+        on_batch_done: Callable[[MessageQueue, ProcessQueue], None],
+    ) -> None:
         super().__init__(parts, listener)
         self.lock_queue = lock_queue
         self.on_batch_done = on_batch_done

@@ -55,7 +55,9 @@ class Consumer(Generic[S]):
         self.group = group
         self.settings: S = settings if settings is not None else self._default_settings()
         if self.settings.consume_from not in CONSUME_FROM:
-            raise MQClientError(f"consume_from={self.settings.consume_from!r}: use 'last', 'first' or 'timestamp'")
+            raise MQClientError(
+                f"consume_from={self.settings.consume_from!r}: use 'last', 'first' or 'timestamp'"
+            )
         self.client_settings = client or ClientSettings()
         self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
         self._instance: ClientInstance | None = None
@@ -75,7 +77,9 @@ class Consumer(Generic[S]):
 
     async def _join(self) -> ClientInstance:
         """Join the client instance of ``client_settings`` with this group registered."""
-        return await ClientInstance.join(self.client_settings, lambda i: i.register_consumer(self.group, self))
+        return await ClientInstance.join(
+            self.client_settings, lambda i: i.register_consumer(self.group, self)
+        )
 
     async def _leave(self, inst: ClientInstance) -> None:
         """Forget the instance, unregister the group from it (and its brokers) and release it."""

@@ -40,7 +40,9 @@ async def controller_groups(instance: ClientInstance, controllers: str) -> dict[
     return {str(g["brokerName"]): g for g in data.get("groups") or []}
 
 
-async def elect_master(instance: ClientInstance, controllers: str, broker_name: str, replica_id: int) -> dict[str, Any]:
+async def elect_master(
+    instance: ClientInstance, controllers: str, broker_name: str, replica_id: int
+) -> dict[str, Any]:
     """Switch ``broker_name``'s master to ``replica_id`` (a live member of its in-sync set); the new view."""
     return await controller_request(instance, controllers, RequestCode.CONTROLLER_ELECT_MASTER,
                                     {"brokerName": broker_name, "replicaId": replica_id})

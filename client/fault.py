@@ -74,7 +74,9 @@ class LatencyFaultTolerance:
         latency = ISOLATION_LATENCY_MS if isolation else latency_ms
         now = self._now_ms()
         with self._lock:
-            self._items[broker_name] = FaultItem(broker_name, latency, now + not_available_duration_ms(latency))
+            self._items[broker_name] = FaultItem(
+                broker_name, latency, now + not_available_duration_ms(latency)
+            )
 
     def is_available(self, broker_name: str) -> bool:
         item = self._items.get(broker_name)

@@ -47,7 +47,9 @@ def check_topic(topic: str) -> None:
     if not topic:
         raise MQClientError("the topic is empty: give a topic name")
     if len(topic.encode()) > MAX_TOPIC_LENGTH:
-        raise MQClientError(f"topic {topic[:40]!r}… is {len(topic.encode())} bytes; at most {MAX_TOPIC_LENGTH} allowed")
+        raise MQClientError(
+            f"topic {topic[:40]!r}… is {len(topic.encode())} bytes; at most {MAX_TOPIC_LENGTH} allowed"
+        )
     if not is_legal_name(topic):
         raise MQClientError(f"topic {topic!r} is invalid: use only letters, digits, '%', '|', '_' and '-'")
 
@@ -110,15 +112,23 @@ class Message:
         if self.topic in NOT_ALLOWED_SEND_TOPICS:
             raise MQClientError(f"topic {self.topic!r} is a system topic; messages cannot be sent to it")
         if not isinstance(self.body, bytes | bytearray | memoryview):
-            raise MQClientError(f"the body must be bytes, not {type(self.body).__name__}; encode text with .encode()")
+            raise MQClientError(
+                f"the body must be bytes, not {type(self.body).__name__}; encode text with .encode()"
+            )
         if len(self.body) == 0:
             raise MQClientError("the body is empty; RocketMQ does not store empty messages")
         if len(self.body) > max_size:
-            raise MQClientError(f"the body is {len(self.body)} bytes; the limit is {max_size} (maxMessageSize)")
+            raise MQClientError(
+                f"the body is {len(self.body)} bytes; the limit is {max_size} (maxMessageSize)"
+            )
         if not 0 <= self.delay_level <= MAX_DELAY_LEVEL:
-            raise MQClientError(f"delay_level {self.delay_level} is out of range: use 0 (none) or 1..{MAX_DELAY_LEVEL}")
+            raise MQClientError(
+                f"delay_level {self.delay_level} is out of range: use 0 (none) or 1..{MAX_DELAY_LEVEL}"
+            )
         if self.deliver_time_ms < 0 or (self.deliver_time_ms and self.delay_level):
-            raise MQClientError("deliver_time_ms: give an epoch millisecond (not negative), and not with a delay_level")
+            raise MQClientError(
+                "deliver_time_ms: give an epoch millisecond (not negative), and not with a delay_level"
+            )
         if self.tags is not None:
             _check_text("tag", self.tags)
         for k in self.key_list():

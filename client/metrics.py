@@ -64,19 +64,30 @@ class PrometheusClientMetrics:
     """
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self.sent = Counter("pyrocketmq_client_sent_messages", "Messages sent, by producer group, topic and outcome.",
-                            ["group", "topic", "outcome"], registry=registry)
+        self.sent = Counter(
+            "pyrocketmq_client_sent_messages",
+            "Messages sent, by producer group, topic and outcome.",
+            ["group", "topic", "outcome"],
+            registry=registry,
+        )
         self.send_duration = Histogram("pyrocketmq_client_send_duration_seconds",
                                        "Time a send took, retries included.", ["group", "topic"],
                                        buckets=_BUCKETS, registry=registry)
-        self.consumed = Counter("pyrocketmq_client_consumed_messages",
-                                "Messages given to the listener, by consumer group, topic and result (ok, failed).",
-                                ["group", "topic", "result"], registry=registry)
+        self.consumed = Counter(
+            "pyrocketmq_client_consumed_messages",
+            "Messages given to the listener, by consumer group, topic and result (ok, failed).",
+            ["group", "topic", "result"],
+            registry=registry,
+        )
         self.consume_duration = Histogram("pyrocketmq_client_consume_duration_seconds",
                                           "Time one listener call took.", ["group", "topic"],
                                           buckets=_BUCKETS, registry=registry)
-        self.pulled = Counter("pyrocketmq_client_pulled_messages", "Messages pulled, by consumer group and topic.",
-                              ["group", "topic"], registry=registry)
+        self.pulled = Counter(
+            "pyrocketmq_client_pulled_messages",
+            "Messages pulled, by consumer group and topic.",
+            ["group", "topic"],
+            registry=registry,
+        )
 
     def on_send(self, group: str, topic: str, outcome: str, seconds: float, count: int) -> None:
         self.sent.labels(group, topic, outcome).inc(count)

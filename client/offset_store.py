@@ -35,7 +35,9 @@ class OffsetBackend(Protocol):
 
     async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int: ...
 
-    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False) -> None: ...
+    async def update_consumer_offset(
+        self, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False
+    ) -> None: ...
 
 
 class OffsetStore:

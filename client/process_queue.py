@@ -175,7 +175,9 @@ class ProcessQueue:
             msg.properties[Prop.CONSUME_START_TIME] = str(t)
         self.last_consume_ms = t
 
-    def expired_messages(self, timeout_ms: int, at_ms: int | None = None, limit: int = 16) -> list[MessageExt]:
+    def expired_messages(
+        self, timeout_ms: int, at_ms: int | None = None, limit: int = 16
+    ) -> list[MessageExt]:
         """Held messages whose listener call started more than ``timeout_ms`` ago, oldest offsets first."""
         t = now_ms() if at_ms is None else at_ms
         out: list[MessageExt] = []
@@ -248,7 +250,9 @@ class ProcessQueue:
         }
 
 
-def flow_control(pq: ProcessQueue, *, max_count: int, max_mib: int, max_span: int, orderly: bool) -> str | None:
+def flow_control(
+    pq: ProcessQueue, *, max_count: int, max_mib: int, max_span: int, orderly: bool
+) -> str | None:
     """Why ``pq`` must not be pulled now (``"count"``, ``"size"``, ``"span"``), or None.
 
     >>> flow_control(ProcessQueue(msg_count=1001), max_count=1000, max_mib=100, max_span=2000, orderly=False)

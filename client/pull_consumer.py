@@ -83,8 +83,12 @@ def _subscription_data(topic: str, sub: Subscription, version: int) -> Subscript
 
 def fetch_plan(s: PullConsumerSettings) -> FetchPlan:
     """How the fetcher pulls for a lite consumer with settings ``s``."""
-    pull = PullSettings(batch_size=s.pull_batch_size, suspend_ms=s.long_poll_ms,
-                        timeout=s.long_poll_ms / 1000.0 + s.pull_timeout, delay_on_error=s.pull_delay_on_error)
+    pull = PullSettings(
+        batch_size=s.pull_batch_size,
+        suspend_ms=s.long_poll_ms,
+        timeout=s.long_poll_ms / 1000.0 + s.pull_timeout,
+        delay_on_error=s.pull_delay_on_error,
+    )
     flow = FlowControlSettings(max_cached_messages=s.max_buffered_per_queue, max_cached_mib=NO_LIMIT,
                                max_offset_span=NO_LIMIT, delay=PAUSED_DELAY)
     return FetchPlan(pull, flow, lite=True)
@@ -224,7 +228,9 @@ class PullConsumer(Consumer[PullConsumerSettings]):
         for mq in self._pick(queues):
             self.seek(mq, await self.instance.max_offset(mq))
 
-    async def seek_to_timestamp(self, timestamp_ms: int, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+    async def seek_to_timestamp(
+        self, timestamp_ms: int, queues: MessageQueue | Sequence[MessageQueue] | None = None
+    ) -> None:
         """Seek each queue to the first message stored at or after ``timestamp_ms``, roughly."""
         for mq in self._pick(queues):
             self.seek(mq, await self.instance.search_offset(mq, timestamp_ms))
@@ -428,7 +434,9 @@ class PullConsumer(Consumer[PullConsumerSettings]):
 
     def _subscription_data(self) -> tuple[SubscriptionData, ...]:
         version = self.state.sub_version
-        return tuple(_subscription_data(t, sub, version) for t, sub in sorted(self.state.subscriptions().items()))
+        return tuple(
+            _subscription_data(t, sub, version) for t, sub in sorted(self.state.subscriptions().items())
+        )
 
     def consumer_data(self) -> ConsumerData:
         from_where = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET",

@@ -202,9 +202,17 @@ class PullService:
         if reason is not None:
             self.flow_controlled += 1
             if self.flow_controlled % 1000 == 1:
-                log.warning("group %s: %s not pulled for a moment (cached %d messages, %d MiB, span %d: %s over "
-                            "the limit; flow-controlled %d times)", c.group, mq, pq.msg_count,
-                            pq.msg_size // (1024 * 1024), pq.max_span, reason, self.flow_controlled)
+                log.warning(
+                    "group %s: %s not pulled for a moment (cached %d messages, %d MiB, span %d: %s over "
+                    "the limit; flow-controlled %d times)",
+                    c.group,
+                    mq,
+                    pq.msg_count,
+                    pq.msg_size // (1024 * 1024),
+                    pq.max_span,
+                    reason,
+                    self.flow_controlled,
+                )
             return f.delay, True
         if plan.orderly and plan.clustering and not pq.locked:
             return NOT_LOCKED_DELAY, False
@@ -280,9 +288,16 @@ class PullService:
     def _offset_illegal(self, req: PullRequest, offset: int, result: PullResult) -> None:
         c, mq, pq = self.parts, req.mq, req.pq
         moved = self.on_offset_moved
-        log.warning("group %s: offset %d of %s is illegal (queue holds %d..%d); %s at %d", c.group, offset, mq,
-                    result.min_offset, result.max_offset,
-                    f"restarting it in {OFFSET_MOVED_DELAY:.0f}s" if moved else "going on", result.next_begin_offset)
+        log.warning(
+            "group %s: offset %d of %s is illegal (queue holds %d..%d); %s at %d",
+            c.group,
+            offset,
+            mq,
+            result.min_offset,
+            result.max_offset,
+            f"restarting it in {OFFSET_MOVED_DELAY:.0f}s" if moved else "going on",
+            result.next_begin_offset,
+        )
         new = result.next_begin_offset
         if moved is None:
             req.next_offset = new
@@ -294,13 +309,22 @@ class PullService:
         self.tasks.later(OFFSET_MOVED_DELAY, lambda: self.tasks.spawn(self._offset_moved(mq, pq, new, moved)))
 
     async def request(
-        self, mq: MessageQueue, offset: int, sub: Subscription, *, max_nums: int, suspend_ms: int, timeout: float,
+        self,
+        mq: MessageQueue,
+        offset: int,
+        sub: Subscription,
+        *,
+        max_nums: int,
+        suspend_ms: int,
+        timeout: float,
     ) -> PullResult:
         """One PULL_MESSAGE of ``mq`` from ``offset`` to the broker the last answer suggested (the
         master at first); the answer's suggestion is remembered for the next one."""
         c, plan, inst = self.parts, self.plan, self.parts.instance
         commit_offset = c.offset_store.read_memory(mq) if plan.clustering and not plan.lite else -1
-        addr, broker_id = await inst.broker_addr_of(mq.topic, mq.broker_name, self.suggested.get(mq, MASTER_ID))
+        addr, broker_id = await inst.broker_addr_of(
+            mq.topic, mq.broker_name, self.suggested.get(mq, MASTER_ID)
+        )
         fields = build_pull_header(
             group=c.group, mq=mq, offset=offset, max_nums=max_nums, subscription=sub, suspend_ms=suspend_ms,
             sub_version=c.state.sub_version, commit_offset=commit_offset,
@@ -312,7 +336,9 @@ class PullService:
             self.suggested[mq] = result.suggest_which_broker_id
         return result
 
-    async def _offset_moved(self, mq: MessageQueue, pq: ProcessQueue, offset: int, moved: OffsetMoved) -> None:
+    async def _offset_moved(
+        self, mq: MessageQueue, pq: ProcessQueue, offset: int, moved: OffsetMoved
+    ) -> None:
         c = self.parts
         c.offset_store.update(mq, offset)
         with contextlib.suppress(MQError):

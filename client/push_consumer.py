@@ -60,7 +60,11 @@ log = logging.getLogger("pyrocketmq.client")
 
 __all__ = ["ConsumeContext", "ConsumeResult", "PushConsumer"]
 
-_FROM_WHERE = {"last": "CONSUME_FROM_LAST_OFFSET", "first": "CONSUME_FROM_FIRST_OFFSET", "timestamp": "CONSUME_FROM_TIMESTAMP"}
+_FROM_WHERE = {
+    "last": "CONSUME_FROM_LAST_OFFSET",
+    "first": "CONSUME_FROM_FIRST_OFFSET",
+    "timestamp": "CONSUME_FROM_TIMESTAMP",
+}
 
 
 class PushConsumer(Consumer[PushConsumerSettings]):
@@ -93,7 +97,9 @@ class PushConsumer(Consumer[PushConsumerSettings]):
         if s.message_model not in (CLUSTERING, BROADCASTING):
             raise MQClientError(f"message_model={s.message_model!r}: use 'CLUSTERING' or 'BROADCASTING'")
         if s.rebalance.strategy not in STRATEGY_NAMES:
-            raise MQClientError(f"rebalance.strategy={s.rebalance.strategy!r}: use one of {', '.join(STRATEGY_NAMES)}")
+            raise MQClientError(
+                f"rebalance.strategy={s.rebalance.strategy!r}: use one of {', '.join(STRATEGY_NAMES)}"
+            )
         self._strategy = strategy_for(s.rebalance.strategy, config_queues=s.rebalance.config_queues,
                                       virtual_nodes=s.rebalance.virtual_nodes)
         self.state = SubscriptionState(group, s.message_model)
@@ -172,17 +178,22 @@ class PushConsumer(Consumer[PushConsumerSettings]):
         if self.clustering:
             self.offset_store = RemoteOffsetStore(self.group, inst)
         else:
-            folder = s.offset_store_dir or os.path.join(os.path.expanduser("~"), ".rocketmq_offsets", inst.client_id)
+            folder = s.offset_store_dir or os.path.join(
+                os.path.expanduser("~"), ".rocketmq_offsets", inst.client_id
+            )
             self.offset_store = LocalOffsetStore(self.group, folder)
         await self.offset_store.load()
         self.stats = ConsumerStats(group=self.group, metrics=self.settings.metrics)
         tracer = None
         if s.trace:
             tracer = await start_tracer(self.client_settings, s.trace_topic)
-        self.parts = parts = ConsumerParts(self.group, s, inst, self.offset_store, self.stats, self.state, self._orderly,
-                                           tracer)
+        self.parts = parts = ConsumerParts(
+            self.group, s, inst, self.offset_store, self.stats, self.state, self._orderly, tracer
+        )
         self.tasks = tasks = TaskSet()
-        self.rebalancer = rebalancer = RebalanceService(parts, self._strategy, tasks, fetch=lambda r: fetcher.execute(r))
+        self.rebalancer = rebalancer = RebalanceService(
+            parts, self._strategy, tasks, fetch=lambda r: fetcher.execute(r)
+        )
         assert self._listener is not None  # start() refuses to run without one
         service: ConcurrentConsumeService | OrderlyConsumeService
         if self._orderly:
@@ -211,8 +222,14 @@ class PushConsumer(Consumer[PushConsumerSettings]):
         if self._orderly and self.clustering:
             add(Service(f"{name}: queue locks", rebalancer.lock_all, s.rebalance.lock_interval, logger=log))
         if not self._orderly:
-            add(Service(f"{name}: expired messages", self._clean_expired, min(60.0, s.consume.timeout_minutes * 60),
-                        logger=log))
+            add(
+                Service(
+                    f"{name}: expired messages",
+                    self._clean_expired,
+                    min(60.0, s.consume.timeout_minutes * 60),
+                    logger=log,
+                )
+            )
         self._services.start()
 
     async def shutdown(self, grace: float = 10.0) -> None:
@@ -255,8 +272,10 @@ class PushConsumer(Consumer[PushConsumerSettings]):
             assert self.parts is not None  # clustering offsets are persisted only once started
             parts = self.parts
             todo = {mq: off for mq in owned if (off := self.offset_store.read_memory(mq)) >= 0}
-            results = await asyncio.gather(*(parts.persist_offset(mq, off, sync=True) for mq, off in todo.items()),
-                                           return_exceptions=True)
+            results = await asyncio.gather(
+                *(parts.persist_offset(mq, off, sync=True) for mq, off in todo.items()),
+                return_exceptions=True,
+            )
             for (mq, _), r in zip(todo.items(), results, strict=True):
                 if isinstance(r, BaseException):
                     log.warning("group %s: persisting the offset of %s failed: %s", self.group, mq, r)
@@ -275,7 +294,8 @@ class PushConsumer(Consumer[PushConsumerSettings]):
 
     def consumer_data(self) -> ConsumerData:
         subs = tuple(
-            SubscriptionData.build(t, sub.expression, self.state.sub_version, sub.expression_type) for t, sub in sorted(self.subscriptions().items())
+            SubscriptionData.build(t, sub.expression, self.state.sub_version, sub.expression_type)
+            for t, sub in sorted(self.subscriptions().items())
         )
         return ConsumerData(
             group_name=self.group,

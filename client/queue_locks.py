@@ -28,11 +28,15 @@ def by_broker(mqs: list[MessageQueue]) -> dict[str, list[MessageQueue]]:
     return out
 
 
-async def lock_batch(inst: ClientInstance, group: str, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
+async def lock_batch(
+    inst: ClientInstance, group: str, broker_name: str, mqs: list[MessageQueue]
+) -> set[MessageQueue]:
     """Lock ``mqs`` (all on ``broker_name``) for this client; the queues it holds now."""
     addr = await inst.master_addr_of(mqs[0].topic, broker_name)
     body = LockBatchRequestBody(consumer_group=group, client_id=inst.client_id, mq_set=mqs).to_json()
-    resp = check_response(await inst.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body)), addr)
+    resp = check_response(
+        await inst.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body)), addr
+    )
     return set(LockBatchResponseBody.from_json(resp.payload or b"{}").lock_ok_mq_set)
 
 
@@ -42,6 +46,8 @@ async def unlock_batches(inst: ClientInstance, group: str, mqs: list[MessageQueu
         body = UnlockBatchRequestBody(consumer_group=group, client_id=inst.client_id, mq_set=queues).to_json()
         try:
             addr = await inst.master_addr_of(queues[0].topic, broker)
-            check_response(await inst.invoke(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=body)), addr)
+            check_response(
+                await inst.invoke(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=body)), addr
+            )
         except MQError as e:
             log.warning("group %s: unlocking %s failed: %s", group, queues, e)

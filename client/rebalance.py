@@ -126,7 +126,9 @@ def start_position(consume_from: str, stored: int, topic: str) -> int | str:
     return 0 if is_retry else "max"
 
 
-def rebalance_wait(subscribed: Iterable[str], routed: dict[str, list[MessageQueue]], interval: float) -> float:
+def rebalance_wait(
+    subscribed: Iterable[str], routed: dict[str, list[MessageQueue]], interval: float
+) -> float:
     """Seconds to the next rebalance: ``interval``, or 1 s while a subscribed topic has no route yet
     (a topic a producer has just created reaches the name servers within moments).
 

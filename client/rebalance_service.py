@@ -112,7 +112,9 @@ class RebalanceService:
             queues = self.state.routes[topic] = await inst.subscribe_queues(topic)
         except MQError as e:
             self._warn_unrouted(topic, e)
-        if queues:  # a route at last: its brokers must know this member before it asks who else is in the group
+        if (
+            queues
+        ):  # a route at last: its brokers must know this member before it asks who else is in the group
             with contextlib.suppress(MQError):
                 await inst.send_heartbeat_to_all()
         return queues

@@ -42,7 +42,11 @@ def is_readable(perm: int) -> bool:
 
 def perm_to_string(perm: int) -> str:
     """``6`` → ``"RW-"`` (as mqadmin prints perms)."""
-    return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + ("X" if perm & PERM_INHERIT else "-")
+    return (
+        ("R" if perm & PERM_READ else "-")
+        + ("W" if perm & PERM_WRITE else "-")
+        + ("X" if perm & PERM_INHERIT else "-")
+    )
 
 
 class _Counter:
@@ -153,7 +157,9 @@ def publish_info_from_route(topic: str, route: TopicRouteData) -> TopicPublishIn
                 count = int(num)
             except ValueError:
                 continue
-            info.queues.extend(MessageQueue(topic=topic, broker_name=name.strip(), queue_id=i) for i in range(count))
+            info.queues.extend(
+                MessageQueue(topic=topic, broker_name=name.strip(), queue_id=i) for i in range(count)
+            )
         info.order_topic = True
         return info
     brokers = {b.broker_name: b for b in route.broker_datas}
@@ -163,7 +169,10 @@ def publish_info_from_route(topic: str, route: TopicRouteData) -> TopicPublishIn
         bd = brokers.get(qd.broker_name)
         if bd is None or MASTER_ID not in _addrs(bd):
             continue
-        info.queues.extend(MessageQueue(topic=topic, broker_name=qd.broker_name, queue_id=i) for i in range(qd.write_queue_nums))
+        info.queues.extend(
+            MessageQueue(topic=topic, broker_name=qd.broker_name, queue_id=i)
+            for i in range(qd.write_queue_nums)
+        )
     return info
 
 
@@ -172,7 +181,10 @@ def subscribe_queues_from_route(topic: str, route: TopicRouteData) -> list[Messa
     out: list[MessageQueue] = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
         if is_readable(qd.perm):
-            out.extend(MessageQueue(topic=topic, broker_name=qd.broker_name, queue_id=i) for i in range(qd.read_queue_nums))
+            out.extend(
+                MessageQueue(topic=topic, broker_name=qd.broker_name, queue_id=i)
+                for i in range(qd.read_queue_nums)
+            )
     return out
 
 

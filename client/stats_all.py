@@ -55,7 +55,9 @@ async def _invoke(admin: Admin, addr: str, code: int, fields: dict[str, str]) ->
 async def _traffic(admin: Admin, masters: list[str], name: str, key: str) -> tuple[float, int]:
     tps, day = 0.0, 0
     for addr in masters:
-        data = await _invoke(admin, addr, RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": name, "statsKey": key})
+        data = await _invoke(
+            admin, addr, RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": name, "statsKey": key}
+        )
         if data is not None:
             tps += float((data.get("statsMinute") or {}).get("tps") or 0.0)
             day += day_sum(data)
@@ -105,5 +107,7 @@ HEADER = f"{'#Topic':<32}  {'#Consumer Group':<32} {'#Accumulation':>12} {'#InTP
 def format_row(r: StatsRow) -> str:
     if r.group is None:
         return f"{r.topic:<32}  {'':<32} {0:>12d} {r.in_tps:>11.2f} {'':>11} {r.in_day:>14d} {'NO_CONSUMER':>14}\n"
-    return (f"{r.topic[:32]:<32}  {r.group[:32]:<32} {r.accumulation:>12d} {r.in_tps:>11.2f} {r.out_tps:>11.2f} "
-            f"{r.in_day:>14d} {r.out_day:>14d}\n")
+    return (
+        f"{r.topic[:32]:<32}  {r.group[:32]:<32} {r.accumulation:>12d} {r.in_tps:>11.2f} {r.out_tps:>11.2f} "
+        f"{r.in_day:>14d} {r.out_day:>14d}\n"
+    )

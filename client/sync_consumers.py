@@ -67,7 +67,9 @@ class SyncPullConsumer(_SyncConsumer[PullConsumer, PullConsumerSettings]):
     def seek_to_end(self, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
         self._lt.run(self.consumer.seek_to_end(queues))
 
-    def seek_to_timestamp(self, timestamp_ms: int, queues: MessageQueue | Sequence[MessageQueue] | None = None) -> None:
+    def seek_to_timestamp(
+        self, timestamp_ms: int, queues: MessageQueue | Sequence[MessageQueue] | None = None
+    ) -> None:
         self._lt.run(self.consumer.seek_to_timestamp(timestamp_ms, queues))
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
@@ -82,7 +84,9 @@ class SyncPullConsumer(_SyncConsumer[PullConsumer, PullConsumerSettings]):
     def poll(self, timeout: float = 5.0, max_messages: int = 1024) -> list[MessageExt]:
         return self._lt.run(self.consumer.poll(timeout, max_messages))
 
-    def pull(self, mq: MessageQueue, offset: int, max_nums: int = 32, expression: str = "*", suspend_ms: int = 0) -> PullResult:
+    def pull(
+        self, mq: MessageQueue, offset: int, max_nums: int = 32, expression: str = "*", suspend_ms: int = 0
+    ) -> PullResult:
         return self._lt.run(self.consumer.pull(mq, offset, max_nums, expression, suspend_ms))
 
     def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
@@ -138,5 +142,7 @@ class SyncPushConsumer(_SyncConsumer[PushConsumer, PushConsumerSettings]):
         return self._lt.run(self.consumer.rebalance())
 
 
-async def _call(fn: Callable[..., _T], *args: Any) -> _T:  # run a plain method on the loop thread (state lives there)
+async def _call(
+    fn: Callable[..., _T], *args: Any
+) -> _T:  # run a plain method on the loop thread (state lives there)
     return fn(*args)

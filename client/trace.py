@@ -126,12 +126,16 @@ def decode_traces(data: str) -> list[TraceRecord]:
         kind = f[0]
         if kind == "Pub" and len(f) >= 13:
             success = f[13] if len(f) >= 14 else f[12]
-            out.append(TraceRecord("Pub", f[5], f[3], _int(f[1]), _int(f[10]), success.lower() == "true", f[4]))
+            out.append(
+                TraceRecord("Pub", f[5], f[3], _int(f[1]), _int(f[10]), success.lower() == "true", f[4])
+            )
         elif kind == "SubBefore" and len(f) >= 8:
             out.append(TraceRecord("SubBefore", f[5], f[3], _int(f[1]), request_id=f[4]))
         elif kind == "SubAfter" and len(f) >= 6:
             ts, group = (_int(f[7]), f[8]) if len(f) >= 9 else (0, "")
-            out.append(TraceRecord("SubAfter", f[2], group, ts, _int(f[3]), f[4].lower() == "true", request_id=f[1]))
+            out.append(
+                TraceRecord("SubAfter", f[2], group, ts, _int(f[3]), f[4].lower() == "true", request_id=f[1])
+            )
         elif kind == "EndTransaction" and len(f) >= 13:
             out.append(TraceRecord("EndTransaction", f[5], f[3], _int(f[1]), topic=f[4]))
     return out

@@ -83,7 +83,11 @@ def as_half_message(payload: Payload, group: str) -> Payload:
     props = decode_properties(payload.properties.encode())
     props[Prop.TRAN_MSG] = "true"
     props[Prop.PGROUP] = group
-    return replace(payload, properties=encode_properties(props).decode(), sys_flag=payload.sys_flag | SysFlag.TRANSACTION_PREPARED)
+    return replace(
+        payload,
+        properties=encode_properties(props).decode(),
+        sys_flag=payload.sys_flag | SysFlag.TRANSACTION_PREPARED,
+    )
 
 
 def end_header(result: SendResult, group: str, state: TransactionState) -> EndTransactionRequestHeader:
@@ -103,7 +107,9 @@ def end_header(result: SendResult, group: str, state: TransactionState) -> EndTr
     )
 
 
-def end_header_from_check(group: str, fields: dict[str, str], msg: MessageExt, state: TransactionState) -> EndTransactionRequestHeader:
+def end_header_from_check(
+    group: str, fields: dict[str, str], msg: MessageExt, state: TransactionState
+) -> EndTransactionRequestHeader:
     """The END_TRANSACTION header answering a CHECK_TRANSACTION_STATE (its ext ``fields``, its message)."""
     return EndTransactionRequestHeader(
         producer_group=group,
@@ -201,14 +207,21 @@ class TransactionProducer(Producer):
             try:
                 state = await _call(execute, msg, arg)
             except Exception:
-                log.exception("the local transaction of message %s failed; its state is UNKNOWN", result.msg_id)
+                log.exception(
+                    "the local transaction of message %s failed; its state is UNKNOWN", result.msg_id
+                )
                 state = TransactionState.UNKNOWN
         else:
             state = TransactionState.ROLLBACK
         try:
             await self._end(result, state)
         except Exception as e:
-            log.warning("END_TRANSACTION of %s (%s) failed: %s; the broker will check back", result.msg_id, state.name, e)
+            log.warning(
+                "END_TRANSACTION of %s (%s) failed: %s; the broker will check back",
+                result.msg_id,
+                state.name,
+                e,
+            )
         if self._tracer is not None:
             self._tracer.add(EndTransactionTrace(
                 int(time.time() * 1000), group, msg.topic, result.msg_id, msg.tags or "", " ".join(msg.key_list()),
@@ -221,7 +234,9 @@ class TransactionProducer(Producer):
         inst = self.instance
         addr = await inst.master_addr_of(result.message_queue.topic, result.message_queue.broker_name)
         header = end_header(result, self.group, state)
-        await inst.invoke_oneway(addr, RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext(), oneway=True))
+        await inst.invoke_oneway(
+            addr, RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext(), oneway=True)
+        )
 
     # -- broker checks (called by the client instance on CHECK_TRANSACTION_STATE) ------------------
     def on_check_transaction(self, broker_addr: str, msg: MessageExt, fields: dict[str, str]) -> None:
@@ -278,7 +293,11 @@ class SyncTransactionProducer(SyncFacade):
         super().__init__(self.producer, loop_thread)
 
     def send_in_transaction(
-        self, msg: Message, execute_local_transaction: LocalExecutor | None = None, arg: Any = None, timeout: float | None = None
+        self,
+        msg: Message,
+        execute_local_transaction: LocalExecutor | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
     ) -> TransactionSendResult:
         """Blocking :meth:`TransactionProducer.send_in_transaction`."""
         return self._lt.run(self.producer.send_in_transaction(msg, execute_local_transaction, arg, timeout))

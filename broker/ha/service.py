@@ -169,7 +169,9 @@ class HAServer:
                 first.set_result(off)
             self.table.ack(key, off)
 
-    async def _write(self, writer: asyncio.StreamWriter, slave_offset: int, read_task: asyncio.Task[None]) -> None:
+    async def _write(
+        self, writer: asyncio.StreamWriter, slave_offset: int, read_task: asyncio.Task[None]
+    ) -> None:
         store = self.store
         nxt = master_start_offset(slave_offset, store.get_max_phy_offset(), store.commit_log.file_size)
         log.info("sending the commitlog from %d (slave reported %d)", nxt, slave_offset)
@@ -215,7 +217,9 @@ class HAServer:
 class HAClient:
     """The slave side: ``run()`` until cancelled; ``master_addr()`` says where to connect."""
 
-    def __init__(self, store: MessageStore, master_addr: Callable[[], str | None], replica_id: int | None = None) -> None:
+    def __init__(
+        self, store: MessageStore, master_addr: Callable[[], str | None], replica_id: int | None = None
+    ) -> None:
         self.store = store
         self.master_addr = master_addr
         self.replica_id = replica_id

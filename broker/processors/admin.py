@@ -80,7 +80,10 @@ class AdminProcessor(BrokerServices):
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         if self.topics.is_system(topic):
-            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] is a system topic: it cannot be created or updated")
+            return cmd.response(
+                ResponseCode.NO_PERMISSION,
+                f"the topic[{topic}] is a system topic: it cannot be created or updated",
+            )
         old = self.topics.get(topic)
         attributes = dict(old.attributes) if old is not None else {}
         if h.attributes:
@@ -113,7 +116,9 @@ class AdminProcessor(BrokerServices):
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         if self.topics.is_system(topic):
-            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] is a system topic: it cannot be deleted")
+            return cmd.response(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] is a system topic: it cannot be deleted"
+            )
         self.topics.delete(topic)
         self.store.delete_topics({topic})
         self.offsets.remove_topic(topic)
@@ -136,7 +141,9 @@ class AdminProcessor(BrokerServices):
 
     def handle_all_groups(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         groups = self.groups
-        wrapper = SubscriptionGroupWrapper(subscription_group_table=dict(groups.table), data_version=groups.data_version)
+        wrapper = SubscriptionGroupWrapper(
+            subscription_group_table=dict(groups.table), data_version=groups.data_version
+        )
         return cmd.response(ResponseCode.SUCCESS, body=wrapper.to_json())
 
     def handle_delete_group(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
@@ -148,7 +155,10 @@ class AdminProcessor(BrokerServices):
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         if self.groups.is_system(group):
-            return cmd.response(ResponseCode.NO_PERMISSION, f"the subscription group[{group}] is a system group: it cannot be deleted")
+            return cmd.response(
+                ResponseCode.NO_PERMISSION,
+                f"the subscription group[{group}] is a system group: it cannot be deleted",
+            )
         self.groups.delete(group)
         return cmd.response(ResponseCode.SUCCESS)
 
@@ -158,14 +168,18 @@ class AdminProcessor(BrokerServices):
         except HeaderError as e:
             return cmd.response(ResponseCode.SYSTEM_ERROR, str(e))
         if offset < 0:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the request header field 'offset' is negative: {offset}")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"the request header field 'offset' is negative: {offset}"
+            )
         record = self.store.look_message_by_offset(offset)
         if record is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
         try:  # the request named no topic: the account must be able to read the one found
             msg, _ = decode_message(record, read_body=False)
         except MessageDecodeError as e:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the message at offset {offset} does not decode: {e}")
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"the message at offset {offset} does not decode: {e}"
+            )
         denied = acl_refusal(conn, cmd, stored_needs(msg.topic, msg.properties))
         if denied is not None:
             return denied
@@ -211,11 +225,15 @@ class AdminProcessor(BrokerServices):
             for qid in range(config.write_queue_nums):
                 max_off = self.store.get_max_offset_in_queue(topic, qid)
                 committed = max(0, self.offsets.query(group, topic, qid))
-                last = self.store.get_message_store_timestamp(topic, qid, committed - 1) if committed > 0 else 0
+                last = (
+                    self.store.get_message_store_timestamp(topic, qid, committed - 1) if committed > 0 else 0
+                )
                 table[MessageQueue(topic=topic, broker_name=name, queue_id=qid)] = OffsetWrapper(
                     broker_offset=max_off, consumer_offset=committed, last_timestamp=max(0, last)
                 )
-        return cmd.response(ResponseCode.SUCCESS, body=ConsumeStats(consume_tps=0.0, offset_table=table).to_json())
+        return cmd.response(
+            ResponseCode.SUCCESS, body=ConsumeStats(consume_tps=0.0, offset_table=table).to_json()
+        )
 
     def handle_runtime_info(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
         stats = self.stats

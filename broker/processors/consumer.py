@@ -135,7 +135,9 @@ class ConsumerProcessor:
         return cmd.response(ResponseCode.SUCCESS, body=body.to_json())
 
     # -- reset offset -----------------------------------------------------------------------------
-    def reset_table(self, topic: str, group: str, timestamp: int, force: bool) -> dict[MessageQueue, int] | None:
+    def reset_table(
+        self, topic: str, group: str, timestamp: int, force: bool
+    ) -> dict[MessageQueue, int] | None:
         """Per-queue offsets of a reset (module docstring); None when the topic is not here."""
         config = self.topics.get(topic)
         if config is None:
@@ -167,7 +169,8 @@ class ConsumerProcessor:
         table = self.reset_table(h.topic, h.group, h.timestamp, h.is_force)
         if table is None:
             return cmd.response(
-                ResponseCode.SYSTEM_ERROR, f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}"
+                ResponseCode.SYSTEM_ERROR,
+                f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}",
             )
         info = self.consumers.find(h.group)
         if info is None or not info.channels:
@@ -186,7 +189,9 @@ class ConsumerProcessor:
             )
             try:
                 client.conn.invoke_oneway(request)
-                log.info("reset offset of %s/%s to %d: told %s", h.group, h.topic, h.timestamp, client.client_id)
+                log.info(
+                    "reset offset of %s/%s to %d: told %s", h.group, h.topic, h.timestamp, client.client_id
+                )
             except RemotingError as e:
                 log.warning("reset offset: could not tell %s: %s", client.client_id, e)
         return cmd.response(ResponseCode.SUCCESS, body=body)
@@ -222,20 +227,30 @@ class ConsumerProcessor:
             except ValueError:  # not an offset id, or no whole record there
                 body = msg = None
             if msg is None:
-                return cmd.response(ResponseCode.SYSTEM_ERROR, f"no message with the offset id {fields.get('msgId')!r}")
+                return cmd.response(
+                    ResponseCode.SYSTEM_ERROR, f"no message with the offset id {fields.get('msgId')!r}"
+                )
             denied = acl_refusal(conn, cmd, stored_needs(msg.topic, msg.properties))
             if denied is not None:
                 return denied
         request = RemotingCommand.request(cmd.code, fields, body)
         return self._relay(cmd, channel.conn, request, group, client_id)
 
-    async def _relay(self, cmd: RemotingCommand, target: Connection, request: RemotingCommand, group: str, client_id: str) -> RemotingCommand:
+    async def _relay(
+        self, cmd: RemotingCommand, target: Connection, request: RemotingCommand, group: str, client_id: str
+    ) -> RemotingCommand:
         try:
             answer = await target.invoke(request, CALL_CLIENT_TIMEOUT_S)
         except RemotingTimeoutError as e:
-            return cmd.response(ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {e}")
+            return cmd.response(
+                ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {e}"
+            )
         except Exception as e:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {e}")
-        response = cmd.response(answer.code, answer.remark, None, answer.payload if answer.body is not None else None)
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {e}"
+            )
+        response = cmd.response(
+            answer.code, answer.remark, None, answer.payload if answer.body is not None else None
+        )
         response.ext_fields = dict(answer.ext_fields)
         return response

@@ -72,7 +72,11 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         # /metrics, /healthz and /readyz (0: not served; the probes then fall back to TCP).
         "metricsPort": str(model.metrics.port if model.metrics.enabled else 0),
         **({"grpcListenPort": str(model.grpc.port)} if model.grpc.enabled else {}),
-        **({"enableControllerMode": "true", "controllerAddr": ";".join(namesrv_addrs)} if model.failover else {}),
+        **(
+            {"enableControllerMode": "true", "controllerAddr": ";".join(namesrv_addrs)}
+            if model.failover
+            else {}
+        ),
         **security_conf(model),
     }
     lines = [
@@ -157,10 +161,22 @@ def _budgets(model: BrokerModel, group: str, selector: dict[str, str]) -> list[d
     slaves_kept = model.replicas_per_group - (1 if group in model.short else 2)
     return [
         pod_disruption_budget(ref, group, COMPONENT, selector, group=group, expressions=unelected),
-        pod_disruption_budget(ref, f"{group}-slaves", COMPONENT, {**selector, ROLE_LABEL: "slave"}, group=group,
-                              budget={"minAvailable": max(0, slaves_kept)}),
-        pod_disruption_budget(ref, f"{group}-master", COMPONENT, {**selector, ROLE_LABEL: "master"}, group=group,
-                              budget={"minAvailable": 1}),
+        pod_disruption_budget(
+            ref,
+            f"{group}-slaves",
+            COMPONENT,
+            {**selector, ROLE_LABEL: "slave"},
+            group=group,
+            budget={"minAvailable": max(0, slaves_kept)},
+        ),
+        pod_disruption_budget(
+            ref,
+            f"{group}-master",
+            COMPONENT,
+            {**selector, ROLE_LABEL: "master"},
+            group=group,
+            budget={"minAvailable": 1},
+        ),
     ]
 
 
@@ -181,7 +197,9 @@ def _service_ports(model: BrokerModel, ha: bool) -> list[dict[str, Any]]:
     if ha:
         ports.append({"name": "ha", "port": BROKER_HA_PORT, "targetPort": "ha", "protocol": "TCP"})
     if model.metrics.enabled:
-        ports.append({"name": "metrics", "port": model.metrics.port, "targetPort": "metrics", "protocol": "TCP"})
+        ports.append(
+            {"name": "metrics", "port": model.metrics.port, "targetPort": "metrics", "protocol": "TCP"}
+        )
     if model.grpc.enabled:
         ports.append({"name": "grpc", "port": model.grpc.port, "targetPort": "grpc", "protocol": "TCP"})
     return ports

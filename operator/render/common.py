@@ -197,7 +197,10 @@ def zone_spread(labels: Mapping[str, str]) -> list[dict[str, Any]]:
 
 def claim_template(name: str, storage: Storage, labels: Mapping[str, str]) -> dict[str, Any]:
     """A StatefulSet's claim template: one ReadWriteOnce volume of ``storage.size`` per pod."""
-    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage.size}}}
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": storage.size}},
+    }
     if storage.storage_class_name:
         spec["storageClassName"] = storage.storage_class_name
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",

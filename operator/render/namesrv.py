@@ -66,7 +66,9 @@ def controller_conf(model: NameServerModel, cluster_domain: str) -> dict[str, st
 def _ports(model: NameServerModel) -> list[dict[str, Any]]:
     ports = [{"name": "remoting", "port": NAMESRV_PORT, "targetPort": "remoting", "protocol": "TCP"}]
     if model.metrics.enabled:
-        ports.append({"name": "metrics", "port": model.metrics.port, "targetPort": "metrics", "protocol": "TCP"})
+        ports.append(
+            {"name": "metrics", "port": model.metrics.port, "targetPort": "metrics", "protocol": "TCP"}
+        )
     return ports
 
 
@@ -93,7 +95,9 @@ def _client_service(model: NameServerModel, selector: dict[str, str]) -> dict[st
     }
 
 
-def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dict[str, str]) -> dict[str, Any]:
+def _statefulset(
+    model: NameServerModel, settings: RenderSettings, selector: dict[str, str]
+) -> dict[str, Any]:
     ref = model.ref
     conf = {**tls_conf(model.tls), **acl_conf(model.acl), **controller_conf(model, settings.cluster_domain)}
     args = ["namesrv", "--listen-port", str(NAMESRV_PORT), *(f"--set={k}={v}" for k, v in conf.items())]
@@ -107,10 +111,19 @@ def _statefulset(model: NameServerModel, settings: RenderSettings, selector: dic
     storage = model.controller_storage
     volumes = [{"name": "run", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
     # Name servers (and the controller quorum they carry) on different nodes, spread over zones.
-    template = server_pod_template(model, container, volumes, service_account_name=service_account_name(model),
-                                   grace_seconds=30, selector=selector, replicas=model.replicas)
+    template = server_pod_template(
+        model,
+        container,
+        volumes,
+        service_account_name=service_account_name(model),
+        grace_seconds=30,
+        selector=selector,
+        replicas=model.replicas,
+    )
     if model.controller and not storage.persistent:
-        template["spec"]["volumes"].append({"name": CONTROLLER_VOLUME, "emptyDir": {"sizeLimit": storage.size}})
+        template["spec"]["volumes"].append(
+            {"name": CONTROLLER_VOLUME, "emptyDir": {"sizeLimit": storage.size}}
+        )
     claims = {}
     if model.controller and storage.persistent:  # the controller's state survives the pods
         claims = {"volumeClaimTemplates": [claim_template(CONTROLLER_VOLUME, storage, selector)],

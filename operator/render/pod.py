@@ -67,9 +67,17 @@ def server_container(model: ServerModel, settings: RenderSettings, name: str, ar
     return container
 
 
-def server_pod_template(model: ServerModel, container: dict[str, Any], volumes: list[dict[str, Any]], *,
-                        service_account_name: str, grace_seconds: int, selector: Mapping[str, str], replicas: int,
-                        annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+def server_pod_template(
+    model: ServerModel,
+    container: dict[str, Any],
+    volumes: list[dict[str, Any]],
+    *,
+    service_account_name: str,
+    grace_seconds: int,
+    selector: Mapping[str, str],
+    replicas: int,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The pod template of a set of ``replicas`` pods that ``selector`` picks: ``container``;
     ``volumes`` then the Secrets'; the pods on different nodes (required when the cluster has a node
     for each) and spread over zones; ``annotations``, the metrics scrape's and the Secrets' hash (a
@@ -88,7 +96,10 @@ def server_pod_template(model: ServerModel, container: dict[str, Any], volumes: 
     }
     required = one_per_node_required(replicas, model.nodes)
     apply_scheduling(pod_spec, model.scheduling, spread_affinity(selector, required), zone_spread(selector))
-    pod_annotations = {**(annotations or {}), **metrics_annotations(model.metrics.enabled, model.metrics.port)}
+    pod_annotations = {
+        **(annotations or {}),
+        **metrics_annotations(model.metrics.enabled, model.metrics.port),
+    }
     if model.secrets_hash:
         pod_annotations[ANNOTATION_SECRETS_HASH] = model.secrets_hash
     return {"metadata": {"labels": dict(selector), "annotations": pod_annotations}, "spec": pod_spec}

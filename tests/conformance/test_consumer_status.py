@@ -41,7 +41,9 @@ def _status_with_our_consumer_online(java, namesrv: str, broker: str, tool) -> t
             try:
                 await wait_until(lambda: len(col.messages) >= 8, 60, "8 consumed")
                 await wait_until(lambda: sum(c.local_offsets(TOPIC).values()) >= 8, 30, "offsets advanced")
-                result["offsets"] = {(mq.broker_name, mq.queue_id): off for mq, off in c.local_offsets(TOPIC).items()}
+                result["offsets"] = {
+                    (mq.broker_name, mq.queue_id): off for mq, off in c.local_offsets(TOPIC).items()
+                }
                 result["client_id"] = c.instance.client_id
                 result["producer_id"] = p.instance.client_id
                 await c.persist_offsets(sync=True)  # Apache resets only a group whose offsets it holds
@@ -56,8 +58,24 @@ def _status_with_our_consumer_online(java, namesrv: str, broker: str, tool) -> t
     try:
         assert online.wait(90), "our consumer did not come online"
         out = java.run("ConsumerStatusScenario", [namesrv, TOPIC, "GID_STATUS"], timeout=120).json()
-        ours = subprocess.run([sys.executable, "-m", "pyrocketmq", "admin", "getConsumerStatus", "-n", namesrv,
-                               "-g", "GID_STATUS", "-t", TOPIC], capture_output=True, text=True, timeout=120)
+        ours = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pyrocketmq",
+                "admin",
+                "getConsumerStatus",
+                "-n",
+                namesrv,
+                "-g",
+                "GID_STATUS",
+                "-t",
+                TOPIC,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert ours.returncode == 0, ours.stderr
         rows = [line.split() for line in ours.stdout.splitlines()[2:]]
         result["ours"] = {(r[1], int(r[2])): int(r[3]) for r in rows if r[0] == result["client_id"]}
@@ -66,7 +84,9 @@ def _status_with_our_consumer_online(java, namesrv: str, broker: str, tool) -> t
         producers = tool("producerConnection", "-g", "status_pg", "-t", TOPIC)
         assert result["producer_id"] in producers, producers
         rewound = tool("resetOffsetByTime", "-g", "GID_STATUS", "-t", TOPIC, "-s", "0")
-        assert "rollback consumer offset by specified group done" in rewound or "#brokerName" in rewound, rewound
+        assert "rollback consumer offset by specified group done" in rewound or "#brokerName" in rewound, (
+            rewound
+        )
         deadline = time.monotonic() + 60
         while len(col.messages) < 16 and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -31,7 +31,9 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
-def _run(java5, cluster, program: str, args: list, jvm_props: dict | None = None, timeout: float = 150) -> dict:
+def _run(
+    java5, cluster, program: str, args: list, jvm_props: dict | None = None, timeout: float = 150
+) -> dict:
     out = java5.run(program, [cluster.endpoint, *args], timeout=timeout, jvm_props=jvm_props).json()
     assert out["errors"] == [], (out, cluster.log_tails())
     return out
@@ -50,7 +52,10 @@ def _consume(java5, cluster, topic: str, group: str, mode: str, count: int, seco
 def _group(cluster, group: str, *, retry_max_times: int = 16, orderly: bool = False) -> None:
     body = SubscriptionGroupConfig(group_name=group, retry_max_times=retry_max_times,
                                    consume_message_orderly=orderly).to_json()
-    resp = admin(cluster.broker.addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body))
+    resp = admin(
+        cluster.broker.addr,
+        RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body),
+    )
     assert resp.code == ResponseCode.SUCCESS, resp.remark
 
 
@@ -61,7 +66,9 @@ def test_simple_consumer_receives_each_message_once_and_filters_by_tag(java5, cl
     out = _consume(java5, cluster, "S5Basic", "GS5Basic", "simple", 10, 30, tags="TagA")
     got = [d["messageId"] for d in out["deliveries"]]
     assert sorted(got) == sorted(wanted)  # every TagA message once, no TagB one
-    assert all(d["attempt"] == 1 and d["tag"] == "TagA" and d["body"] == f"m-{d['idx']}" for d in out["deliveries"])
+    assert all(
+        d["attempt"] == 1 and d["tag"] == "TagA" and d["body"] == f"m-{d['idx']}" for d in out["deliveries"]
+    )
     again = _consume(java5, cluster, "S5Basic", "GS5Basic", "simple", 1, 4, tags="TagA")
     assert again["deliveries"] == []  # acknowledged: never again
 
@@ -92,11 +99,20 @@ def test_change_invisible_duration_gives_a_new_handle_and_the_old_one_goes_stale
 def test_consumers_sharing_a_group_see_no_duplicate(java5, cluster):
     make_topic(cluster, "S5Shared")
     # three consumers wait (long polling) before the messages exist, so they compete for every one
-    procs = [subprocess.Popen(java5.command("Consumer5Scenario", [cluster.endpoint, "S5Shared", "GS5Shared", "simple",
-                                                                  "60", "20", "0", "*"],
-                                              jvm_props={"batch": "4", "workMs": "40"}),
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            java5.command(
+                "Consumer5Scenario",
+                [cluster.endpoint, "S5Shared", "GS5Shared", "simple", "60", "20", "0", "*"],
+                jvm_props={"batch": "4", "workMs": "40"},
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        for _ in range(3)
+    ]
     try:
         time.sleep(6)
         wanted = _produce(java5, cluster, "S5Shared", 60)
@@ -167,8 +183,11 @@ def test_4x_producer_to_5x_consumer_and_back(java, java5, cluster):
     assert sorted(int(d["idx"]) for d in out["deliveries"]) == list(range(6))
     make_topic(cluster, "Mixed54")
     _produce(java5, cluster, "Mixed54", 6)
-    got = java.run("PushConsumerScenario", [cluster.namesrv.addr, "Mixed54", "GMixed4", "concurrent", 6, 60, 0],
-                   timeout=120).json()
+    got = java.run(
+        "PushConsumerScenario",
+        [cluster.namesrv.addr, "Mixed54", "GMixed4", "concurrent", 6, 60, 0],
+        timeout=120,
+    ).json()
     assert not got["timedOut"]
     assert sorted(int(d["userProperties"]["idx"]) for d in got["deliveries"]) == list(range(6))
     assert all(d["tags"] == "TagA" for d in got["deliveries"]), got["deliveries"][0]

@@ -51,10 +51,14 @@ def test_java_push_consumer_concurrently_with_a_retry(short_delay_cluster, java)
     topic, group = f"PushC_{suffix}", f"cg_push_c_{suffix}"
     sent = _produce(java, cluster, topic)
     result = java.run(
-        "PushConsumerScenario", [cluster.namesrv_addr, topic, group, "concurrent", COUNT, 120, FAIL_EVERY], timeout=180
+        "PushConsumerScenario",
+        [cluster.namesrv_addr, topic, group, "concurrent", COUNT, 120, FAIL_EVERY],
+        timeout=180,
     ).json()
     deliveries = result["deliveries"]
-    assert not result["timedOut"], f"timed out; {len(deliveries)} deliveries, failed {sorted(result['failed'])}"
+    assert not result["timedOut"], (
+        f"timed out; {len(deliveries)} deliveries, failed {sorted(result['failed'])}"
+    )
     by_idx: dict[str, list[dict]] = defaultdict(list)
     for d in deliveries:
         by_idx[d["userProperties"]["idx"]].append(d)
@@ -73,7 +77,9 @@ def test_java_push_consumer_concurrently_with_a_retry(short_delay_cluster, java)
         r = again[0]
         assert r["topic"] == topic, "the client restores the topic from RETRY_TOPIC"
         assert r["properties"].get("RETRY_TOPIC") == topic
-        assert r["properties"].get("ORIGIN_MESSAGE_ID"), "redelivered by the client itself, not through the broker"
+        assert r["properties"].get("ORIGIN_MESSAGE_ID"), (
+            "redelivered by the client itself, not through the broker"
+        )
         assert r["commitLogOffset"] != first[0]["commitLogOffset"]
         assert r["msgId"] == s["msgId"] and r["bodySha1"] == s["bodySha1"]
         assert r["userProperties"] == first[0]["userProperties"]

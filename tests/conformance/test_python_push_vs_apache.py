@@ -78,7 +78,9 @@ def test_python_push_consumer_reads_what_java_sent(cluster, java):
         return listener
 
     group = f"cg_pypush_{uuid.uuid4().hex[:6]}"
-    members = [_consumer(cluster, group, f"m{i}", topic, "TagA || TagB", listener_for(f"m{i}")) for i in range(2)]
+    members = [
+        _consumer(cluster, group, f"m{i}", topic, "TagA || TagB", listener_for(f"m{i}")) for i in range(2)
+    ]
     try:
         for c in members:
             c.start()
@@ -103,7 +105,10 @@ def test_python_push_consumer_reads_what_java_sent(cluster, java):
         assert m.properties["p-unicode"] == "h\u00e9llo"
         assert m.topic == topic
     retried = [m for m in msgs if int(m.properties["idx"]) == min(wanted)]
-    assert {m.reconsume_times for m in retried} == {0, 1}  # the first try (maybe twice around a rebalance), the retry
+    assert {m.reconsume_times for m in retried} == {
+        0,
+        1,
+    }  # the first try (maybe twice around a rebalance), the retry
     back = [m for m in retried if m.reconsume_times == 1]
     assert back[0].properties.get("RETRY_TOPIC") == topic and back[0].properties.get("ORIGIN_MESSAGE_ID")
     assert not owned[0] & owned[1] and owned[0] | owned[1], "the members split the topic's queues"

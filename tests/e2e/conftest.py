@@ -353,7 +353,9 @@ def _uninstall_release(kube: KubeCluster) -> None:
 
 
 @pytest.fixture(scope="package")
-def node_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
+def node_cluster(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[KubeCluster]:
     """The cluster; removed (if this session started it) once the last e2e test is done, so the
     rest of the suite does not share the machine with it (in parallel workers: by the controller)."""
     if _session.error is not None:

@@ -316,13 +316,17 @@ def deployed_mq(kube: KubeCluster, images: Any, prefix: str, *, wait: bool = Fal
         delete_namespace(kube, ns)
 
 
-def mq_fixture(prefix: str, *, wait: bool = False, names: int = 2, groups: int = 2, **broker_spec: Any) -> Any:
+def mq_fixture(
+    prefix: str, *, wait: bool = False, names: int = 2, groups: int = 2, **broker_spec: Any
+) -> Any:
     """A test module's ``mq`` fixture (``mq = mq_fixture("e2e-x", wait=True)``): its own
     :func:`deployed_mq` of these arguments, once the chart is installed; deleted after the module."""
 
     @pytest.fixture(scope="module", name="mq")
     def mq(node_cluster: KubeCluster, images: Any, operator_release: str) -> Iterator[MQ]:
-        with deployed_mq(node_cluster, images, prefix, wait=wait, names=names, groups=groups, **broker_spec) as cluster:
+        with deployed_mq(
+            node_cluster, images, prefix, wait=wait, names=names, groups=groups, **broker_spec
+        ) as cluster:
             yield cluster
 
     return mq

@@ -73,8 +73,16 @@ def test_e_a_config_change_rolls_each_group_slave_first_one_pod_at_a_time(mq: MQ
     namesrv = mq.namesrv_addr()
     with Sender(namesrv, topic, pause=0.05) as sender, PodWatch(kube, ns) as watch:
         sender.wait_for(20)
-        kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p",
-                     '{"spec": {"config": {"mappedFileSizeCommitLog": "67108864", "fileReservedTime": "48"}}}')
+        kube.kubectl(
+            "patch",
+            "broker",
+            "orders",
+            "-n",
+            ns,
+            "--type=merge",
+            "-p",
+            '{"spec": {"config": {"mappedFileSizeCommitLog": "67108864", "fileReservedTime": "48"}}}',
+        )
         kube.wait_until(lambda: len(watch.replaced) == 4, 480, "every broker pod replaced", interval=1)
         wait_ready(kube, "broker", "orders", ns, timeout=180)
         n = len(sender.acked)
@@ -85,7 +93,9 @@ def test_e_a_config_change_rolls_each_group_slave_first_one_pod_at_a_time(mq: MQ
     # One broker pod at a time, each Ready before the next: one group after the other.
     assert watch.max_not_ready == 1, (watch.max_not_ready, watch.max_not_ready_per_group)
     first = min((0, 1), key=lambda g: watch.replaced[f"orders-{g}-0"])
-    assert watch.replaced[f"orders-{first}-0"] < min(watch.replaced[f"orders-{1 - first}-{i}"] for i in (0, 1)), order
+    assert watch.replaced[f"orders-{first}-0"] < min(
+        watch.replaced[f"orders-{1 - first}-{i}"] for i in (0, 1)
+    ), order
     assert sender.failures == [], sender.failures[:5]
     got = read_all(namesrv, topic, f"GID_ROLL_{secrets.token_hex(3)}", len(sender.acked))
     assert set(sender.acked.values()) <= set(got), f"{len(set(sender.acked.values()) - set(got))} missing"

@@ -24,9 +24,13 @@ from pyrocketmq.client import (
 from pyrocketmq.remoting.message import MessageExt
 
 
-async def create_topic(namesrv: str, broker: str, topic: str, queues: int = 8, *, order: bool = False) -> None:
+async def create_topic(
+    namesrv: str, broker: str, topic: str, queues: int = 8, *, order: bool = False
+) -> None:
     async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, broker_addr=broker, read_queues=queues, write_queues=queues, order=order)
+        await admin.create_topic(
+            topic, broker_addr=broker, read_queues=queues, write_queues=queues, order=order
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -88,8 +92,12 @@ def consumer(
 class Steady:
     """A producer sending ``body_fn(i)`` every ``interval`` seconds until stopped."""
 
-    def __init__(self, namesrv: str, topic: str, interval: float = 0.02, *, key_fn=None, body_fn=None) -> None:
-        self.producer = Producer("steady_pg", namesrv, client=ClientSettings(instance_name="steady", client_ip="127.0.0.1"))
+    def __init__(
+        self, namesrv: str, topic: str, interval: float = 0.02, *, key_fn=None, body_fn=None
+    ) -> None:
+        self.producer = Producer(
+            "steady_pg", namesrv, client=ClientSettings(instance_name="steady", client_ip="127.0.0.1")
+        )
         self.topic, self.interval = topic, interval
         self.key_fn = key_fn
         self.body_fn = body_fn or (lambda i: f"m{i}")

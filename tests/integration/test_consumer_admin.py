@@ -48,12 +48,16 @@ class FakeConsumer:
 
     def _running_info(self, conn, cmd):
         self.received.append(cmd)
-        return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps({"properties": {"clientId": self.client_id}}))
+        return cmd.response(
+            ResponseCode.SUCCESS, body=orjson.dumps({"properties": {"clientId": self.client_id}})
+        )
 
     def _consume_directly(self, conn, cmd):
         self.received.append(cmd)
         [m] = decode_messages(cmd.body)
-        return cmd.response(ResponseCode.SUCCESS, body=orjson.dumps({"consumeResult": "CR_SUCCESS", "body": m.body.decode()}))
+        return cmd.response(
+            ResponseCode.SUCCESS, body=orjson.dumps({"consumeResult": "CR_SUCCESS", "body": m.body.decode()})
+        )
 
     def codes(self) -> list[int]:
         return [c.code for c in self.received]
@@ -68,7 +72,9 @@ class FakeConsumer:
                 )
             ],
         )
-        resp = await self.client.invoke(addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=data.to_json()), 5)
+        resp = await self.client.invoke(
+            addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=data.to_json()), 5
+        )
         assert resp.code == ResponseCode.SUCCESS, resp
 
     async def close(self) -> None:
@@ -97,27 +103,44 @@ def test_members_are_notified_and_listed(broker):
         assert notify.ext_fields["consumerGroup"] == "cg_members" and notify.is_oneway
 
         admin = RemotingClient()
-        resp = await admin.invoke(broker.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg_members"}), 5)
+        resp = await admin.invoke(
+            broker.addr,
+            RemotingCommand.request(
+                RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg_members"}
+            ),
+            5,
+        )
         assert resp.code == ResponseCode.SUCCESS, resp
         conn = ConsumerConnection.from_json(resp.body)
         assert sorted(c.client_id for c in conn.connection_set) == ["10.0.0.1@a", "10.0.0.2@b"]
         assert {c.language for c in conn.connection_set} == {"PYTHON"}
         assert all(c.client_addr.startswith("127.0.0.1:") for c in conn.connection_set)
         assert set(conn.subscription_table) == {"T"} and conn.message_model == "CLUSTERING"
-        ids = await admin.invoke(broker.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg_members"}), 5)
+        ids = await admin.invoke(
+            broker.addr,
+            RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg_members"}),
+            5,
+        )
         assert orjson.loads(ids.body)["consumerIdList"] == ["10.0.0.1@a", "10.0.0.2@b"]
 
         # a member leaving (connection closed) is a change too
         a.received.clear()
         await b.close()
         assert await _until(lambda: a.codes() == [40])
-        resp = await admin.invoke(broker.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "nobody"}), 5)
+        resp = await admin.invoke(
+            broker.addr,
+            RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "nobody"}),
+            5,
+        )
         assert resp.code == ResponseCode.CONSUMER_NOT_ONLINE
 
         # GET_CONSUMER_RUNNING_INFO is relayed to the named client and its answer back
         resp = await admin.invoke(
             broker.addr,
-            RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg_members", "clientId": "10.0.0.1@a", "jstackEnable": False}),
+            RemotingCommand.request(
+                RequestCode.GET_CONSUMER_RUNNING_INFO,
+                {"consumerGroup": "cg_members", "clientId": "10.0.0.1@a", "jstackEnable": False},
+            ),
             15,
         )
         assert resp.code == ResponseCode.SUCCESS, resp
@@ -126,7 +149,9 @@ def test_members_are_notified_and_listed(broker):
         assert a.received[-1].ext_fields["clientId"] == "10.0.0.1@a"
         resp = await admin.invoke(
             broker.addr,
-            RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg_members", "clientId": "gone"}),
+            RemotingCommand.request(
+                RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg_members", "clientId": "gone"}
+            ),
             15,
         )
         assert resp.code == ResponseCode.SYSTEM_ERROR and "not online" in resp.remark
@@ -134,7 +159,9 @@ def test_members_are_notified_and_listed(broker):
         # CONSUME_MESSAGE_DIRECTLY: the broker attaches the stored message found by its offset id
         sent = await admin.invoke(broker.addr, send_v2("T", b"direct", queue_id=0), 5)
         fields = {"consumerGroup": "cg_members", "clientId": "10.0.0.1@a", "msgId": sent.ext_fields["msgId"]}
-        resp = await admin.invoke(broker.addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, fields), 15)
+        resp = await admin.invoke(
+            broker.addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, fields), 15
+        )
         assert resp.code == ResponseCode.SUCCESS, resp
         assert orjson.loads(resp.body) == {"consumeResult": "CR_SUCCESS", "body": "direct"}
         assert a.received[-1].ext_fields["brokerName"] == "broker-a"
@@ -176,12 +203,19 @@ def test_orderly_locks(broker):
 
 def _reset(topic: str, group: str, ts: int, force: bool) -> RemotingCommand:
     return RemotingCommand.request(
-        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": topic, "group": group, "timestamp": ts, "isForce": force}
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        {"topic": topic, "group": group, "timestamp": ts, "isForce": force},
     )
 
 
 async def _committed(client, addr, group, topic, qid) -> int:
-    r = await client.invoke(addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": qid}), 5)
+    r = await client.invoke(
+        addr,
+        RemotingCommand.request(
+            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": qid}
+        ),
+        5,
+    )
     return int(r.ext_fields["offset"])
 
 
@@ -210,7 +244,9 @@ def test_reset_offset_by_time(broker, namesrv):
         await consumer.heartbeat(addr)
         for q in (0, 1):
             upd = {"consumerGroup": group, "topic": topic, "queueId": q, "commitOffset": 5}
-            assert (await admin.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, upd), 5)).code == 0
+            assert (
+                await admin.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, upd), 5)
+            ).code == 0
 
         r = await admin.invoke(addr, _reset(topic, group, t_b, False), 5)
         assert r.code == ResponseCode.SUCCESS, r
@@ -234,7 +270,9 @@ def test_reset_offset_by_time(broker, namesrv):
         out = io.StringIO()
         args = ["admin", "resetOffsetByTime", "-n", namesrv.addr, "-g", group, "-t", topic, "-s", str(t_b)]
         assert await _until_route(namesrv.addr, topic)
-        code = await asyncio.get_running_loop().run_in_executor(None, lambda: cli_main(args, stdout=out, stderr=out))
+        code = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: cli_main(args, stdout=out, stderr=out)
+        )
         assert code == 0, out.getvalue()
         lines = [line.split() for line in out.getvalue().splitlines()[2:]]
         assert lines == [["broker-a", "0", "3"], ["broker-a", "1", "3"]]
@@ -271,7 +309,9 @@ def test_reset_offset_cli_with_no_consumer_online_stores_the_offsets(broker, nam
         args = ["admin", "resetOffsetByTime", "-n", namesrv.addr, "-g", group, "-t", topic, "-s", "now"]
         code = await asyncio.get_running_loop().run_in_executor(None, lambda: cli_main(args, stdout=out, stderr=out))
         assert code == 0, out.getvalue()
-        assert await _committed(admin, broker.addr, group, topic, 0) == 2  # the last message stored before "now"
+        assert (
+            await _committed(admin, broker.addr, group, topic, 0) == 2
+        )  # the last message stored before "now"
         await admin.close()
 
     asyncio.run(run())
@@ -282,7 +322,9 @@ async def _until_route(namesrv_addr: str, topic: str) -> bool:
     try:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            r = await client.invoke(namesrv_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), 5)
+            r = await client.invoke(
+                namesrv_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), 5
+            )
             if r.code == ResponseCode.SUCCESS:
                 return True
             await asyncio.sleep(0.1)
@@ -295,14 +337,23 @@ def test_a_silent_consumer_expires_and_the_others_are_told(tmp_path, namesrv):
     proc = start_broker(tmp_path, namesrv.addr, name="broker-exp", channelExpiredTimeout=1500)
 
     async def run():
-        live, silent = FakeConsumer("10.0.0.8@live", "cg_expiry"), FakeConsumer("10.0.0.9@silent", "cg_expiry")
+        live, silent = (
+            FakeConsumer("10.0.0.8@live", "cg_expiry"),
+            FakeConsumer("10.0.0.9@silent", "cg_expiry"),
+        )
         await silent.heartbeat(proc.addr)
         silent_conn = await silent.client.connection(proc.addr)
         await live.heartbeat(proc.addr)
         admin = RemotingClient()
 
         async def members() -> list[str]:
-            r = await admin.invoke(proc.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg_expiry"}), 5)
+            r = await admin.invoke(
+                proc.addr,
+                RemotingCommand.request(
+                    RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg_expiry"}
+                ),
+                5,
+            )
             return orjson.loads(r.body)["consumerIdList"] if r.code == ResponseCode.SUCCESS else []
 
         assert await members() == ["10.0.0.8@live", "10.0.0.9@silent"]
@@ -337,12 +388,18 @@ def test_consumer_progress_of_a_topic_covers_a_broker_the_group_never_heartbeat(
             for addr in (broker.addr, other.addr):
                 assert (await admin.invoke(addr, create_topic(topic, 1), 5)).code == 0
                 upd = {"consumerGroup": group, "topic": topic, "queueId": 0, "commitOffset": 0}
-                assert (await admin.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, upd), 5)).code == 0
+                assert (
+                    await admin.invoke(
+                        addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, upd), 5
+                    )
+                ).code == 0
             await consumer.heartbeat(broker.addr)
             assert await _until_route(namesrv.addr, "%RETRY%" + group)
             out = io.StringIO()
             args = ["admin", "consumerProgress", "-n", namesrv.addr, "-g", group, "-t", topic]
-            code = await asyncio.get_running_loop().run_in_executor(None, lambda: cli_main(args, stdout=out, stderr=out))
+            code = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: cli_main(args, stdout=out, stderr=out)
+            )
             assert code == 0, out.getvalue()
             rows = [line.split()[:3] for line in out.getvalue().splitlines() if line.startswith(topic)]
             assert rows == [[topic, "broker-a", "0"], [topic, "broker-b", "0"]], out.getvalue()

@@ -53,7 +53,9 @@ async def _scenario(ns, replicas) -> None:
         await until("300 consumed", lambda: _true(len(got) >= 300), timeout=60)
         await asyncio.sleep(6)  # the consumer commits its offsets (every 5 s), the slave copies them
         delayed = []
-        async with Producer("delay_pg", ns.addr, client=ClientSettings(instance_name="dp", client_ip="127.0.0.1")) as p:
+        async with Producer(
+            "delay_pg", ns.addr, client=ClientSettings(instance_name="dp", client_ip="127.0.0.1")
+        ) as p:
             for i in range(DELAYED):
                 r = await p.send(Message(TOPIC, f"delayed-{i}".encode(), delay_level=2))  # 5 s
                 assert r.status.name == "SEND_OK"
@@ -74,13 +76,18 @@ async def _scenario(ns, replicas) -> None:
             seen = {b for b, _ in got}
             lost_delayed = sorted(set(delayed) - seen)
             lost_acked = sorted(set(acked.sent) - seen)
-            raise AssertionError(f"{e}: {len(lost_acked)} of {len(acked.sent)} acknowledged missing "
-                                 f"(first {lost_acked[:5]}), {len(lost_delayed)} of {DELAYED} delayed missing; "
-                                 f"{len(got)} consumed, the last {time.monotonic() - got[-1][1]:.1f} s ago"
-                                 if got else str(e)) from None
+            raise AssertionError(
+                f"{e}: {len(lost_acked)} of {len(acked.sent)} acknowledged missing "
+                f"(first {lost_acked[:5]}), {len(lost_delayed)} of {DELAYED} delayed missing; "
+                f"{len(got)} consumed, the last {time.monotonic() - got[-1][1]:.1f} s ago"
+                if got
+                else str(e)
+            ) from None
         dupes = len(got) - len({b for b, _ in got})
         recent = sum(1 for _, t in got if killed - 10 <= t <= killed)
-        assert dupes <= recent, f"{dupes} duplicates, more than the {recent} consumed in the 10 s before the kill"
+        assert dupes <= recent, (
+            f"{dupes} duplicates, more than the {recent} consumed in the 10 s before the kill"
+        )
         print(f"\npush consumer through a master kill: {len(want)} messages, {dupes} duplicate(s) "
               f"(consumed in the 10 s before the kill: {recent}); {DELAYED} delayed messages delivered")
     finally:
@@ -138,8 +145,10 @@ async def _lite_scenario(ns, replicas) -> None:
                         lambda: polled(pc, lambda: set(acked.sent) <= seen), timeout=60)
         except AssertionError as e:
             missing = sorted((acked.sent[b][:2], b) for b in set(acked.sent) - seen)
-            raise AssertionError(f"{e}: {len(missing)} of {len(acked.sent)} missing, (queue, offset) of the first: "
-                                 f"{missing[:5]}") from None
+            raise AssertionError(
+                f"{e}: {len(missing)} of {len(acked.sent)} missing, (queue, offset) of the first: "
+                f"{missing[:5]}"
+            ) from None
     finally:
         stop.set()
         if task is not None:

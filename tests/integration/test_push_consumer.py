@@ -41,7 +41,9 @@ def expected_split(consumers, topic: str, queues: int = 8) -> dict[str, list[Mes
 
 def matches_strategy(consumers, topic: str) -> bool:
     want = expected_split(consumers, topic)
-    return all([mq for mq in c.assignment() if mq.topic == topic] == want[c.instance.client_id] for c in consumers)
+    return all(
+        [mq for mq in c.assignment() if mq.topic == topic] == want[c.instance.client_id] for c in consumers
+    )
 
 
 def test_clustering_two_three_two_consumers_under_a_steady_producer(namesrv, broker):
@@ -55,22 +57,31 @@ def test_clustering_two_three_two_consumers_under_a_steady_producer(namesrv, bro
         try:
             await c0.start()
             await c1.start()
-            await wait_until(lambda: matches_strategy([c0, c1], TOPIC), WAIT, "2 consumers split 8 queues 4/4")
+            await wait_until(
+                lambda: matches_strategy([c0, c1], TOPIC), WAIT, "2 consumers split 8 queues 4/4"
+            )
             await c2.start()
-            await wait_until(lambda: matches_strategy([c0, c1, c2], TOPIC), WAIT, "3 consumers split 8 queues 3/3/2")
+            await wait_until(
+                lambda: matches_strategy([c0, c1, c2], TOPIC), WAIT, "3 consumers split 8 queues 3/3/2"
+            )
             await wait_until(lambda: bool(cols[2].messages), WAIT, "the third consumer gets messages")
             await c2.shutdown()
             await wait_until(lambda: matches_strategy([c0, c1], TOPIC), WAIT, "back to 2 consumers")
             await asyncio.sleep(1.0)
             await steady.stop()
             sent = set(steady.sent)
-            await wait_until(lambda: sent <= {b for col in cols for b in col.bodies()}, WAIT, "every message consumed")
+            await wait_until(
+                lambda: sent <= {b for col in cols for b in col.bodies()}, WAIT, "every message consumed"
+            )
         finally:
             await steady.stop()
             for c in (c0, c1, c2):
                 await c.shutdown()
-        await wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith("pyrocketmq-consume")],
-                         WAIT, "the consumers' worker threads end after shutdown")
+        await wait_until(
+            lambda: not [t for t in threading.enumerate() if t.name.startswith("pyrocketmq-consume")],
+            WAIT,
+            "the consumers' worker threads end after shutdown",
+        )
         got = [b for col in cols for b in col.bodies()]
         assert set(got) == sent
         assert all(col.messages for col in cols), "each consumer got a share"
@@ -132,7 +143,9 @@ def test_kill_9_of_a_consumer_moves_its_queues_and_loses_nothing(namesrv, broker
             await wait_until(three_way, WAIT, "the victim owns 2 of 8 queues and consumes")
             os.killpg(victim.pid, signal.SIGKILL)
             victim.wait(10)
-            await wait_until(lambda: matches_strategy(survivors, TOPIC), 150.0, "survivors take the victim's queues")
+            await wait_until(
+                lambda: matches_strategy(survivors, TOPIC), 150.0, "survivors take the victim's queues"
+            )
             await asyncio.sleep(1.0)
             await steady.stop()
             sent = set(steady.sent)
@@ -159,7 +172,9 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
-def test_broadcasting_every_consumer_gets_every_message_and_offsets_survive_a_restart(namesrv, broker, tmp_path):
+def test_broadcasting_every_consumer_gets_every_message_and_offsets_survive_a_restart(
+    namesrv, broker, tmp_path
+):
     group = "cg_broadcast"
 
     def settings(i: int) -> PushConsumerSettings:
@@ -177,14 +192,18 @@ def test_broadcasting_every_consumer_gets_every_message_and_offsets_survive_a_re
         try:
             for c in cs:
                 await c.start()
-            await wait_until(lambda: all(len(c.assignment()) == 4 for c in cs), WAIT, "each consumer owns all 4 queues")
+            await wait_until(
+                lambda: all(len(c.assignment()) == 4 for c in cs), WAIT, "each consumer owns all 4 queues"
+            )
             await steady.start()
             while len(steady.sent) < 100:
                 await asyncio.sleep(0.05)
             await steady.stop()
             first = set(steady.sent)
             for col in cols:
-                await wait_until(lambda col=col: first <= set(col.bodies()), WAIT, f"{col.name} got every message")
+                await wait_until(
+                    lambda col=col: first <= set(col.bodies()), WAIT, f"{col.name} got every message"
+                )
             await cs[0].shutdown()
             assert (tmp_path / "offsets0" / group / "offsets.json").exists()
 
@@ -195,14 +214,20 @@ def test_broadcasting_every_consumer_gets_every_message_and_offsets_survive_a_re
             await steady2.stop()
             second = set(steady2.sent)
             await again.start()
-            await wait_until(lambda: second <= set(restarted.bodies()), WAIT, "the restarted consumer got the new messages")
+            await wait_until(
+                lambda: second <= set(restarted.bodies()), WAIT, "the restarted consumer got the new messages"
+            )
             for col in cols[1:]:
-                await wait_until(lambda col=col: second <= set(col.bodies()), WAIT, f"{col.name} got the new messages")
+                await wait_until(
+                    lambda col=col: second <= set(col.bodies()), WAIT, f"{col.name} got the new messages"
+                )
         finally:
             await steady.stop()
             for c in [*cs, again]:
                 await c.shutdown()
-        assert not first & set(restarted.bodies()), "a restarted broadcasting consumer resumes from its offsets file"
+        assert not first & set(restarted.bodies()), (
+            "a restarted broadcasting consumer resumes from its offsets file"
+        )
         for col in cols:
             assert len(col.bodies()) == len(set(col.bodies()))
 
@@ -257,7 +282,9 @@ def test_reset_offset_by_time_rewinds_running_consumers_and_running_info_is_rela
         c = consumer(namesrv.addr, group, "rw", topic, col)
         try:
             await c.start()
-            await wait_until(lambda: len([q for q in c.assignment() if q.topic == topic]) == 4, WAIT, "owns 4 queues")
+            await wait_until(
+                lambda: len([q for q in c.assignment() if q.topic == topic]) == 4, WAIT, "owns 4 queues"
+            )
             old = set(await burst("old", 20))
             await asyncio.sleep(2.0)
             t = int(time.time() * 1000)
@@ -267,7 +294,9 @@ def test_reset_offset_by_time_rewinds_running_consumers_and_running_info_is_rela
             client = RemotingClient()
             try:
                 fields = {"consumerGroup": group, "clientId": c.instance.client_id, "jstackEnable": False}
-                resp = await client.invoke(broker.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, fields), 15)
+                resp = await client.invoke(
+                    broker.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, fields), 15
+                )
             finally:
                 await client.close()
             assert resp.code == ResponseCode.SUCCESS, resp
@@ -280,20 +309,42 @@ def test_reset_offset_by_time_rewinds_running_consumers_and_running_info_is_rela
             async with Admin(namesrv.addr) as admin:
                 table = await admin.reset_offset_by_time(group, topic, t)
             assert len(table) == 4
-            await wait_until(lambda: all(col.bodies().count(b) >= 2 for b in new), WAIT, "the new burst consumed again")
+            await wait_until(
+                lambda: all(col.bodies().count(b) >= 2 for b in new), WAIT, "the new burst consumed again"
+            )
             await asyncio.sleep(1.0)
             again = col.bodies()[before:]
         finally:
             await c.shutdown()
-        assert set(again) == new, "consumption restarts at the reset time: the old burst is not consumed again"
+        assert set(again) == new, (
+            "consumption restarts at the reset time: the old burst is not consumed again"
+        )
 
     asyncio.run(run())
 
 
 @pytest.mark.parametrize("mode", [[], ["--push"]])
 def test_cli_consume_of_a_missing_topic_says_how_to_create_it_and_fails(namesrv, broker, mode):
-    done = subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", "NoSuchTopic",
-                           "-g", "cg_missing", "--timeout", "30", *mode], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyrocketmq",
+            "consume",
+            "-n",
+            namesrv.addr,
+            "-t",
+            "NoSuchTopic",
+            "-g",
+            "cg_missing",
+            "--timeout",
+            "30",
+            *mode,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "topic NoSuchTopic does not exist" in done.stderr
     assert "admin updateTopic" in done.stderr and "Traceback" not in done.stderr
@@ -306,8 +357,25 @@ def test_cli_pull_consume_of_a_group_the_brokers_do_not_have_fails_with_how_to_c
     broker = start_broker(tmp_path / "strict", namesrv.addr, autoCreateSubscriptionGroup="false")
     try:
         asyncio.run(create_topic(namesrv.addr, broker.addr, "StrictTopic", 2))
-        done = subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", "StrictTopic",
-                               "-g", "cg_nobody_made", "--timeout", "60"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pyrocketmq",
+                "consume",
+                "-n",
+                namesrv.addr,
+                "-t",
+                "StrictTopic",
+                "-g",
+                "cg_nobody_made",
+                "--timeout",
+                "60",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         broker.stop()
     assert done.returncode == 1, (done.stdout, done.stderr)

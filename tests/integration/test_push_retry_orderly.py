@@ -91,7 +91,9 @@ def test_failures_come_back_through_retry_then_land_in_the_dlq(namesrv, broker):
         for body in ("fails-twice", "always-fails"):
             assert {a[1] for a in attempts[body]} == {topic}, "retried messages carry their original topic"
             times = [a[2] for a in attempts[body]]
-            assert all(b - a >= 0.5 for a, b in zip(times, times[1:], strict=False)), "retries wait for their delay level"
+            assert all(b - a >= 0.5 for a, b in zip(times, times[1:], strict=False)), (
+                "retries wait for their delay level"
+            )
         assert [m.body for m in found] == [b"always-fails"]
         assert found[0].topic == f"%DLQ%{group}" and found[0].properties.get("RETRY_TOPIC") == topic
 
@@ -117,7 +119,10 @@ def test_orderly_keeps_per_key_order_while_a_consumer_joins_and_another_leaves(n
     async def run():
         await create_topic(namesrv.addr, broker.addr, topic, 8)
         settings = lambda: PushConsumerSettings(  # noqa: E731
-            consume_from="first", rebalance=RebalanceSettings(interval=1.0), consume=ConsumeSettings(batch_size=4))
+            consume_from="first",
+            rebalance=RebalanceSettings(interval=1.0),
+            consume=ConsumeSettings(batch_size=4),
+        )
         cs = {n: consumer(namesrv.addr, group, n, topic, listener_for(n), orderly=True, settings=settings())
               for n in ("o1", "o2", "o3")}
         try:
@@ -142,7 +147,9 @@ def test_orderly_keeps_per_key_order_while_a_consumer_joins_and_another_leaves(n
             for k, seq in seen[name]:
                 per_key[k].append(seq)
             for k, seqs in per_key.items():
-                assert seqs == sorted(seqs) and len(seqs) == len(set(seqs)), f"{name} saw key {k} out of order"
+                assert seqs == sorted(seqs) and len(seqs) == len(set(seqs)), (
+                    f"{name} saw key {k} out of order"
+                )
         # across consumers handing queues over, in real time: per key, each new message is the next
         # one sent (a redelivery after a handover repeats earlier ones, never skips ahead)
         firsts: dict[int, list[int]] = defaultdict(list)
@@ -170,7 +177,9 @@ def test_orderly_suspend_retries_locally_then_the_message_goes_to_the_dlq(namesr
     asyncio.run(create_topic(namesrv.addr, broker.addr, topic, 1))
     settings = PushConsumerSettings(consume_from="first", consume=ConsumeSettings(max_reconsume_times=2),
                                     rebalance=RebalanceSettings(interval=2.0))
-    c = SyncPushConsumer(group, namesrv.addr, settings, ClientSettings(instance_name="od", client_ip="127.0.0.1"))
+    c = SyncPushConsumer(
+        group, namesrv.addr, settings, ClientSettings(instance_name="od", client_ip="127.0.0.1")
+    )
     c.subscribe(topic, "*")
     c.register_listener(listener, orderly=True)
     with c:
@@ -185,9 +194,17 @@ def test_orderly_suspend_retries_locally_then_the_message_goes_to_the_dlq(namesr
         deadline = time.monotonic() + WAIT
         while not any(b == "after" for b, _, _ in calls) and time.monotonic() < deadline:
             time.sleep(0.1)
-    assert [(b, r) for b, r, _ in calls] == [("before", 0), ("poison", 0), ("poison", 1), ("poison", 2), ("after", 0)]
+    assert [(b, r) for b, r, _ in calls] == [
+        ("before", 0),
+        ("poison", 0),
+        ("poison", 1),
+        ("poison", 2),
+        ("after", 0),
+    ]
     poison = [t for b, _, t in calls if b == "poison"]
-    assert all(y - x >= 0.5 for x, y in zip(poison, poison[1:], strict=False)), "SUSPEND waits before retrying"
+    assert all(y - x >= 0.5 for x, y in zip(poison, poison[1:], strict=False)), (
+        "SUSPEND waits before retrying"
+    )
 
     async def dlq() -> list:
         async with PullConsumer("dlq_reader2", namesrv.addr) as pc:
@@ -239,7 +256,9 @@ def test_delayed_message_arrives_after_its_level_and_flow_control_caps_the_cache
 
             watcher = asyncio.create_task(watch())
             try:
-                await wait_until(lambda: "delayed" in got and len(got) == 401, WAIT, "all messages, the delayed one too")
+                await wait_until(
+                    lambda: "delayed" in got and len(got) == 401, WAIT, "all messages, the delayed one too"
+                )
             finally:
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)

@@ -26,7 +26,9 @@ from pyrocketmq.remoting.body import SubscriptionGroupConfig
     [(0, 0, 0), (0, 10, 10), (7, 10, 3), (10, 10, 0), (12, 10, 0), (-1, 5, 5)],
 )
 def test_lag_is_max_minus_committed_never_negative(committed, max_offset, lag):
-    assert list(metric_rows.lag_rows({"T@g": {3: committed}}, lambda t, q: max_offset)) == [("g", "T", 3, committed, lag)]
+    assert list(metric_rows.lag_rows({"T@g": {3: committed}}, lambda t, q: max_offset)) == [
+        ("g", "T", 3, committed, lag)
+    ]
 
 
 def test_lag_rows_skip_keys_without_a_group():
@@ -64,10 +66,17 @@ def test_timed_records_even_when_the_call_raises():
 
 
 def make_broker(tmp_path, **conf: str) -> Broker:
-    settings = BrokerSettings.from_conf({
-        "storePathRootDir": str(tmp_path), "brokerName": "b1", "brokerClusterName": "C1",
-        "namesrvAddr": "127.0.0.1:1", "metricsPort": "5557", "mappedFileSizeCommitLog": str(1024 * 1024), **conf,
-    })
+    settings = BrokerSettings.from_conf(
+        {
+            "storePathRootDir": str(tmp_path),
+            "brokerName": "b1",
+            "brokerClusterName": "C1",
+            "namesrvAddr": "127.0.0.1:1",
+            "metricsPort": "5557",
+            "mappedFileSizeCommitLog": str(1024 * 1024),
+            **conf,
+        }
+    )
     b = Broker(settings)
     store = MessageStore(settings.store, ("127.0.0.1", 10911))
     store.load()
@@ -89,7 +98,9 @@ def samples(b: Broker) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     out = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            labels = {k: v for k, v in s.labels.items() if k not in ("cluster", "broker", "node_type", "node_id")}
+            labels = {
+                k: v for k, v in s.labels.items() if k not in ("cluster", "broker", "node_type", "node_id")
+            }
             out[(s.name, tuple(sorted(labels.items())))] = s.value
     return out
 
@@ -117,7 +128,10 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     assert s[("rocketmq_messages_in_total", (("message_type", "transaction"), ("topic", "Orders")))] == 2
     assert s[("rocketmq_throughput_in_total", (("message_type", "transaction"), ("topic", "Orders")))] == 200
     big = (("message_type", "normal"), ("topic", "Big"))
-    assert s[("rocketmq_message_size_count", big)] == 2 and s[("rocketmq_message_size_sum", big)] == 2 * 600 * 1024
+    assert (
+        s[("rocketmq_message_size_count", big)] == 2
+        and s[("rocketmq_message_size_sum", big)] == 2 * 600 * 1024
+    )
     assert s[("rocketmq_message_size_bucket", (("le", "524288.0"), *big))] == 0  # over 512 KiB
     assert s[("rocketmq_message_size_bucket", (("le", "1048576.0"), *big))] == 2
     assert s[("rocketmq_messages_out_total", (("consumer_group", "g"), ("topic", "Orders")))] == 4
@@ -126,13 +140,18 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     assert s[("rocketmq_consumer_lag_messages", lag)] == 3  # (5 - 2) + (3 - 3), Apache's per-topic sum
     assert s[("rocketmq_consumer_ready_messages", lag)] == 3  # nothing pulled: all of the lag is ready
     assert s[("rocketmq_consumer_inflight_messages", lag)] == 0
-    assert s[("rocketmq_consumer_lag_latency", lag)] >= 0 and s[("rocketmq_consumer_queueing_latency", lag)] >= 0
+    assert (
+        s[("rocketmq_consumer_lag_latency", lag)] >= 0 and s[("rocketmq_consumer_queueing_latency", lag)] >= 0
+    )
     broker.stats.on_send_back("g", True, "Orders")
     for commit in (True, True, False):
         broker.stats.on_end_transaction("Orders", commit)
     broker.offsets.note_pull("g", "Orders", 0, 4)  # queue 0: 2 of its 3 pulled, not committed
     s = samples(broker)
-    assert (s[("rocketmq_consumer_ready_messages", lag)], s[("rocketmq_consumer_inflight_messages", lag)]) == (1, 2)
+    assert (
+        s[("rocketmq_consumer_ready_messages", lag)],
+        s[("rocketmq_consumer_inflight_messages", lag)],
+    ) == (1, 2)
     assert s[("rocketmq_commit_messages_total", (("topic", "Orders"),))] == 2
     assert s[("rocketmq_storage_size", ())] > 0 and s[("rocketmq_storage_flush_behind_bytes", ())] >= 0
     assert 0 <= s[("rocketmq_storage_message_reserve_time", ())] < 60_000  # the first message, just stored
@@ -142,20 +161,36 @@ def test_a_scrape_reads_traffic_offsets_lag_dlq_and_schedule(broker):
     assert s[("rocketmq_topic_number", ())] == len(broker.topics.table)
     assert s[("rocketmq_consumer_group_number", ())] == len(broker.groups.table)
     assert s[("pyrocketmq_broker_queue_max_offset", (("queue", "0"), ("topic", "Orders")))] == 5
-    assert s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "0"), ("topic", "Orders")))] == 3
-    assert s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "1"), ("topic", "Orders")))] == 0
-    assert s[("pyrocketmq_broker_consumer_offset", (("group", "g"), ("queue", "0"), ("topic", "Orders")))] == 2
+    assert (
+        s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "0"), ("topic", "Orders")))]
+        == 3
+    )
+    assert (
+        s[("pyrocketmq_broker_consumer_lag_messages", (("group", "g"), ("queue", "1"), ("topic", "Orders")))]
+        == 0
+    )
+    assert (
+        s[("pyrocketmq_broker_consumer_offset", (("group", "g"), ("queue", "0"), ("topic", "Orders")))] == 2
+    )
     assert s[("pyrocketmq_broker_dlq_messages_total", (("group", "g"),))] == 2
     assert s[("pyrocketmq_broker_retry_messages_total", (("group", "g"),))] == 0
-    assert ("pyrocketmq_broker_dlq_messages_total", (("group", "CLIENT_INNER_PRODUCER"),)) not in s  # system groups
+    assert (
+        "pyrocketmq_broker_dlq_messages_total",
+        (("group", "CLIENT_INNER_PRODUCER"),),
+    ) not in s  # system groups
     assert s[("pyrocketmq_broker_scheduled_messages", (("level", "3"),))] == 1
-    assert not any(name == "pyrocketmq_broker_queue_max_offset" and dict(labels)["topic"] == "SCHEDULE_TOPIC_XXXX"
-                   for name, labels in s)
+    assert not any(
+        name == "pyrocketmq_broker_queue_max_offset" and dict(labels)["topic"] == "SCHEDULE_TOPIC_XXXX"
+        for name, labels in s
+    )
     assert s[("pyrocketmq_broker_store_put_duration_seconds_count", ())] == 11
     assert s[("pyrocketmq_broker_commitlog_size_bytes", ())] > 0
     assert 0 <= s[("pyrocketmq_broker_disk_usage_ratio", ())] <= 1
     assert s[("pyrocketmq_broker_ready", ())] == 0  # not serving: never started
-    assert s[("pyrocketmq_broker_info", (("broker_id", "0"), ("role", "ASYNC_MASTER"), ("version", "0.1.0")))] == 1
+    assert (
+        s[("pyrocketmq_broker_info", (("broker_id", "0"), ("role", "ASYNC_MASTER"), ("version", "0.1.0")))]
+        == 1
+    )
 
 
 def test_timer_messages_waiting_and_delivered(broker, tmp_path):
@@ -184,7 +219,11 @@ def test_a_slave_leaves_the_groups_data_to_its_master(tmp_path):
         for family in ("queue_max_offset", "queue_min_offset", "consumer_offset", "consumer_lag_messages",
                        "dlq_messages_total", "retry_messages_total", "scheduled_messages"):
             assert f"pyrocketmq_broker_{family}" not in names, family
-        assert {"pyrocketmq_broker_commitlog_size_bytes", "pyrocketmq_broker_ready", "pyrocketmq_broker_info"} <= names
+        assert {
+            "pyrocketmq_broker_commitlog_size_bytes",
+            "pyrocketmq_broker_ready",
+            "pyrocketmq_broker_info",
+        } <= names
     finally:
         slave.store.shutdown()
 
@@ -199,7 +238,10 @@ def test_every_broker_series_names_its_cluster_and_broker(broker):
 
 
 def test_no_metrics_object_without_a_metrics_port(tmp_path):
-    assert Broker(BrokerSettings.from_conf({"storePathRootDir": str(tmp_path), "metricsPort": "0"})).metrics is None
+    assert (
+        Broker(BrokerSettings.from_conf({"storePathRootDir": str(tmp_path), "metricsPort": "0"})).metrics
+        is None
+    )
 
 
 def test_replication_lag_is_master_offset_minus_the_best_slave_ack(broker):
@@ -211,7 +253,10 @@ def test_replication_lag_is_master_offset_minus_the_best_slave_ack(broker):
     assert ("pyrocketmq_broker_replication_lag_bytes", ()) not in samples(broker)  # no slave connected
     broker.ha_server.table.connect("slave")
     broker.ha_server.table.ack("slave", 10)
-    assert samples(broker)[("pyrocketmq_broker_replication_lag_bytes", ())] == broker.store.get_max_phy_offset() - 10
+    assert (
+        samples(broker)[("pyrocketmq_broker_replication_lag_bytes", ())]
+        == broker.store.get_max_phy_offset() - 10
+    )
 
 
 def test_connections_under_apache_names_by_language_version_and_mode(broker):
@@ -221,21 +266,59 @@ def test_connections_under_apache_names_by_language_version_and_mode(broker):
     broker.producers.register("p2", object(), 3, 407, "pg")
     broker.producers.register("p3", object(), 3, 407, "pg2")
     broker.consumers.register("c1", object(), 0, 407, ConsumerData(group_name="cg"))
-    broker.consumers.register("c2", object(), 3, 407, ConsumerData(group_name="lite", consume_type="CONSUME_ACTIVELY"))
+    broker.consumers.register(
+        "c2", object(), 3, 407, ConsumerData(group_name="lite", consume_type="CONSUME_ACTIVELY")
+    )
     s = samples(broker)
-    assert s[("rocketmq_producer_connections", (("language", "java"), ("protocol_type", "remoting"), ("version", "v4_9_7")))] == 1
-    assert s[("rocketmq_producer_connections", (("language", "python"), ("protocol_type", "remoting"), ("version", "v4_9_7")))] == 2
+    assert (
+        s[
+            (
+                "rocketmq_producer_connections",
+                (("language", "java"), ("protocol_type", "remoting"), ("version", "v4_9_7")),
+            )
+        ]
+        == 1
+    )
+    assert (
+        s[
+            (
+                "rocketmq_producer_connections",
+                (("language", "python"), ("protocol_type", "remoting"), ("version", "v4_9_7")),
+            )
+        ]
+        == 2
+    )
     push = (("consume_mode", "push"), ("consumer_group", "cg"), ("is_system", "false"), ("language", "java"),
             ("protocol_type", "remoting"), ("version", "v4_9_7"))
     assert s[("rocketmq_consumer_connections", push)] == 1
-    assert ("rocketmq_consumer_connections", (("consume_mode", "pull"), ("consumer_group", "lite"), ("is_system", "false"),
-            ("language", "python"), ("protocol_type", "remoting"), ("version", "v4_9_7"))) in s
+    assert (
+        "rocketmq_consumer_connections",
+        (
+            ("consume_mode", "pull"),
+            ("consumer_group", "lite"),
+            ("is_system", "false"),
+            ("language", "python"),
+            ("protocol_type", "remoting"),
+            ("version", "v4_9_7"),
+        ),
+    ) in s
 
 
 def test_consumer_states_sum_queues_as_apache_does():
     """Queue 0: 10 stored, 3 committed, pulled to 5; queue 1: never pulled, 9 committed; stored at 1000 + offset."""
-    states = metric_rows.consumer_states({"T@g": {0: 3, 1: 9}, "bad-key": {0: 1}}, {"T@g": {0: 5}}, lambda t, q: 10,
-                                         lambda t, q, o: 1000 + o, now_ms=2000)
-    assert states == {("g", "T"): metric_rows.ConsumerState(lag=8, ready=6, inflight=2, queueing_ms=995, lag_ms=997)}
-    caught_up = metric_rows.consumer_states({"T@g": {0: 10}}, {"T@g": {0: 12}}, lambda t, q: 10, lambda t, q, o: -1, 2000)
-    assert caught_up[("g", "T")] == metric_rows.ConsumerState()  # a pull offset past the top counts as the top
+    states = metric_rows.consumer_states(
+        {"T@g": {0: 3, 1: 9}, "bad-key": {0: 1}},
+        {"T@g": {0: 5}},
+        lambda t, q: 10,
+        lambda t, q, o: 1000 + o,
+        now_ms=2000,
+    )
+    assert states == {
+        ("g", "T"): metric_rows.ConsumerState(lag=8, ready=6, inflight=2, queueing_ms=995, lag_ms=997)
+    }
+    caught_up = metric_rows.consumer_states(
+        {"T@g": {0: 10}}, {"T@g": {0: 12}}, lambda t, q: 10, lambda t, q, o: -1, 2000
+    )
+    assert (
+        caught_up[("g", "T")] == metric_rows.ConsumerState()
+    )  # a pull offset past the top counts as the top

@@ -26,7 +26,10 @@ BASE = dict(resolved=False, times=0, born_ms=0, now_ms=10_000, timeout_ms=6_000,
         ({"times": 15}, transaction.Verdict.DISCARD),
         ({"now_ms": 5_999}, transaction.Verdict.WAIT),
         ({"now_ms": 6_000}, transaction.Verdict.CHECK),
-        ({"born_ms": 20_000}, transaction.Verdict.CHECK),  # born in our future: a skewed clock, do not wait forever
+        (
+            {"born_ms": 20_000},
+            transaction.Verdict.CHECK,
+        ),  # born in our future: a skewed clock, do not wait forever
         ({"immunity_ms": 60_000}, transaction.Verdict.WAIT),
         ({"immunity_ms": 1_000, "now_ms": 2_000}, transaction.Verdict.CHECK),
         ({"reserved_ms": 5_000}, transaction.Verdict.DISCARD),
@@ -70,9 +73,25 @@ def test_half_inner_moves_the_message_aside():
 
 
 def _half_ext(**kw) -> MessageExt:
-    props = {"UNIQ_KEY": "U1", "TRAN_MSG": "true", "PGROUP": "pg", "REAL_TOPIC": "Real", "REAL_QID": "2", "TAGS": "t"}
-    base = dict(topic=transaction.HALF_TOPIC, body=b"b", properties=props, queue_id=0, queue_offset=7,
-                commitlog_offset=1234, born_host=("10.0.0.1", 5), store_host=("10.0.0.2", 10911), born_timestamp=1)
+    props = {
+        "UNIQ_KEY": "U1",
+        "TRAN_MSG": "true",
+        "PGROUP": "pg",
+        "REAL_TOPIC": "Real",
+        "REAL_QID": "2",
+        "TAGS": "t",
+    }
+    base = dict(
+        topic=transaction.HALF_TOPIC,
+        body=b"b",
+        properties=props,
+        queue_id=0,
+        queue_offset=7,
+        commitlog_offset=1234,
+        born_host=("10.0.0.1", 5),
+        store_host=("10.0.0.2", 10911),
+        born_timestamp=1,
+    )
     base.update(kw)
     return MessageExt(**base)
 
@@ -100,7 +119,12 @@ def test_committed_inner_restores_the_real_destination():
 
 def test_op_record_and_check_body():
     op = transaction.op_inner(42, store_host=pack_host("127.0.0.1", 1), born_timestamp=5)
-    assert (op.topic, op.queue_id, bytes(op.body), op.properties["TAGS"]) == (transaction.OP_TOPIC, 0, b"42", "d")
+    assert (op.topic, op.queue_id, bytes(op.body), op.properties["TAGS"]) == (
+        transaction.OP_TOPIC,
+        0,
+        b"42",
+        "d",
+    )
     assert transaction.parse_op_body(b"42") == 42 and transaction.parse_op_body(b"x") is None
     body = transaction.check_body_message(_half_ext())
     assert (body.topic, body.queue_id, body.queue_offset) == ("Real", 2, 7)
@@ -109,7 +133,9 @@ def test_op_record_and_check_body():
 
 def test_settings_from_broker_conf():
     assert TransactionSettings.from_conf({}) == TransactionSettings(60_000, 6_000, 15)
-    s = TransactionSettings.from_conf({"transactionCheckInterval": "100", "transactionTimeOut": "50", "transactionCheckMax": "2"})
+    s = TransactionSettings.from_conf(
+        {"transactionCheckInterval": "100", "transactionTimeOut": "50", "transactionCheckMax": "2"}
+    )
     assert (s.check_interval_ms, s.timeout_ms, s.check_max) == (100, 50, 2)
     with pytest.raises(ValueError, match="transactionCheckMax"):
         TransactionSettings.from_conf({"transactionCheckMax": "many"})
@@ -120,7 +146,10 @@ def test_settings_from_broker_conf():
 
 @pytest.fixture
 def store(tmp_path):
-    s = MessageStore(StoreSettings(store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=1024 * 1024), ("127.0.0.1", 10911))
+    s = MessageStore(
+        StoreSettings(store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=1024 * 1024),
+        ("127.0.0.1", 10911),
+    )
     s.load()
     s.start()
     yield s
@@ -141,11 +170,15 @@ def test_check_turns(store, tmp_path):
     q_resolved = _put_half(store, born_ms=1)
     q_old = _put_half(store, born_ms=2)
     q_young = _put_half(store, born_ms=99_000)
-    store.put_message(transaction.op_inner(q_resolved, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1))
+    store.put_message(
+        transaction.op_inner(q_resolved, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1)
+    )
     assert svc.check_once() == 1
     assert [m.body for m in asked] == [b"b"] and asked[0].properties["TRANSACTION_CHECK_TIMES"] == "1"
     assert asked[0].queue_offset == 3  # the re-stored copy, at the half queue's end
-    assert offsets.query(transaction.SYS_GROUP, transaction.HALF_TOPIC, 0) == q_young  # stopped at the young one
+    assert (
+        offsets.query(transaction.SYS_GROUP, transaction.HALF_TOPIC, 0) == q_young
+    )  # stopped at the young one
     assert offsets.query(transaction.SYS_GROUP, transaction.OP_TOPIC, 0) == 1
     assert q_old == 1
     # time passes: the young one and the re-stored copy are both checked
@@ -155,7 +188,11 @@ def test_check_turns(store, tmp_path):
     assert sorted(m.properties["TRANSACTION_CHECK_TIMES"] for m in asked) == ["1", "2"]
     # the producer answers one of them (op record), the other reaches check_max and is discarded
     answered = next(m for m in asked if m.properties["TRANSACTION_CHECK_TIMES"] == "1")
-    store.put_message(transaction.op_inner(answered.queue_offset, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1))
+    store.put_message(
+        transaction.op_inner(
+            answered.queue_offset, store_host=pack_host("127.0.0.1", 10911), born_timestamp=1
+        )
+    )
     asked.clear()
     assert svc.check_once() == 0
     moved = store.find_consume_queue(transaction.CHECK_MAX_TOPIC, 0)
@@ -174,7 +211,11 @@ def test_a_backlog_of_old_half_messages_is_asked_about_turn_by_turn(store, tmp_p
     for _ in range(10):
         _put_half(store, born_ms=1)
     turns = [svc.check_once() for _ in range(3)]
-    assert turns == [4, 4, 4]  # the third turn: the last two first asks, then two second asks of the first ones
+    assert turns == [
+        4,
+        4,
+        4,
+    ]  # the third turn: the last two first asks, then two second asks of the first ones
     times = [m.properties["TRANSACTION_CHECK_TIMES"] for m in asked]
     assert times == ["1"] * 10 + ["2"] * 2
 

@@ -60,7 +60,9 @@ def test_averagely_by_circle_grid(nq, nc, expected):
     assert split(allocate_averagely_by_circle, QS[:nq], ids(nc)) == expected
 
 
-@pytest.mark.parametrize("strategy", [allocate_averagely, allocate_averagely_by_circle, allocate_consistent_hash])
+@pytest.mark.parametrize(
+    "strategy", [allocate_averagely, allocate_averagely_by_circle, allocate_consistent_hash]
+)
 def test_unknown_consumer_or_empty_input_gets_nothing(strategy):
     assert strategy("g", "stranger", QS, ids(3)) == []
     assert strategy("g", "c0", [], ids(3)) == []
@@ -76,7 +78,10 @@ def test_every_queue_exactly_once(strategy, nc):
 
 
 def test_java_hash_inputs():
-    assert java_mq_string(MessageQueue("T", "broker-a", 3)) == "MessageQueue [topic=T, brokerName=broker-a, queueId=3]"
+    assert (
+        java_mq_string(MessageQueue("T", "broker-a", 3))
+        == "MessageQueue [topic=T, brokerName=broker-a, queueId=3]"
+    )
     # MD5("abc") = 900150983cd24fb0...: the first four bytes, unsigned
     assert md5_hash("abc") == 0x90015098
 

@@ -24,17 +24,37 @@ def run(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
         (["admin"], "usage: pyrocketmq admin", "required: <command>"),
         (["admin", "fooBar", "-n", "x:1"], "usage: pyrocketmq admin", "invalid choice: 'fooBar'"),
         (["admin", "topicList"], "usage: pyrocketmq admin topicList", "-n/--namesrvAddr"),
-        (["admin", "updateTopic", "-n", "x:1", "-t", "T"], "usage: pyrocketmq admin updateTopic", "-c/--clusterName -b/--brokerAddr"),
-        (["admin", "updateTopic", "-n", "x:1", "-c", "C", "-b", "b:1", "-t", "T"], "updateTopic", "not allowed with"),
-        (["admin", "updateTopic", "-n", "x:1", "-c", "C", "-t", "T", "-r", "many"], "updateTopic", "invalid int value: 'many'"),
-        (["admin", "updateTopic", "-n", "x:1", "-c", "C", "-t", "T", "-o", "maybe"], "updateTopic", "expected true or false"),
+        (
+            ["admin", "updateTopic", "-n", "x:1", "-t", "T"],
+            "usage: pyrocketmq admin updateTopic",
+            "-c/--clusterName -b/--brokerAddr",
+        ),
+        (
+            ["admin", "updateTopic", "-n", "x:1", "-c", "C", "-b", "b:1", "-t", "T"],
+            "updateTopic",
+            "not allowed with",
+        ),
+        (
+            ["admin", "updateTopic", "-n", "x:1", "-c", "C", "-t", "T", "-r", "many"],
+            "updateTopic",
+            "invalid int value: 'many'",
+        ),
+        (
+            ["admin", "updateTopic", "-n", "x:1", "-c", "C", "-t", "T", "-o", "maybe"],
+            "updateTopic",
+            "expected true or false",
+        ),
         (["admin", "deleteTopic", "-n", "x:1", "-t", "T"], "deleteTopic", "-c/--clusterName"),
         (["admin", "updateSubGroup", "-n", "x:1", "-c", "C"], "updateSubGroup", "-g/--groupName"),
         (["admin", "consumerProgress", "-n", "x:1"], "consumerProgress", "-g/--groupName"),
         (["admin", "queryMsgById", "-n", "x:1"], "queryMsgById", "-i/--msgId"),
         (["produce", "-n", "x:1"], "usage: pyrocketmq produce", "-t/--topic"),
         (["produce", "-n", "x:1", "-t", "T", "-p", "novalue"], "usage: pyrocketmq produce", "expected K=V"),
-        (["produce", "-n", "x:1", "-t", "T", "-c", "0", "--body", "b"], "usage: pyrocketmq produce", "at least 1"),
+        (
+            ["produce", "-n", "x:1", "-t", "T", "-c", "0", "--body", "b"],
+            "usage: pyrocketmq produce",
+            "at least 1",
+        ),
         (["consume", "-n", "x:1", "-t", "T"], "usage: pyrocketmq consume", "-g/--group"),
         (["consume", "-n", "x:1", "-t", "T", "-g", "g", "-c", "-1"], "usage: pyrocketmq consume", "negative"),
         (["bench", "produce", "-n", "x:1", "-s", "0"], "usage: pyrocketmq bench produce", "positive"),
@@ -85,7 +105,9 @@ class FailingAdmin:
         (RuntimeError("boom"), "internal error: RuntimeError: boom"),
     ],
 )
-def test_failures_are_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch, error: Exception, line: str) -> None:
+def test_failures_are_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, error: Exception, line: str
+) -> None:
     import pyrocketmq.client.admin as admin_mod
 
     FailingAdmin.error = error
@@ -99,13 +121,22 @@ def test_failures_are_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch, error
 
 def test_table_is_aligned_like_mqadmin() -> None:
     out = io.StringIO()
-    cli_common.table([["#Broker Name", "#QID", "#Last"], ["broker-a", 0, "x"], ["a-much-longer-broker-name-than-32-chars", 12, "y"]],
-              [32, 4, 0], out)
+    cli_common.table(
+        [
+            ["#Broker Name", "#QID", "#Last"],
+            ["broker-a", 0, "x"],
+            ["a-much-longer-broker-name-than-32-chars", 12, "y"],
+        ],
+        [32, 4, 0],
+        out,
+    )
     lines = out.getvalue().splitlines()
     starts = {ln.index("#QID") if "#QID" in ln else None for ln in lines[:1]}
     assert starts == {lines[2].index("12")}
     assert lines[1].index("0") == lines[0].index("#QID")
-    assert lines[0].startswith("#Broker Name" + " " * (len("a-much-longer-broker-name-than-32-chars") - len("#Broker Name") + 2))
+    assert lines[0].startswith(
+        "#Broker Name" + " " * (len("a-much-longer-broker-name-than-32-chars") - len("#Broker Name") + 2)
+    )
 
 
 def test_a_reader_that_goes_away_stops_the_cli_quietly(monkeypatch) -> None:

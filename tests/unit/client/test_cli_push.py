@@ -14,7 +14,10 @@ from pyrocketmq.client import cli
     [
         (["consume", "-n", "x:1", "-t", "T", "-g", "g", "--orderly"], "need --push"),
         (["consume", "-n", "x:1", "-t", "T", "-g", "g", "--broadcast"], "need --push"),
-        (["consume", "-n", "x:1", "-t", "T", "-g", "g", "--push", "--no-commit"], "cannot be combined with --push"),
+        (
+            ["consume", "-n", "x:1", "-t", "T", "-g", "g", "--push", "--no-commit"],
+            "cannot be combined with --push",
+        ),
     ],
 )
 def test_push_mode_argument_errors(argv: list[str], message: str) -> None:

@@ -221,7 +221,9 @@ def test_consume_timeout_sends_back_and_removes():
 
 class ScriptedOrderly(OrderlyConsumeService):
     def __init__(self, consumer, listener, back_ok: bool = True) -> None:
-        super().__init__(consumer, listener, lock_queue=consumer.lock_queue, on_batch_done=consumer.after_orderly_batch)
+        super().__init__(
+            consumer, listener, lock_queue=consumer.lock_queue, on_batch_done=consumer.after_orderly_batch
+        )
         self.back_ok = back_ok
         self.sent_back: list[tuple[int, int]] = []
 
@@ -240,7 +242,11 @@ def test_orderly_suspends_then_sends_to_the_dlq_at_max_and_moves_on():
         def listener(ms, ctx):
             locked_during_call.append(pq.consume_locked)
             seen.append((ms[0].queue_offset, ms[0].reconsume_times))
-            return ConsumeResult.SUSPEND_CURRENT_QUEUE_A_MOMENT if ms[0].queue_offset == 1 else ConsumeResult.SUCCESS
+            return (
+                ConsumeResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                if ms[0].queue_offset == 1
+                else ConsumeResult.SUCCESS
+            )
 
         svc = ScriptedOrderly(c, listener)
         batch = msgs(0, 1, 2)
@@ -288,7 +294,11 @@ def test_orderly_clustering_waits_for_the_broker_lock():
 def test_decision_modules_are_pure(module):
     tree = ast.parse((Path(__file__).resolve().parents[3] / "client" / f"{module}.py").read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    imported |= {
+        (n.module or "").split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.level == 0
+    }
     assert not imported & {"asyncio", "socket", "threading"}
 
 

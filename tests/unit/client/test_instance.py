@@ -99,10 +99,17 @@ def test_ids_changed_and_reset_go_to_the_group_hooks() -> None:
     class Conn:
         remote_addr = "b:10911"
 
-    assert i.broker_requests.ids_changed(Conn(), RemotingCommand.request(40, {"consumerGroup": "cg"}, oneway=True)) is None  # type: ignore[arg-type]
+    assert (
+        i.broker_requests.ids_changed(
+            Conn(), RemotingCommand.request(40, {"consumerGroup": "cg"}, oneway=True)
+        )
+        is None
+    )  # type: ignore[arg-type]
     mq = MessageQueue("T", "b", 0)
     body = ResetOffsetBody(offset_table={mq: 5}).to_json()
-    i.broker_requests.reset_offset(Conn(), RemotingCommand.request(220, {"topic": "T", "group": "cg", "timestamp": 0}, body))  # type: ignore[arg-type]
+    i.broker_requests.reset_offset(
+        Conn(), RemotingCommand.request(220, {"topic": "T", "group": "cg", "timestamp": 0}, body)
+    )  # type: ignore[arg-type]
     assert fc.events == ["changed", ("T", {mq: 5})]
 
 
@@ -122,7 +129,10 @@ def test_check_response() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("cannot connect to 127.0.0.1:9876: [Errno 111] Connect call failed ('127.0.0.1', 9876)", "connection refused"),
+        (
+            "cannot connect to 127.0.0.1:9876: [Errno 111] Connect call failed ('127.0.0.1', 9876)",
+            "connection refused",
+        ),
         ("cannot connect to h:1: [Errno -2] Name or service not known", "unknown host"),
         ("cannot connect to h:1: TimeoutError", "connection timed out"),
     ],

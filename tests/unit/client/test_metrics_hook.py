@@ -19,11 +19,16 @@ def test_prometheus_client_metrics_count_what_they_are_told():
     m.on_consume("g", "T", False, 0.002, 1)
     m.on_pull("g", "T", 0.1, 32)
     get = registry.get_sample_value
-    assert get("pyrocketmq_client_sent_messages_total", {"group": "p", "topic": "T", "outcome": "SEND_OK"}) == 3
+    assert (
+        get("pyrocketmq_client_sent_messages_total", {"group": "p", "topic": "T", "outcome": "SEND_OK"}) == 3
+    )
     assert get("pyrocketmq_client_sent_messages_total", {"group": "p", "topic": "T", "outcome": "error"}) == 1
     assert get("pyrocketmq_client_send_duration_seconds_count", {"group": "p", "topic": "T"}) == 2
     assert get("pyrocketmq_client_consumed_messages_total", {"group": "g", "topic": "T", "result": "ok"}) == 2
-    assert get("pyrocketmq_client_consumed_messages_total", {"group": "g", "topic": "T", "result": "failed"}) == 1
+    assert (
+        get("pyrocketmq_client_consumed_messages_total", {"group": "g", "topic": "T", "result": "failed"})
+        == 1
+    )
     assert get("pyrocketmq_client_pulled_messages_total", {"group": "g", "topic": "T"}) == 32
 
 

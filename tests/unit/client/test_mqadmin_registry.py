@@ -99,7 +99,10 @@ def test_an_unknown_or_missing_verb_prints_the_admin_usage_and_exits_2(argv: lis
     ("argv", "message"),
     [
         (["queryMsgByKey", "-t", "T", "-k", "k", "-c", "0"], "argument -c/--maxNum: must be at least 1"),
-        (["queryMsgByKey", "-t", "T", "-k", "k", "-c", "many"], "argument -c/--maxNum: invalid int value: 'many'"),
+        (
+            ["queryMsgByKey", "-t", "T", "-k", "k", "-c", "many"],
+            "argument -c/--maxNum: invalid int value: 'many'",
+        ),
         (["printMsg", "-t", "T", "-c", "no-such-charset"], "not a charset"),
         (["clusterRT", "-a", "0"], "argument -a/--amount: must be 1..100000"),
         (["clusterRT", "-s", str(4 * 1024 * 1024 + 1)], "argument -s/--size: must be 1..4194304"),
@@ -132,7 +135,11 @@ def test_the_verb_named_runs_with_an_open_admin(monkeypatch: pytest.MonkeyPatch)
         out.write("done\n")
 
     monkeypatch.setattr(admin_mod, "Admin", OpenAdmin)
-    monkeypatch.setitem(registry.VERBS, "topicRoute", Verb("topicRoute", "stand-in", handler, registry.VERBS["topicRoute"].options))
+    monkeypatch.setitem(
+        registry.VERBS,
+        "topicRoute",
+        Verb("topicRoute", "stand-in", handler, registry.VERBS["topicRoute"].options),
+    )
     code, out, err = run(["admin", "topicRoute", "-n", "10.0.0.1:9876", "-t", "Orders"])
     assert (code, out, err) == (0, "done\n", "")
     [(name, admin, topic)] = seen
@@ -142,7 +149,9 @@ def test_the_verb_named_runs_with_an_open_admin(monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.parametrize("name", VERBS)
 def test_every_handler_takes_the_admin_class_not_any(name: str) -> None:
-    hints = typing.get_type_hints(registry.VERBS[name].run, localns={"Admin": Admin})  # imported for type checks only
+    hints = typing.get_type_hints(
+        registry.VERBS[name].run, localns={"Admin": Admin}
+    )  # imported for type checks only
     assert hints["admin"] is Admin and hints["args"] is argparse.Namespace and hints["out"] is typing.TextIO
 
 
@@ -150,7 +159,10 @@ def test_a_name_declared_twice_is_refused() -> None:
     async def noop(admin: Admin, args: argparse.Namespace, out: typing.TextIO) -> None:
         return None
 
-    twice = (registry.Section("a", (Verb("topicList", "x", noop),)), registry.Section("b", (Verb("topicList", "y", noop),)))
+    twice = (
+        registry.Section("a", (Verb("topicList", "x", noop),)),
+        registry.Section("b", (Verb("topicList", "y", noop),)),
+    )
     with pytest.raises(ValueError, match="topicList"):
         registry.index(twice)
 

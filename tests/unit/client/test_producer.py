@@ -46,7 +46,14 @@ def test_single_payload_properties() -> None:
     msg = Message("T", b"hi", tags="TagA", keys=["k1", "k2"], properties={"a": "1"}, delay_level=3, flag=7)
     p = prepare_single(msg, S, IDS)
     props = decode_properties(p.properties.encode())
-    assert props == {"a": "1", "TAGS": "TagA", "KEYS": "k1 k2", "DELAY": "3", "WAIT": "true", "UNIQ_KEY": msg.unique_id}
+    assert props == {
+        "a": "1",
+        "TAGS": "TagA",
+        "KEYS": "k1 k2",
+        "DELAY": "3",
+        "WAIT": "true",
+        "UNIQ_KEY": msg.unique_id,
+    }
     assert p.flag == 7 and p.sys_flag == 0 and not p.batch and p.unique_id == msg.unique_id
     assert len(msg.unique_id or "") == 32
 
@@ -112,7 +119,9 @@ def test_bad_batches_are_refused(msgs: list[Message]) -> None:
 
 def test_batch_too_large_is_refused() -> None:
     with pytest.raises(MQClientError, match="split it"):
-        prepare_batch([Message("T", b"x" * 600) for _ in range(3)], ProducerSettings(max_message_size=1000), IDS)
+        prepare_batch(
+            [Message("T", b"x" * 600) for _ in range(3)], ProducerSettings(max_message_size=1000), IDS
+        )
 
 
 @pytest.mark.parametrize(
@@ -172,7 +181,12 @@ def test_send_header_v2_fields() -> None:
     assert cmd.code == 310 and cmd.language == 3 and cmd.version == 407
     # the broker's own parser reads it back
     parsed = SendMessageRequestHeader.from_command(cmd)
-    assert (parsed.producer_group, parsed.topic, parsed.queue_id, parsed.properties) == ("pg", "T", 3, p.properties)
+    assert (parsed.producer_group, parsed.topic, parsed.queue_id, parsed.properties) == (
+        "pg",
+        "T",
+        3,
+        p.properties,
+    )
 
 
 def test_batch_header_sets_m() -> None:
@@ -187,7 +201,11 @@ def test_batch_header_sets_m() -> None:
 
 def _resp(code: int, **ext: str) -> RemotingCommand:
     req = RemotingCommand.request(310)
-    return req.response(code, "remark", ext or {"msgId": "0A00000100002A9F0000000000000000", "queueId": "2", "queueOffset": "17"})
+    return req.response(
+        code,
+        "remark",
+        ext or {"msgId": "0A00000100002A9F0000000000000000", "queueId": "2", "queueOffset": "17"},
+    )
 
 
 @pytest.mark.parametrize(
@@ -258,7 +276,9 @@ class FakeInstance:
     async def find_publish_info(self, topic, **kw):
         # cached, with a fixed round-robin start, as the real instance caches it
         if topic not in self.infos:
-            self.infos[topic] = TopicPublishInfo(topic, [q for q in self.queues if q.topic == topic], counter=_Counter(0))
+            self.infos[topic] = TopicPublishInfo(
+                topic, [q for q in self.queues if q.topic == topic], counter=_Counter(0)
+            )
         return self.infos[topic]
 
     async def master_addr_of(self, topic, broker_name):
@@ -277,7 +297,9 @@ class FakeInstance:
             step = self.script[broker].pop(0) if self.script.get(broker) else 0
         if isinstance(step, BaseException):
             raise step
-        return cmd.response(step, "scripted", {"msgId": "X", "queueId": cmd.ext_fields["e"], "queueOffset": "0"})
+        return cmd.response(
+            step, "scripted", {"msgId": "X", "queueId": cmd.ext_fields["e"], "queueOffset": "0"}
+        )
 
     async def invoke_oneway(self, addr, cmd):
         self.oneway.append(addr)
@@ -346,13 +368,17 @@ def test_a_master_handing_over_is_waited_for_within_the_send_timeout() -> None:
     only_a = [q for q in QUEUES if q.broker_name == "a"]
     fake = FakeInstance({"a": [14, 14, 14, 14]}, only_a)
     t0 = time.monotonic()
-    res = asyncio.run(_producer(fake, send_timeout=3.0, retries=2, latency_fault_enabled=False).send(Message("T", b"x")))
+    res = asyncio.run(
+        _producer(fake, send_timeout=3.0, retries=2, latency_fault_enabled=False).send(Message("T", b"x"))
+    )
     assert res.status is SendStatus.SEND_OK and len(fake.calls) == 5
     assert 1.4 < time.monotonic() - t0 < 2.5 and fake.refreshed  # 0.1 + 0.2 + 0.4 + 0.8 s
     # a broker that stays a slave fails the send once its time is spent, not before
     fake = FakeInstance({"a": [14] * 50}, only_a)
     with pytest.raises(MQBrokerError):
-        asyncio.run(_producer(fake, send_timeout=1.0, retries=2, latency_fault_enabled=False).send(Message("T", b"x")))
+        asyncio.run(
+            _producer(fake, send_timeout=1.0, retries=2, latency_fault_enabled=False).send(Message("T", b"x"))
+        )
 
 
 def test_failed_broker_is_avoided_by_later_sends() -> None:

@@ -69,7 +69,9 @@ def msg(topic="T", tags=None, body=b"b", props=None, sys_flag=0, offset=0) -> Me
 def test_tags_are_rechecked_by_exact_string() -> None:
     # "Aa" and "BB" have the same Java hash: the broker lets both through for "Aa".
     assert tags_code("Aa") == tags_code("BB")
-    out = process_messages([msg(tags="Aa"), msg(tags="BB"), msg(tags=None)], parse_expression("Aa"), "g", 0, 3)
+    out = process_messages(
+        [msg(tags="Aa"), msg(tags="BB"), msg(tags=None)], parse_expression("Aa"), "g", 0, 3
+    )
     assert [m.tags for m in out] == ["Aa"]
 
 
@@ -79,8 +81,14 @@ def test_star_keeps_untagged_messages() -> None:
 
 def test_retry_topic_is_restored_only_for_the_groups_retry_topic() -> None:
     out = process_messages(
-        [msg(topic="%RETRY%g", props={"RETRY_TOPIC": "Orig"}), msg(topic="%RETRY%other", props={"RETRY_TOPIC": "X"})],
-        parse_expression("*"), "g", 0, 2,
+        [
+            msg(topic="%RETRY%g", props={"RETRY_TOPIC": "Orig"}),
+            msg(topic="%RETRY%other", props={"RETRY_TOPIC": "X"}),
+        ],
+        parse_expression("*"),
+        "g",
+        0,
+        2,
     )
     assert [m.topic for m in out] == ["Orig", "%RETRY%other"]
 
@@ -106,7 +114,12 @@ def _response(code: int, body: bytes | None = None, **ext) -> RemotingCommand:
 
 @pytest.mark.parametrize(
     ("code", "status"),
-    [(0, PullStatus.FOUND), (19, PullStatus.NO_NEW_MSG), (20, PullStatus.NO_MATCHED_MSG), (21, PullStatus.OFFSET_ILLEGAL)],
+    [
+        (0, PullStatus.FOUND),
+        (19, PullStatus.NO_NEW_MSG),
+        (20, PullStatus.NO_MATCHED_MSG),
+        (21, PullStatus.OFFSET_ILLEGAL),
+    ],
 )
 def test_pull_statuses(code: int, status: PullStatus) -> None:
     r = pull_result_from_response(_response(code), parse_expression("*"), "g", "b:1")
@@ -116,12 +129,16 @@ def test_pull_statuses(code: int, status: PullStatus) -> None:
 
 def test_found_decodes_the_body() -> None:
     records = b"".join(bytes(encode_message(msg(tags=t, offset=i))) for i, t in enumerate(["A", "B", "A"]))
-    r = pull_result_from_response(_response(0, records, suggestWhichBrokerId=1), parse_expression("A"), "g", "b:1")
+    r = pull_result_from_response(
+        _response(0, records, suggestWhichBrokerId=1), parse_expression("A"), "g", "b:1"
+    )
     assert [m.queue_offset for m in r.messages] == [0, 2]
     assert r.suggest_which_broker_id == 1
 
 
-@pytest.mark.parametrize(("code", "cls"), [(26, SubscriptionGroupNotFoundError), (1, MQBrokerError), (17, MQBrokerError)])
+@pytest.mark.parametrize(
+    ("code", "cls"), [(26, SubscriptionGroupNotFoundError), (1, MQBrokerError), (17, MQBrokerError)]
+)
 def test_other_codes_raise(code: int, cls: type) -> None:
     with pytest.raises(cls):
         pull_result_from_response(_response(code), parse_expression("*"), "g", "b:1")
@@ -135,7 +152,9 @@ def test_garbage_body_raises_a_broker_error() -> None:
 # -- buffering and offsets (state only: no pull tasks run) -----------------------------------------
 
 
-def _consumer_with_queues(*queues: MessageQueue, settings: PullConsumerSettings | None = None) -> PullConsumer:
+def _consumer_with_queues(
+    *queues: MessageQueue, settings: PullConsumerSettings | None = None
+) -> PullConsumer:
     c = PullConsumer("g", "ns:9876", settings or PullConsumerSettings(auto_commit=False))
     c._instance = object()  # type: ignore[assignment]  # "started"; nothing here talks to it
     c._data = asyncio.Event()
@@ -146,7 +165,13 @@ def _consumer_with_queues(*queues: MessageQueue, settings: PullConsumerSettings 
     return c
 
 
-def _pulled(c: PullConsumer, mq: MessageQueue, msgs: list[MessageExt], next_offset: int, pq: ProcessQueue | None = None):
+def _pulled(
+    c: PullConsumer,
+    mq: MessageQueue,
+    msgs: list[MessageExt],
+    next_offset: int,
+    pq: ProcessQueue | None = None,
+):
     """What the fetcher does with a pulled batch: into the process queue, and to the consumer's buffer."""
     pq = pq or c.state.table[mq]
     pq.put_messages(msgs)

@@ -81,7 +81,9 @@ class FakeTasks(TaskSet):
 class FakeConsumer:
     """ConsumerParts' fields with a scripted instance, and what the fetcher's callbacks received."""
 
-    def __init__(self, answer: RemotingCommand, *, broker_id: int = 0, model: str = "CLUSTERING", orderly=False):
+    def __init__(
+        self, answer: RemotingCommand, *, broker_id: int = 0, model: str = "CLUSTERING", orderly=False
+    ):
         self.group = "cg"
         self.settings = PushConsumerSettings(message_model=model)
         self.orderly = orderly
@@ -107,12 +109,21 @@ class FakeConsumer:
         self.moved.append(mq)
 
     def fetcher(self) -> PullService:
-        plan = FetchPlan(self.settings.pull, self.settings.flow, orderly=self.orderly, clustering=self.clustering)
-        return PullService(self, plan, self.tasks, submit=self.consume_service.submit, on_offset_moved=self.offset_moved)
+        plan = FetchPlan(
+            self.settings.pull, self.settings.flow, orderly=self.orderly, clustering=self.clustering
+        )
+        return PullService(
+            self, plan, self.tasks, submit=self.consume_service.submit, on_offset_moved=self.offset_moved
+        )
 
 
 def answer(code: int, next_begin: int = 0, body: bytes | None = None, suggest: int = 0) -> RemotingCommand:
-    fields = {"suggestWhichBrokerId": suggest, "nextBeginOffset": next_begin, "minOffset": 0, "maxOffset": 100}
+    fields = {
+        "suggestWhichBrokerId": suggest,
+        "nextBeginOffset": next_begin,
+        "minOffset": 0,
+        "maxOffset": 100,
+    }
     return RemotingCommand.request(0, fields, body).response(code, None, fields, body)
 
 
@@ -148,7 +159,9 @@ def test_pull_request_fields(memory_offset, broker_id, model, sys_flag, commit):
 
 def test_found_feeds_the_process_queue_rechecks_tags_and_remembers_the_suggested_broker():
     def stored(offset: int, tags: str) -> bytes:
-        return bytes(encode_message(MessageExt(topic="T", body=b"x", queue_offset=offset, properties={"TAGS": tags})))
+        return bytes(
+            encode_message(MessageExt(topic="T", body=b"x", queue_offset=offset, properties={"TAGS": tags}))
+        )
 
     c = FakeConsumer(answer(ResponseCode.SUCCESS, 12, stored(10, "TagA") + stored(11, "TagZ"), suggest=1))
     req = PullRequest(MQ, ProcessQueue(), 10)
@@ -223,8 +236,13 @@ def lite_fetcher(c: FakeConsumer, suspend_ms: int = 15000, start_at: int = 9) ->
         return start_at
 
     pull = PullSettings(suspend_ms=suspend_ms)
-    return PullService(c, FetchPlan(pull, c.settings.flow, lite=True), c.tasks, submit=c.consume_service.submit,
-                       start_offset=start_offset)
+    return PullService(
+        c,
+        FetchPlan(pull, c.settings.flow, lite=True),
+        c.tasks,
+        submit=c.consume_service.submit,
+        start_offset=start_offset,
+    )
 
 
 def lite_pull_once(c: FakeConsumer, req: PullRequest, **kw) -> PullService:

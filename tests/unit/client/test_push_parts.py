@@ -121,7 +121,9 @@ class ScriptedInstance:
         self.unlocked: list[MessageQueue] = []
         self.heartbeats = 0
         self.persisted: list[tuple[int, int]] = []
-        self.routes = {"T": SimpleNamespace(broker_datas=[SimpleNamespace(select_broker_addr=lambda: "127.0.0.1:1")])}
+        self.routes = {
+            "T": SimpleNamespace(broker_datas=[SimpleNamespace(select_broker_addr=lambda: "127.0.0.1:1")])
+        }
 
     async def subscribe_queues(self, topic):
         if topic == "T":
@@ -146,7 +148,9 @@ class ScriptedInstance:
     async def invoke(self, addr, cmd, timeout=None):
         self.sent.append(cmd.code)
         if cmd.code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
-            return cmd.response(0, None, {}, ConsumerIdList(consumer_id_list=[self.client_id, "10.0.0.2@b"]).to_json())
+            return cmd.response(
+                0, None, {}, ConsumerIdList(consumer_id_list=[self.client_id, "10.0.0.2@b"]).to_json()
+            )
         if cmd.code == RequestCode.LOCK_BATCH_MQ:
             body = LockBatchResponseBody(lock_ok_mq_set=sorted(self.lockable))
             return cmd.response(0, None, {}, body.to_json())
@@ -166,7 +170,9 @@ def make_service(*, orderly=False, lockable=frozenset(QUEUES)):
     state = SubscriptionState("cg")
     state.subscribe("T", parse_expression("*"))
     inst = ScriptedInstance(lockable)
-    parts = ConsumerParts("cg", PushConsumerSettings(), inst, RemoteOffsetStore("cg", inst), ConsumerStats(), state, orderly)  # type: ignore[arg-type]  # a scripted instance
+    parts = ConsumerParts(
+        "cg", PushConsumerSettings(), inst, RemoteOffsetStore("cg", inst), ConsumerStats(), state, orderly
+    )  # type: ignore[arg-type]  # a scripted instance
     fetched: list[PullRequest] = []
     svc = RebalanceService(parts, strategy_for("averagely"), TaskSet(), fetch=fetched.append)
     return svc, state, inst, fetched
@@ -182,7 +188,10 @@ def test_rebalance_takes_this_members_share_and_hands_each_queue_to_the_fetcher(
     changed, again, state, inst, fetched = asyncio.run(go())
     assert changed and not again
     assert state.assignment() == QUEUES[:2]  # first of two members, averagely: queues 0 and 1
-    assert [(r.mq, r.next_offset) for r in fetched] == [(QUEUES[0], 100), (QUEUES[1], 7)]  # none stored: the end; stored: there
+    assert [(r.mq, r.next_offset) for r in fetched] == [
+        (QUEUES[0], 100),
+        (QUEUES[1], 7),
+    ]  # none stored: the end; stored: there
     assert all(state.owns(r.mq, r.pq) for r in fetched)
     assert inst.heartbeats >= 1 and RequestCode.LOCK_BATCH_MQ not in inst.sent
 
@@ -236,6 +245,10 @@ def test_parts_never_import_the_consumer(module):
 def test_subscription_state_never_awaits():
     tree = ast.parse((CLIENT / "subscription_state.py").read_text())
     assert not [n for n in ast.walk(tree) if isinstance(n, (ast.AsyncFunctionDef, ast.Await))]
-    imported = {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    imported = {
+        (n.module or "").split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.level == 0
+    }
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not imported & {"asyncio", "socket", "threading"}

@@ -18,7 +18,9 @@ from pyrocketmq.client.route import (
 from pyrocketmq.remoting.body import BrokerData, MessageQueue, QueueData, TopicRouteData
 
 
-def route(*queue_datas: QueueData, masters: dict[str, dict[int, str]] | None = None, order: str | None = None) -> TopicRouteData:
+def route(
+    *queue_datas: QueueData, masters: dict[str, dict[int, str]] | None = None, order: str | None = None
+) -> TopicRouteData:
     names = {q.broker_name for q in queue_datas}
     addrs = masters if masters is not None else {n: {0: f"{n}:10911"} for n in names}
     return TopicRouteData(
@@ -42,7 +44,11 @@ def test_publish_uses_write_queues_of_brokers_sorted_by_name() -> None:
 
 
 def test_publish_needs_a_master() -> None:
-    r = route(QueueData("a", 4, 4, 6), QueueData("b", 4, 4, 6), masters={"a": {1: "slave:10911"}, "b": {0: "m:10911"}})
+    r = route(
+        QueueData("a", 4, 4, 6),
+        QueueData("b", 4, 4, 6),
+        masters={"a": {1: "slave:10911"}, "b": {0: "m:10911"}},
+    )
     assert {b for b, _ in mqs(publish_info_from_route("T", r))} == {"b"}
 
 
@@ -51,7 +57,10 @@ def test_publish_skips_broker_without_broker_data() -> None:
     assert not publish_info_from_route("T", r).ok
 
 
-@pytest.mark.parametrize(("perm", "writes", "reads"), [(6, True, True), (7, True, True), (2, True, False), (4, False, True), (0, False, False)])
+@pytest.mark.parametrize(
+    ("perm", "writes", "reads"),
+    [(6, True, True), (7, True, True), (2, True, False), (4, False, True), (0, False, False)],
+)
 def test_perm_bits_decide_publish_and_subscribe(perm: int, writes: bool, reads: bool) -> None:
     r = route(QueueData("a", 3, 2, perm))
     assert bool(publish_info_from_route("T", r).queues) is writes

@@ -7,8 +7,10 @@ from pyrocketmq.remoting.body import BrokerData, QueueData, TopicRouteData
 
 
 def route(queues: list[str], brokers: dict[str, dict[int, str]]) -> TopicRouteData:
-    return TopicRouteData(queue_datas=[QueueData(broker_name=n, read_queue_nums=4, write_queue_nums=4) for n in queues],
-                          broker_datas=[BrokerData(cluster="c", broker_name=n, broker_addrs=a) for n, a in brokers.items()])
+    return TopicRouteData(
+        queue_datas=[QueueData(broker_name=n, read_queue_nums=4, write_queue_nums=4) for n in queues],
+        broker_datas=[BrokerData(cluster="c", broker_name=n, broker_addrs=a) for n, a in brokers.items()],
+    )
 
 
 def test_complete_routes():

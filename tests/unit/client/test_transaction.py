@@ -23,16 +23,29 @@ def test_half_message_payload():
 
 def test_end_header_names_the_half_message():
     offset_id = create_offset_msg_id(pack_host("10.0.0.2", 10911), 123_456)
-    r = SendResult(SendStatus.SEND_OK, "UNIQ", offset_id, MessageQueue("T", "broker-a", 3), 17, transaction_id="TID")
+    r = SendResult(
+        SendStatus.SEND_OK, "UNIQ", offset_id, MessageQueue("T", "broker-a", 3), 17, transaction_id="TID"
+    )
     h = end_header(r, "pg", TransactionState.COMMIT)
     assert h.to_ext() == {
-        "producerGroup": "pg", "tranStateTableOffset": "17", "commitLogOffset": "123456", "commitOrRollback": "8",
-        "msgId": "UNIQ", "fromTransactionCheck": "false", "transactionId": "TID",
+        "producerGroup": "pg",
+        "tranStateTableOffset": "17",
+        "commitLogOffset": "123456",
+        "commitOrRollback": "8",
+        "msgId": "UNIQ",
+        "fromTransactionCheck": "false",
+        "transactionId": "TID",
     }
 
 
 def test_end_header_from_a_check():
-    fields = {"tranStateTableOffset": "9", "commitLogOffset": "777", "msgId": "M", "transactionId": "T", "offsetMsgId": "O"}
+    fields = {
+        "tranStateTableOffset": "9",
+        "commitLogOffset": "777",
+        "msgId": "M",
+        "transactionId": "T",
+        "offsetMsgId": "O",
+    }
     msg = MessageExt(topic="Real", properties={"UNIQ_KEY": "U"})
     h = end_header_from_check("pg", fields, msg, TransactionState.ROLLBACK)
     assert (h.tran_state_table_offset, h.commit_log_offset, h.commit_or_rollback) == (9, 777, 12)
@@ -42,8 +55,13 @@ def test_end_header_from_a_check():
 
 @pytest.mark.parametrize(
     ("value", "state"),
-    [(None, TransactionState.UNKNOWN), (8, TransactionState.COMMIT), (TransactionState.ROLLBACK, TransactionState.ROLLBACK),
-     ("nonsense", TransactionState.UNKNOWN), (5, TransactionState.UNKNOWN)],
+    [
+        (None, TransactionState.UNKNOWN),
+        (8, TransactionState.COMMIT),
+        (TransactionState.ROLLBACK, TransactionState.ROLLBACK),
+        ("nonsense", TransactionState.UNKNOWN),
+        (5, TransactionState.UNKNOWN),
+    ],
 )
 def test_local_results(value, state):
     assert _state(value) is state

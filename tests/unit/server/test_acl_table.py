@@ -81,25 +81,64 @@ def grp(name: str) -> str:
 
 
 def send_v1(topic: str = T, sys_flag: int = 0, **extra: object) -> dict[str, object]:
-    return {"producerGroup": PG, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4, "queueId": 0,
-            "sysFlag": sys_flag, "bornTimestamp": 1, "flag": 0, "properties": "", **extra}
+    return {
+        "producerGroup": PG,
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "defaultTopicQueueNums": 4,
+        "queueId": 0,
+        "sysFlag": sys_flag,
+        "bornTimestamp": 1,
+        "flag": 0,
+        "properties": "",
+        **extra,
+    }
 
 
 def send_v2(topic: str = T, sys_flag: int = 0, **extra: object) -> dict[str, object]:
-    return {"a": PG, "b": topic, "c": "TBW102", "d": 4, "e": 0, "f": sys_flag, "g": 1, "h": 0, "i": "", **extra}
+    return {
+        "a": PG,
+        "b": topic,
+        "c": "TBW102",
+        "d": 4,
+        "e": 0,
+        "f": sys_flag,
+        "g": 1,
+        "h": 0,
+        "i": "",
+        **extra,
+    }
 
 
-PULL = {"consumerGroup": G, "topic": T, "queueId": 0, "queueOffset": 0, "maxMsgNums": 32, "sysFlag": 4,
-        "commitOffset": 0, "suspendTimeoutMillis": 0, "subVersion": 0, "subscription": "*", "expressionType": "TAG"}
-LOCK = bodies.LockBatchRequestBody(consumer_group=G, client_id="c1", mq_set=[bodies.MessageQueue(T, "broker-a", 0)]).to_json()
+PULL = {
+    "consumerGroup": G,
+    "topic": T,
+    "queueId": 0,
+    "queueOffset": 0,
+    "maxMsgNums": 32,
+    "sysFlag": 4,
+    "commitOffset": 0,
+    "suspendTimeoutMillis": 0,
+    "subVersion": 0,
+    "subscription": "*",
+    "expressionType": "TAG",
+}
+LOCK = bodies.LockBatchRequestBody(
+    consumer_group=G, client_id="c1", mq_set=[bodies.MessageQueue(T, "broker-a", 0)]
+).to_json()
 
 
 def heartbeat(consumer: str | None = None, producer: str | None = None, topic: str = T) -> bytes:
     return bodies.HeartbeatData(
         client_id="10.0.0.1@1",
         producer_data_set=[bodies.ProducerData(group_name=producer)] if producer else [],
-        consumer_data_set=[bodies.ConsumerData(group_name=consumer, subscription_data_set=(bodies.SubscriptionData.build(topic, "*", 1),))]
-        if consumer else [],
+        consumer_data_set=[
+            bodies.ConsumerData(
+                group_name=consumer, subscription_data_set=(bodies.SubscriptionData.build(topic, "*", 1),)
+            )
+        ]
+        if consumer
+        else [],
     ).to_json()
 
 
@@ -131,51 +170,128 @@ CASES = [
     Case("heartbeat as a consumer", C.HEART_BEAT, {}, {grp(G): SUB, T: SUB}, heartbeat(consumer=G)),
     Case("heartbeat as a producer", C.HEART_BEAT, {}, {grp(PG): ANY}, heartbeat(producer=PG)),
     Case("unregister a consumer", C.UNREGISTER_CLIENT, {"clientID": "c1", "consumerGroup": G}, {grp(G): SUB}),
-    Case("unregister a producer", C.UNREGISTER_CLIENT, {"clientID": "c1", "producerGroup": PG}, {grp(PG): ANY}),
+    Case(
+        "unregister a producer", C.UNREGISTER_CLIENT, {"clientID": "c1", "producerGroup": PG}, {grp(PG): ANY}
+    ),
     Case("consumer list", C.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": G}, {grp(G): SUB}),
-    Case("check client config", C.CHECK_CLIENT_CONFIG, {}, {grp(G): SUB, T: SUB}, bodies.CheckClientRequestBody(
-        client_id="c1", group=G, subscription_data=bodies.SubscriptionData.build(T, "a > 1", 1, "SQL92")).to_json()),
+    Case(
+        "check client config",
+        C.CHECK_CLIENT_CONFIG,
+        {},
+        {grp(G): SUB, T: SUB},
+        bodies.CheckClientRequestBody(
+            client_id="c1", group=G, subscription_data=bodies.SubscriptionData.build(T, "a > 1", 1, "SQL92")
+        ).to_json(),
+    ),
     Case("lock queues", C.LOCK_BATCH_MQ, {}, {grp(G): SUB, T: SUB}, LOCK),
     Case("unlock queues", C.UNLOCK_BATCH_MQ, {}, {grp(G): SUB, T: SUB}, LOCK),
     # a group's offsets
-    Case("query offset", C.QUERY_CONSUMER_OFFSET, {"consumerGroup": G, "topic": T, "queueId": 0},
-         {grp(G): SUB, T: SUB}),
-    Case("update offset", C.UPDATE_CONSUMER_OFFSET, {"consumerGroup": G, "topic": T, "queueId": 0, "commitOffset": 5},
-         {grp(G): SUB, T: SUB}),
-    Case("reset offsets", C.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": T, "group": G, "timestamp": -1, "isForce": "true"},
-         {grp(G): SUB, T: SUB}),
-    Case("clone offsets", C.CLONE_GROUP_OFFSET, {"srcGroup": G, "destGroup": G2, "topic": T, "offline": "false"},
-         {grp(G): SUB, grp(G2): SUB, T: SUB}),
-    Case("clone every topic's offsets", C.CLONE_GROUP_OFFSET, {"srcGroup": G, "destGroup": G2},
-         {grp(G): SUB, grp(G2): SUB}),
+    Case(
+        "query offset",
+        C.QUERY_CONSUMER_OFFSET,
+        {"consumerGroup": G, "topic": T, "queueId": 0},
+        {grp(G): SUB, T: SUB},
+    ),
+    Case(
+        "update offset",
+        C.UPDATE_CONSUMER_OFFSET,
+        {"consumerGroup": G, "topic": T, "queueId": 0, "commitOffset": 5},
+        {grp(G): SUB, T: SUB},
+    ),
+    Case(
+        "reset offsets",
+        C.INVOKE_BROKER_TO_RESET_OFFSET,
+        {"topic": T, "group": G, "timestamp": -1, "isForce": "true"},
+        {grp(G): SUB, T: SUB},
+    ),
+    Case(
+        "clone offsets",
+        C.CLONE_GROUP_OFFSET,
+        {"srcGroup": G, "destGroup": G2, "topic": T, "offline": "false"},
+        {grp(G): SUB, grp(G2): SUB, T: SUB},
+    ),
+    Case(
+        "clone every topic's offsets",
+        C.CLONE_GROUP_OFFSET,
+        {"srcGroup": G, "destGroup": G2},
+        {grp(G): SUB, grp(G2): SUB},
+    ),
     Case("consume stats", C.GET_CONSUME_STATS, {"consumerGroup": G, "topic": T}, {grp(G): SUB, T: ANY}),
-    Case("consumer status", C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, {"topic": T, "group": G, "clientAddr": ""},
-         {grp(G): SUB, T: ANY}),
+    Case(
+        "consumer status",
+        C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+        {"topic": T, "group": G, "clientAddr": ""},
+        {grp(G): SUB, T: ANY},
+    ),
     # a group's members
     Case("consumer connections", C.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": G}, {grp(G): SUB}),
     Case("producer connections", C.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": PG}, {grp(PG): ANY}),
-    Case("consumer running info", C.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": G, "clientId": "c1",
-                                                                "jstackEnable": "false"}, {grp(G): SUB}),
-    Case("consume directly", C.CONSUME_MESSAGE_DIRECTLY, {"consumerGroup": G, "clientId": "c1", "msgId": "X",
-                                                          "brokerName": "broker-a"}, {grp(G): SUB}),
+    Case(
+        "consumer running info",
+        C.GET_CONSUMER_RUNNING_INFO,
+        {"consumerGroup": G, "clientId": "c1", "jstackEnable": "false"},
+        {grp(G): SUB},
+    ),
+    Case(
+        "consume directly",
+        C.CONSUME_MESSAGE_DIRECTLY,
+        {"consumerGroup": G, "clientId": "c1", "msgId": "X", "brokerName": "broker-a"},
+        {grp(G): SUB},
+    ),
     # a topic's queues and statistics
     Case("max offset", C.GET_MAX_OFFSET, {"topic": T, "queueId": 0}, {T: ANY}),
     Case("min offset", C.GET_MIN_OFFSET, {"topic": T, "queueId": 0}, {T: ANY}),
     Case("earliest store time", C.GET_EARLIEST_MSG_STORETIME, {"topic": T, "queueId": 0}, {T: ANY}),
-    Case("offset by time", C.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": T, "queueId": 0, "timestamp": 1}, {T: ANY}),
+    Case(
+        "offset by time", C.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": T, "queueId": 0, "timestamp": 1}, {T: ANY}
+    ),
     Case("topic stats", C.GET_TOPIC_STATS_INFO, {"topic": T}, {T: ANY}),
     Case("who consumes a topic", C.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": T}, {T: ANY}),
-    Case("a topic's traffic", C.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": T}, {T: ANY}),
-    Case("a group's traffic", C.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_NUMS", "statsKey": f"{T}@{G}"},
-         {T: ANY, grp(G): SUB}),
+    Case(
+        "a topic's traffic",
+        C.VIEW_BROKER_STATS_DATA,
+        {"statsName": "TOPIC_PUT_NUMS", "statsKey": T},
+        {T: ANY},
+    ),
+    Case(
+        "a group's traffic",
+        C.VIEW_BROKER_STATS_DATA,
+        {"statsName": "GROUP_GET_NUMS", "statsKey": f"{T}@{G}"},
+        {T: ANY, grp(G): SUB},
+    ),
     # transactions, bodies by key
-    Case("end a transaction", C.END_TRANSACTION, {"producerGroup": PG, "tranStateTableOffset": 0, "commitLogOffset": 0,
-                                                  "commitOrRollback": 8, "msgId": "X", "fromTransactionCheck": "true"},
-         {grp(PG): ANY}),
-    Case("query by key", C.QUERY_MESSAGE, {"topic": T, "key": "k", "maxNum": 32, "beginTimestamp": 0,
-                                           "endTimestamp": 1}, {T: SUB}),
-    Case("query by unique key", C.QUERY_MESSAGE, {"topic": T, "key": "k", "maxNum": 32, "beginTimestamp": 0,
-                                                  "endTimestamp": 1, "_UNIQUE_KEY_QUERY": "true"}, {T: SUB}),
+    Case(
+        "end a transaction",
+        C.END_TRANSACTION,
+        {
+            "producerGroup": PG,
+            "tranStateTableOffset": 0,
+            "commitLogOffset": 0,
+            "commitOrRollback": 8,
+            "msgId": "X",
+            "fromTransactionCheck": "true",
+        },
+        {grp(PG): ANY},
+    ),
+    Case(
+        "query by key",
+        C.QUERY_MESSAGE,
+        {"topic": T, "key": "k", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 1},
+        {T: SUB},
+    ),
+    Case(
+        "query by unique key",
+        C.QUERY_MESSAGE,
+        {
+            "topic": T,
+            "key": "k",
+            "maxNum": 32,
+            "beginTimestamp": 0,
+            "endTimestamp": 1,
+            "_UNIQUE_KEY_QUERY": "true",
+        },
+        {T: SUB},
+    ),
 ]
 
 
@@ -185,10 +301,20 @@ def _perm_text(perm: int) -> str:
 
 def account(name: str, owned: dict[str, int]) -> dict[str, object]:
     """An account holding exactly ``owned`` (resource → PUB/SUB/DENY), everything else DENY."""
-    topics = [f"{r}={_perm_text(p) if p != 1 else 'DENY'}" for r, p in owned.items() if not r.startswith("%RETRY%")]
-    groups = [f"{r[7:]}={_perm_text(p) if p != 1 else 'DENY'}" for r, p in owned.items() if r.startswith("%RETRY%")]
-    return {"accessKey": name, "secretKey": name + "-secret", "defaultTopicPerm": "DENY", "defaultGroupPerm": "DENY",
-            "topicPerms": topics, "groupPerms": groups}
+    topics = [
+        f"{r}={_perm_text(p) if p != 1 else 'DENY'}" for r, p in owned.items() if not r.startswith("%RETRY%")
+    ]
+    groups = [
+        f"{r[7:]}={_perm_text(p) if p != 1 else 'DENY'}" for r, p in owned.items() if r.startswith("%RETRY%")
+    ]
+    return {
+        "accessKey": name,
+        "secretKey": name + "-secret",
+        "defaultTopicPerm": "DENY",
+        "defaultGroupPerm": "DENY",
+        "topicPerms": topics,
+        "groupPerms": groups,
+    }
 
 
 def judge(case: Case, owned: dict[str, int]) -> str | None:
@@ -233,8 +359,18 @@ def test_an_account_without_any_right_is_refused_every_request_that_names_someth
 def test_the_v2_spelling_under_code_10_is_judged_by_its_topic_not_the_default():
     """The old bypass: letters under SEND_MESSAGE were read for ``topic`` (absent: the default
     permission), while the handler stored into ``b``."""
-    acl = parse_plain_acl({"accounts": [{"accessKey": "alice01", "secretKey": "alice-secret", "defaultTopicPerm": "PUB",
-                                         "topicPerms": [f"{T}=DENY"]}]})
+    acl = parse_plain_acl(
+        {
+            "accounts": [
+                {
+                    "accessKey": "alice01",
+                    "secretKey": "alice-secret",
+                    "defaultTopicPerm": "PUB",
+                    "topicPerms": [f"{T}=DENY"],
+                }
+            ]
+        }
+    )
     cmd = RemotingCommand.request(C.SEND_MESSAGE, send_v2(), b"x")
     sign(cmd, "alice01", "alice-secret")
     assert AclValidator(acl).refusal(cmd, "127.0.0.1") == f"No default permission for topic:{T}"
@@ -244,17 +380,34 @@ def test_the_v2_spelling_under_code_10_is_judged_by_its_topic_not_the_default():
 def test_no_default_permission_covers_the_topics_holding_other_topics_messages():
     """Pulling SCHEDULE_TOPIC_XXXX would read every topic's delayed messages, the half topic every
     uncommitted one: only an explicit grant or an admin account reads them."""
-    acl = parse_plain_acl({"accounts": [
-        {"accessKey": "reader01", "secretKey": "reader-secret", "defaultTopicPerm": "SUB", "defaultGroupPerm": "SUB"},
-        {"accessKey": "granted1", "secretKey": "granted-secret", "defaultGroupPerm": "SUB",
-         "topicPerms": ["SCHEDULE_TOPIC_XXXX=SUB", "RMQ_SYS_TRANS_HALF_TOPIC=SUB"]},
-        {"accessKey": "rootadmin", "secretKey": "rootadmin-secret", "admin": True},
-    ]})
+    acl = parse_plain_acl(
+        {
+            "accounts": [
+                {
+                    "accessKey": "reader01",
+                    "secretKey": "reader-secret",
+                    "defaultTopicPerm": "SUB",
+                    "defaultGroupPerm": "SUB",
+                },
+                {
+                    "accessKey": "granted1",
+                    "secretKey": "granted-secret",
+                    "defaultGroupPerm": "SUB",
+                    "topicPerms": ["SCHEDULE_TOPIC_XXXX=SUB", "RMQ_SYS_TRANS_HALF_TOPIC=SUB"],
+                },
+                {"accessKey": "rootadmin", "secretKey": "rootadmin-secret", "admin": True},
+            ]
+        }
+    )
     for topic in ("SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC"):
         for who, why in (("reader01", f"No default permission for topic:{topic}"), ("granted1", None),
                          ("rootadmin", None)):
             cmd = RemotingCommand.request(C.PULL_MESSAGE, {**PULL, "topic": topic})
-            sign(cmd, who, {"reader01": "reader-secret", "granted1": "granted-secret"}.get(who, "rootadmin-secret"))
+            sign(
+                cmd,
+                who,
+                {"reader01": "reader-secret", "granted1": "granted-secret"}.get(who, "rootadmin-secret"),
+            )
             assert AclValidator(acl).refusal(cmd, "127.0.0.1") == why, (topic, who)
 
 
@@ -278,10 +431,17 @@ def test_a_request_its_handler_would_not_read_is_refused_with_the_reason(code, e
         needs(RemotingCommand.request(code, ext, body))
     cmd = RemotingCommand.request(code, ext, body)
     sign(cmd, "rootadmin", "rootadmin-secret")
-    admin = AclValidator(parse_plain_acl({"accounts": [{"accessKey": "rootadmin", "secretKey": "rootadmin-secret",
-                                                        "admin": True}]}))
+    admin = AclValidator(
+        parse_plain_acl(
+            {"accounts": [{"accessKey": "rootadmin", "secretKey": "rootadmin-secret", "admin": True}]}
+        )
+    )
     why = admin.refusal(cmd, "127.0.0.1")
-    assert why is not None and why.startswith(f"cannot read request code {int(code)}") and words.strip("'") in why
+    assert (
+        why is not None
+        and why.startswith(f"cannot read request code {int(code)}")
+        and words.strip("'") in why
+    )
 
 
 # -- fields: a signed request replayed under another code ---------------------------------------
@@ -367,8 +527,9 @@ def test_our_clients_requests_fit_their_codes():
     mq = bodies.MessageQueue(T, "broker-a", 1)
     send = build_send_header(Payload(T, b"x", 0, "", 0, False, "ID"), group=PG, queue=mq, born_timestamp=1)
     batch = build_send_header(Payload(T, b"x", 0, "", 0, True, "ID"), group=PG, queue=mq, born_timestamp=1)
-    lite = build_pull_header(group=G, mq=mq, offset=0, max_nums=32, subscription=parse_expression("*"), suspend_ms=0,
-                             sub_version=1)
+    lite = build_pull_header(
+        group=G, mq=mq, offset=0, max_nums=32, subscription=parse_expression("*"), suspend_ms=0, sub_version=1
+    )
     push = PullMessageRequestHeader(G, T, 0, 0, 32, 4, 0, 0, 0, "*", "TAG").to_ext()
     for code, ext in ((C.SEND_MESSAGE_V2, send), (C.SEND_BATCH_MESSAGE, batch), (C.PULL_MESSAGE, lite),
                       (C.PULL_MESSAGE, push)):
