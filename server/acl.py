@@ -19,8 +19,8 @@ carries no access key, names an unknown one, is not signed with its secret key, 
 request of a non-admin account, carries a field its code does not take, or needs a permission the
 account lacks on a topic or a group (a group is checked as its ``%RETRY%`` topic). What each
 request needs is :mod:`.acl_table`: the broker's requests by :data:`~.acl_table.BROKER_RULES`, the
-name server's by :data:`~.acl_table.NAMESRV_RULES` (no rights beyond admin for changes,
-:data:`NAMESRV_ADMIN_CODES`; fields that fit the code, as at the broker).
+name server's by :data:`~.acl_table.NAMESRV_RULES` (admin for changes, :data:`NAMESRV_ADMIN_CODES`;
+a right on the topic for its route; fields that fit the code, as at the broker).
 
 Addresses: ``*`` (any), ``1.2.3.4``, ``1.2.3.*``, ``1.2.3.1-9`` (a range in any part) or
 ``1.2.3.{1,2,3}`` (a list in the last part); empty matches nothing.
@@ -196,7 +196,7 @@ def load_plain_acl(path: str) -> AclConfig:
 class AclValidator:
     """Checks requests against an :class:`AclConfig` (swap :attr:`config` to reload): the broker's
     rules by default (:mod:`.acl_table`); the name server's with ``admin_codes=NAMESRV_ADMIN_CODES``
-    and ``namesrv_needs`` (any account may read routes; only admins change them). ``needs`` raises
+    and ``namesrv_needs`` (a route needs a right on its topic; only admins change them). ``needs`` raises
     :class:`~.acl_table.RequestRefused` (its message is the reason) or another ValueError for a
     request it cannot read."""
 

@@ -39,11 +39,12 @@ producer group's DENY is what keeps an account out. The Java client heart-beats 
 inner producer (``CLIENT_INNER_PRODUCER``) along with its own groups; that one group is exempt.
 
 The name server has its own table, :data:`NAMESRV_RULES` (every code it and its controller register,
-``tests/unit/server/test_acl_namesrv_table.py``): ACL 1.0 grants no topic or group rights there,
-so its rules name no needs. What changes what it serves (registering, unregistering or keeping a
-broker alive, wiping a broker's write permission, deleting a topic, writing KV config, the
-controller's elections and consensus) needs an admin account; the reads (routes, cluster, topic
-lists, KV config, the controller's metadata) any authenticated account.
+``tests/unit/server/test_acl_namesrv_table.py``). What changes what it serves (registering,
+unregistering or keeping a broker alive, wiping a broker's write permission, deleting a topic,
+writing KV config, the controller's elections and consensus) needs an admin account. A topic's
+route needs a right on that topic (PUB or SUB, as Apache 5 asks; a retry topic's, on its group):
+an account kept out of a topic does not learn where it lives. The other reads (cluster, topic
+lists, KV config, the controller's metadata) need any authenticated account.
 
 Replay: the ACL 1.0 signature covers the field values and the body but not the request code, so a
 captured request could be sent again under another code. A request carrying a field its code's
@@ -97,7 +98,7 @@ from pyrocketmq.remoting.header import (
     ViewMessageRequestHeader,
 )
 from pyrocketmq.remoting.message import Prop, SysFlag, transaction_type
-from pyrocketmq.remoting.names import TRANSACTION_GROUP_PREFIX
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, TRANSACTION_GROUP_PREFIX
 from pyrocketmq.remoting.namesrv_header import (
     DeleteKVConfigRequestHeader,
     GetKVConfigRequestHeader,
@@ -399,6 +400,15 @@ _TOPIC_RPC = frozenset({"lo", "ns", "nsd", "oway"})
 """Apache 5's ``TopicRequestHeader`` fields beside ``bname`` (logical queue, namespace, namespaced,
 one-way), sent when a client sets them; nothing here reads them."""
 
+def _route(cmd: RemotingCommand) -> Needs:
+    """A topic's route: any right on the topic (Apache 5 asks the same), which for a retry topic
+    (``%RETRY%<group>``) is a right on its group. The auto-create template (``TBW102``) holds no
+    messages: a producer asks its route to send to a topic the brokers have not made yet, and its
+    send is checked against the topic it names."""
+    topic = GetRouteInfoRequestHeader.from_command(cmd).topic
+    return {} if topic == AUTO_CREATE_TOPIC else _needs((topic, ANY))
+
+
 NAMESRV_RULES: dict[int, Rule] = {
     # -- brokers: what a broker (signing with an admin account) says about itself
     C.REGISTER_BROKER: Rule(
@@ -417,8 +427,8 @@ NAMESRV_RULES: dict[int, Rule] = {
     ),  # topic, clusterName: as Java 5.x sends
     C.PUT_KV_CONFIG: Rule(PutKVConfigRequestHeader, admin=True),
     C.DELETE_KV_CONFIG: Rule(DeleteKVConfigRequestHeader, admin=True),
-    # -- reads: any authenticated account
-    C.GET_ROUTEINFO_BY_TOPIC: Rule(GetRouteInfoRequestHeader, tolerated=_TOPIC_RPC),
+    # -- reads: a topic's route needs a right on it; the rest, any authenticated account
+    C.GET_ROUTEINFO_BY_TOPIC: Rule(GetRouteInfoRequestHeader, _route, tolerated=_TOPIC_RPC),
     C.GET_BROKER_CLUSTER_INFO: Rule(None),
     C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: Rule(None),
     C.GET_SYSTEM_TOPIC_LIST_FROM_NS: Rule(None),

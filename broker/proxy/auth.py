@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
-from pyrocketmq.server.acl import PUB, SUB, Account, AclValidator, permission_refusal
+from pyrocketmq.server.acl import ANY, PUB, SUB, Account, AclValidator, permission_refusal
 
 from .pb import definition_pb2 as pb, service_pb2 as spb
 
@@ -64,13 +64,15 @@ def _settings_needs(settings: pb.Settings) -> dict[str, int]:
 
 
 def needs(request: Any) -> dict[str, int]:
-    """The permissions a 5.x request needs: resource (topic, or ``%RETRY%<group>``) → PUB/SUB."""
+    """The permissions a 5.x request needs: resource (topic, or ``%RETRY%<group>``) → PUB, SUB or ANY."""
     if isinstance(request, spb.TelemetryCommand):
         return _settings_needs(request.settings) if request.HasField("settings") else {}
     if isinstance(request, spb.SendMessageRequest):
         return {m.topic.name: PUB for m in request.messages}
     if isinstance(request, spb.EndTransactionRequest):
         return {request.topic.name: PUB}
+    if isinstance(request, spb.QueryRouteRequest):  # a route: any right on its topic, as at the name server
+        return {request.topic.name: ANY}
     if isinstance(request, spb.ReceiveMessageRequest):
         return {request.message_queue.topic.name: SUB, _group(request.group.name): SUB}
     if isinstance(request, (spb.AckMessageRequest, spb.ChangeInvisibleDurationRequest,

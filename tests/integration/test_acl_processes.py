@@ -32,6 +32,7 @@ ACCOUNTS = {
             "defaultTopicPerm": "PUB|SUB",
             "defaultGroupPerm": "SUB",
         },
+        {"accessKey": "mallory1", "secretKey": "mallory-secret", "defaultTopicPerm": "DENY"},
     ],
 }
 ALICE = ClientSettings(access_key="alice01", secret_key="alice-secret-key", request_timeout=5)
@@ -117,6 +118,8 @@ def test_only_admin_brokers_register_and_only_signed_clients_are_served(acl_clus
         unsigned = await _raw(
             ns.addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Guarded"})
         )
+        route_request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Guarded"})
+        kept_out = await _raw(ns.addr, _signed(route_request, "mallory1", "mallory-secret"))
         kv = {"namespace": "ORDER_TOPIC_CONFIG", "key": "Guarded", "value": "broker-a:2"}
         by_alice = await _raw(
             ns.addr,
@@ -138,15 +141,19 @@ def test_only_admin_brokers_register_and_only_signed_clients_are_served(acl_clus
             anon_result = "sent"
         except MQError as e:
             anon_result = str(e)
-        return registered, route, sent, got, unsigned, by_alice, by_admin, anon_result
+        return registered, route, sent, got, unsigned, kept_out, by_alice, by_admin, anon_result
 
-    registered, route, sent, got, unsigned, by_alice, by_admin, anon_result = asyncio.run(go())
+    registered, route, sent, got, unsigned, kept_out, by_alice, by_admin, anon_result = asyncio.run(go())
     assert registered == {"broker-a"}
     assert {q.broker_name for q in route.queue_datas} == {"broker-a"}
     assert sent.message_queue.broker_name == "broker-a" and [m.body for m in got] == [b"signed"]
     assert (unsigned.code, unsigned.remark) == (
         ResponseCode.SYSTEM_ERROR,
         "AclException: No accessKey is configured",
+    )
+    assert (kept_out.code, kept_out.remark) == (  # an account without a right on a topic gets no route
+        ResponseCode.SYSTEM_ERROR,
+        "AclException: No default permission for topic:Guarded",
     )
     assert by_alice.code == ResponseCode.SYSTEM_ERROR
     assert (

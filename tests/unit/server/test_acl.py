@@ -194,14 +194,16 @@ def test_a_broker_signs_its_own_requests_when_given_an_account(validator):
     assert outgoing_client(BrokerSettings.from_conf({})).sign is None
 
 
-def test_the_name_servers_rules_admin_for_changes_any_account_for_reads():
+def test_the_name_servers_rules_admin_for_changes_a_topic_right_for_its_route():
     from pyrocketmq.server.acl import NAMESRV_ADMIN_CODES, namesrv_needs
 
     ns = AclValidator(parse_plain_acl(ACL), NAMESRV_ADMIN_CODES, namesrv_needs)
     route = RemotingCommand.request(
         RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Other"}
     )  # alice: topics DENY
-    assert ns.refusal(signed(route), "127.0.0.1") is None
+    assert ns.refusal(signed(route), "127.0.0.1") == "No default permission for topic:Other"
+    cluster = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {})
+    assert ns.refusal(signed(cluster), "127.0.0.1") is None  # a read naming no topic: any account
     unsigned = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"})
     assert ns.refusal(unsigned, "127.0.0.1") == "No accessKey is configured"
     broker = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "c", "brokerId": 0}

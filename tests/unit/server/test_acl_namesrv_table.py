@@ -69,10 +69,11 @@ def test_every_code_the_name_server_serves_has_a_rule_and_no_rule_is_stale(tmp_p
     assert set(NAMESRV_RULES) - served == set(), "a rule for a code the name server no longer serves"
 
 
-def test_admin_codes_and_reads_are_the_listed_ones_and_nothing_needs_a_topic_right():
+def test_admin_codes_and_reads_are_the_listed_ones_and_only_a_route_needs_a_topic_right():
     assert NAMESRV_ADMIN_CODES == EXPECTED_ADMIN
     assert {code for code, rule in NAMESRV_RULES.items() if not rule.admin} == EXPECTED_OPEN
-    assert all(rule.needs is None for rule in NAMESRV_RULES.values())  # ACL 1.0 grants no rights here
+    needing_rights = {code for code, rule in NAMESRV_RULES.items() if rule.needs is not None}
+    assert needing_rights == {C.GET_ROUTEINFO_BY_TOPIC}
 
 
 # -- who may send what ---------------------------------------------------------------------------
@@ -106,6 +107,20 @@ ACL = parse_plain_acl(
                 "defaultTopicPerm": "DENY",
                 "defaultGroupPerm": "DENY",
             },
+            {
+                "accessKey": "reader01",
+                "secretKey": "reader01-secret",
+                "defaultTopicPerm": "SUB",
+                "topicPerms": ["Orders=SUB"],
+                "groupPerms": ["readers=SUB"],
+            },
+            {
+                "accessKey": "writer01",
+                "secretKey": "writer01-secret",
+                "defaultTopicPerm": "DENY",
+                "defaultGroupPerm": "DENY",
+                "topicPerms": ["Orders=PUB", "Payments=DENY"],
+            },
         ]
     }
 )
@@ -129,11 +144,32 @@ def test_a_change_needs_an_admin_account(code):
         f"Need admin permission for request code={code}, but accessKey=nobody01 is not")
 
 
-@pytest.mark.parametrize("code", sorted(EXPECTED_OPEN))
+@pytest.mark.parametrize("code", sorted(EXPECTED_OPEN - {C.GET_ROUTEINFO_BY_TOPIC}))
 def test_a_read_needs_only_a_signed_account_even_one_denied_every_topic(code):
     assert by("nobody01", code, FITTING.get(code, {})) is None
     unsigned = RemotingCommand.request(code, dict(FITTING.get(code, {})))
     assert NS.refusal(unsigned, "127.0.0.1") == "No accessKey is configured"
+
+
+@pytest.mark.parametrize(
+    ("who", "topic", "refusal"),
+    [
+        ("nobody01", "Orders", "No default permission for topic:Orders"),  # denied every topic
+        ("reader01", "Orders", None),  # SUB on it
+        ("writer01", "Orders", None),  # PUB on it
+        ("writer01", "Payments", "No default permission for topic:Payments"),  # DENY on it
+        ("reader01", "Audit", None),  # no rule: its default (SUB) is a right
+        ("writer01", "Audit", "No default permission for topic:Audit"),  # no rule: its default is DENY
+        ("reader01", "%RETRY%readers", None),  # a retry topic's route: a right on its group
+        ("writer01", "%RETRY%readers", "No default permission for group:readers"),
+        # an internal topic: no default covers it
+        ("reader01", "SCHEDULE_TOPIC_XXXX", "No default permission for topic:SCHEDULE_TOPIC_XXXX"),
+        ("rootadmin", "Payments", None),  # an admin with no rules of its own reads every route
+        ("writer01", "TBW102", None),  # the auto-create template: a send to a new topic asks for it
+    ],
+)
+def test_a_route_needs_a_right_on_its_topic(who, topic, refusal):
+    assert by(who, C.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}) == refusal
 
 
 # -- fields: a signed request replayed under another code ---------------------------------------

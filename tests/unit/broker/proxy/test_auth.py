@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pyrocketmq.broker.proxy.auth import GrpcAccess, expected_signature, needs, parse_authorization
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
-from pyrocketmq.server.acl import PUB, SUB, AclValidator, parse_plain_acl
+from pyrocketmq.server.acl import ANY, PUB, SUB, AclValidator, parse_plain_acl
 
 ACL = parse_plain_acl(
     {
@@ -45,7 +45,7 @@ def test_needs_by_request():
         group=pb.Resource(name="G"), message_queue=pb.MessageQueue(topic=pb.Resource(name="T"))
     )
     assert needs(receive) == {"T": SUB, "%RETRY%G": SUB}
-    assert needs(spb.QueryRouteRequest()) == {}
+    assert needs(spb.QueryRouteRequest(topic=pb.Resource(name="T"))) == {"T": ANY}
 
 
 def test_needs_of_what_a_telemetry_stream_announces():
@@ -92,3 +92,14 @@ def test_refusals():
     refused = access.refusal(_headers(), "127.0.0.1", other)
     assert refused.code == pb.FORBIDDEN and "topic:Other" in refused.message
     assert access.refusal([], "10.1.2.3", other) is None  # a white-listed address
+
+
+def test_a_route_needs_a_right_on_its_topic():
+    access = GrpcAccess(AclValidator(ACL))
+
+    def route(topic: str) -> spb.QueryRouteRequest:
+        return spb.QueryRouteRequest(topic=pb.Resource(name=topic))
+
+    assert access.refusal(_headers(), "127.0.0.1", route("T")) is None
+    refused = access.refusal(_headers(), "127.0.0.1", route("Other"))  # the account's default: DENY
+    assert refused.code == pb.FORBIDDEN and "topic:Other" in refused.message
