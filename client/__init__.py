@@ -32,12 +32,12 @@ Example (asyncio)::
     async with Producer("my-producer", "127.0.0.1:9876") as producer:
         await producer.send(Message("TopicTest", b"hello"))
 
-Modules: :mod:`.producer`, :mod:`.pull_consumer` and :mod:`.push_consumer` (both on :mod:`.consumer_base`,
-:mod:`.subscription_state` and the fetcher :mod:`.pull_service`; the push consumer adds :mod:`.rebalance_service`,
-:mod:`.consume_service`, with :mod:`.process_queue`, :mod:`.offset_store`, :mod:`.rebalance`, :mod:`.allocate`),
-:mod:`.admin`, :mod:`.message`, :mod:`.errors`,
-:mod:`.settings`; the shared runtime is :mod:`.instance`; pure rules live in :mod:`.route` and
-:mod:`.fault`; the command line in :mod:`.cli`.
+Modules: :mod:`.producer`, :mod:`.pull_consumer` and :mod:`.push_consumer` (both on
+:mod:`.consumer_base`, :mod:`.subscription_state` and the fetcher :mod:`.pull_service`; the push
+consumer adds :mod:`.rebalance_service`, :mod:`.consume_service`, with :mod:`.process_queue`,
+:mod:`.offset_store`, :mod:`.rebalance`, :mod:`.allocate`), :mod:`.admin`, :mod:`.message`,
+:mod:`.errors`, :mod:`.settings`; the shared runtime is :mod:`.instance`; pure rules live in
+:mod:`.route` and :mod:`.fault`; the command line in :mod:`.cli`.
 """
 
 from pyrocketmq.remoting.body import MessageQueue

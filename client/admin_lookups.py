@@ -78,8 +78,8 @@ async def _pull(
     addr = await inst.master_addr_of(mq.topic, mq.broker_name)
     fields = PullMessageRequestHeader(consumer_group=TOOLS_GROUP, topic=mq.topic, queue_id=mq.queue_id,
                                       queue_offset=offset, max_msg_nums=max_nums, sys_flag=_SUBSCRIPTION,
-                                      commit_offset=0, suspend_timeout_millis=0, subscription="*", sub_version=0,
-                                      expression_type="TAG").to_ext()  # fmt: skip
+                                      commit_offset=0, suspend_timeout_millis=0, subscription="*",
+                                      sub_version=0, expression_type="TAG").to_ext()  # fmt: skip
     resp = await inst.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields))
     next_offset = int(resp.ext_fields.get("nextBeginOffset", offset) or offset)
     if resp.code != ResponseCode.SUCCESS:
@@ -91,8 +91,8 @@ async def message_at(inst: ClientInstance, mq: MessageQueue, offset: int) -> Mes
     msgs, _, code = await _pull(inst, mq, offset, 1)
     if not msgs or msgs[0].queue_offset != offset:
         raise MQBrokerError.for_code(ResponseCode.QUERY_NOT_FOUND,
-                                     f"no message at offset {offset} of {mq.topic} {mq.broker_name} queue {mq.queue_id} "
-                                     f"(pull answered {code})", None)  # fmt: skip
+                                     f"no message at offset {offset} of {mq.topic} {mq.broker_name} "
+                                     f"queue {mq.queue_id} (pull answered {code})", None)  # fmt: skip
     return msgs[0]
 
 

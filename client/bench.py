@@ -4,9 +4,10 @@
 messages or ``--duration`` seconds; ``consume`` runs a push consumer of a fresh group (from the
 first offset by default, so it drains what is there) until ``-q`` messages or ``--duration``. Both
 print a progress line once a second on stderr (a bar when the end is known) and a summary on
-stdout::
+stdout (one line, wrapped here)::
 
-    produce: 200000 msg in 20.01 s = 9995 msg/s (1.22 MiB/s), failed 0; RT ms avg 6.38 p50 6.10 p99 14.2 max 41.0
+    produce: 200000 msg in 20.01 s = 9995 msg/s (1.22 MiB/s), failed 0;
+        RT ms avg 6.38 p50 6.10 p99 14.2 max 41.0
 
 ``--json`` prints the summary as one JSON object instead (the side-by-side harness in ``bench/``
 reads it). Samples taken during ``--warmup`` seconds count neither towards the rate nor the RTs.
@@ -197,8 +198,10 @@ async def run(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Te
     else:
         out.write(
             f"{args.bench_command}: {summary['messages']} msg in {summary['seconds']:.2f} s = "
-            f"{summary['tps']:.0f} msg/s ({summary['tps'] * size / 2**20:.2f} MiB/s), failed {summary['failed']}; "
-            f"{'RT' if args.bench_command == 'produce' else 'store->consume'} ms avg {summary['rt_avg_ms']:.2f} "
+            f"{summary['tps']:.0f} msg/s ({summary['tps'] * size / 2**20:.2f} MiB/s), "
+            f"failed {summary['failed']}; "
+            f"{'RT' if args.bench_command == 'produce' else 'store->consume'} ms avg "
+            f"{summary['rt_avg_ms']:.2f} "
             f"p50 {summary['rt_p50_ms']:.2f} p99 {summary['rt_p99_ms']:.2f} max {summary['rt_max_ms']:.2f}\n"
         )
     return 0 if summary["failed"] == 0 else 1

@@ -266,7 +266,9 @@ class ConcurrentConsumeService(ConsumeServiceBase):
         m = self.parts.settings.consume.max_reconsume_times
         return 16 if m < 0 else m
 
-    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True) -> None:
+    def submit(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
+    ) -> None:
         size = max(1, self.parts.settings.consume.batch_size)
         for i in range(0, len(msgs), size):
             self.tasks.spawn(self._consume(msgs[i : i + size], pq, mq))
@@ -348,7 +350,9 @@ class OrderlyConsumeService(ConsumeServiceBase):
         m = self.parts.settings.consume.max_reconsume_times
         return 2**31 - 1 if m < 0 else m
 
-    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True) -> None:
+    def submit(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
+    ) -> None:
         if dispatch:
             self.tasks.spawn(self._consume(pq, mq))
 

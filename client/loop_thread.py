@@ -1,4 +1,5 @@
-"""A background event loop for the synchronous facades (``SyncProducer``, ``SyncPullConsumer``, ``SyncAdmin``).
+"""A background event loop for the synchronous facades (``SyncProducer``, ``SyncPullConsumer``,
+``SyncAdmin``).
 
 The client is asyncio at its core. Code that is not async gets the same objects driven on one
 daemon thread that runs an event loop; each blocking call submits a coroutine with

@@ -39,10 +39,11 @@ def check_topic(topic: str) -> None:
     """Raise :class:`MQClientError` unless ``topic`` is a valid RocketMQ topic name.
 
     >>> check_topic("TopicTest")
-    >>> check_topic("a b")
+    >>> check_topic("a b")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    pyrocketmq.client.errors.MQClientError: topic 'a b' is invalid: use only letters, digits, '%', '|', '_' and '-'
+    pyrocketmq.client.errors.MQClientError: topic 'a b' is invalid: use only letters, digits,
+    '%', '|', '_' and '-'
     """
     if not topic:
         raise MQClientError("the topic is empty: give a topic name")
@@ -60,7 +61,8 @@ def _check_text(what: str, text: str) -> None:
 
 
 class SendStatus(StrEnum):
-    """How a broker acknowledged a send. Anything but ``SEND_OK`` means stored, but not as durably as asked."""
+    """How a broker acknowledged a send. Anything but ``SEND_OK`` means stored, but not as durably as
+    asked."""
 
     SEND_OK = "SEND_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
@@ -107,7 +109,8 @@ class Message:
         return [k for k in self.keys if k]
 
     def validate(self, max_size: int = 4 * 1024 * 1024) -> None:
-        """Raise :class:`MQClientError` when the broker would refuse this message (or the wire could not carry it)."""
+        """Raise :class:`MQClientError` when the broker would refuse this message (or the wire could not
+        carry it)."""
         check_topic(self.topic)
         if self.topic in NOT_ALLOWED_SEND_TOPICS:
             raise MQClientError(f"topic {self.topic!r} is a system topic; messages cannot be sent to it")

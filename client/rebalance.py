@@ -111,7 +111,8 @@ def start_position(consume_from: str, stored: int, topic: str) -> int | str:
     As Java's ``computePullFromWhere``: retry topics start at their beginning under LAST and at
     their end under TIMESTAMP.
 
-    >>> start_position("last", 17, "T"), start_position("last", -1, "T"), start_position("last", -1, "%RETRY%g")
+    >>> (start_position("last", 17, "T"), start_position("last", -1, "T"),
+    ...  start_position("last", -1, "%RETRY%g"))
     (17, 'max', 0)
     >>> start_position("first", -1, "T"), start_position("timestamp", -1, "T")
     ('min', 'timestamp')

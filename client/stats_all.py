@@ -106,7 +106,10 @@ HEADER = f"{'#Topic':<32}  {'#Consumer Group':<32} {'#Accumulation':>12} {'#InTP
 
 def format_row(r: StatsRow) -> str:
     if r.group is None:
-        return f"{r.topic:<32}  {'':<32} {0:>12d} {r.in_tps:>11.2f} {'':>11} {r.in_day:>14d} {'NO_CONSUMER':>14}\n"
+        return (
+            f"{r.topic:<32}  {'':<32} {0:>12d} {r.in_tps:>11.2f} {'':>11} {r.in_day:>14d} "
+            f"{'NO_CONSUMER':>14}\n"
+        )
     return (
         f"{r.topic[:32]:<32}  {r.group[:32]:<32} {r.accumulation:>12d} {r.in_tps:>11.2f} {r.out_tps:>11.2f} "
         f"{r.in_day:>14d} {r.out_day:>14d}\n"

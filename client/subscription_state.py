@@ -3,8 +3,9 @@
 :class:`SubscriptionState` is the meeting point of a consumer's parts (as aiokafka's
 ``SubscriptionState``): the push consumer's rebalance service or the lite pull consumer's
 ``assign``/``seek`` write the assignment, the fetcher (:mod:`.pull_service`) reads it before every
-pull, the push consumer's consume services only see the process queues they are handed. Nothing here awaits, so every question about it ("do I still own this queue?",
-"which parked queues can be unlocked?") is answered in one step, between two awaits of its callers.
+pull, the push consumer's consume services only see the process queues they are handed. Nothing
+here awaits, so every question about it ("do I still own this queue?", "which parked queues can be
+unlocked?") is answered in one step, between two awaits of its callers.
 
 - **Subscriptions**: topic → parsed tag expression; clustering push consumers also read
   ``%RETRY%<group>`` (``read_retry``).

@@ -4,10 +4,12 @@ after each send (``Pub``), and reading any client's trace records back (``queryM
 A trace message's body is records separated by ``\\x02``, fields by ``\\x01``; its keys are the traced
 message ids (and keys), so the brokers' index finds them::
 
-    Pub  timestamp region group topic msgId tags keys storeHost bodyLength costTime msgType offsetMsgId success
+    Pub  timestamp region group topic msgId tags keys storeHost bodyLength costTime msgType
+         offsetMsgId success
     SubBefore  timestamp region group requestId msgId retryTimes keys
     SubAfter   requestId msgId costTime success keys [contextCode [timestamp group]]
-    EndTransaction  timestamp region group topic msgId tags keys storeHost msgType transactionId state fromCheck
+    EndTransaction  timestamp region group topic msgId tags keys storeHost msgType transactionId
+                    state fromCheck
 """
 
 from __future__ import annotations
@@ -50,9 +52,9 @@ class PubTrace(_MessageTrace):
     region: str = REGION
 
     def encode(self) -> str:
-        fields = ("Pub", self.timestamp, self.region, self.group, self.topic, self.msg_id, self.tags or "", self.keys or "",
-                  self.store_host, self.body_length, self.cost_ms, self.msg_type, self.offset_msg_id,
-                  "true" if self.success else "false")  # fmt: skip
+        fields = ("Pub", self.timestamp, self.region, self.group, self.topic, self.msg_id, self.tags or "",
+                  self.keys or "", self.store_host, self.body_length, self.cost_ms, self.msg_type,
+                  self.offset_msg_id, "true" if self.success else "false")  # fmt: skip
         return CONTENT.join(str(f) for f in fields) + FIELD
 
 
@@ -66,8 +68,8 @@ class EndTransactionTrace(_MessageTrace):
     region: str = REGION
 
     def encode(self) -> str:
-        fields = ("EndTransaction", self.timestamp, self.region, self.group, self.topic, self.msg_id, self.tags,
-                  self.keys, self.store_host, MSG_TYPE_COMMIT, self.transaction_id, self.state,
+        fields = ("EndTransaction", self.timestamp, self.region, self.group, self.topic, self.msg_id,
+                  self.tags, self.keys, self.store_host, MSG_TYPE_COMMIT, self.transaction_id, self.state,
                   "true" if self.from_check else "false")  # fmt: skip
         return CONTENT.join(str(f) for f in fields) + FIELD
 
@@ -86,11 +88,12 @@ class ConsumeTrace:
 
     def encode(self) -> str:
         if self.after is None:
-            return "".join(CONTENT.join(("SubBefore", str(self.timestamp), self.region, self.group, self.request_id, mid,
-                                         str(times), keys)) + FIELD for mid, times, keys in self.messages)  # fmt: skip
+            return "".join(CONTENT.join(("SubBefore", str(self.timestamp), self.region, self.group,
+                                         self.request_id, mid, str(times), keys)) + FIELD
+                           for mid, times, keys in self.messages)  # fmt: skip
         cost, ok, ended = self.after
-        return "".join(CONTENT.join(("SubAfter", self.request_id, mid, str(cost), "true" if ok else "false", keys,
-                                     "0" if ok else "4", str(ended), self.group)) + FIELD
+        return "".join(CONTENT.join(("SubAfter", self.request_id, mid, str(cost), "true" if ok else "false",
+                                     keys, "0" if ok else "4", str(ended), self.group)) + FIELD
                        for mid, _, keys in self.messages)  # fmt: skip
 
     def trace_keys(self) -> list[str]:

@@ -82,20 +82,22 @@ class PullProcessor(BrokerServices):
             return self._answer(cmd, ResponseCode.SYSTEM_ERROR, f"bad pull request header: {e}")
         group = self.groups.find(h.consumer_group)
         if group is None:
-            return self._answer(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{h.consumer_group}] does not exist")
+            return self._answer(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                f"subscription group [{h.consumer_group}] does not exist")
         if not group.consume_enable:
-            return self._answer(cmd, ResponseCode.NO_PERMISSION, f"subscription group [{h.consumer_group}] does not have permission to consume")
+            remark = f"subscription group [{h.consumer_group}] does not have permission to consume"
+            return self._answer(cmd, ResponseCode.NO_PERMISSION, remark)
         config = self.topics.get(h.topic)
         if config is None:
-            return self._answer(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
+            return self._answer(cmd, ResponseCode.TOPIC_NOT_EXIST,
+                                f"topic[{h.topic}] not exist, apply first please!")
         if not config.perm & PERM_READ:
-            return self._answer(cmd, ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
+            return self._answer(cmd, ResponseCode.NO_PERMISSION,
+                                f"the topic[{h.topic}] pulling message is forbidden")
         if not 0 <= h.queue_id < config.read_queue_nums:
-            return self._answer(
-                cmd,
-                ResponseCode.SYSTEM_ERROR,
-                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[{conn.remote_addr}]",
-            )
+            remark = (f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] "
+                      f"topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[{conn.remote_addr}]")
+            return self._answer(cmd, ResponseCode.SYSTEM_ERROR, remark)
         sys_flag = h.sys_flag
         chosen = self._filters(cmd, h)
         if isinstance(chosen, RemotingCommand):
@@ -154,16 +156,20 @@ class PullProcessor(BrokerServices):
             expression_type, expression = h.expression_type or TAG, h.subscription or ""
             if expression_type == TAG:
                 return parse_tag_expression(h.subscription), None
-            parse_failed = ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription[{expression}] failed"
+            parse_failed = (ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                            f"parse the consumer's subscription[{expression}] failed")
         else:
             info = self.consumers.find(h.consumer_group)
             if info is None:
-                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info does not exist: {h.consumer_group}")
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                    f"the consumer's group info does not exist: {h.consumer_group}")
             sub = info.subscriptions.get(h.topic)
             if sub is None:
-                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription does not exist: {h.topic}")
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                    f"the consumer's subscription does not exist: {h.topic}")
             if h.sub_version is not None and sub.sub_version < h.sub_version:
-                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription is not the latest")
+                return self._answer(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST,
+                                    "the consumer's subscription is not the latest")
             expression_type, expression = sub.expression_type or TAG, sub.sub_string
             if expression_type == TAG:
                 return (None if expression in ("", "*") else frozenset(sub.code_set)), None
@@ -175,7 +181,9 @@ class PullProcessor(BrokerServices):
             return None, sql_record_filter(expression)
         except SqlParseError as e:
             code, remark = parse_failed
-            return self._answer(cmd, code, f"{remark}: {e}" if code == ResponseCode.SUBSCRIPTION_PARSE_FAILED else remark)
+            if code == ResponseCode.SUBSCRIPTION_PARSE_FAILED:
+                remark = f"{remark}: {e}"
+            return self._answer(cmd, code, remark)
 
     def _hold(
         self, conn: Connection, cmd: RemotingCommand, topic: str, queue_id: int, offset: int,

@@ -54,7 +54,10 @@ def controller_conf(model: NameServerModel, cluster_domain: str) -> dict[str, st
         return {}
     ref = model.ref
     addrs = namesrv_addresses(ref.name, ref.namespace, model.replicas, cluster_domain)
-    own = f"$(POD_NAME).{headless_service_name(ref.name)}.{service_domain(ref.namespace, cluster_domain)}:{NAMESRV_PORT}"
+    own = (
+        f"$(POD_NAME).{headless_service_name(ref.name)}."
+        f"{service_domain(ref.namespace, cluster_domain)}:{NAMESRV_PORT}"
+    )
     return {
         "enableControllerInNamesrv": "true",
         "controllerPeers": ";".join(f"n{i}-{a}" for i, a in enumerate(addrs)),

@@ -280,13 +280,17 @@ def test_reset_offset_by_time(broker, namesrv):
 
         out = io.StringIO()
         args = ["admin", "consumerConnection", "-n", namesrv.addr, "-g", group]
-        code = await asyncio.get_running_loop().run_in_executor(None, lambda: cli_main(args, stdout=out, stderr=out))
+        code = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: cli_main(args, stdout=out, stderr=out)
+        )
         assert code == 0, out.getvalue()
         assert "10.0.0.3@c" in out.getvalue() and "PYTHON" in out.getvalue() and topic in out.getvalue()
 
         out = io.StringIO()
         args = ["admin", "consumerProgress", "-n", namesrv.addr, "-g", group, "-t", topic]
-        code = await asyncio.get_running_loop().run_in_executor(None, lambda: cli_main(args, stdout=out, stderr=out))
+        code = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: cli_main(args, stdout=out, stderr=out)
+        )
         assert code == 0, out.getvalue()
         rows = [line.split() for line in out.getvalue().splitlines() if line.startswith(topic)]
         assert [(r[2], r[3], r[4], r[5]) for r in rows] == [("0", "5", "3", "2"), ("1", "5", "3", "2")]
@@ -307,7 +311,9 @@ def test_reset_offset_cli_with_no_consumer_online_stores_the_offsets(broker, nam
         assert await _until_route(namesrv.addr, topic)
         out = io.StringIO()
         args = ["admin", "resetOffsetByTime", "-n", namesrv.addr, "-g", group, "-t", topic, "-s", "now"]
-        code = await asyncio.get_running_loop().run_in_executor(None, lambda: cli_main(args, stdout=out, stderr=out))
+        code = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: cli_main(args, stdout=out, stderr=out)
+        )
         assert code == 0, out.getvalue()
         assert (
             await _committed(admin, broker.addr, group, topic, 0) == 2

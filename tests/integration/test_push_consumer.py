@@ -94,7 +94,9 @@ def test_clustering_two_three_two_consumers_under_a_steady_producer(namesrv, bro
 WORKER = textwrap.dedent(
     """
     import asyncio, sys
-    from pyrocketmq.client import ClientSettings, ConsumeResult, PushConsumer, PushConsumerSettings, RebalanceSettings
+    from pyrocketmq.client import (
+        ClientSettings, ConsumeResult, PushConsumer, PushConsumerSettings, RebalanceSettings,
+    )
 
     namesrv, group, topic, out = sys.argv[1:5]
 
@@ -107,7 +109,8 @@ WORKER = textwrap.dedent(
             return ConsumeResult.SUCCESS
 
         settings = PushConsumerSettings(consume_from="first", rebalance=RebalanceSettings(interval=2.0))
-        c = PushConsumer(group, namesrv, settings, ClientSettings(instance_name="victim", client_ip="127.0.0.1"))
+        client = ClientSettings(instance_name="victim", client_ip="127.0.0.1")
+        c = PushConsumer(group, namesrv, settings, client)
         c.subscribe(topic, "*")
         c.register_listener(listener)
         await c.start()
@@ -170,6 +173,14 @@ def _lines(path: Path) -> list[str]:
         return [x for x in path.read_text().splitlines() if x]
     except FileNotFoundError:
         return []
+
+
+def _consume_cli(
+    namesrv: str, topic: str, group: str, *extra: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``pyrocketmq consume`` run in a child process, its output captured as text."""
+    argv = [sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv, "-t", topic, "-g", group, *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
 
 def test_broadcasting_every_consumer_gets_every_message_and_offsets_survive_a_restart(
@@ -248,9 +259,8 @@ def test_cli_consume_push_prints_count_messages_and_persists_only_those(namesrv,
 
     sent = asyncio.run(send())
 
-    def consume(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pyrocketmq", "consume", "-n", namesrv.addr, "-t", topic,
-                               "-g", group, "--push", *extra], capture_output=True, text=True, timeout=120)
+    def consume(*extra: str) -> subprocess.CompletedProcess[str]:
+        return _consume_cli(namesrv.addr, topic, group, "--push", *extra, timeout=120)
 
     first = consume("--from-beginning", "-c", "5")
     assert first.returncode == 0, first.stderr
@@ -325,26 +335,7 @@ def test_reset_offset_by_time_rewinds_running_consumers_and_running_info_is_rela
 
 @pytest.mark.parametrize("mode", [[], ["--push"]])
 def test_cli_consume_of_a_missing_topic_says_how_to_create_it_and_fails(namesrv, broker, mode):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pyrocketmq",
-            "consume",
-            "-n",
-            namesrv.addr,
-            "-t",
-            "NoSuchTopic",
-            "-g",
-            "cg_missing",
-            "--timeout",
-            "30",
-            *mode,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _consume_cli(namesrv.addr, "NoSuchTopic", "cg_missing", "--timeout", "30", *mode)
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "topic NoSuchTopic does not exist" in done.stderr
     assert "admin updateTopic" in done.stderr and "Traceback" not in done.stderr
@@ -357,25 +348,7 @@ def test_cli_pull_consume_of_a_group_the_brokers_do_not_have_fails_with_how_to_c
     broker = start_broker(tmp_path / "strict", namesrv.addr, autoCreateSubscriptionGroup="false")
     try:
         asyncio.run(create_topic(namesrv.addr, broker.addr, "StrictTopic", 2))
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pyrocketmq",
-                "consume",
-                "-n",
-                namesrv.addr,
-                "-t",
-                "StrictTopic",
-                "-g",
-                "cg_nobody_made",
-                "--timeout",
-                "60",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = _consume_cli(namesrv.addr, "StrictTopic", "cg_nobody_made", "--timeout", "60")
     finally:
         broker.stop()
     assert done.returncode == 1, (done.stdout, done.stderr)

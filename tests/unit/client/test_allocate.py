@@ -70,7 +70,9 @@ def test_unknown_consumer_or_empty_input_gets_nothing(strategy):
 
 
 @pytest.mark.parametrize("nc", [1, 2, 3, 4, 7])
-@pytest.mark.parametrize("strategy", [allocate_averagely, allocate_averagely_by_circle, allocate_consistent_hash])
+@pytest.mark.parametrize(
+    "strategy", [allocate_averagely, allocate_averagely_by_circle, allocate_consistent_hash]
+)
 def test_every_queue_exactly_once(strategy, nc):
     consumers = [f"127.0.0.1@{i}#x" for i in range(nc)]
     got = [q for c in consumers for q in strategy("g", c, QS, consumers)]

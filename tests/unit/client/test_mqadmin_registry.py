@@ -37,7 +37,8 @@ def test_the_verbs_are_those_the_cli_has_always_had() -> None:
         "updateTopic", "deleteTopic", "topicList", "topicRoute", "topicStatus", "topicClusterList",
         "updateSubGroup", "deleteSubGroup", "consumerProgress", "consumerConnection", "resetOffsetByTime",
         "cloneGroupOffset", "getConsumerStatus", "producerConnection",
-        "queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "queryMsgByOffset", "queryMsgTraceById", "printMsg",
+        "queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "queryMsgByOffset", "queryMsgTraceById",
+        "printMsg",
         "clusterList", "clusterRT", "brokerStatus", "getBrokerConfig", "updateBrokerConfig", "statsAll",
         "getControllerMetaData", "getSyncStateSet", "electMaster",
     }  # fmt: skip

@@ -63,7 +63,8 @@ class FakeService:
 
 
 class FakeTasks(TaskSet):
-    """Records delayed calls instead of running them; spawned coroutines (pulls) are counted and closed unrun."""
+    """Records delayed calls instead of running them; spawned coroutines (pulls) are counted and closed
+    unrun."""
 
     def __init__(self) -> None:
         super().__init__()
