@@ -46,9 +46,9 @@ from pyrocketmq.remoting.message import MessageExt, Prop, encode_properties
 from .errors import MQError
 from .instance import check_response
 from .process_queue import ProcessQueue
-from .producer import Payload, build_send_header, send_result_from_response
 from .push_parts import ConsumerParts
 from .rebalance import BROADCASTING, retry_topic
+from .send_payload import Payload, build_send_header, send_result_from_response
 from .tasks import TaskSet
 from .trace import ConsumeTrace
 
