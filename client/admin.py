@@ -69,9 +69,10 @@ from pyrocketmq.remoting.properties import parse_properties
 
 from . import admin_lookups as lookups
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
-from .instance import ClientInstance, check_response
+from .instance import ClientInstance
 from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
+from .request_errors import check_response
 from .route import MASTER_ID
 from .settings import ClientSettings
 
