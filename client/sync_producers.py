@@ -110,12 +110,8 @@ class SyncTransactionProducer(_SyncProducer[TransactionProducer]):
               client: ClientSettings | None, hooks: TransactionHooks) -> TransactionProducer:
         return TransactionProducer(group, namesrv_addr, settings, client, **hooks)
 
-    def send_in_transaction(
-        self,
-        msg: Message,
-        execute_local_transaction: LocalExecutor | None = None,
-        arg: Any = None,
-        timeout: float | None = None,
-    ) -> TransactionSendResult:
+    def send_in_transaction(self, msg: Message, execute_local_transaction: LocalExecutor | None = None,
+                            arg: Any = None, timeout: float | None = None) -> TransactionSendResult:
         """Blocking :meth:`TransactionProducer.send_in_transaction`."""
-        return self._lt.run(self.producer.send_in_transaction(msg, execute_local_transaction, arg, timeout))
+        execute = execute_local_transaction
+        return self._lt.run(self.producer.send_in_transaction(msg, execute, arg, timeout))
