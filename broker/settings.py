@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from pyrocketmq.remoting.limits import ConnectionLimits
-from pyrocketmq.remoting.names import check_broker_name
+from pyrocketmq.remoting.names import DEFAULT_BROKER_PORT, check_broker_name
 from pyrocketmq.remoting.properties import ConfigError
 from pyrocketmq.remoting.tls import ClientTls, ServerTls, TlsConfigError
 
@@ -71,7 +71,7 @@ class ControllerSettings:
 
 @dataclass(frozen=True, slots=True)
 class NetworkSettings:
-    listen_port: int = 10911
+    listen_port: int = DEFAULT_BROKER_PORT
     """``listenPort``: the remoting port clients use (0 picks a free one)."""
     bind_address: str = "0.0.0.0"
     """``bindAddress``: the interface to listen on."""
@@ -197,7 +197,7 @@ class BrokerSettings:
             host, _, port = a.rpartition(":")
             if not host or not port.isdigit():
                 raise ConfigError(f"namesrvAddr entry {a!r}: expected host:port")
-        port = get_int("listenPort", 10911)
+        port = get_int("listenPort", DEFAULT_BROKER_PORT)
         if not 0 <= port <= 65535:
             raise ConfigError(f"listenPort={port}: expected 0..65535")
         metrics_port = get_int("metricsPort", int(os.environ.get("PYROCKETMQ_METRICS_PORT", "0") or 0))

@@ -57,7 +57,7 @@ from .errors import (
 from .loop_thread import LoopThread, shared_loop
 from .message import Message, SendResult, SendStatus
 from .metrics import ClientMetrics, PrometheusClientMetrics
-from .producer import Producer, SyncProducer
+from .producer import Producer
 from .pull_consumer import PullConsumer
 from .pulling import MessageSelector, PullResult, PullStatus
 from .push_consumer import ConsumeContext, ConsumeResult, PushConsumer
@@ -72,7 +72,8 @@ from .settings import (
     RebalanceSettings,
 )
 from .sync_consumers import SyncPullConsumer, SyncPushConsumer
-from .transaction import SyncTransactionProducer, TransactionProducer, TransactionSendResult, TransactionState
+from .sync_producers import SyncProducer, SyncTransactionProducer
+from .transaction import TransactionProducer, TransactionSendResult, TransactionState
 
 __all__ = [
     "Admin",

@@ -24,7 +24,8 @@ min / max / search offset     31 / 30 / 29  the queue's master
 broker runtime info           28     one broker
 ============================  =====  ========================================================
 
-:class:`Admin` is the asyncio API, :class:`SyncAdmin` its blocking facade.
+:class:`Admin` is the asyncio API, :class:`SyncAdmin` its blocking facade. The plumbing all requests
+share is in :mod:`.admin_base`, the offset requests in :mod:`.admin_offsets`.
 """
 
 from __future__ import annotations
@@ -38,19 +39,16 @@ import orjson
 
 from pyrocketmq.remoting.body import (
     ClientConnection,
-    ClusterInfo,
     ConsumerConnection,
     ConsumeStats,
     GetConsumerStatusBody,
     MessageQueue,
     ProducerConnection,
-    ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicList,
-    TopicRouteData,
     TopicStatsTable,
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -63,20 +61,19 @@ from pyrocketmq.remoting.message_type import MESSAGE_TYPE, TYPES
 from pyrocketmq.remoting.names import (
     AUTO_CREATE_TOPIC,
     ORDER_TOPIC_CONFIG_NAMESPACE,
-    RETRY_GROUP_TOPIC_PREFIX,
 )
 from pyrocketmq.remoting.properties import parse_properties
 
 from . import admin_lookups as lookups
+from .admin_base import master_of
+from .admin_offsets import AdminOffsets
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
-from .instance import ClientInstance, check_response
 from .loop_thread import LoopThread, SyncFacade
 from .message import check_topic
-from .route import MASTER_ID
-from .settings import ClientSettings
+from .request_errors import check_response
+from .settings import DEFAULT_NAMESRV, ClientSettings
 
 log = logging.getLogger("pyrocketmq.client")
-
 
 
 @dataclass(slots=True, frozen=True)
@@ -107,7 +104,7 @@ class TopicSpec:
         }
 
 
-class Admin:
+class Admin(AdminOffsets):
     """Administer topics, groups and messages of the cluster behind ``namesrv_addr``.
 
     Example::
@@ -117,69 +114,6 @@ class Admin:
             print(await admin.topic_list())
             stats = await admin.topic_stats("Orders")
     """
-
-    def __init__(self, namesrv_addr: str = "127.0.0.1:9876", client: ClientSettings | None = None) -> None:
-        self.client_settings = client or ClientSettings()
-        self.client_settings.namesrv_addr = namesrv_addr or self.client_settings.namesrv_addr
-        self._instance: ClientInstance | None = None
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise MQClientError("the admin is not started: call 'await admin.start()' first")
-        return self._instance
-
-    async def start(self) -> None:
-        if self._instance is None:
-            self._instance = ClientInstance.acquire(self.client_settings)
-
-    async def shutdown(self) -> None:
-        inst, self._instance = self._instance, None
-        if inst is not None:
-            await inst.release()
-
-    async def __aenter__(self) -> Admin:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    # -- plumbing -------------------------------------------------------------------------------
-    async def _namesrv(self, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None) -> RemotingCommand:
-        resp, addr = await self.instance.invoke_namesrv(RemotingCommand.request(code, fields, body))
-        return check_response(resp, addr)
-
-    async def _broker(self, addr: str, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None,
-                      timeout: float | None = None) -> RemotingCommand:
-        resp = await self.instance.invoke(addr, RemotingCommand.request(code, fields, body), timeout)
-        return check_response(resp, addr)
-
-    async def master_addrs_of_cluster(self, cluster: str) -> list[str]:
-        """Addresses of the masters of ``cluster`` (sorted by broker name)."""
-        info = await self.cluster_info()
-        names = info.cluster_addr_table.get(cluster)
-        if names is None:
-            known = ", ".join(sorted(info.cluster_addr_table)) or "none"
-            raise MQClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
-        out = []
-        for name in sorted(names):
-            bd = info.broker_addr_table.get(name)
-            addr = _addrs(bd).get(MASTER_ID) if bd is not None else None
-            if addr:
-                out.append(addr)
-        return out
-
-    async def target_brokers(self, broker_addr: str | None, cluster: str | None) -> list[str]:
-        """``[broker_addr]``, or the masters of ``cluster`` (exactly one must be given; mqadmin's -b/-c)."""
-        if bool(broker_addr) == bool(cluster):
-            raise MQClientError("give exactly one of broker_addr (-b) and cluster (-c)")
-        if broker_addr:
-            return [broker_addr]
-        addrs = await self.master_addrs_of_cluster(cluster or "")
-        if not addrs:
-            raise MQClientError(f"cluster {cluster!r} has no master broker registered")
-        return addrs
 
     # -- topics ---------------------------------------------------------------------------------
     async def create_topic(
@@ -213,10 +147,14 @@ class Admin:
         attributes = f"+{MESSAGE_TYPE}={message_type}" if message_type else ""
         spec = TopicSpec(topic, read_queues, write_queues, perm, order, topic_sys_flag, attributes=attributes)
         targets = await self.target_brokers(broker_addr, cluster)
-        await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_TOPIC, spec.ext_fields()) for a in targets))
+        await asyncio.gather(
+            *(self._broker(a, RequestCode.UPDATE_AND_CREATE_TOPIC, spec.ext_fields()) for a in targets)
+        )
         if order and cluster:
             info = await self.cluster_info()
-            conf = ";".join(f"{name}:{write_queues}" for name in sorted(info.cluster_addr_table.get(cluster, ())))
+            conf = ";".join(
+                f"{name}:{write_queues}" for name in sorted(info.cluster_addr_table.get(cluster, ()))
+            )
             await self.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic, conf)
         return targets
 
@@ -224,11 +162,15 @@ class Admin:
         """Delete ``topic`` from every master of ``cluster`` and from every name server."""
         check_topic(topic)
         targets = await self.master_addrs_of_cluster(cluster)
-        await asyncio.gather(*(self._broker(a, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}) for a in targets))
+        await asyncio.gather(
+            *(self._broker(a, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}) for a in targets)
+        )
         for ns in self.instance.namesrv_addrs:
             resp = await self.instance.invoke(
                 ns,
-                RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster}),
+                RemotingCommand.request(
+                    RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster}
+                ),
                 what="name server",
             )
             check_response(resp, ns)
@@ -237,7 +179,9 @@ class Admin:
     async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
         """PUT_KV_CONFIG on every name server."""
         for ns in self.instance.namesrv_addrs:
-            cmd = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value})
+            cmd = RemotingCommand.request(
+                RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value}
+            )
             check_response(await self.instance.invoke(ns, cmd, what="name server"), ns)
 
     async def topic_list(self) -> list[str]:
@@ -245,20 +189,12 @@ class Admin:
         resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         return sorted(TopicList.from_json(resp.payload or b"{}").topic_list)
 
-    async def topic_route(self, topic: str) -> TopicRouteData:
-        """The topic's route; :class:`~.errors.TopicNotFoundError` when it has none."""
-        route = await self.instance.fetch_route(topic)
-        if route is None:
-            ns = self.instance.namesrv_addrs[0]
-            raise MQBrokerError.for_code(ResponseCode.TOPIC_NOT_EXIST, f"no route info of topic {topic}", ns)
-        return route
-
     async def topic_stats(self, topic: str) -> dict[MessageQueue, Any]:
         """Min/max offset and last update time of every queue of ``topic`` (``TopicOffset`` values)."""
         route = await self.topic_route(topic)
         table: dict[MessageQueue, Any] = {}
         for bd in route.broker_datas:
-            addr = _addrs(bd).get(MASTER_ID)
+            addr = master_of(bd)
             if addr is None:
                 continue
             table.update((await self.broker_topic_stats(addr, topic)).offset_table)
@@ -295,36 +231,43 @@ class Admin:
         return parse_properties(bytes(resp.payload or b"").decode("utf-8", "replace"))
 
     async def update_broker_config(self, broker_addr: str, key: str, value: str) -> None:
-        """Ask a broker to change one setting at run time (UPDATE_BROKER_CONFIG; pyrocketmq brokers refuse)."""
+        """Ask a broker to change one setting at run time (UPDATE_BROKER_CONFIG; pyrocketmq brokers
+        refuse)."""
         await self._broker(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, body=f"{key}={value}\n".encode())
 
     async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
         """The producers of ``group`` connected to a master serving ``topic``."""
         route = await self.topic_route(topic)
         for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
-            addr = _addrs(bd).get(MASTER_ID)
+            addr = master_of(bd)
             if addr:
-                resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
+                resp = await self._broker(
+                    addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group}
+                )
                 return ProducerConnection.from_json(resp.payload or b"{}")
         raise MQClientError(f"topic {topic!r} has no master broker in its route")
 
-    async def consumer_status(self, group: str, topic: str, client_id: str = "") -> dict[str, dict[MessageQueue, int]]:
+    async def consumer_status(
+        self, group: str, topic: str, client_id: str = ""
+    ) -> dict[str, dict[MessageQueue, int]]:
         """The offsets on ``topic`` each online consumer of ``group`` holds (or the one ``client_id``)."""
         route = await self.topic_route(topic)
         for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
-            addr = _addrs(bd).get(MASTER_ID)
+            addr = master_of(bd)
             if addr:
                 resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
                                           {"topic": topic, "group": group, "clientAddr": client_id})
                 return GetConsumerStatusBody.from_json(resp.payload or b"{}").consumer_table
         raise MQClientError(f"topic {topic!r} has no master broker in its route")
 
-    async def clone_group_offset(self, src: str, dest: str, topic: str, *, offline: bool = False) -> list[str]:
+    async def clone_group_offset(
+        self, src: str, dest: str, topic: str, *, offline: bool = False
+    ) -> list[str]:
         """Copy ``src``'s committed offsets on ``topic`` to ``dest`` on every master (CLONE_GROUP_OFFSET)."""
         route = await self.topic_route(topic)
         done = []
         for bd in route.broker_datas:
-            addr = _addrs(bd).get(MASTER_ID)
+            addr = master_of(bd)
             if addr:
                 await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET,
                                    {"srcGroup": src, "destGroup": dest, "topic": topic, "offline": offline})
@@ -336,10 +279,6 @@ class Admin:
         route, info = await self.topic_route(topic), await self.cluster_info()
         names = {bd.broker_name for bd in route.broker_datas}
         return sorted(c for c, members in info.cluster_addr_table.items() if names & set(members))
-
-    async def cluster_info(self) -> ClusterInfo:
-        resp = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
-        return ClusterInfo.from_json(resp.payload or b"{}")
 
     async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
         """The broker's runtime KV table (version, TPS, disk use …)."""
@@ -357,20 +296,14 @@ class Admin:
             raise MQClientError("the group name is empty")
         targets = await self.target_brokers(broker_addr, cluster)
         body = config.to_json()
-        await asyncio.gather(*(self._broker(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body) for a in targets))
+        await asyncio.gather(
+            *(self._broker(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body) for a in targets)
+        )
         return targets
 
-    async def _group_brokers(self, group: str, topic: str | None = None) -> list[str]:
-        """The masters holding ``group``'s progress: those of ``topic`` when it is named (its rows are
-        there, also where the group never heartbeat and so has no retry topic yet), else those of the
-        group's retry topic, else every master of the cluster."""
-        route = await self.instance.fetch_route(topic or RETRY_GROUP_TOPIC_PREFIX + group)
-        if route is not None:
-            return [a for bd in route.broker_datas if (a := _addrs(bd).get(MASTER_ID))]
-        info = await self.cluster_info()
-        return [a for bd in info.broker_addr_table.values() if (a := _addrs(bd).get(MASTER_ID))]
-
-    async def consume_stats(self, group: str, topic: str | None = None) -> tuple[dict[MessageQueue, Any], float]:
+    async def consume_stats(
+        self, group: str, topic: str | None = None
+    ) -> tuple[dict[MessageQueue, Any], float]:
         """The group's progress per queue (``OffsetWrapper``: broker offset, consumer offset, last
         timestamp) and its total consume TPS, merged over the brokers."""
         table: dict[MessageQueue, Any] = {}
@@ -389,7 +322,8 @@ class Admin:
         ids: set[str] = set()
         for addr in await self._group_brokers(group):
             resp = await self.instance.invoke(
-                addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+                addr,
+                RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}),
             )
             if resp.code == ResponseCode.SUCCESS and resp.body:
                 ids.update(orjson.loads(resp.payload).get("consumerIdList") or [])
@@ -403,7 +337,8 @@ class Admin:
         """
         for addr in await self._group_brokers(group):
             resp = await self.instance.invoke(
-                addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+                addr,
+                RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}),
             )
             if resp.code == ResponseCode.SUCCESS and resp.body:
                 conn = ConsumerConnection.from_json(resp.payload)
@@ -436,12 +371,17 @@ class Admin:
     async def query_message_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int = 2**63 - 1,
                                    max_num: int = 64) -> list[MessageExt]:
         """Messages of ``topic`` with ``key`` among their KEYS, stored within [begin_ms, end_ms]."""
-        return await lookups.by_key(self.instance, await self.topic_route(topic), topic, key, begin_ms, end_ms, max_num)
+        return await lookups.by_key(
+            self.instance, await self.topic_route(topic), topic, key, begin_ms, end_ms, max_num
+        )
 
-    async def query_message_by_unique_key(self, topic: str, unique_key: str, max_num: int = 32) -> list[MessageExt]:
+    async def query_message_by_unique_key(
+        self, topic: str, unique_key: str, max_num: int = 32
+    ) -> list[MessageExt]:
         """Messages of ``topic`` whose ``UNIQ_KEY`` (the producer's message id) is ``unique_key``."""
-        return await lookups.by_key(self.instance, await self.topic_route(topic), topic, unique_key, 0, 2**63 - 1,
-                                    max_num, unique=True)
+        route = await self.topic_route(topic)
+        every = (0, 2**63 - 1)
+        return await lookups.by_key(self.instance, route, topic, unique_key, *every, max_num, unique=True)
 
     query_by_unique_key = query_message_by_unique_key
 
@@ -460,71 +400,11 @@ class Admin:
             msgs = await self.query_message_by_unique_key(topic, msg_id)
             if msgs:
                 return msgs[0]
-            raise MQBrokerError.for_code(ResponseCode.QUERY_NOT_FOUND, f"no message with id {msg_id} in topic {topic}")
+            raise MQBrokerError.for_code(
+                ResponseCode.QUERY_NOT_FOUND, f"no message with id {msg_id} in topic {topic}"
+            )
         first_error.add_note("if this is a unique id (UNIQ_KEY), also give its topic (-t TOPIC)")
         raise first_error
-
-    # -- offsets --------------------------------------------------------------------------------
-    async def max_offset(self, mq: MessageQueue) -> int:
-        return await self.instance.max_offset(mq)
-
-    async def min_offset(self, mq: MessageQueue) -> int:
-        return await self.instance.min_offset(mq)
-
-    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return await self.instance.search_offset(mq, timestamp_ms)
-
-    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
-        await self.instance.update_consumer_offset(group, mq, offset)
-
-    async def reset_offset_by_time(
-        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
-    ) -> dict[MessageQueue, int]:
-        """Rewind (or fast-forward) ``group`` on ``topic`` to ``timestamp_ms`` (-1: the end), as
-        mqadmin ``resetOffsetByTime`` does: INVOKE_BROKER_TO_RESET_OFFSET (222) to every master of
-        the topic, which tells the online consumers (220) and stores the offsets. A broker with no
-        consumer of the group online (206) gets the offsets stored directly, queue by queue
-        (UPDATE_CONSUMER_OFFSET with the offset found by time). Without ``force`` a queue whose
-        committed offset is already before the target keeps it. Returns the offset per queue.
-        """
-        route = await self.topic_route(topic)
-        fields = {"topic": topic, "group": group, "timestamp": timestamp_ms, "isForce": force}
-        table: dict[MessageQueue, int] = {}
-        for bd in route.broker_datas:
-            addr = _addrs(bd).get(MASTER_ID)
-            if addr is None:
-                continue
-            cmd = RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
-            resp = await self.instance.invoke(addr, cmd)
-            if resp.code == ResponseCode.CONSUMER_NOT_ONLINE:
-                table.update(await self._reset_offline(group, topic, bd.broker_name, timestamp_ms, force, route))
-                continue
-            check_response(resp, addr)
-            table.update(ResetOffsetBody.from_json(resp.payload or b"{}").offset_table)
-        return dict(sorted(table.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id)))
-
-    async def _reset_offline(self, group: str, topic: str, broker_name: str, timestamp_ms: int, force: bool,
-                             route: TopicRouteData) -> dict[MessageQueue, int]:
-        queues = next((q for q in route.queue_datas if q.broker_name == broker_name), None)
-        out: dict[MessageQueue, int] = {}
-        for qid in range(queues.read_queue_nums if queues is not None else 0):
-            mq = MessageQueue(topic, broker_name, qid)
-            if timestamp_ms == -1:
-                target = await self.instance.max_offset(mq)
-            else:
-                target = await self.instance.search_offset(mq, timestamp_ms)
-            committed = await self.instance.query_consumer_offset(group, mq)
-            if not force and 0 <= committed <= target:
-                out[mq] = committed
-                continue
-            await self.instance.update_consumer_offset(group, mq, target)
-            out[mq] = target
-        return out
-
-
-def _addrs(bd: Any) -> dict[int, str]:
-    return {int(k): v for k, v in (bd.broker_addrs or {}).items()}
-
 
 class SyncAdmin(SyncFacade):
     """A blocking :class:`Admin` on the shared background loop thread.
@@ -536,7 +416,7 @@ class SyncAdmin(SyncFacade):
             print(admin.topic_list())
     """
 
-    def __init__(self, namesrv_addr: str = "127.0.0.1:9876", client: ClientSettings | None = None,
+    def __init__(self, namesrv_addr: str = DEFAULT_NAMESRV, client: ClientSettings | None = None,
                  *, loop_thread: LoopThread | None = None) -> None:
         self.admin = Admin(namesrv_addr, client)
         super().__init__(self.admin, loop_thread)

@@ -21,7 +21,7 @@ from pyrocketmq.remoting.message import (
 )
 
 from .errors import MQBrokerError, MQClientError
-from .instance import check_response
+from .request_errors import check_response
 from .route import MASTER_ID
 
 if TYPE_CHECKING:

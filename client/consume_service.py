@@ -44,11 +44,11 @@ from pyrocketmq.remoting.header import ConsumerSendMsgBackRequestHeader
 from pyrocketmq.remoting.message import MessageExt, Prop, encode_properties
 
 from .errors import MQError
-from .instance import check_response
 from .process_queue import ProcessQueue
-from .producer import Payload, build_send_header, send_result_from_response
 from .push_parts import ConsumerParts
 from .rebalance import BROADCASTING, retry_topic
+from .request_errors import check_response
+from .send_payload import Payload, build_send_header, send_result_from_response
 from .tasks import TaskSet
 from .trace import ConsumeTrace
 

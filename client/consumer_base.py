@@ -19,11 +19,10 @@ from pyrocketmq.remoting.body import ConsumerData
 
 from .errors import MQClientError
 from .instance import ClientInstance
-from .settings import ClientSettings
+from .settings import DEFAULT_NAMESRV, ClientSettings
 
 #: Where a queue without a stored offset starts.
 CONSUME_FROM = ("last", "first", "timestamp")
-DEFAULT_NAMESRV = "127.0.0.1:9876"
 
 
 class ConsumerSettings(Protocol):

@@ -17,8 +17,10 @@ A :class:`ClientInstance` owns what producers, consumers and admins of one proce
   (220) and CHECK_TRANSACTION_STATE (39) are handed to the registered group's hook
   (``on_consumer_ids_changed``, ``on_reset_offset``, ``on_check_transaction``) when it has one.
 
-The client id is ``clientIP@instanceName`` with ``instanceName`` defaulting to ``pid#nanotime``,
-as the Java client makes it. Requests announce language PYTHON and version 407 (4.9.7).
+Beside it: the queue-offset requests consumers and admins share (:mod:`.queue_offsets`, a part of
+the instance), what a failed request raises (:mod:`.request_errors`), and the client id
+``clientIP@instanceName`` with ``instanceName`` defaulting to ``pid#nanotime``, as the Java client
+makes it (:mod:`.client_id`). Requests announce language PYTHON and version 407 (4.9.7).
 
 Invariants: an instance lives on one event loop (the one that acquired it) and is shared per
 ``(loop, name servers, instance name)`` with a reference count (:meth:`acquire` /
@@ -29,11 +31,8 @@ Invariants: an instance lives on one event loop (the one that acquired it) and i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
-import os
-import socket
 import time
 import weakref
 from collections.abc import Callable
@@ -46,17 +45,19 @@ from pyrocketmq.remoting.body import (
     MessageQueue,
     ProducerData,
     TopicRouteData,
-    TopicStatsTable,
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
 from pyrocketmq.remoting.remoting_client import RemotingClient
-from pyrocketmq.remoting.transport import RemotingError, RemotingTimeoutError
+from pyrocketmq.remoting.transport import RemotingError
 from pyrocketmq.service import Service, Services
 
 from .broker_requests import BrokerRequests
+from .client_id import default_instance_name, local_ip
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError, NoMasterError
+from .queue_offsets import QueueOffsets
+from .request_errors import check_response, transport_error
 from .route import (
     MASTER_ID,
     TopicPublishInfo,
@@ -81,40 +82,6 @@ class ConsumerHooks(Protocol):
     def topics(self) -> set[str]: ...
 
 
-def local_ip() -> str:
-    """This host's address as peers see it (Java picks a non-loopback IPv4 address).
-
-    A UDP ``connect`` picks the outgoing interface without sending anything.
-    """
-    for target in ("10.255.255.255", "8.8.8.8"):
-        with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect((target, 1))
-            ip: str = s.getsockname()[0]
-            if ip and not ip.startswith("0."):
-                return ip
-    with contextlib.suppress(OSError):
-        return socket.gethostbyname(socket.gethostname())
-    return "127.0.0.1"
-
-
-def default_instance_name() -> str:
-    return f"{os.getpid()}#{time.monotonic_ns()}"
-
-
-def transport_error(e: RemotingError, addr: str, what: str = "broker") -> Exception:
-    """The client error for a transport failure talking to ``addr`` (a one-line message)."""
-    if isinstance(e, RemotingTimeoutError):
-        return MQTimeoutError(str(e))
-    return MQConnectionError(f"cannot reach {what} {addr}: {_reason(e)}")
-
-
-def check_response(resp: RemotingCommand, addr: str, *ok: int) -> RemotingCommand:
-    """``resp`` when its code is SUCCESS (or one of ``ok``); else the matching :class:`MQBrokerError`."""
-    if resp.code == ResponseCode.SUCCESS or resp.code in ok:
-        return resp
-    raise MQBrokerError.for_code(resp.code, resp.remark, addr)
-
-
 _instances: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[object, ...], ClientInstance]] = (
     weakref.WeakKeyDictionary()
 )
@@ -128,7 +95,7 @@ def _complete(route: TopicRouteData) -> bool:
     return bool(names) and names <= masters
 
 
-class ClientInstance:
+class ClientInstance(QueueOffsets):
     """The runtime shared by the producers, consumers and admins of one name-server list.
 
     Most code gets one through :meth:`acquire` (inside a running loop) and gives it back with
@@ -146,7 +113,9 @@ class ClientInstance:
         self.settings = settings
         self.namesrv_addrs = split_namesrv_addr(settings.namesrv_addr)
         if not self.namesrv_addrs:
-            raise MQClientError("no name server address given: pass namesrv_addr='host:port' (';' between several)")
+            raise MQClientError(
+                "no name server address given: pass namesrv_addr='host:port' (';' between several)"
+            )
         self.client_ip = settings.client_ip or local_ip()
         self.instance_name = settings.instance_name or default_instance_name()
         self.client_id = f"{self.client_ip}@{self.instance_name}"
@@ -154,7 +123,9 @@ class ClientInstance:
         if settings.access_key:
             sign = functools.partial(acl_sign, access_key=settings.access_key, secret_key=settings.secret_key,
                                      security_token=settings.security_token)
-        self.remoting = RemotingClient(connect_timeout=settings.connect_timeout, ssl=settings.tls.context(), sign=sign)
+        self.remoting = RemotingClient(
+            connect_timeout=settings.connect_timeout, ssl=settings.tls.context(), sign=sign
+        )
         self.broker_requests = BrokerRequests(self)
         self.broker_requests.register(self.remoting)
         self.routes: dict[str, TopicRouteData] = {}
@@ -180,8 +151,8 @@ class ClientInstance:
     def acquire(cls, settings: ClientSettings) -> ClientInstance:
         """The instance for these name servers and instance name on the running loop (made if needed)."""
         loop = asyncio.get_running_loop()
-        key = (tuple(split_namesrv_addr(settings.namesrv_addr)), settings.instance_name, settings.client_ip, settings.tls,
-               settings.access_key, settings.secret_key)
+        key = (tuple(split_namesrv_addr(settings.namesrv_addr)), settings.instance_name, settings.client_ip,
+               settings.tls, settings.access_key, settings.secret_key)
         table = _instances.setdefault(loop, {})
         inst = table.get(key)
         if inst is None or inst._closed:
@@ -192,8 +163,11 @@ class ClientInstance:
         return inst
 
     @classmethod
-    async def join(cls, settings: ClientSettings, register: Callable[[ClientInstance], None]) -> ClientInstance:
-        """:meth:`acquire` the instance, ``register`` a group on it and start it; released again if either fails."""
+    async def join(
+        cls, settings: ClientSettings, register: Callable[[ClientInstance], None]
+    ) -> ClientInstance:
+        """:meth:`acquire` the instance, ``register`` a group on it and start it; released again if
+        either fails."""
         inst = cls.acquire(settings)
         try:
             register(inst)
@@ -274,8 +248,9 @@ class ClientInstance:
         self, addr: str, cmd: RemotingCommand, timeout: float | None = None, *, what: str = "broker",
         connect_timeout: float | None = None,
     ) -> RemotingCommand:
-        """Send ``cmd`` to ``addr`` (a ``what``) and wait for the answer; transport failures become client errors.
-        ``connect_timeout`` bounds a new connection's wait (at most ``settings.connect_timeout``)."""
+        """Send ``cmd`` to ``addr`` (a ``what``) and wait for the answer; transport failures become
+        client errors. ``connect_timeout`` bounds a new connection's wait (at most
+        ``settings.connect_timeout``)."""
         timeout = self.settings.request_timeout if timeout is None else timeout
         try:
             return await self.remoting.invoke(addr, cmd, timeout, connect_timeout)
@@ -288,19 +263,22 @@ class ClientInstance:
         except RemotingError as e:
             raise transport_error(e, addr, "broker") from None
 
-    async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float | None = None) -> tuple[RemotingCommand, str]:
+    async def invoke_namesrv(
+        self, cmd: RemotingCommand, timeout: float | None = None
+    ) -> tuple[RemotingCommand, str]:
         """Send ``cmd`` to a name server, failing over to the next on transport errors.
 
         Returns the answer and the address that gave it. When none answers, raises the error of
         the last one tried (a :class:`MQConnectionError` naming it).
         """
         n = len(self.namesrv_addrs)
+        timeout = self.settings.request_timeout if timeout is None else timeout
         last: Exception | None = None
         for i in range(n):
             idx = (self._ns_index + i) % n
             addr = self.namesrv_addrs[idx]
             try:
-                resp = await self.remoting.invoke(addr, cmd, self.settings.request_timeout if timeout is None else timeout)
+                resp = await self.remoting.invoke(addr, cmd, timeout)
             except RemotingError as e:
                 last = transport_error(e, addr, "name server")
             else:
@@ -331,7 +309,9 @@ class ClientInstance:
             first = first or route
         return first
 
-    async def update_route(self, topic: str, *, default_topic: str | None = None, default_queue_nums: int = 4) -> bool:
+    async def update_route(
+        self, topic: str, *, default_topic: str | None = None, default_queue_nums: int = 4
+    ) -> bool:
         """Refresh ``topic``'s cached route; with ``default_topic``, use that topic's route in its place.
 
         Returns True when the topic (now) has a route. Name-server failures propagate; a topic the
@@ -425,7 +405,9 @@ class ClientInstance:
             found = await self.update_route(topic)
             if not found:
                 raise MQBrokerError.for_code(
-                    ResponseCode.TOPIC_NOT_EXIST, f"no route for topic {topic}", self.namesrv_addrs[self._ns_index]
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"no route for topic {topic}",
+                    self.namesrv_addrs[self._ns_index],
                 )
         return subscribe_queues_from_route(topic, self.routes[topic])
 
@@ -434,11 +416,15 @@ class ClientInstance:
         found = choose_broker_addr(self.broker_addrs.get(broker_name), MASTER_ID, only_this=True)
         return found[0] if found else None
 
-    def find_broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, only_this: bool = False) -> tuple[str, int] | None:
+    def find_broker_addr(
+        self, broker_name: str, broker_id: int = MASTER_ID, *, only_this: bool = False
+    ) -> tuple[str, int] | None:
         """``(address, id)`` of a broker by name and id; any of that name unless ``only_this``."""
         return choose_broker_addr(self.broker_addrs.get(broker_name), broker_id, only_this=only_this)
 
-    async def broker_addr_of(self, topic: str, broker_name: str, broker_id: int = MASTER_ID) -> tuple[str, int]:
+    async def broker_addr_of(
+        self, topic: str, broker_name: str, broker_id: int = MASTER_ID
+    ) -> tuple[str, int]:
         """``(address, id)`` of broker ``broker_name`` (``broker_id`` if in the route, else another of that
         name), refreshing ``topic``'s route once when the name is not known."""
         found = self.find_broker_addr(broker_name, broker_id)
@@ -447,8 +433,8 @@ class ClientInstance:
             found = self.find_broker_addr(broker_name, broker_id)
         if found is None:
             raise MQClientError(
-                f"broker {broker_name!r} is not in the route of topic {topic!r} (a new topic's route reaches the "
-                "name servers a moment after its first message); retry, and check the broker runs"
+                f"broker {broker_name!r} is not in the route of topic {topic!r} (a new topic's route "
+                "reaches the name servers a moment after its first message); retry, and check the broker runs"
             )
         return found
 
@@ -459,7 +445,9 @@ class ClientInstance:
             await self.update_route(topic)
             addr = self.master_addr(broker_name)
         if addr is None:
-            raise NoMasterError(f"broker {broker_name!r} has no master in the route of topic {topic!r}; is it running?")
+            raise NoMasterError(
+                f"broker {broker_name!r} has no master in the route of topic {topic!r}; is it running?"
+            )
         return addr
 
     def all_broker_addrs(self, *, masters_only: bool = False) -> list[str]:
@@ -469,75 +457,6 @@ class ClientInstance:
                 if not masters_only or bid == MASTER_ID:
                     out.append(addr)
         return out
-
-    # -- queue offsets on the broker (shared by consumers and admin) -----------------------------
-    async def _queue_request(self, code: int, mq: MessageQueue, extra: dict[str, Any] | None = None) -> RemotingCommand:
-        addr = await self.master_addr_of(mq.topic, mq.broker_name)
-        fields: dict[str, Any] = {"topic": mq.topic, "queueId": mq.queue_id}
-        if extra:
-            fields.update(extra)
-        resp = await self.invoke(addr, RemotingCommand.request(code, fields))
-        return check_response(resp, addr)
-
-    async def max_offset(self, mq: MessageQueue) -> int:
-        """The queue's max offset (one past its last message) on the master."""
-        resp = await self._queue_request(RequestCode.GET_MAX_OFFSET, mq)
-        return resp.get_int("offset", 0) or 0
-
-    async def min_offset(self, mq: MessageQueue) -> int:
-        """The queue's min offset (its first message still stored) on the master."""
-        resp = await self._queue_request(RequestCode.GET_MIN_OFFSET, mq)
-        return resp.get_int("offset", 0) or 0
-
-    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The offset of the message stored closest to ``timestamp_ms`` (ms since the epoch)."""
-        resp = await self._queue_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, {"timestamp": timestamp_ms})
-        return resp.get_int("offset", 0) or 0
-
-    async def queue_offsets(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
-        """``{queue: (min offset, max offset)}`` of ``topic``: one topic-stats request per master
-        of its route (GET_TOPIC_STATS_INFO), not two requests per queue."""
-        route = self.routes.get(topic)
-        if route is None:
-            await self.update_route(topic)
-            route = self.routes.get(topic)
-        out: dict[MessageQueue, tuple[int, int]] = {}
-        for bd in route.broker_datas if route is not None else ():
-            addr = self.master_addr(bd.broker_name)
-            if addr is None:
-                continue
-            cmd = RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
-            resp = check_response(await self.invoke(addr, cmd), addr)
-            for mq, v in TopicStatsTable.from_json(resp.payload or b"{}").offset_table.items():
-                out[mq] = (v.min_offset, v.max_offset)
-        return out
-
-    async def earliest_store_time(self, mq: MessageQueue) -> int:
-        resp = await self._queue_request(RequestCode.GET_EARLIEST_MSG_STORETIME, mq)
-        return resp.get_int("timestamp", 0) or 0
-
-    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
-        """The group's committed offset of ``mq`` on the master; -1 when none is stored."""
-        addr = await self.master_addr_of(mq.topic, mq.broker_name)
-        cmd = RemotingCommand.request(
-            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id}
-        )
-        resp = await self.invoke(addr, cmd)
-        if resp.code == ResponseCode.QUERY_NOT_FOUND:
-            return -1
-        check_response(resp, addr)
-        offset = resp.get_int("offset")
-        return -1 if offset is None else offset
-
-    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False) -> None:
-        """Store the group's offset of ``mq`` on the master (the next offset to consume)."""
-        addr = await self.master_addr_of(mq.topic, mq.broker_name)
-        fields = {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset}
-        cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields, oneway=oneway)
-        if oneway:
-            await self.invoke_oneway(addr, cmd)
-        else:
-            check_response(await self.invoke(addr, cmd), addr)
 
     # -- heartbeats -------------------------------------------------------------------------------
     def build_heartbeat(self) -> HeartbeatData:
@@ -564,8 +483,12 @@ class ClientInstance:
         except (MQConnectionError, MQTimeoutError, MQBrokerError) as e:
             log.warning("client %s: heartbeat to %s failed: %s", self.client_id, addr, e)
 
-    async def _unregister_everywhere(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
-        fields = {"clientID": self.client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}
+    async def _unregister_everywhere(
+        self, *, producer_group: str | None = None, consumer_group: str | None = None
+    ) -> None:
+        fields = {
+            "clientID": self.client_id, "producerGroup": producer_group, "consumerGroup": consumer_group
+        }
 
         async def one(addr: str) -> None:
             try:
@@ -574,20 +497,3 @@ class ClientInstance:
                 log.debug("client %s: unregister from %s failed: %s", self.client_id, addr, e)
 
         await asyncio.gather(*(one(a) for a in self.all_broker_addrs()))
-
-
-def _reason(e: Exception) -> str:
-    """The short cause of a connection error (``connection refused``) for one-line messages."""
-    text = str(e)
-    for marker in ("Connect call failed", "Errno 111", "Connection refused"):
-        if marker in text:
-            return "connection refused"
-    if "timed out" in text.lower() or "TimeoutError" in text:
-        return "connection timed out"
-    if "Name or service not known" in text or "nodename nor servname" in text:
-        return "unknown host"
-    if text.startswith("cannot connect to "):
-        return text.split(": ", 1)[-1]
-    if text.startswith("connection to ") and " closed: " in text:
-        return "connection closed (" + text.split(" closed: ", 1)[1] + ")"
-    return text

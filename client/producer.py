@@ -1,11 +1,12 @@
-"""The producer: sync, async and oneway sends, ordered sends, batches — and a blocking facade.
+"""The asyncio producer: sync, async and oneway sends, ordered sends, batches, with retries.
 
 One send (Apache RocketMQ 4.9's ``sendDefaultImpl``, which this follows):
 
 1. validate the message(s); give each its unique id (``UNIQ_KEY``) once, kept across retries;
-2. build the payload once: a single body of at least ``compress_over`` bytes is zlib-compressed
-   (level 5) and flagged ``sysFlag = COMPRESSED | ZLIB`` (``0x301``, what the 4.9.7 Java producer
-   sets); a list of messages becomes one SEND_BATCH_MESSAGE body (``encode_batch``, never compressed);
+2. build the payload once (:mod:`.send_payload`): a single body of at least ``compress_over``
+   bytes is zlib-compressed (level 5) and flagged ``sysFlag = COMPRESSED | ZLIB`` (``0x301``, what
+   the 4.9.7 Java producer sets); a list of messages becomes one SEND_BATCH_MESSAGE body
+   (``encode_batch``, never compressed);
 3. find the topic's publish info (its route; the default topic TBW102's route while the topic does
    not exist yet, so the broker auto-creates it);
 4. pick a queue round-robin, avoiding brokers the latency fault tolerance marks slow or failing and,
@@ -17,36 +18,25 @@ One send (Apache RocketMQ 4.9's ``sendDefaultImpl``, which this follows):
 Ordered sends (a ``selector`` or a ``sharding_key``, or an explicit ``queue``) make one attempt
 only: retrying elsewhere would break the order.
 
-:class:`Producer` is the asyncio API; :class:`SyncProducer` drives one on the shared background
-loop thread for code that is not async.
+:class:`Producer` is the asyncio API; :class:`~.sync_producers.SyncProducer` drives one on the
+shared background loop thread for code that is not async.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import time
-import zlib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from pyrocketmq.remoting.header import SendMessageRequestHeader
-from pyrocketmq.remoting.message import (
-    SysFlag,
-    UniqIdGenerator,
-    encode_batch,
-    encode_properties,
-)
-from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
+from pyrocketmq.remoting.message import UniqIdGenerator
 
 from .errors import (
     BROKER_GONE,
-    MQBrokerError,
     MQClientError,
     MQError,
     MQTimeoutError,
@@ -55,11 +45,11 @@ from .errors import (
 )
 from .fault import LatencyFaultTolerance
 from .instance import ClientInstance
-from .loop_thread import LoopThread, SyncFacade
-from .message import Message, SendResult, SendStatus, same_topic
+from .message import Message, SendResult, SendStatus
 from .metrics import notify
 from .route import TopicPublishInfo, select_by_key
-from .settings import ClientSettings, ProducerSettings
+from .send_payload import Payload, build_send_header, prepare_batch, prepare_single, send_result_from_response
+from .settings import DEFAULT_NAMESRV, ClientSettings, ProducerSettings
 from .trace import MSG_TYPE_DELAY, MSG_TYPE_NORMAL, TRACE_PRODUCER_GROUP, PubTrace
 from .trace_dispatch import TraceDispatcher
 
@@ -68,150 +58,28 @@ log = logging.getLogger("pyrocketmq.client")
 Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
 
-_STATUS_BY_CODE: dict[int, SendStatus] = {
-    ResponseCode.SUCCESS: SendStatus.SEND_OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
-}
+
+def ordered_queue(
+    info: TopicPublishInfo, first: Message, selector: Selector | None, arg: Any, sharding_key: str | None
+) -> MessageQueue | None:
+    """The one queue an ordered send must use (``selector(queues, msg, arg)`` or the sharding key's),
+    or None for a send that may go to any queue."""
+    if selector is not None:
+        return selector(list(info.queues), first, arg)
+    if sharding_key is not None:
+        return select_by_key(info.queues, sharding_key)
+    return None
 
 
-# -- pure pieces ------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True, frozen=True)
-class Payload:
-    """What goes on the wire for one send, computed once and reused by every attempt."""
-
-    topic: str
-    body: bytes
-    sys_flag: int
-    properties: str
-    flag: int
-    batch: bool
-    #: The unique id(s) of the message(s), comma-joined for a batch (SendResult.msg_id).
-    unique_id: str
-    #: For a message sent to ``%RETRY%<group>`` by a consumer (header ``j``/``l``).
-    reconsume_times: int | None = None
-    max_reconsume_times: int | None = None
-
-
-def compress_body(body: bytes, settings: ProducerSettings) -> tuple[bytes, int]:
-    """``(body, sysFlag bits)``: zlib at ``compress_level`` when ``len(body) >= compress_over``.
-
-    >>> compress_body(b"x" * 10, ProducerSettings())
-    (b'xxxxxxxxxx', 0)
-    >>> hex(compress_body(b"x" * 4096, ProducerSettings())[1])
-    '0x301'
-    """
-    if len(body) >= settings.compress_over > 0:
-        return zlib.compress(body, settings.compress_level), SysFlag.COMPRESSED | SysFlag.COMPRESSION_ZLIB
-    return bytes(body), 0
-
-
-def prepare_single(msg: Message, settings: ProducerSettings, ids: UniqIdGenerator) -> Payload:
-    """Validate one message, assign its unique id, compress its body, encode its properties."""
-    msg.validate(settings.max_message_size)
-    if not msg.unique_id:
-        msg.unique_id = ids.next_id()
-    body, sys_flag = compress_body(bytes(msg.body), settings)
-    props = msg.wire_properties()
-    return Payload(
-        topic=msg.topic,
-        body=body,
-        sys_flag=sys_flag,
-        properties=encode_properties(props).decode(),
-        flag=msg.flag,
-        batch=False,
-        unique_id=msg.unique_id,
-    )
-
-
-def prepare_batch(msgs: Sequence[Message], settings: ProducerSettings, ids: UniqIdGenerator) -> Payload:
-    """Validate a batch (one topic, no delay, no retry topic), assign ids, encode the batch body."""
-    topic = same_topic(msgs)
-    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        raise MQClientError("batches cannot be sent to retry topics; send those messages one by one")
-    items = []
-    for m in msgs:
-        m.validate(settings.max_message_size)
-        if m.delay_level > 0:
-            raise MQClientError("batched messages cannot have a delay level; send delayed messages one by one")
-        if not m.unique_id:
-            m.unique_id = ids.next_id()
-        items.append((bytes(m.body), m.flag, m.wire_properties()))
-    body = encode_batch(items)
-    if len(body) > settings.max_message_size:
-        raise MQClientError(
-            f"the batch encodes to {len(body)} bytes; the limit is {settings.max_message_size}: split it"
+def gave_up(topic: str, timeout: float, tried: list[str], last_error: BaseException | None) -> BaseException:
+    """What a send that found no broker to take its message raises: the last error, noting the brokers
+    tried, or a timeout when no attempt got as far as an error."""
+    if last_error is None:
+        return MQTimeoutError(
+            f"send to topic {topic} did not complete within {timeout:.1f}s (brokers tried: {tried})"
         )
-    wait = "true" if msgs[0].wait_store_msg_ok else "false"
-    return Payload(
-        topic=topic,
-        body=body,
-        sys_flag=0,
-        properties=encode_properties({"WAIT": wait}).decode(),
-        flag=0,
-        batch=True,
-        unique_id=",".join(m.unique_id or "" for m in msgs),
-    )
-
-
-def build_send_header(
-    payload: Payload,
-    *,
-    group: str,
-    queue: MessageQueue,
-    born_timestamp: int,
-    default_topic: str = AUTO_CREATE_TOPIC,
-    default_topic_queue_nums: int = 4,
-) -> dict[str, str]:
-    """The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE ext fields (short keys ``a``..``n``).
-
-    >>> from pyrocketmq.remoting.body import MessageQueue
-    >>> p = Payload("T", b"x", 0, "WAIT\\x01true\\x02", 0, False, "ID")
-    >>> h = build_send_header(p, group="pg", queue=MessageQueue(topic="T", broker_name="broker-a", queue_id=1), born_timestamp=1)
-    >>> h["a"], h["b"], h["c"], h["d"], h["e"], h["m"], h["n"]
-    ('pg', 'T', 'TBW102', '4', '1', 'false', 'broker-a')
-    """
-    header = SendMessageRequestHeader(
-        producer_group=group,
-        topic=payload.topic,
-        default_topic=default_topic,
-        default_topic_queue_nums=default_topic_queue_nums,
-        queue_id=queue.queue_id,
-        sys_flag=payload.sys_flag,
-        born_timestamp=born_timestamp,
-        flag=payload.flag,
-        properties=payload.properties,
-        reconsume_times=payload.reconsume_times or 0,
-        unit_mode=False,
-        batch=payload.batch,
-        max_reconsume_times=payload.max_reconsume_times,
-    )
-    fields = header.to_ext_v2()
-    fields["n"] = queue.broker_name  # 4.9.5+: the broker name the queue belongs to
-    return fields
-
-
-def send_result_from_response(resp: RemotingCommand, payload: Payload, broker_name: str, addr: str) -> SendResult:
-    """A :class:`SendResult` from a send's answer, or the :class:`MQBrokerError` it stands for."""
-    status = _STATUS_BY_CODE.get(resp.code)
-    if status is None:
-        raise MQBrokerError.for_code(resp.code, resp.remark, addr)
-    queue_id = resp.get_int("queueId", -1)
-    return SendResult(
-        status=status,
-        msg_id=payload.unique_id,
-        offset_msg_id=resp.get_str("msgId") or "",
-        message_queue=MessageQueue(topic=payload.topic, broker_name=broker_name, queue_id=queue_id if queue_id is not None else -1),
-        queue_offset=resp.get_int("queueOffset", -1) or 0,
-        transaction_id=resp.get_str("transactionId"),
-        region_id=resp.get_str("MSG_REGION"),
-    )
-
-
-# -- the producer -----------------------------------------------------------------------------------
+    last_error.add_note(f"send to topic {topic} failed {len(tried)} time(s); brokers tried: {tried}")
+    return last_error
 
 
 class Producer:
@@ -233,7 +101,7 @@ class Producer:
     def __init__(
         self,
         group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
+        namesrv_addr: str = DEFAULT_NAMESRV,
         settings: ProducerSettings | None = None,
         client: ClientSettings | None = None,
     ) -> None:
@@ -259,7 +127,9 @@ class Producer:
         """Join the client instance of the name servers and register the group (idempotent)."""
         if self._instance is not None:
             return
-        inst = await ClientInstance.join(self.client_settings, lambda i: i.register_producer(self.group, self))
+        inst = await ClientInstance.join(
+            self.client_settings, lambda i: i.register_producer(self.group, self)
+        )
         self._instance = inst
         self._ids = UniqIdGenerator(inst.client_ip)
         if self.settings.trace and self.group != TRACE_PRODUCER_GROUP:
@@ -304,7 +174,8 @@ class Producer:
         when the broker refuses it, :class:`~.errors.MQTimeoutError` /
         :class:`~.errors.MQConnectionError` when every attempt failed in transport.
         """
-        result: SendResult = await self._measured(msg, self._send(msg, timeout, selector, arg, sharding_key, queue, oneway=False))
+        sending = self._send(msg, timeout, selector, arg, sharding_key, queue, oneway=False)
+        result: SendResult = await self._measured(msg, sending)
         return result
 
     def send_async(
@@ -377,14 +248,16 @@ class Producer:
         notify(hook, "on_send", self.group, topic, outcome, time.monotonic() - started, count)
         return self._traced(msg, started, result) if self._tracer is not None else result
 
-    def _traced(self, msg: Message | Sequence[Message], started: float, result: Any, msg_type: int | None = None) -> Any:
+    def _traced(
+        self, msg: Message | Sequence[Message], started: float, result: Any, msg_type: int | None = None
+    ) -> Any:
         """Queue the ``Pub`` trace of an acknowledged single send (Apache's fields; best effort)."""
         if self._tracer is not None and isinstance(msg, Message) and isinstance(result, SendResult):
             inst, mq = self._instance, result.message_queue
             store = (inst.master_addr(mq.broker_name) if inst is not None else None) or ""
             self._tracer.add(PubTrace(
-                int(time.time() * 1000), self.group, msg.topic, result.msg_id, msg.tags or "", " ".join(msg.key_list()),
-                store, len(msg.body), int((time.monotonic() - started) * 1000),
+                int(time.time() * 1000), self.group, msg.topic, result.msg_id, msg.tags or "",
+                " ".join(msg.key_list()), store, len(msg.body), int((time.monotonic() - started) * 1000),
                 msg_type if msg_type is not None else MSG_TYPE_DELAY if msg.delay_level else MSG_TYPE_NORMAL,
                 result.offset_msg_id,
                 result.status is SendStatus.SEND_OK))  # fmt: skip
@@ -440,11 +313,7 @@ class Producer:
         payload, first = self._payload(msg, prepare)
         info = await self._publish_info(payload.topic)
 
-        fixed: MessageQueue | None = queue
-        if fixed is None and selector is not None:
-            fixed = selector(list(info.queues), first, arg)
-        elif fixed is None and sharding_key is not None:
-            fixed = select_by_key(info.queues, sharding_key)
+        fixed = queue if queue is not None else ordered_queue(info, first, selector, arg, sharding_key)
         attempts = 1 if (oneway or fixed is not None) else 1 + max(0, self.settings.retries)
 
         last_error: BaseException | None = None
@@ -474,7 +343,8 @@ class Producer:
                 if e.retriable:
                     log.info("send to %s failed (%s); %s", mq, e, "retrying" if attempts > 1 else "giving up")
                     await self._after_failure(e, payload.topic)
-                    pause = failover_pause(e, settling, timeout - (time.monotonic() - begin)) if attempts > 1 else 0.0
+                    left = timeout - (time.monotonic() - begin)
+                    pause = failover_pause(e, settling, left) if attempts > 1 else 0.0
                     if pause:  # a master handing over: wait for the new one, not counted as an attempt
                         settling += 1
                         await asyncio.sleep(pause)
@@ -495,12 +365,9 @@ class Producer:
                 attempt += 1
                 continue
             return result
-        if last_error is None:
-            if last_result is not None:
-                return last_result
-            raise MQTimeoutError(f"send to topic {payload.topic} did not complete within {timeout:.1f}s (brokers tried: {tried})")
-        last_error.add_note(f"send to topic {payload.topic} failed {len(tried)} time(s); brokers tried: {tried}")
-        raise last_error
+        if last_error is None and last_result is not None:
+            return last_result
+        raise gave_up(payload.topic, timeout, tried, last_error)
 
     async def _after_failure(self, error: MQError, topic: str) -> None:  # gone, not master, silent: failover?
         if isinstance(error, BROKER_GONE):
@@ -537,56 +404,3 @@ async def start_tracer(client: ClientSettings, topic: str) -> TraceDispatcher:
     inner = Producer(TRACE_PRODUCER_GROUP, client.namesrv_addr, client=client)
     await inner.start()
     return TraceDispatcher(inner, topic)
-
-
-class SyncProducer(SyncFacade):
-    """A blocking :class:`Producer` for code that is not async (thread-safe).
-
-    The asyncio producer runs on a background event-loop thread (shared by all sync clients by
-    default); each call waits for its result.
-
-    Example::
-
-        with SyncProducer("my-group", "127.0.0.1:9876") as producer:
-            result = producer.send(Message("TopicTest", b"hello", tags="TagA"))
-            future = producer.send_async(Message("TopicTest", b"later"))   # concurrent.futures.Future
-            producer.send_oneway(Message("TopicTest", b"fire and forget"))
-            print(result.msg_id, future.result().msg_id)
-    """
-
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: ProducerSettings | None = None,
-        client: ClientSettings | None = None,
-        *,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        self.producer = Producer(group, namesrv_addr, settings, client)
-        super().__init__(self.producer, loop_thread)
-
-    def send(self, msg: Message | Sequence[Message], timeout: float | None = None, **kwargs: Any) -> SendResult:
-        """Blocking :meth:`Producer.send`."""
-        return self._lt.run(self.producer.send(msg, timeout, **kwargs))
-
-    def send_async(
-        self,
-        msg: Message | Sequence[Message],
-        callback: SendCallback | None = None,
-        timeout: float | None = None,
-        **kwargs: Any,
-    ) -> concurrent.futures.Future[SendResult]:
-        """Start a send; returns a future. ``callback(result, error)`` runs on the loop thread: keep it short."""
-
-        async def go() -> SendResult:
-            return await self.producer.send_async(msg, callback, timeout, **kwargs)
-
-        return self._lt.submit(go())
-
-    def send_oneway(self, msg: Message | Sequence[Message], **kwargs: Any) -> None:
-        """Blocking :meth:`Producer.send_oneway` (returns once written)."""
-        self._lt.run(self.producer.send_oneway(msg, **kwargs))
-
-    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
-        return self._lt.run(self.producer.fetch_publish_queues(topic))

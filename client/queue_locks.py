@@ -15,7 +15,8 @@ from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 
 from .errors import MQError
-from .instance import ClientInstance, check_response
+from .instance import ClientInstance
+from .request_errors import check_response
 
 log = logging.getLogger("pyrocketmq.client")
 

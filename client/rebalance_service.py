@@ -32,12 +32,12 @@ from pyrocketmq.service import Service
 
 from .allocate import Strategy
 from .errors import MQError
-from .instance import check_response
 from .process_queue import ProcessQueue, now_ms
 from .pull_service import PullRequest
 from .push_parts import ConsumerParts
 from .queue_locks import by_broker, lock_batch, unlock_batches
 from .rebalance import allocate_topic, not_subscribed, plan, rebalance_wait, start_position
+from .request_errors import check_response
 from .tasks import TaskSet
 
 log = logging.getLogger("pyrocketmq.client")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC
+from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, DEFAULT_NAMESRV_PORT
 from pyrocketmq.remoting.tls import ClientTls
 
 if TYPE_CHECKING:
@@ -31,11 +31,15 @@ def split_namesrv_addr(addr: str) -> list[str]:
     return [p for p in parts if p]
 
 
+DEFAULT_NAMESRV = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+"""The name server a client asks when given none: this host's, on the default port."""
+
+
 @dataclass(slots=True)
 class ClientSettings:
     """What one client runtime (name servers, identity, timers) needs."""
 
-    namesrv_addr: str = "127.0.0.1:9876"
+    namesrv_addr: str = DEFAULT_NAMESRV
     """Name servers, ``host:port`` separated by ``;``; requests fail over from one to the next."""
     instance_name: str = ""
     """Second half of the client id (``ip@instance``); empty means ``pid#nanotime`` (Java's default)."""
@@ -108,7 +112,8 @@ class PullConsumerSettings:
     auto_commit_interval: float = 5.0
     """Seconds between automatic commits."""
     consume_from: str = "last"
-    """Where a queue without a committed offset starts: ``last`` (new messages only), ``first`` or ``timestamp``."""
+    """Where a queue without a committed offset starts: ``last`` (new messages only), ``first`` or
+    ``timestamp``."""
     consume_timestamp_ms: int = 0
     """Start time for ``consume_from="timestamp"`` (ms since the epoch)."""
     expression: Selector = "*"

@@ -10,12 +10,12 @@ from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt
 
 from .consume_service import Listener
-from .consumer_base import DEFAULT_NAMESRV, S
+from .consumer_base import S
 from .loop_thread import LoopThread, SyncFacade
 from .pull_consumer import PullConsumer
 from .pulling import PullResult
 from .push_consumer import PushConsumer
-from .settings import ClientSettings, PullConsumerSettings, PushConsumerSettings
+from .settings import DEFAULT_NAMESRV, ClientSettings, PullConsumerSettings, PushConsumerSettings
 
 _T = TypeVar("_T")
 _C = TypeVar("_C", PullConsumer, PushConsumer)

@@ -1,4 +1,5 @@
-"""Transactional messages: :class:`TransactionProducer` (asyncio) and :class:`SyncTransactionProducer`.
+"""Transactional messages: :class:`TransactionProducer` (asyncio; its blocking facade is
+:class:`~.sync_producers.SyncTransactionProducer`).
 
 One transaction (Apache RocketMQ 4.9's ``sendMessageInTransaction``, which this follows):
 
@@ -26,7 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -41,10 +42,10 @@ from pyrocketmq.remoting.message import (
 )
 
 from .errors import MQClientError
-from .loop_thread import LoopThread, SyncFacade
 from .message import Message, SendResult, SendStatus
-from .producer import Payload, Producer
-from .settings import ClientSettings, ProducerSettings
+from .producer import Producer
+from .send_payload import Payload
+from .settings import DEFAULT_NAMESRV, ClientSettings, ProducerSettings
 from .trace import MSG_TYPE_HALF, EndTransactionTrace
 
 log = logging.getLogger("pyrocketmq.client")
@@ -64,6 +65,15 @@ _JAVA_STATE = {TransactionState.COMMIT: "COMMIT_MESSAGE", TransactionState.ROLLB
 
 LocalExecutor = Callable[[Message, Any], "TransactionState | None | Awaitable[TransactionState | None]"]
 LocalChecker = Callable[[MessageExt], "TransactionState | None | Awaitable[TransactionState | None]"]
+
+
+class TransactionHooks(TypedDict, total=False):
+    """The keyword arguments a transaction producer takes beyond a producer's."""
+
+    check_local_transaction: LocalChecker | None
+    """Answers the broker's CHECK_TRANSACTION_STATE about an unresolved transaction."""
+    execute_local_transaction: LocalExecutor | None
+    """Runs the local transaction of :meth:`TransactionProducer.send_in_transaction` by default."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -151,7 +161,8 @@ class TransactionProducer(Producer):
             return TransactionState.COMMIT
 
         def check(msg):                  # the broker asks about an unresolved transaction
-            return TransactionState.COMMIT if db.has(msg.properties["UNIQ_KEY"]) else TransactionState.ROLLBACK
+            found = db.has(msg.properties["UNIQ_KEY"])
+            return TransactionState.COMMIT if found else TransactionState.ROLLBACK
 
         producer = TransactionProducer("tx-group", "127.0.0.1:9876", check_local_transaction=check)
         await producer.start()
@@ -163,19 +174,12 @@ class TransactionProducer(Producer):
     :meth:`send_in_transaction`. Plain (non-transactional) sends work as on :class:`Producer`.
     """
 
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: ProducerSettings | None = None,
-        client: ClientSettings | None = None,
-        *,
-        check_local_transaction: LocalChecker | None = None,
-        execute_local_transaction: LocalExecutor | None = None,
-    ) -> None:
+    def __init__(self, group: str, namesrv_addr: str = DEFAULT_NAMESRV,
+                 settings: ProducerSettings | None = None, client: ClientSettings | None = None,
+                 **hooks: Unpack[TransactionHooks]) -> None:
         super().__init__(group, namesrv_addr, settings, client)
-        self.check_local_transaction = check_local_transaction
-        self.execute_local_transaction = execute_local_transaction
+        self.check_local_transaction = hooks.get("check_local_transaction")
+        self.execute_local_transaction = hooks.get("execute_local_transaction")
         self._checks: set[asyncio.Task[None]] = set()
 
     async def shutdown(self) -> None:
@@ -224,8 +228,9 @@ class TransactionProducer(Producer):
             )
         if self._tracer is not None:
             self._tracer.add(EndTransactionTrace(
-                int(time.time() * 1000), group, msg.topic, result.msg_id, msg.tags or "", " ".join(msg.key_list()),
-                self.instance.master_addr(result.message_queue.broker_name) or "", result.transaction_id or "",
+                int(time.time() * 1000), group, msg.topic, result.msg_id, msg.tags or "",
+                " ".join(msg.key_list()), self.instance.master_addr(result.message_queue.broker_name) or "",
+                result.transaction_id or "",
                 _JAVA_STATE[state], False))  # fmt: skip
         fields = {f: getattr(result, f) for f in SendResult.__dataclass_fields__}
         return TransactionSendResult(**fields, local_state=state)
@@ -260,48 +265,3 @@ class TransactionProducer(Producer):
             await self.instance.invoke_oneway(broker_addr, cmd)
         except Exception as e:
             log.warning("answering the transaction check of %s failed: %s", msg.msg_id, e)
-
-
-class SyncTransactionProducer(SyncFacade):
-    """A blocking :class:`TransactionProducer` (thread-safe).
-
-    Example::
-
-        with SyncTransactionProducer("tx-group", "127.0.0.1:9876",
-                                     check_local_transaction=lambda msg: TransactionState.COMMIT) as producer:
-            result = producer.send_in_transaction(Message("Orders", b"paid"),
-                                                  lambda msg, arg: TransactionState.COMMIT)
-            print(result.local_state)
-
-    The callables run on worker threads (coroutine functions on the loop thread).
-    """
-
-    def __init__(
-        self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
-        settings: ProducerSettings | None = None,
-        client: ClientSettings | None = None,
-        *,
-        check_local_transaction: LocalChecker | None = None,
-        execute_local_transaction: LocalExecutor | None = None,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        self.producer = TransactionProducer(group, namesrv_addr, settings, client,
-                                            check_local_transaction=check_local_transaction,
-                                            execute_local_transaction=execute_local_transaction)
-        super().__init__(self.producer, loop_thread)
-
-    def send_in_transaction(
-        self,
-        msg: Message,
-        execute_local_transaction: LocalExecutor | None = None,
-        arg: Any = None,
-        timeout: float | None = None,
-    ) -> TransactionSendResult:
-        """Blocking :meth:`TransactionProducer.send_in_transaction`."""
-        return self._lt.run(self.producer.send_in_transaction(msg, execute_local_transaction, arg, timeout))
-
-    def send(self, msg: Message, timeout: float | None = None, **kwargs: Any) -> SendResult:
-        """Blocking plain :meth:`Producer.send`."""
-        return self._lt.run(self.producer.send(msg, timeout, **kwargs))

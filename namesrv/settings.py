@@ -10,13 +10,14 @@ import os
 from dataclasses import dataclass, field, replace
 
 from pyrocketmq.remoting.limits import ConnectionLimits
+from pyrocketmq.remoting.names import DEFAULT_NAMESRV_PORT
 from pyrocketmq.remoting.properties import ConfigError, read_properties
 from pyrocketmq.remoting.tls import ServerTls, TlsConfigError
 
 
 @dataclass(frozen=True, slots=True)
 class NamesrvSettings:
-    listen_port: int = 9876
+    listen_port: int = DEFAULT_NAMESRV_PORT
     """``listenPort``: the remoting port (0 picks a free one)."""
 
     host: str = "0.0.0.0"
@@ -107,7 +108,7 @@ class NamesrvSettings:
         if kv_path is None and home is not None:
             kv_path = os.path.join(home, "namesrv", "kvConfig.json")
         return cls(
-            listen_port=get_int("listenPort", 9876, 0, 65535),
+            listen_port=get_int("listenPort", DEFAULT_NAMESRV_PORT, 0, 65535),
             host=get("bindAddress") or "0.0.0.0",
             kv_config_path=kv_path,
             scan_interval_ms=get_int("scanNotActiveBrokerInterval", 10_000, 100, 3_600_000),

@@ -14,8 +14,10 @@ cluster objects             ``<broker>-broker`` (Service, ServiceAccount)
 
 from __future__ import annotations
 
-NAMESRV_PORT = 9876
-BROKER_PORT = 10911
+from pyrocketmq.remoting.names import DEFAULT_BROKER_PORT, DEFAULT_NAMESRV_PORT
+
+NAMESRV_PORT = DEFAULT_NAMESRV_PORT
+BROKER_PORT = DEFAULT_BROKER_PORT
 BROKER_FAST_PORT = BROKER_PORT - 2  # the "VIP channel" RocketMQ clients may use
 BROKER_HA_PORT = BROKER_PORT + 1
 

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import re
 
+# -- ports ----------------------------------------------------------------------------------------
+DEFAULT_NAMESRV_PORT = 9876
+"""Where a name server listens unless told otherwise (``listenPort``)."""
+DEFAULT_BROKER_PORT = 10911
+"""Where a broker listens unless told otherwise (``listenPort``)."""
+
 # -- permissions (PermName) -------------------------------------------------------------------
 PERM_PRIORITY = 8
 PERM_READ = 4

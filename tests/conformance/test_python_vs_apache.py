@@ -24,8 +24,8 @@ import pytest
 from pyrocketmq.client import SyncPullConsumer
 from pyrocketmq.client.admin import SyncAdmin
 from pyrocketmq.client.message import Message, SendStatus, user_properties
-from pyrocketmq.client.producer import SyncProducer
 from pyrocketmq.client.settings import PullConsumerSettings
+from pyrocketmq.client.sync_producers import SyncProducer
 from tests.helpers.routes import wait_for_route
 
 pytestmark = pytest.mark.conformance

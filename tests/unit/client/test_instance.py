@@ -9,8 +9,9 @@ import pytest
 
 from pyrocketmq.client.broker_requests import parse_reset_offset_body
 from pyrocketmq.client.errors import MQBrokerError, MQClientError
-from pyrocketmq.client.instance import ClientInstance, _reason, check_response
+from pyrocketmq.client.instance import ClientInstance
 from pyrocketmq.client.pull_consumer import PullConsumer
+from pyrocketmq.client.request_errors import _reason, check_response
 from pyrocketmq.client.settings import ClientSettings, PullConsumerSettings, split_namesrv_addr
 from pyrocketmq.remoting.body import HeartbeatData, MessageQueue, ResetOffsetBody, TopicRouteData
 from pyrocketmq.remoting.command import RemotingCommand

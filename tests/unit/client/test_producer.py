@@ -18,16 +18,16 @@ from pyrocketmq.client.errors import (
     TopicNotFoundError,
 )
 from pyrocketmq.client.message import Message, SendStatus
-from pyrocketmq.client.producer import (
+from pyrocketmq.client.producer import Producer
+from pyrocketmq.client.route import TopicPublishInfo, _Counter
+from pyrocketmq.client.send_payload import (
     Payload,
-    Producer,
     build_send_header,
     compress_body,
     prepare_batch,
     prepare_single,
     send_result_from_response,
 )
-from pyrocketmq.client.route import TopicPublishInfo, _Counter
 from pyrocketmq.client.settings import ProducerSettings
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import RequestCode

@@ -8,7 +8,7 @@ import pytest
 
 from pyrocketmq.client import Message, MQClientError, TransactionProducer, TransactionState
 from pyrocketmq.client.message import SendResult, SendStatus
-from pyrocketmq.client.producer import Payload
+from pyrocketmq.client.send_payload import Payload
 from pyrocketmq.client.transaction import _state, as_half_message, end_header, end_header_from_check
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt, create_offset_msg_id, decode_properties, pack_host

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from pyrocketmq.client.instance import transport_error
+from pyrocketmq.client.request_errors import transport_error
 from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.transport import RemotingConnectError
 

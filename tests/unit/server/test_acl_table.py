@@ -521,8 +521,8 @@ def test_every_field_the_java_client_sends_is_taken(code):
 
 
 def test_our_clients_requests_fit_their_codes():
-    from pyrocketmq.client.producer import Payload, build_send_header
     from pyrocketmq.client.pulling import build_pull_header, parse_expression
+    from pyrocketmq.client.send_payload import Payload, build_send_header
 
     mq = bodies.MessageQueue(T, "broker-a", 1)
     send = build_send_header(Payload(T, b"x", 0, "", 0, False, "ID"), group=PG, queue=mq, born_timestamp=1)
