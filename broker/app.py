@@ -221,7 +221,8 @@ class Broker:
         return store
 
     def _register_processors(self, store: MessageStore) -> None:
-        """Every processor, each given only the services it uses."""
+        """Every processor, each given the services it uses; those that read across the broker's
+        tables take the whole :class:`~.processors.services.BrokerServices` set."""
         settings, topics, groups, offsets = self.settings, self.topics, self.groups, self.offsets
         consumers, producers, stats = self.consumers, self.producers, self.stats
         self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers,
@@ -235,23 +236,24 @@ class Broker:
             timeout_ms=ts.timeout_ms, check_max=ts.check_max, ensure_topic=transactions.ensure_topic,
         )
         processors = (
-            SendProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
-                          store_host=self.store_host, ha_server=self.ha_server,
+            SendProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
+                          store=store, stats=stats, store_host=self.store_host, ha_server=self.ha_server,
                           publish_routes=self.registrar.register_all),
-            SendBackProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
+            SendBackProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                              consumers=consumers, store=store, stats=stats,
                               publish_routes=self.registrar.register_all),
             PullProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
                           consumers=consumers, store=store, stats=stats, holds=self.holds),
             OffsetProcessor(offsets=offsets, store=store, topics=topics),
             self.client_processor,
-            ConsumerProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers,
-                              store=store),
+            ConsumerProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                              consumers=consumers, store=store, stats=stats),
             AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
                            consumers=consumers, store=store, stats=stats, schedule=self.schedule,
                            boot_ms=self.boot_ms),
             QueryProcessor(store=store),
-            ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers,
-                           producers=producers, stats=stats),
+            ToolsProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                           consumers=consumers, store=store, stats=stats, producers=producers),
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
         )
