@@ -27,6 +27,7 @@ from pyrocketmq.service import Service, Services
 
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
+from .delay_service import ScheduleService
 from .ha.confirmed import ConfirmedArrivals
 from .ha.replica import ReplicaManager
 from .ha.service import RECONNECT_DELAY, HAClient, HAServer
@@ -47,14 +48,13 @@ from .processors.tools import ToolsProcessor
 from .processors.transaction import TransactionProcessor
 from .proxy.endpoint import EndpointObservers, GrpcEndpoint
 from .registration import Registrar
-from .schedule import ScheduleService
 from .settings import BrokerRole, BrokerSettings
 from .stats import BrokerStats
 from .store.message_store import MessageStore
 from .subscription_group import SubscriptionGroupManager
 from .timer_service import TimerService
 from .topic_config import TopicConfigManager
-from .transaction_check import TransactionCheckService, TransactionSettings
+from .transaction_service import TransactionCheckService, TransactionSettings
 
 log = logging.getLogger("pyrocketmq.broker")
 

@@ -110,12 +110,12 @@ if TYPE_CHECKING:
 
     from .client_manager import ConsumerManager, ProducerManager
     from .consumer_offset import ConsumerOffsetManager
+    from .delay_service import ScheduleService
     from .ha.replica import ReplicaManager
     from .ha.service import HAServer
     from .long_poll import PullHoldService
     from .proxy.endpoint import GrpcEndpoint
     from .registration import Registrar
-    from .schedule import ScheduleService
     from .settings import BrokerSettings
     from .stats import BrokerStats
     from .store.message_store import MessageStore
