@@ -236,9 +236,9 @@ class Broker:
             timeout_ms=ts.timeout_ms, check_max=ts.check_max, ensure_topic=transactions.ensure_topic,
         )
         processors = (
-            SendProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets, consumers=consumers,
-                          store=store, stats=stats, store_host=self.store_host, ha_server=self.ha_server,
-                          publish_routes=self.registrar.register_all),
+            SendProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                          consumers=consumers, store=store, stats=stats, store_host=self.store_host,
+                          ha_server=self.ha_server, publish_routes=self.registrar.register_all),
             SendBackProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
                               consumers=consumers, store=store, stats=stats,
                               publish_routes=self.registrar.register_all),

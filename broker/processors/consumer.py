@@ -157,7 +157,8 @@ class ConsumerProcessor(BrokerServices):
         if info is None or not info.channels:
             return cmd.response(
                 ResponseCode.CONSUMER_NOT_ONLINE,
-                f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} Timestamp: {h.timestamp}",
+                f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
+                f"Timestamp: {h.timestamp}",
             )
         body = ResetOffsetBody(offset_table=table).to_json()
         for mq, offset in table.items():

@@ -305,7 +305,8 @@ def test_connections_under_apache_names_by_language_version_and_mode(broker):
 
 
 def test_consumer_states_sum_queues_as_apache_does():
-    """Queue 0: 10 stored, 3 committed, pulled to 5; queue 1: never pulled, 9 committed; stored at 1000 + offset."""
+    """Queue 0: 10 stored, 3 committed, pulled to 5; queue 1: never pulled, 9 committed; stored at
+    1000 + offset."""
     states = metric_rows.consumer_states(
         {"T@g": {0: 3, 1: 9}, "bad-key": {0: 1}},
         {"T@g": {0: 5}},
