@@ -27,6 +27,7 @@ from pyrocketmq.service import Service, Services
 
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
+from .delay_service import ScheduleService
 from .ha.confirmed import ConfirmedArrivals
 from .ha.replica import ReplicaManager
 from .ha.service import RECONNECT_DELAY, HAClient, HAServer
@@ -47,14 +48,13 @@ from .processors.tools import ToolsProcessor
 from .processors.transaction import TransactionProcessor
 from .proxy.endpoint import EndpointObservers, GrpcEndpoint
 from .registration import Registrar
-from .schedule import ScheduleService
 from .settings import BrokerRole, BrokerSettings
 from .stats import BrokerStats
 from .store.message_store import MessageStore
 from .subscription_group import SubscriptionGroupManager
 from .timer_service import TimerService
 from .topic_config import TopicConfigManager
-from .transaction_check import TransactionCheckService, TransactionSettings
+from .transaction_service import TransactionCheckService, TransactionSettings
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -221,7 +221,8 @@ class Broker:
         return store
 
     def _register_processors(self, store: MessageStore) -> None:
-        """Every processor, each given only the services it uses."""
+        """Every processor, each given the services it uses; those that read across the broker's
+        tables take the whole :class:`~.processors.services.BrokerServices` set."""
         settings, topics, groups, offsets = self.settings, self.topics, self.groups, self.offsets
         consumers, producers, stats = self.consumers, self.producers, self.stats
         self.client_processor = ClientProcessor(topics=topics, groups=groups, consumers=consumers,
@@ -235,23 +236,24 @@ class Broker:
             timeout_ms=ts.timeout_ms, check_max=ts.check_max, ensure_topic=transactions.ensure_topic,
         )
         processors = (
-            SendProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
-                          store_host=self.store_host, ha_server=self.ha_server,
-                          publish_routes=self.registrar.register_all),
-            SendBackProcessor(settings=settings, topics=topics, groups=groups, store=store, stats=stats,
+            SendProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                          consumers=consumers, store=store, stats=stats, store_host=self.store_host,
+                          ha_server=self.ha_server, publish_routes=self.registrar.register_all),
+            SendBackProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                              consumers=consumers, store=store, stats=stats,
                               publish_routes=self.registrar.register_all),
             PullProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
                           consumers=consumers, store=store, stats=stats, holds=self.holds),
             OffsetProcessor(offsets=offsets, store=store, topics=topics),
             self.client_processor,
-            ConsumerProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers,
-                              store=store),
+            ConsumerProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                              consumers=consumers, store=store, stats=stats),
             AdminProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
                            consumers=consumers, store=store, stats=stats, schedule=self.schedule,
                            boot_ms=self.boot_ms),
             QueryProcessor(store=store),
-            ToolsProcessor(settings=settings, topics=topics, offsets=offsets, consumers=consumers,
-                           producers=producers, stats=stats),
+            ToolsProcessor(settings=settings, topics=topics, groups=groups, offsets=offsets,
+                           consumers=consumers, store=store, stats=stats, producers=producers),
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pyrocketmq.remoting.message import MessageExt, Prop
 
-from .restore import restored, restored_topic
+from .restore import restored, restored_in_real_topic
 from .store.values import MessageInner
 
 DLQ_QUEUE_NUMS = 1
@@ -59,19 +59,7 @@ def is_due(now_ms: int, deliver_ms: int, level_ms: int) -> bool:
 def delivered_inner(msg: MessageExt) -> MessageInner | None:
     """The message a due schedule entry becomes: its REAL_TOPIC/REAL_QID, DELAY removed, born and
     store hosts, born time, flag, sys flag and reconsume times kept. None when it names no topic."""
-    where = restored_topic(msg)
-    if where is None:
-        return None
-    real_topic, real_qid = where
-    props = {k: v for k, v in msg.properties.items() if k != Prop.DELAY}
-    return restored(
-        msg,
-        topic=real_topic,
-        queue_id=real_qid,
-        properties=props,
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-    )
+    return restored_in_real_topic(msg, {k: v for k, v in msg.properties.items() if k != Prop.DELAY})
 
 
 @dataclass(frozen=True, slots=True)

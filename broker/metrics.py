@@ -44,7 +44,6 @@ Under Apache RocketMQ 5's names (``BrokerMetricsConstant``; labels ``cluster``, 
 ``node_id`` = the brokerName, then Apache's own), so dashboards and alert rules written for Apache
 read this broker too; the traffic counters exist under these names only:
 
-===========================================================================  ================================
 ``rocketmq_messages_in_total{topic,message_type}``                           messages stored (``normal``,
                                                                              ``fifo``, ``delay``,
                                                                              ``transaction``)
@@ -68,6 +67,30 @@ read this broker too; the traffic counters exist under these names only:
 ``rocketmq_storage_size``, ``..._flush_behind_bytes``                        disk used, unflushed bytes
 ``rocketmq_storage_message_reserve_time``                                    oldest message age (ms)
 ===========================================================================  ================================
+=======
+- ``rocketmq_messages_in_total{topic,message_type}``: messages stored (``normal``, ``fifo``, ``delay``,
+  ``transaction``)
+- ``rocketmq_throughput_in_total{topic,message_type}``: their bytes
+- ``rocketmq_messages_out_total{topic,consumer_group}``: messages handed out by pulls
+- ``rocketmq_throughput_out_total{topic,consumer_group}``: their bytes
+- ``rocketmq_consumer_lag_messages{topic,consumer_group,is_retry,is_system}``: lag per group and topic
+  (master)
+- ``rocketmq_consumer_ready_messages{...}``, ``..._inflight_messages{...}``: not pulled yet; pulled, not
+  committed
+- ``rocketmq_consumer_queueing_latency{...}``, ``..._lag_latency{...}``: ms the oldest not pulled / not
+  consumed waited
+- ``rocketmq_producer_connections{language,version,protocol_type}``: producer connections
+- ``rocketmq_consumer_connections{consumer_group,language,version,consume_mode,...}``: consumer
+  connections
+- ``rocketmq_rpc_latency{protocol_type,request_code,response_code}``: requests answered: latency (ms
+  histogram), count
+- ``rocketmq_message_size{topic,message_type}``: stored sizes (histogram, bytes)
+- ``rocketmq_send_to_dlq_messages_total{topic,consumer_group,is_system}``: dead-lettered since start
+- ``rocketmq_commit_messages_total{topic}``, ``rocketmq_rollback_messages_total{topic}``: transactions
+  ended
+- ``rocketmq_topic_number``, ``rocketmq_consumer_group_number``: topics and groups held
+- ``rocketmq_storage_size``, ``..._flush_behind_bytes``, ``..._message_reserve_time``: disk used,
+  unflushed bytes, oldest message age (ms)
 
 Retry and DLQ counters are the max offsets of those topics' queues: they survive restarts, and
 they exist (at 0) for every subscription group the broker knows, so ``increase()`` sees the first
@@ -118,12 +141,12 @@ if TYPE_CHECKING:
 
     from .client_manager import ConsumerManager, ProducerManager
     from .consumer_offset import ConsumerOffsetManager
+    from .delay_service import ScheduleService
     from .ha.replica import ReplicaManager
     from .ha.service import HAServer
     from .long_poll import PullHoldService
     from .proxy.endpoint import GrpcEndpoint
     from .registration import Registrar
-    from .schedule import ScheduleService
     from .settings import BrokerSettings
     from .stats import BrokerStats
     from .store.message_store import MessageStore

@@ -25,12 +25,17 @@ def restored(
     topic: str,
     queue_id: int,
     properties: dict[str, str],
-    reconsume_times: int,
-    prepared_transaction_offset: int,
+    reconsume_times: int | None = None,
+    prepared_transaction_offset: int | None = None,
     sys_flag: int | None = None,
 ) -> MessageInner:
-    """``msg`` stored again under ``topic``/``queue_id`` with ``properties``: body, flag, sys flag
-    (unless ``sys_flag`` is given), born time and born/store hosts are the original's."""
+    """``msg`` stored again under ``topic``/``queue_id`` with ``properties``: body, flag, born time
+    and born/store hosts are the original's, and so are its sys flag, reconsume times and prepared
+    transaction offset unless given."""
+    if reconsume_times is None:
+        reconsume_times = msg.reconsume_times
+    if prepared_transaction_offset is None:
+        prepared_transaction_offset = msg.prepared_transaction_offset
     return MessageInner(
         topic=topic,
         body=msg.body,
@@ -46,4 +51,25 @@ def restored(
         prepared_transaction_offset=prepared_transaction_offset,
         tags_code=tags_code(properties.get(Prop.TAGS)),
         keys=properties.get(Prop.KEYS),
+    )
+
+
+def restored_in_real_topic(
+    msg: MessageExt,
+    properties: dict[str, str],
+    *,
+    prepared_transaction_offset: int | None = None,
+    sys_flag: int | None = None,
+) -> MessageInner | None:
+    """:func:`restored` under the ``REAL_TOPIC``/``REAL_QID`` ``msg`` names; None when it names none."""
+    where = restored_topic(msg)
+    if where is None:
+        return None
+    return restored(
+        msg,
+        topic=where[0],
+        queue_id=where[1],
+        properties=properties,
+        prepared_transaction_offset=prepared_transaction_offset,
+        sys_flag=sys_flag,
     )

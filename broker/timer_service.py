@@ -21,15 +21,16 @@ from __future__ import annotations
 import heapq
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pyrocketmq.remoting.message import MessageExt, Prop
 from pyrocketmq.remoting.names import TIMER_TOPIC
-from pyrocketmq.service import Service, Services
+from pyrocketmq.service import Service
 
-from .restore import restored, restored_topic
-from .store.config_file import load_json_file, write_json_file
+from .checkpoint import CheckpointedService
+from .restore import restored, restored_in_real_topic
+from .store.config_file import load_json_file
 from .store.consume_queue import FILLER_SIZE
 from .store.message_store import MessageStore
 from .store.timer import REQUEST_KEYS
@@ -96,21 +97,10 @@ def delivered(msg: MessageExt, now_ms: int) -> MessageInner | None:
     """What a due timer-store record becomes: its real topic and queue, the timer requests taken
     out (``TIMER_OUT_MS`` stays: when it was due), ``TIMER_DEQUEUE_MS`` added. None when it names
     no topic."""
-    where = restored_topic(msg)
-    if where is None:
-        return None
-    real_topic, real_qid = where
     drop = {*REQUEST_KEYS, Prop.REAL_TOPIC, Prop.REAL_QID, Prop.TIMER_ROLL_TIMES}
     props = {k: v for k, v in msg.properties.items() if k not in drop}
     props[Prop.TIMER_DEQUEUE_MS] = str(now_ms)
-    return restored(
-        msg,
-        topic=real_topic,
-        queue_id=real_qid,
-        properties=props,
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-    )
+    return restored_in_real_topic(msg, props)
 
 
 def rolled(msg: MessageExt) -> MessageInner:
@@ -118,19 +108,18 @@ def rolled(msg: MessageExt) -> MessageInner:
     long timers move forward so that the commitlog's retention never takes a pending one."""
     props = dict(msg.properties)
     props[Prop.TIMER_ROLL_TIMES] = str(int(props.get(Prop.TIMER_ROLL_TIMES) or 0) + 1)
-    return restored(msg, topic=TIMER_TOPIC, queue_id=0, properties=props, reconsume_times=msg.reconsume_times,
-                    prepared_transaction_offset=msg.prepared_transaction_offset)
+    return restored(msg, topic=TIMER_TOPIC, queue_id=0, properties=props)
 
 
 
 
-class TimerService:
+class TimerService(CheckpointedService):
     """See the module docstring. ``turn()`` is one step of the loop (tests call it directly)."""
 
     def __init__(self, store: MessageStore, path: str, *, flush_interval_ms: int = 10_000,
                  roll_after_ms: int = ROLL_AFTER_MS, clock: Callable[[], int] = _now_ms) -> None:
-        self.store, self.path, self.clock = store, path, clock
-        self.flush_interval_ms, self.roll_after_ms = flush_interval_ms, roll_after_ms
+        super().__init__(path, flush_interval_ms)
+        self.store, self.clock, self.roll_after_ms = store, clock, roll_after_ms
         self.progress = TimerProgress()
         self.scan = 0
         """Next timer-queue offset to load into the heap."""
@@ -139,8 +128,6 @@ class TimerService:
         self.delivered_count = 0
         self.rolled_count = 0
         self._last_roll_check = 0
-        self._dirty = False
-        self._services = Services()
 
     # -- persistence ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -161,11 +148,8 @@ class TimerService:
         self.progress, self.scan, self.heap = progress, progress.low, []
         self.persist(force=True)
 
-    def persist(self, force: bool = False) -> None:
-        if not (self._dirty or force):
-            return
-        self._dirty = False
-        write_json_file(self.path, self.progress.as_json())
+    def progress_json(self) -> dict[str, object]:
+        return self.progress.as_json()
 
     @property
     def pending(self) -> int:
@@ -266,17 +250,7 @@ class TimerService:
             )
 
     # -- the loop ---------------------------------------------------------------------------------
-    def start(self) -> None:
-        self._services.add(
-            Service(
-                "timer delivery", self.turn, RETRY_WAIT_S, first_wait=False, chooses_wait=True, logger=log
-            )
+    def loops(self) -> Iterator[Service]:
+        yield Service(
+            "timer delivery", self.turn, RETRY_WAIT_S, first_wait=False, chooses_wait=True, logger=log
         )
-        self._services.add(
-            Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log)
-        )
-        self._services.start()
-
-    async def stop(self) -> None:
-        await self._services.stop()
-        self.persist(force=True)

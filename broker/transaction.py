@@ -34,7 +34,7 @@ from dataclasses import replace
 from pyrocketmq.remoting.message import MessageExt, Prop, SysFlag, encode_properties, tags_code
 from pyrocketmq.remoting.names import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
-from .restore import restored, restored_topic
+from .restore import restored, restored_in_real_topic, restored_topic
 from .store.values import MessageInner
 
 HALF_TOPIC = TRANS_HALF_TOPIC
@@ -93,28 +93,13 @@ def end_problem(
     return None
 
 
-def _inner(
-    msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], sys_flag: int, prepared: int
-) -> MessageInner:
-    return restored(
-        msg,
-        topic=topic,
-        queue_id=queue_id,
-        properties=props,
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=prepared,
-        sys_flag=sys_flag,
-    )
-
-
 def committed_inner(msg: MessageExt) -> MessageInner | None:
     """The real message a committed half message ``msg`` becomes (None: it names no topic)."""
-    where = restored_topic(msg)
-    if where is None:
-        return None
     props = {k: v for k, v in msg.properties.items() if k not in _STRIPPED_ON_END}
     sys_flag = (msg.sys_flag & ~SysFlag.TRANSACTION_MASK) | SysFlag.TRANSACTION_COMMIT
-    return _inner(msg, where[0], where[1], props, sys_flag, msg.commitlog_offset)
+    return restored_in_real_topic(
+        msg, props, prepared_transaction_offset=msg.commitlog_offset, sys_flag=sys_flag
+    )
 
 
 def op_inner(half_queue_offset: int, *, store_host: bytes, born_timestamp: int) -> MessageInner:
@@ -152,14 +137,12 @@ def rechecked_inner(msg: MessageExt, times: int) -> MessageInner:
     """``msg`` stored again at the half queue's end with ``TRANSACTION_CHECK_TIMES`` = ``times``."""
     props = dict(msg.properties)
     props[Prop.TRANSACTION_CHECK_TIMES] = str(times)
-    return _inner(msg, HALF_TOPIC, 0, props, msg.sys_flag, msg.prepared_transaction_offset)
+    return restored(msg, topic=HALF_TOPIC, queue_id=0, properties=props)
 
 
 def discarded_inner(msg: MessageExt) -> MessageInner:
     """``msg`` moved to ``TRANS_CHECK_MAX_TIME_TOPIC`` queue 0 (kept for an operator to look at)."""
-    return _inner(
-        msg, CHECK_MAX_TOPIC, 0, dict(msg.properties), msg.sys_flag, msg.prepared_transaction_offset
-    )
+    return restored(msg, topic=CHECK_MAX_TOPIC, queue_id=0, properties=dict(msg.properties))
 
 
 def check_body_message(msg: MessageExt) -> MessageExt:

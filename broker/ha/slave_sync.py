@@ -23,8 +23,8 @@ from ..registration import outgoing_client
 
 if TYPE_CHECKING:
     from ..consumer_offset import ConsumerOffsetManager
+    from ..delay_service import ScheduleService
     from ..registration import Registrar
-    from ..schedule import ScheduleService
     from ..subscription_group import SubscriptionGroupManager
     from ..timer_service import TimerService
     from ..topic_config import TopicConfigManager

@@ -47,7 +47,7 @@ _CREATE_TOPIC_DEFAULTS = {"defaultTopic": AUTO_CREATE_TOPIC, "readQueueNums": "1
                           "perm": "6", "topicFilterType": "SINGLE_TAG"}
 
 if TYPE_CHECKING:
-    from ..schedule import ScheduleService
+    from ..delay_service import ScheduleService
 
 log = logging.getLogger("pyrocketmq.broker")
 

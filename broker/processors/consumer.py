@@ -16,7 +16,7 @@ that message's topic (:func:`~pyrocketmq.server.acl_service.acl_refusal`).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from pyrocketmq.remoting.acl_sign import ACL_FIELDS
 from pyrocketmq.remoting.body import (
@@ -50,13 +50,7 @@ from pyrocketmq.server.acl_service import acl_refusal
 from pyrocketmq.server.acl_table import stored_needs
 
 from ..queue_lock import QueueLockTable
-
-if TYPE_CHECKING:
-    from ..client_manager import ConsumerManager
-    from ..consumer_offset import ConsumerOffsetManager
-    from ..settings import BrokerSettings
-    from ..store.message_store import MessageStore
-    from ..topic_config import TopicConfigManager
+from .services import BrokerServices
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -64,23 +58,10 @@ CALL_CLIENT_TIMEOUT_S = 10.0
 """How long a request relayed to a consumer (307, 309) may take (Java's ``callClient``)."""
 
 
-class ConsumerProcessor:
-    def __init__(
-        self,
-        *,
-        settings: BrokerSettings,
-        topics: TopicConfigManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        store: MessageStore,
-        locks: QueueLockTable | None = None,
-    ) -> None:
-        self.settings = settings
-        self.topics = topics
-        self.offsets = offsets
-        self.consumers = consumers
-        self.store = store
-        self.locks = locks or QueueLockTable()
+@dataclass(kw_only=True, eq=False, repr=False)
+class ConsumerProcessor(BrokerServices):
+    locks: QueueLockTable = field(default_factory=QueueLockTable)
+    """The queues each group's members hold for orderly consumption."""
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.LOCK_BATCH_MQ, self.handle_lock)
@@ -176,7 +157,8 @@ class ConsumerProcessor:
         if info is None or not info.channels:
             return cmd.response(
                 ResponseCode.CONSUMER_NOT_ONLINE,
-                f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} Timestamp: {h.timestamp}",
+                f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
+                f"Timestamp: {h.timestamp}",
             )
         body = ResetOffsetBody(offset_table=table).to_json()
         for mq, offset in table.items():

@@ -19,7 +19,7 @@ from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerRe
 
 if TYPE_CHECKING:
     from ..consumer_offset import ConsumerOffsetManager
-    from ..schedule import ScheduleService
+    from ..delay_service import ScheduleService
     from ..timer_service import TimerService
 
 

@@ -16,6 +16,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -46,16 +47,12 @@ from ..settings import BrokerRole
 from ..store import MessageInner, PutMessageStatus, PutResult, send_properties
 from ..transaction import half_inner, is_prepared
 from .durable import DurableWaiters
+from .services import BrokerServices
 
 if TYPE_CHECKING:
     from pyrocketmq.remoting.body import TopicConfig
 
     from ..ha.service import HAServer
-    from ..settings import BrokerSettings
-    from ..stats import BrokerStats
-    from ..store import MessageStore
-    from ..subscription_group import SubscriptionGroupManager
-    from ..topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -77,34 +74,24 @@ PUBLISH_TIMEOUT = 3.0
 """Seconds a send that created its topic waits for the name servers to route it."""
 
 
-class SendProcessor:
-    def __init__(
-        self,
-        *,
-        settings: BrokerSettings,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        store: MessageStore,
-        stats: BrokerStats,
-        store_host: bytes,
-        ha_server: HAServer | None,
-        publish_routes: Callable[[], Awaitable[object]] | None = None,
-    ) -> None:
-        self.publish_routes = publish_routes
-        """Registers this broker's topics with the name servers now (after an auto-created topic)."""
-        self.settings = settings
-        self.topics = topics
-        self.groups = groups
-        self.store = store
-        self.stats = stats
-        self.store_host = store_host
-        self.ha_server = ha_server
+@dataclass(kw_only=True, eq=False, repr=False)
+class SendProcessor(BrokerServices):
+    store_host: bytes
+    """This broker's address as stored with each message (``STOREHOST``)."""
+    ha_server: HAServer | None
+    publish_routes: Callable[[], Awaitable[object]] | None = None
+    """Registers this broker's topics with the name servers now (after an auto-created topic)."""
+    cluster_prop: bytes = field(init=False)
+    max_body: int = field(init=False)
+    durable: DurableWaiters = field(init=False)
+    """SYNC_FLUSH sends waiting for their group commit."""
+    _born_hosts: dict[str, bytes] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
         self.cluster_prop = f"{Prop.CLUSTER}\x01{self.settings.identity.cluster_name}".encode()
         self.max_body = self.settings.store.max_message_size
-        self._born_hosts: dict[str, bytes] = {}
-        self.durable = DurableWaiters(store.flush_to, settings.store.sync_flush_timeout_ms / 1000)
-        """SYNC_FLUSH sends waiting for their group commit."""
-        store.watch_durable(self.durable)
+        self.durable = DurableWaiters(self.store.flush_to, self.settings.store.sync_flush_timeout_ms / 1000)
+        self.store.watch_durable(self.durable)
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.SEND_MESSAGE, self.handle_send)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from pyrocketmq.remoting.body import TopicConfig
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
@@ -40,35 +40,16 @@ from ..delay import DLQ_QUEUE_NUMS, decide_send_back, send_back_inner
 from ..settings import BrokerRole
 from ..store.values import PutMessageStatus
 from .send import published_first
-
-if TYPE_CHECKING:
-    from ..settings import BrokerSettings
-    from ..stats import BrokerStats
-    from ..store.message_store import MessageStore
-    from ..subscription_group import SubscriptionGroupManager
-    from ..topic_config import TopicConfigManager
+from .services import BrokerServices
 
 log = logging.getLogger("pyrocketmq.broker")
 _refusals = RateLimitedLog(log)
 
 
-class SendBackProcessor:
-    def __init__(
-        self,
-        *,
-        settings: BrokerSettings,
-        topics: TopicConfigManager,
-        groups: SubscriptionGroupManager,
-        store: MessageStore,
-        stats: BrokerStats,
-        publish_routes: Callable[[], Awaitable[object]] | None = None,
-    ) -> None:
-        self.publish_routes = publish_routes
-        self.settings = settings
-        self.topics = topics
-        self.groups = groups
-        self.store = store
-        self.stats = stats
+@dataclass(kw_only=True, eq=False, repr=False)
+class SendBackProcessor(BrokerServices):
+    publish_routes: Callable[[], Awaitable[object]] | None = None
+    """Registers this broker's topics with the name servers now (after a new retry or DLQ topic)."""
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.handle_send_back)

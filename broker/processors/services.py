@@ -1,4 +1,5 @@
-"""The broker services that the pull and admin processors both hold, declared once.
+"""The broker services that the send, send-back, pull, consumer, admin and tools processors hold,
+declared once.
 
 Such a processor is a keyword-only dataclass subclassing :class:`BrokerServices` and adding its own
 fields; ``broker/app.py`` passes every field by name."""

@@ -30,34 +30,18 @@ from pyrocketmq.remoting.properties import format_properties, parse_properties
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 from ..hot_config import ConfigRefused, apply_updates
+from .services import BrokerServices
 
 if TYPE_CHECKING:
-    from ..client_manager import ConsumerManager, ProducerManager
-    from ..consumer_offset import ConsumerOffsetManager
-    from ..settings import BrokerSettings
-    from ..stats import BrokerStats
-    from ..topic_config import TopicConfigManager
+    from ..client_manager import ProducerManager
 
 log = logging.getLogger("pyrocketmq.broker")
 
 
-class ToolsProcessor:
-    def __init__(
-        self,
-        *,
-        settings: BrokerSettings,
-        topics: TopicConfigManager,
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        producers: ProducerManager,
-        stats: BrokerStats,
-    ) -> None:
-        self.settings = settings
-        self.stats = stats
-        self.topics = topics
-        self.offsets = offsets
-        self.consumers = consumers
-        self.producers = producers
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
+class ToolsProcessor(BrokerServices):
+    producers: ProducerManager
+    """The producer connections of each group."""
 
     def register(self, server: HandlerRegistry) -> None:
         server.register(RequestCode.GET_BROKER_CONFIG, self.handle_get_config)

@@ -30,7 +30,7 @@ if str(REPO_ROOT) not in sys.path:  # so `tests.conformance` / `tests.helpers` i
 
 from tests.conformance import apache, jvm, maven, probe  # noqa: E402
 from tests.helpers import prereq  # noqa: E402
-from tests.helpers.cluster import Cluster, add_cluster_logs, start_pyrocketmq_cluster  # noqa: E402
+from tests.helpers.cluster import Cluster, cluster_logs_hook, start_pyrocketmq_cluster  # noqa: E402
 
 
 def missing_prerequisite(reason: str) -> None:
@@ -92,12 +92,7 @@ def pyrocketmq_cluster(tmp_path_factory: pytest.TempPathFactory):
         cluster.stop()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    outcome = yield
-    add_cluster_logs(
-        item, call, outcome.get_result(), lambda value: value if isinstance(value, Cluster) else None
-    )
+pytest_runtest_makereport = cluster_logs_hook(lambda value: value if isinstance(value, Cluster) else None)
 
 
 @pytest.fixture(scope="session")

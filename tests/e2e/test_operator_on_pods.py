@@ -52,8 +52,7 @@ def test_topic_queue_counts_are_updated_on_every_master(mq: MQ):
         kube.wait_until(
             lambda: queue_layout(admin, topic) == {"orders-0": (4, 4, 6), "orders-1": (4, 4, 6)}, 30, "4"
         )
-        kube.kubectl("patch", "topic", "upd-topic", "-n", ns, "--type=merge", "-p",
-                     '{"spec": {"readQueueNums": 8, "writeQueueNums": 8}}')
+        kube.merge_patch("topic", "upd-topic", ns, {"spec": {"readQueueNums": 8, "writeQueueNums": 8}})
         kube.wait_until(
             lambda: queue_layout(admin, topic) == {"orders-0": (8, 8, 6), "orders-1": (8, 8, 6)}, 60, "8"
         )
@@ -87,16 +86,7 @@ def test_group_settings_are_updated_and_members_and_lag_show_in_status(mq: MQ):
         for addr in masters(mq):
             config = group_configs(admin, addr)[group]
             assert config.retry_max_times == 3 and config.consume_broadcast_enable is False
-        kube.kubectl(
-            "patch",
-            "consumergroup",
-            "billing",
-            "-n",
-            ns,
-            "--type=merge",
-            "-p",
-            '{"spec": {"retryMaxTimes": 5}}',
-        )
+        kube.merge_patch("consumergroup", "billing", ns, {"spec": {"retryMaxTimes": 5}})
         kube.wait_until(
             lambda: all(group_configs(admin, a)[group].retry_max_times == 5 for a in masters(mq)), 60, "5"
         )
@@ -154,8 +144,7 @@ def test_an_unreachable_cluster_is_a_reason_retried_with_backoff_and_converges_w
     assert min(delays()) < max(delays()), delays()  # backoff: the delay grows between attempts
 
     # Pointed at running name servers, the same Topic converges without being touched.
-    kube.kubectl("patch", "broker", "late", "-n", ns, "--type=merge", "-p",
-                 '{"spec": {"nameServer": {"addresses": null, "name": "names"}}}')
+    kube.merge_patch("broker", "late", ns, {"spec": {"nameServer": {"addresses": None, "name": "names"}}})
     wait_ready(kube, "topic", "later", ns, timeout=240)
     with SyncAdmin(mq.namesrv_addr()) as admin:
         assert set(queue_layout(admin, topic)) == {"late-0"}

@@ -6,7 +6,6 @@ order (a → g of the issue's list)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 from pathlib import Path
 
@@ -161,8 +160,8 @@ def test_c_producer_and_consumer_pods_and_a_client_on_the_node(mq: MQ, tmp_path:
     )
 
     # spec.resetOffset: the operator rewinds the group on every master; status says where each queue went.
-    kube.kubectl("patch", "consumergroup", "pods-group", "-n", ns, "--type=merge", "-p",
-                 json.dumps({"spec": {"resetOffset": {"id": "rewind-1", "topic": topic, "to": "earliest"}}}))
+    rewind = {"id": "rewind-1", "topic": topic, "to": "earliest"}
+    kube.merge_patch("consumergroup", "pods-group", ns, {"spec": {"resetOffset": rewind}})
     done = kube.wait_until(
         lambda: ((get(kube, "consumergroup", "pods-group", ns) or {}).get("status") or {})
         .get("offsetReset", {}).get("id") == "rewind-1"

@@ -73,16 +73,8 @@ def test_e_a_config_change_rolls_each_group_slave_first_one_pod_at_a_time(mq: MQ
     namesrv = mq.namesrv_addr()
     with Sender(namesrv, topic, pause=0.05) as sender, PodWatch(kube, ns) as watch:
         sender.wait_for(20)
-        kube.kubectl(
-            "patch",
-            "broker",
-            "orders",
-            "-n",
-            ns,
-            "--type=merge",
-            "-p",
-            '{"spec": {"config": {"mappedFileSizeCommitLog": "67108864", "fileReservedTime": "48"}}}',
-        )
+        config = {"mappedFileSizeCommitLog": "67108864", "fileReservedTime": "48"}
+        kube.merge_patch("broker", "orders", ns, {"spec": {"config": config}})
         kube.wait_until(lambda: len(watch.replaced) == 4, 480, "every broker pod replaced", interval=1)
         wait_ready(kube, "broker", "orders", ns, timeout=180)
         n = len(sender.acked)

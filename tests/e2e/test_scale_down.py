@@ -42,7 +42,7 @@ def test_f_scale_down_by_one_group_drains_it_first_and_loses_nothing(mq: MQ):
     with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv) as producer:
         results = [producer.send(Message(topic, f"s{i}".encode())) for i in range(100)]
     assert {r.message_queue.broker_name for r in results} == {"orders-0", "orders-1"}
-    kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"groups": 1}}')
+    kube.merge_patch("broker", "orders", ns, {"spec": {"groups": 1}})
     # The group has read nothing: orders-1 must stay, read-only, until it has.
     obj = kube.wait_until(
         lambda: condition(get(kube, "broker", "orders", ns), "ScaleDownPending").get("status") == "True"

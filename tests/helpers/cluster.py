@@ -7,7 +7,8 @@
   SIGKILL; ``tail()`` for failure reports. Every process started here is also stopped at interpreter
   exit, so an aborted test run leaves nothing behind.
 - ``start_pyrocketmq_cluster()``: our name server + one master broker, launched through the agreed CLI
-  (``python -m pyrocketmq namesrv --listen-port P`` / ``python -m pyrocketmq broker -c broker.conf``).
+  (``python -m pyrocketmq namesrv --listen-port P`` / ``python -m pyrocketmq broker -c broker.conf``);
+  ``start_server_process()``: one name server or broker alone, with the arguments given.
 
 Nothing here imports ``pyrocketmq``: the helpers must work while the code under test is broken.
 """
@@ -22,9 +23,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,15 +245,24 @@ class Cluster:
         return RuntimeError(f"{what} did not start: {exc}\n{tails}")
 
 
-def add_cluster_logs(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
-                     cluster_of: Callable[[object], Cluster | None]) -> None:
-    """For a makereport hook: when a test's setup or call failed, attach the log tails of each
-    cluster that ``cluster_of`` finds among its arguments to its report."""
-    if report.failed and call.when in ("setup", "call"):
-        for value in getattr(item, "funcargs", {}).values():
-            cluster = cluster_of(value)
-            if cluster is not None:
-                report.sections.append((f"{cluster.kind} cluster logs (tail)", cluster.log_tails()))
+def cluster_logs_hook(
+    cluster_of: Callable[[object], Cluster | None],
+) -> Callable[[pytest.Item, pytest.CallInfo], Generator[None, Any, None]]:
+    """A conftest's ``pytest_runtest_makereport = cluster_logs_hook(...)``: when a test's setup or call
+    failed, the log tails of each cluster that ``cluster_of`` finds among its arguments go into its
+    report."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed and call.when in ("setup", "call"):
+            for value in getattr(item, "funcargs", {}).values():
+                cluster = cluster_of(value)
+                if cluster is not None:
+                    report.sections.append((f"{cluster.kind} cluster logs (tail)", cluster.log_tails()))
+
+    return pytest_runtest_makereport
 
 
 def broker_identity(namesrv_addr: str, listen_port: int) -> dict[str, object]:
@@ -277,6 +288,21 @@ def pyrocketmq_broker_conf(namesrv_addr: str, listen_port: int, store: Path, **o
     }
     conf.update(overrides)
     return conf
+
+
+def start_server_process(
+    role: str, args: Sequence[object], log_dir: Path, port: int, timeout: float = 30.0
+) -> ManagedProcess:
+    """``python -m pyrocketmq <role> <args>`` (``namesrv`` or ``broker``), logging to
+    ``log_dir/<role>.log``; returns once ``port`` accepts TCP (stopped again if it never does)."""
+    process = ManagedProcess(role, [sys.executable, "-m", "pyrocketmq", role, *map(str, args)],
+                             log_dir / f"{role}.log", env={"PYTHONUNBUFFERED": "1"}).start()
+    try:
+        wait_for_tcp("127.0.0.1", port, timeout, process.alive)
+    except BaseException:
+        process.stop()
+        raise
+    return process
 
 
 def start_pyrocketmq_cluster(

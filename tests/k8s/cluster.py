@@ -199,6 +199,13 @@ class KubeCluster:
         dicts."""
         return self.kubectl("apply", "-f", "-", *args, input=manifest, check=check)
 
+    def merge_patch(
+        self, kind: str, name: str, namespace: str, patch: Mapping[str, Any]
+    ) -> subprocess.CompletedProcess[str]:
+        """``kubectl patch --type=merge``: ``patch`` (JSON-able; ``None`` deletes a field) merged into
+        the object."""
+        return self.kubectl("patch", kind, name, "-n", namespace, "--type=merge", "-p", json.dumps(patch))
+
     def get(self, *args: str) -> dict[str, Any]:
         """``kubectl get <args> -o json``, parsed."""
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)

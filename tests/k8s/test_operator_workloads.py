@@ -158,8 +158,7 @@ def test_drift_is_repaired_within_a_resync(operator, ns):  # noqa: F811
     observed(kube, "broker", "orders", ns, 1, operator)
     kube.kubectl("delete", "statefulset", "orders-1", "-n", ns, "--wait=false")
     kube.kubectl("delete", "service", "orders-0-headless", "names-headless", "-n", ns, "--wait=false")
-    kube.kubectl("patch", "configmap", "orders-0-config", "-n", ns, "--type=merge", "-p",
-                 '{"data": {"broker.conf": "hand edited"}}')
+    kube.merge_patch("configmap", "orders-0-config", ns, {"data": {"broker.conf": "hand edited"}})
     wait_for(
         kube, lambda: "orders-1" in names(kube, "statefulsets", ns), RESYNC * 4, "StatefulSet back", operator
     )
@@ -186,16 +185,7 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
     apply_example(kube, ns, "nameserver.yaml", "broker.yaml")
     observed(kube, "broker", "orders", ns, 1, operator)
 
-    kube.kubectl(
-        "patch",
-        "broker",
-        "orders",
-        "-n",
-        ns,
-        "--type=merge",
-        "-p",
-        '{"spec": {"image": "repo/pyrocketmq:2"}}',
-    )
+    kube.merge_patch("broker", "orders", ns, {"spec": {"image": "repo/pyrocketmq:2"}})
     def images():
         return {
             s["metadata"]["name"]: s["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -238,7 +228,7 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
     assert held == {"orders-1-0": TEST_IMAGE, "orders-1-1": TEST_IMAGE}  # waits for its turn
     observed(kube, "broker", "orders", ns, 2, operator)
 
-    kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"groups": 3}}')
+    kube.merge_patch("broker", "orders", ns, {"spec": {"groups": 3}})
     wait_for(kube, lambda: "orders-2" in names(kube, "statefulsets", ns), 20, "group 3 created", operator)
     assert "orders-2-config" in names(kube, "configmaps", ns) and "orders-2" in names(kube, "pdb", ns)
     assert images()["orders-2"] == "repo/pyrocketmq:2"
@@ -246,7 +236,7 @@ def test_a_new_image_updates_every_statefulset_and_groups_scale_up_and_down(oper
     assert [g["name"] for g in broker["status"]["groups"]] == ["orders-0", "orders-1", "orders-2"]
 
     # Down again: group 2 never served traffic (its pods never ran), so nothing waits for a drain.
-    kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"groups": 2}}')
+    kube.merge_patch("broker", "orders", ns, {"spec": {"groups": 2}})
     wait_for(
         kube,
         lambda: names(kube, "statefulsets", ns) == ["names", "orders-0", "orders-1"],
@@ -278,9 +268,7 @@ def test_ephemeral_storage_and_slave_scaling(operator, ns):  # noqa: F811
     assert "volumeClaimTemplates" not in sts["spec"]
     volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
     assert volumes["store"]["emptyDir"] == {"sizeLimit": "2Gi"}
-    kube.kubectl(
-        "patch", "broker", "dev", "-n", ns, "--type=merge", "-p", '{"spec": {"replicasPerGroup": 3}}'
-    )
+    kube.merge_patch("broker", "dev", ns, {"spec": {"replicasPerGroup": 3}})
     wait_for(
         kube,
         lambda: kube.get("statefulset", "dev-0", "-n", ns)["spec"]["replicas"] == 3,
@@ -288,9 +276,7 @@ def test_ephemeral_storage_and_slave_scaling(operator, ns):  # noqa: F811
         "3 replicas",
         operator,
     )
-    kube.kubectl(
-        "patch", "broker", "dev", "-n", ns, "--type=merge", "-p", '{"spec": {"replicasPerGroup": 2}}'
-    )
+    kube.merge_patch("broker", "dev", ns, {"spec": {"replicasPerGroup": 2}})
     wait_for(
         kube,
         lambda: kube.get("statefulset", "dev-0", "-n", ns)["spec"]["replicas"] == 2,
@@ -323,9 +309,7 @@ def test_two_clusters_in_two_namespaces_do_not_interfere(operator, ns):  # noqa:
             assert broker_conf(kube, n, "orders-0-config")["namesrvAddr"].startswith(
                 f"names-0.names-headless.{n}.svc:9876"
             )
-        kube.kubectl(
-            "patch", "broker", "orders", "-n", other, "--type=merge", "-p", '{"spec": {"groups": 1}}'
-        )
+        kube.merge_patch("broker", "orders", other, {"spec": {"groups": 1}})
         kube.kubectl("delete", "nameserver", "names", "-n", ns)
         wait_for(
             kube,
@@ -364,7 +348,7 @@ def test_an_operator_killed_mid_reconcile_converges_after_restart(operator, ns):
         operator,
     )
     operator.kill()  # SIGKILL half way through: no cleanup, kopf's annotations as they were
-    kube.kubectl("patch", "broker", "orders", "-n", ns, "--type=merge", "-p", '{"spec": {"groups": 5}}')
+    kube.merge_patch("broker", "orders", ns, {"spec": {"groups": 5}})
     operator.start()
     broker = observed(kube, "broker", "orders", ns, 2, operator, timeout=40)
     wait_for(
@@ -391,7 +375,7 @@ def test_turning_the_controller_on_replaces_the_statefulset_and_keeps_its_pods(o
         kube, lambda: len(names(kube, "pods", ns, "app.kubernetes.io/component=namesrv")) == 2, 30, "pods"
     )
     pods_before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.get("pods", "-n", ns)["items"]}
-    kube.kubectl("patch", "nameserver", "names", "-n", ns, "--type=merge", "-p", '{"spec": {"replicas": 3}}')
+    kube.merge_patch("nameserver", "names", ns, {"spec": {"replicas": 3}})
     nameserver = observed(kube, "nameserver", "names", ns, 2, operator)
     after = kube.get("statefulset", "names", "-n", ns)
     assert after["metadata"]["uid"] != before["metadata"]["uid"]

@@ -3,13 +3,12 @@ accepts its registration; the name server is ready once it serves."""
 
 from __future__ import annotations
 
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.helpers.cluster import ManagedProcess, free_broker_port, free_port, wait_for_tcp, write_properties
+from tests.helpers.cluster import free_broker_port, free_port, start_server_process, write_properties
 
 
 def get(url: str) -> tuple[int, str]:
@@ -45,39 +44,23 @@ def test_broker_is_ready_only_once_registered_with_a_name_server(tmp_path: Path)
         "brokerIP1": "127.0.0.1", "storePathRootDir": tmp_path / "store", "metricsPort": broker_metrics,
         "mappedFileSizeCommitLog": 16 * 1024 * 1024, "registerNameServerPeriod": 10_000,
     })
-    env = {"PYTHONUNBUFFERED": "1"}
-    broker = ManagedProcess("broker", [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(conf)],
-                            tmp_path / "broker.log", env=env).start()
-    namesrv: ManagedProcess | None = None
+    broker = start_server_process("broker", ["-c", conf], tmp_path, broker_port)
     try:
-        wait_for_tcp("127.0.0.1", broker_port, 30, broker.alive)
         base = f"http://127.0.0.1:{broker_metrics}"
         assert wait_status(f"{base}/healthz", 200) == "ok\n"
         assert "registered with none of 1 name server" in wait_status(f"{base}/readyz", 503)
         assert "pyrocketmq_broker_ready{" in get(f"{base}/metrics")[1]
 
-        namesrv = ManagedProcess(
-            "namesrv",
-            [
-                sys.executable,
-                "-m",
-                "pyrocketmq",
-                "namesrv",
-                "--listen-port",
-                str(ns_port),
-                "--metrics-port",
-                str(ns_metrics),
-            ],
-            tmp_path / "namesrv.log",
-            env=env,
-        ).start()
-        wait_for_tcp("127.0.0.1", ns_port, 30, namesrv.alive)
-        assert wait_status(f"http://127.0.0.1:{ns_metrics}/readyz", 200) == "ready\n"
-        assert wait_status(f"{base}/readyz", 200, timeout=60) == "ready\n"  # at the next registration
-        metrics = get(f"http://127.0.0.1:{ns_metrics}/metrics")[1]
-        assert 'pyrocketmq_namesrv_live_brokers{cluster="DefaultCluster"} 1.0' in metrics
+        namesrv = start_server_process(
+            "namesrv", ["--listen-port", ns_port, "--metrics-port", ns_metrics], tmp_path, ns_port
+        )
+        try:
+            assert wait_status(f"http://127.0.0.1:{ns_metrics}/readyz", 200) == "ready\n"
+            assert wait_status(f"{base}/readyz", 200, timeout=60) == "ready\n"  # at the next registration
+            metrics = get(f"http://127.0.0.1:{ns_metrics}/metrics")[1]
+            assert 'pyrocketmq_namesrv_live_brokers{cluster="DefaultCluster"} 1.0' in metrics
+        finally:
+            namesrv.stop()
     finally:
         broker.stop()
-        if namesrv is not None:
-            namesrv.stop()
     assert get(f"http://127.0.0.1:{broker_metrics}/healthz")[0] == 0  # the endpoint went with the process

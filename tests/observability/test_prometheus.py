@@ -11,7 +11,6 @@ nothing asserts a time.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,13 @@ import yaml
 
 from pyrocketmq.client import Message
 from tests.conformance import pyclient5
-from tests.helpers.cluster import ManagedProcess, free_broker_port, free_port, wait_for_tcp, write_properties
+from tests.helpers.cluster import (
+    ManagedProcess,
+    free_broker_port,
+    free_port,
+    start_server_process,
+    write_properties,
+)
 from tests.observability.prometheus import (
     APACHE_QUERIES,
     Prometheus,
@@ -46,23 +51,9 @@ def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, 
         free_port(),
     )
     grpc_port = free_port()
-    env = {"PYTHONUNBUFFERED": "1"}
-    namesrv = ManagedProcess(
-        "namesrv",
-        [
-            sys.executable,
-            "-m",
-            "pyrocketmq",
-            "namesrv",
-            "--listen-port",
-            str(ns_port),
-            "--metrics-port",
-            str(ns_metrics),
-        ],
-        tmp / "namesrv.log",
-        env=env,
-    ).start()
-    wait_for_tcp("127.0.0.1", ns_port, 30, namesrv.alive)
+    namesrv = start_server_process(
+        "namesrv", ["--listen-port", ns_port, "--metrics-port", ns_metrics], tmp, ns_port
+    )
     conf = write_properties(
         tmp / "broker.conf",
         {
@@ -77,9 +68,7 @@ def start_servers(tmp: Path) -> tuple[ManagedProcess, ManagedProcess, str, str, 
             "grpcListenPort": grpc_port,
         },
     )
-    broker = ManagedProcess("broker", [sys.executable, "-m", "pyrocketmq", "broker", "-c", str(conf)],
-                            tmp / "broker.log", env=env).start()
-    wait_for_tcp("127.0.0.1", broker_port, 30, broker.alive)
+    broker = start_server_process("broker", ["-c", conf], tmp, broker_port)
     return (namesrv, broker, f"127.0.0.1:{ns_port}", f"127.0.0.1:{ns_metrics}", f"127.0.0.1:{broker_metrics}",
             f"127.0.0.1:{grpc_port}")
 

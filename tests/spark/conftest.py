@@ -30,7 +30,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.helpers import prereq  # noqa: E402
-from tests.helpers.cluster import Cluster, add_cluster_logs, start_pyrocketmq_cluster  # noqa: E402
+from tests.helpers.cluster import Cluster, cluster_logs_hook, start_pyrocketmq_cluster  # noqa: E402
 from tests.helpers.routes import wait_for_route  # noqa: E402
 
 
@@ -176,9 +176,4 @@ def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rmq]:
         cluster.stop()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    outcome = yield
-    add_cluster_logs(
-        item, call, outcome.get_result(), lambda value: value.cluster if isinstance(value, Rmq) else None
-    )
+pytest_runtest_makereport = cluster_logs_hook(lambda value: value.cluster if isinstance(value, Rmq) else None)

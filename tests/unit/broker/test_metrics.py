@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pyrocketmq.broker import metric_rows
 from pyrocketmq.broker.app import Broker
+from pyrocketmq.broker.delay_service import ScheduleService
 from pyrocketmq.broker.metrics import BrokerMetrics
-from pyrocketmq.broker.schedule import ScheduleService
 from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import MessageInner

@@ -10,7 +10,7 @@ from pyrocketmq.broker.consumer_offset import ConsumerOffsetManager
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import StoreSettings
 from pyrocketmq.broker.store.values import MessageInner
-from pyrocketmq.broker.transaction_check import TransactionCheckService, TransactionSettings
+from pyrocketmq.broker.transaction_service import TransactionCheckService, TransactionSettings
 from pyrocketmq.remoting.message import MessageExt, SysFlag, decode_properties, encode_properties, pack_host
 
 BASE = dict(resolved=False, times=0, born_ms=0, now_ms=10_000, timeout_ms=6_000, check_max=15)

@@ -277,48 +277,26 @@ def test_missing_groups():
     assert conds([group("b-0", 2)], 2, True, [])["Ready"].reason == "GroupsMissing"
 
 
+def _sts(generation: int = 2, updated_replicas: int = 2, update_revision: str = "a") -> dict:
+    """Two replicas at revision ``a``, generation 2 observed."""
+    return {
+        "metadata": {"generation": generation},
+        "spec": {"replicas": 2},
+        "status": {
+            "observedGeneration": 2,
+            "updatedReplicas": updated_replicas,
+            "currentRevision": "a",
+            "updateRevision": update_revision,
+        },
+    }
+
+
 @pytest.mark.parametrize(
     ("sts", "rolled"),
     [
-        (
-            {
-                "metadata": {"generation": 2},
-                "spec": {"replicas": 2},
-                "status": {
-                    "observedGeneration": 2,
-                    "updatedReplicas": 2,
-                    "currentRevision": "a",
-                    "updateRevision": "a",
-                },
-            },
-            True,
-        ),
-        (
-            {
-                "metadata": {"generation": 3},
-                "spec": {"replicas": 2},
-                "status": {
-                    "observedGeneration": 2,
-                    "updatedReplicas": 2,
-                    "currentRevision": "a",
-                    "updateRevision": "a",
-                },
-            },
-            False,
-        ),
-        (
-            {
-                "metadata": {"generation": 2},
-                "spec": {"replicas": 2},
-                "status": {
-                    "observedGeneration": 2,
-                    "updatedReplicas": 1,
-                    "currentRevision": "a",
-                    "updateRevision": "b",
-                },
-            },
-            False,
-        ),
+        (_sts(), True),
+        (_sts(generation=3), False),
+        (_sts(updated_replicas=1, update_revision="b"), False),
     ],
 )
 def test_rollout_detection(sts, rolled):

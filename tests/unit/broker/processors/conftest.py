@@ -16,8 +16,8 @@ import pytest
 
 from pyrocketmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrocketmq.broker.consumer_offset import ConsumerOffsetManager
+from pyrocketmq.broker.delay_service import ScheduleService
 from pyrocketmq.broker.long_poll import PullHoldService
-from pyrocketmq.broker.schedule import ScheduleService
 from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.broker.stats import BrokerStats
 from pyrocketmq.broker.store.message_store import MessageStore

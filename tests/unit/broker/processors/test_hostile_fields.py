@@ -76,6 +76,22 @@ def _commit(**ext) -> RemotingCommand:
     )
 
 
+def _pull(**ext) -> RemotingCommand:
+    fields = {
+        "consumerGroup": "g",
+        "topic": "orders",
+        "queueId": 0,
+        "queueOffset": 0,
+        "maxMsgNums": 1,
+        "sysFlag": 0,
+        "commitOffset": 0,
+        "suspendTimeoutMillis": 0,
+        "subVersion": 0,
+        **ext,
+    }
+    return request(RequestCode.PULL_MESSAGE, **fields)
+
+
 def _send(**ext) -> RemotingCommand:
     cmd = wire.send_v2("orders", b"x")
     cmd.ext_fields.update(ext)
@@ -88,42 +104,8 @@ CASES = [
     (SendProcessor, "handle_send", _send(g=LONG_OVER), SYSTEM_ERROR, "out of range for a Long"),
     (SendProcessor, "handle_send", _send(e="7"), SYSTEM_ERROR, "queueId[7] is illegal"),
     (SendProcessor, "handle_send", _send(b="../../etc"), SYSTEM_ERROR, "contains illegal characters"),
-    (
-        PullProcessor,
-        "handle_pull",
-        request(
-            RequestCode.PULL_MESSAGE,
-            consumerGroup="g",
-            topic="orders",
-            queueId=0,
-            queueOffset=LONG_OVER,
-            maxMsgNums=1,
-            sysFlag=0,
-            commitOffset=0,
-            suspendTimeoutMillis=0,
-            subVersion=0,
-        ),
-        SYSTEM_ERROR,
-        "'queueOffset'",
-    ),
-    (
-        PullProcessor,
-        "handle_pull",
-        request(
-            RequestCode.PULL_MESSAGE,
-            consumerGroup="g",
-            topic="orders",
-            queueId=-1,
-            queueOffset=0,
-            maxMsgNums=1,
-            sysFlag=0,
-            commitOffset=0,
-            suspendTimeoutMillis=0,
-            subVersion=0,
-        ),
-        SYSTEM_ERROR,
-        "queueId[-1] is illegal",
-    ),
+    (PullProcessor, "handle_pull", _pull(queueOffset=LONG_OVER), SYSTEM_ERROR, "'queueOffset'"),
+    (PullProcessor, "handle_pull", _pull(queueId=-1), SYSTEM_ERROR, "queueId[-1] is illegal"),
     (OffsetProcessor, "handle_update_consumer_offset", _commit(queueId=INT_OVER), SYSTEM_ERROR, "'queueId'"),
     (OffsetProcessor, "handle_update_consumer_offset", _commit(queueId="-2"), SYSTEM_ERROR, "negative"),
     (

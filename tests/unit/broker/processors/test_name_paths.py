@@ -20,7 +20,7 @@ from pyrocketmq.remoting.message import decode_offset_msg_id
 from tests.integration import wire
 
 from .conftest import Peer
-from .test_hostile_fields import _commit, _create, _group, _heartbeat, _seeded, _send, _snapshot
+from .test_hostile_fields import _commit, _create, _group, _heartbeat, _pull, _seeded, _send, _snapshot
 from .test_processors import answer, on_loop, request
 
 TOPIC_ILLEGAL = "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
@@ -99,21 +99,7 @@ async def test_a_trailing_newline_is_refused_everywhere_and_nothing_is_stored(
 @pytest.mark.parametrize(
     "handler_request",
     [
-        (
-            "pull",
-            request(
-                RequestCode.PULL_MESSAGE,
-                consumerGroup="fresh\n",
-                topic="orders",
-                queueId=0,
-                queueOffset=0,
-                maxMsgNums=1,
-                sysFlag=0,
-                commitOffset=0,
-                suspendTimeoutMillis=0,
-                subVersion=0,
-            ),
-        ),
+        ("pull", _pull(consumerGroup="fresh\n")),
         ("send_back", request(RequestCode.CONSUMER_SEND_MSG_BACK, offset=0, group="fresh\n", delayLevel=0)),
     ],
 )

@@ -4,31 +4,14 @@ from pyrocketmq.broker.proxy.auth import GrpcAccess, expected_signature, needs, 
 from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.server.acl import ANY, PUB, SUB, AclValidator, parse_plain_acl
 
-ACL = parse_plain_acl(
-    {
-        "globalWhiteRemoteAddresses": ["10.1.2.*"],
-        "accounts": [
-            {
-                "accessKey": "alice01",
-                "secretKey": "alice-secret",
-                "defaultTopicPerm": "DENY",
-                "defaultGroupPerm": "SUB",
-                "topicPerms": ["T=PUB|SUB"],
-                "groupPerms": ["gdeny=DENY"],
-            }
-        ],
-    }
-)
-DATE = "20261126T101010Z"
+from .accounts import ALICE, DATE, signed_metadata
+
+ACL = parse_plain_acl({"globalWhiteRemoteAddresses": ["10.1.2.*"], "accounts": [ALICE]})
 
 
 def _headers(ak: str = "alice01", sk: str = "alice-secret", upper: bool = False) -> list[tuple[str, str]]:
     sig = expected_signature(sk, DATE)
-    sig = sig.upper() if upper else sig
-    return [
-        ("x-mq-date-time", DATE),
-        ("authorization", f"MQv2-HMAC-SHA1 Credential={ak}, SignedHeaders=x-mq-date-time, Signature={sig}"),
-    ]
+    return signed_metadata(ak, sig.upper() if upper else sig)
 
 
 def test_the_header_parses():

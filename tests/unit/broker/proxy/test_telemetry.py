@@ -17,18 +17,13 @@ from pyrocketmq.broker.proxy.pb import definition_pb2 as pb, service_pb2 as spb
 from pyrocketmq.broker.proxy.service import ClientTerms, MessagingService
 from pyrocketmq.server.acl import AclValidator, parse_plain_acl
 
+from .accounts import ALICE, DATE, signed_metadata
+
 ACL = parse_plain_acl(
     {
         "globalWhiteRemoteAddresses": [],
         "accounts": [
-            {
-                "accessKey": "alice01",
-                "secretKey": "alice-secret",
-                "defaultTopicPerm": "DENY",
-                "defaultGroupPerm": "SUB",
-                "topicPerms": ["T=PUB|SUB"],
-                "groupPerms": ["gdeny=DENY"],
-            },
+            ALICE,
             {
                 "accessKey": "mallory1",
                 "secretKey": "mallory-secret",
@@ -40,7 +35,6 @@ ACL = parse_plain_acl(
     }
 )
 SECRETS = {"alice01": "alice-secret", "mallory1": "mallory-secret"}
-DATE = "20261126T101010Z"
 
 
 class Context:
@@ -48,14 +42,7 @@ class Context:
 
     def __init__(self, access_key: str, client_id: str) -> None:
         sig = expected_signature(SECRETS[access_key], DATE)
-        self.metadata = [
-            ("x-mq-client-id", client_id),
-            ("x-mq-date-time", DATE),
-            (
-                "authorization",
-                f"MQv2-HMAC-SHA1 Credential={access_key}, SignedHeaders=x-mq-date-time, Signature={sig}",
-            ),
-        ]
+        self.metadata = [("x-mq-client-id", client_id), *signed_metadata(access_key, sig)]
 
     def invocation_metadata(self) -> list[tuple[str, str]]:
         return self.metadata

@@ -25,18 +25,8 @@ from pyrocketmq.remoting.message import (
     pack_host,
     tags_code,
 )
-from tests.helpers.prereq import missing_prerequisite
 
-
-@pytest.fixture(autouse=True)
-def compiled():
-    if native.NATIVE is None:
-        missing_prerequisite(
-            "compiled store",
-            "pyrocketmq.broker.store._native is not built (pip install -e . "
-            "with a C compiler and Python's headers)",
-        )
-    return native.NATIVE
+pytestmark = pytest.mark.usefixtures("compiled_store")
 
 
 text = st.text(

@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from pyrocketmq.broker.store import native
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import MessageInner, PutMessageStatus
 from pyrocketmq.remoting.message import SysFlag, encode_properties, pack_host, tags_code
-from tests.helpers.prereq import missing_prerequisite
 
 from .storekit import HOST, check_queue_consistent, make_settings, open_store
 
@@ -27,14 +25,7 @@ BORN = pack_host("10.1.2.3", 4567)
 STORE = pack_host(*HOST)
 
 
-@pytest.fixture(autouse=True)
-def compiled():
-    if native.NATIVE is None:
-        missing_prerequisite(
-            "compiled store",
-            "pyrocketmq.broker.store._native is not built (pip install -e . "
-            "with a C compiler and Python's headers)",
-        )
+pytestmark = pytest.mark.usefixtures("compiled_store")
 
 
 def _props(props: dict[str, str]) -> bytes:

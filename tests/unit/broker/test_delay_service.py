@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pyrocketmq.broker.schedule import ScheduleService
+from pyrocketmq.broker.delay_service import ScheduleService
 from pyrocketmq.broker.store import message_store as ms_module
 from pyrocketmq.broker.store.values import MessageInner
 from pyrocketmq.remoting.message import decode_messages, pack_host

@@ -21,13 +21,14 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC
-from pyrocketmq.service import Service, Services
+from pyrocketmq.service import Service
 
+from .checkpoint import CheckpointedService
 from .delay import correct_deliver_timestamp, delivered_inner, level_to_queue_id
-from .store.config_file import load_json_file, write_json_file
+from .store.config_file import load_json_file
 from .store.consume_queue import FILLER_SIZE
 from .store.message_store import MessageStore
 from .store.values import PutMessageStatus
@@ -46,7 +47,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class ScheduleService:
+class ScheduleService(CheckpointedService):
     """See the module docstring. ``deliver_level(level)`` is one turn of a level's loop (tests call
     it directly); ``start()``/``stop()`` run the loops on the current event loop."""
 
@@ -60,15 +61,12 @@ class ScheduleService:
         on_delivered: Callable[[str, int], None] | None = None,
         clock: Callable[[], int] = _now_ms,
     ) -> None:
+        super().__init__(path, flush_interval_ms)
         self.store = store
-        self.path = path
         self.levels_ms = list(levels_ms)
-        self.flush_interval_ms = flush_interval_ms
         self.on_delivered = on_delivered
         self.clock = clock
         self.offsets: dict[int, int] = {}
-        self._dirty = False
-        self._services = Services()
 
     # -- persistence ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -79,11 +77,8 @@ class ScheduleService:
             except (TypeError, ValueError):
                 log.warning("delayOffset.json: ignoring entry %r: %r", level, offset)
 
-    def persist(self, force: bool = False) -> None:
-        if not (self._dirty or force):
-            return
-        self._dirty = False
-        write_json_file(self.path, {"offsetTable": {str(k): v for k, v in sorted(self.offsets.items())}})
+    def progress_json(self) -> dict[str, object]:
+        return {"offsetTable": {str(k): v for k, v in sorted(self.offsets.items())}}
 
     # -- one turn ---------------------------------------------------------------------------------
     def deliver_level(self, level: int) -> float:
@@ -159,17 +154,9 @@ class ScheduleService:
         return True
 
     # -- the loops --------------------------------------------------------------------------------
-    def start(self) -> None:
+    def loops(self) -> Iterator[Service]:
         for level in range(1, len(self.levels_ms) + 1):
-            self._services.add(Service(
+            yield Service(
                 f"delay level {level}", functools.partial(self.deliver_level, level), RETRY_WAIT_S,
                 first_wait=False, chooses_wait=True, logger=log,
-            ))
-        self._services.add(
-            Service(f"{self.path} persist", self.persist, self.flush_interval_ms / 1000, logger=log)
-        )
-        self._services.start()
-
-    async def stop(self) -> None:
-        await self._services.stop()
-        self.persist(force=True)
+            )

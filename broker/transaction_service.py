@@ -188,7 +188,8 @@ class TransactionCheckService:
                     )
                     break
                 log.info(
-                    "transaction check: half message %s checked %d times; moved to TRANS_CHECK_MAX_TIME_TOPIC",
+                    "transaction check: half message %s checked %d times; "
+                    "moved to TRANS_CHECK_MAX_TIME_TOPIC",
                     msg.msg_id,
                     check_times(msg),
                 )
