@@ -19,16 +19,12 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyrocketmq.remoting.batch import encode_batch
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import SendMessageRequestHeader
-from pyrocketmq.remoting.message import (
-    SysFlag,
-    UniqIdGenerator,
-    encode_batch,
-    encode_properties,
-)
+from pyrocketmq.remoting.message import SysFlag, UniqIdGenerator, encode_properties
 from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
 
 from .errors import MQBrokerError, MQClientError

@@ -32,10 +32,7 @@ Ids are uppercase hex: the *offset* id is ``storeIP + int32 port + int64 commitl
 (32 chars for IPv4), the *unique* id (``UNIQ_KEY``) is ``clientIP + int16 pid + int32 random +
 int32 ms since the start of the month + int16 counter``.
 
-Batch body (SEND_BATCH_MESSAGE), per message::
-
-    int32 totalSize | int32 magic (0) | int32 bodyCrc (0) | int32 flag | int32 bodyLen | body |
-    int16 propLen | properties
+The body of a batch send (SEND_BATCH_MESSAGE) is another format: :mod:`.batch`.
 
 This module is pure: no I/O, no asyncio.
 """
@@ -45,7 +42,7 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -171,7 +168,6 @@ _H = struct.Struct(">h")
 _IQ = struct.Struct(">iq")
 _HOST4 = struct.Struct(">4si")
 _HOST6 = struct.Struct(">16si")
-_BATCH_HEAD = struct.Struct(">iiiii")
 
 
 class MessageDecodeError(ValueError):
@@ -544,49 +540,3 @@ def uncompressed_body(msg: MessageExt) -> bytes:
     if ctype not in (0, SysFlag.COMPRESSION_ZLIB):
         raise MessageDecodeError(f"compression type {ctype >> 8} (LZ4/ZSTD) is not supported")
     return zlib.decompress(msg.body)
-
-
-# -- batch body ---------------------------------------------------------------------------------
-
-BatchItem = tuple[bytes, int, dict[str, str]]
-
-
-def encode_batch(items: Iterable[tuple[bytes | bytearray | memoryview, int, dict[str, str]]]) -> bytes:
-    """The SEND_BATCH_MESSAGE body (Java ``MessageDecoder.encodeMessages``)."""
-    parts: list[bytes | bytearray | memoryview] = []
-    for body, flag, props in items:
-        pb = encode_properties(props)
-        if len(pb) > MAX_PROPERTIES_BYTES:
-            raise ValueError(f"properties are {len(pb)} bytes; at most {MAX_PROPERTIES_BYTES} fit")
-        size = 20 + len(body) + 2 + len(pb)
-        parts += (_BATCH_HEAD.pack(size, 0, 0, flag, len(body)), body, _H.pack(len(pb)), pb)
-    return b"".join(parts)
-
-
-def iter_batch_raw(
-    data: bytes | bytearray | memoryview,
-) -> Iterator[tuple[memoryview, int, memoryview]]:
-    """``(body, flag, properties bytes)`` views of each batch entry, without copies.
-
-    The broker appends its own batch properties to the raw bytes instead of re-encoding a dict.
-    """
-    mv = memoryview(data)
-    n = len(mv)
-    pos = 0
-    while pos < n:
-        if n - pos < 22:
-            raise MessageDecodeError(f"batch entry at {pos} is torn ({n - pos} bytes left)")
-        size, _magic, _crc, flag, blen = _BATCH_HEAD.unpack_from(mv, pos)
-        end = pos + size
-        if blen < 0 or size < 22 + blen or end > n:
-            raise MessageDecodeError(f"batch entry at {pos}: size {size}, body {blen}, {n - pos} bytes left")
-        (plen,) = _H.unpack_from(mv, pos + 20 + blen)
-        if size != 22 + blen + plen:
-            raise MessageDecodeError(f"batch entry at {pos}: size {size} != 22 + body {blen} + props {plen}")
-        yield mv[pos + 20 : pos + 20 + blen], flag, mv[pos + 22 + blen : end]
-        pos = end
-
-
-def decode_batch(data: bytes | bytearray | memoryview) -> list[BatchItem]:
-    """Inverse of :func:`encode_batch`: ``[(body, flag, properties), …]``."""
-    return [(bytes(b), flag, decode_properties(p)) for b, flag, p in iter_batch_raw(data)]

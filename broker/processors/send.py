@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pyrocketmq.remoting.batch import iter_batch_raw
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError, SendMessageRequestHeader
@@ -27,7 +28,6 @@ from pyrocketmq.remoting.message import (
     Prop,
     SysFlag,
     decode_properties,
-    iter_batch_raw,
     pack_host,
     tags_code,
 )

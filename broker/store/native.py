@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pyrocketmq.remoting.batch import iter_batch_raw
 from pyrocketmq.remoting.compiled import load_compiled
 from pyrocketmq.remoting.message import (
     MAGIC,
@@ -23,7 +24,6 @@ from pyrocketmq.remoting.message import (
     Prop,
     decode_properties,
     encode_record,
-    iter_batch_raw,
     patch_record,
     strip_property,
     tags_code,

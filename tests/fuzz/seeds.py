@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from pyrocketmq.remoting.batch import encode_batch
 from pyrocketmq.remoting.body import (
     CheckClientRequestBody,
     ConsumerData,
@@ -22,7 +23,7 @@ from pyrocketmq.remoting.body import (
 )
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand, encode
-from pyrocketmq.remoting.message import encode_batch, encode_properties
+from pyrocketmq.remoting.message import encode_properties
 
 from .targets import FIELD_NAMES
 

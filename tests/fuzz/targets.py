@@ -108,7 +108,8 @@ def frames(data: bytes) -> None:
 def messages(data: bytes) -> None:
     """Stored records (a pull or query body), batch bodies and property strings from arbitrary
     bytes: a malformed one is a ``ValueError`` (MessageDecodeError), nothing else."""
-    from pyrocketmq.remoting.message import decode_batch, decode_properties, iter_messages
+    from pyrocketmq.remoting.batch import decode_batch
+    from pyrocketmq.remoting.message import decode_properties, iter_messages
 
     for decode in (lambda b: list(iter_messages(b)), decode_batch, decode_properties):
         try:

@@ -29,11 +29,12 @@ from pyrocketmq.client.send_payload import (
     send_result_from_response,
 )
 from pyrocketmq.client.settings import ProducerSettings
+from pyrocketmq.remoting.batch import decode_batch
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import SendMessageRequestHeader
-from pyrocketmq.remoting.message import SysFlag, UniqIdGenerator, decode_batch, decode_properties
+from pyrocketmq.remoting.message import SysFlag, UniqIdGenerator, decode_properties
 
 IDS = UniqIdGenerator("10.0.0.5", pid=42)
 S = ProducerSettings()

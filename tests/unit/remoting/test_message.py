@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
+from pyrocketmq.remoting.batch import decode_batch, encode_batch, iter_batch_raw
 from pyrocketmq.remoting.message import (
     BLANK_MAGIC,
     MAGIC,
@@ -21,17 +22,14 @@ from pyrocketmq.remoting.message import (
     SysFlag,
     UniqIdGenerator,
     create_offset_msg_id,
-    decode_batch,
     decode_message,
     decode_messages,
     decode_offset_msg_id,
     decode_properties,
     decode_uniq_id,
-    encode_batch,
     encode_message,
     encode_properties,
     encode_record,
-    iter_batch_raw,
     pack_host,
     patch_record,
     record_size,

@@ -8,7 +8,8 @@ from pathlib import Path
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.settings import FlushDiskType, StoreSettings
 from pyrocketmq.broker.store.values import MessageInner, PutResult
-from pyrocketmq.remoting.message import MessageExt, decode_messages, encode_batch
+from pyrocketmq.remoting.batch import encode_batch
+from pyrocketmq.remoting.message import MessageExt, decode_messages
 
 HOST = ("10.0.0.9", 10911)
 SEGMENT = 4096

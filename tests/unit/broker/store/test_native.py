@@ -16,10 +16,10 @@ from pyrocketmq.broker.store.consume_queue import cq_units
 from pyrocketmq.broker.store.encode import host_flags
 from pyrocketmq.broker.store.index_file import _py_extend
 from pyrocketmq.broker.store.values import MessageInner
+from pyrocketmq.remoting.batch import encode_batch
 from pyrocketmq.remoting.message import (
     MAGIC,
     decode_messages,
-    encode_batch,
     encode_properties,
     encode_record,
     pack_host,
