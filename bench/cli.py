@@ -107,7 +107,7 @@ def select(args: argparse.Namespace):
     return chosen, flushes
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # long: one parser for every scenario and its options
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["chaos"]:  # python -m bench chaos: faults on the node cluster (bench/chaos.py)
         from bench import chaos

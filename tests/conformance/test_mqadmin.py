@@ -82,7 +82,7 @@ def test_apache_mqadmin_finds_our_messages(ours, body_files):
     assert all(f"BODY: body-{i}" in printed for i in range(9)), printed[-3000:]
 
 
-def test_our_lookups_against_apache(tmp_path):
+def test_our_lookups_against_apache(tmp_path):  # long: one mqadmin session, step by step
     import subprocess
     import sys
 
@@ -169,7 +169,7 @@ def test_our_lookups_against_apache(tmp_path):
     ) == sorted(f"body-{i}" for i in range(9))
 
 
-def test_apache_mqadmin_broker_and_group_tools(ours):
+def test_apache_mqadmin_broker_and_group_tools(ours):  # long: one mqadmin session, step by step
     import threading
 
     from pyrocketmq.client import Admin, PullConsumer, PullConsumerSettings

@@ -70,7 +70,7 @@ def _consume_all(namesrv: str, group: str, topics: list[str], want: set[str], ti
     return got, committed, ends
 
 
-def test_python_client_round_trip(cluster):
+def test_python_client_round_trip(cluster):  # long: one client's whole round trip against Apache
     ns = cluster.namesrv_addr
     run = uuid.uuid4().hex[:8]
     auto_topic = f"PyAuto_{run}"

@@ -39,7 +39,7 @@ def as_input(code: int, ext: dict[str, object], body: bytes | None, codes: list[
     return bytes(out) + (body or b"")
 
 
-def broker_requests() -> list[tuple[int, dict[str, object], bytes | None]]:
+def broker_requests() -> list[tuple[int, dict[str, object], bytes | None]]:  # long: a seed table
     mq = MessageQueue("T", "broker-a", 0)
     heartbeat = HeartbeatData(
         client_id="10.0.0.1@1",

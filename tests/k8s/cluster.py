@@ -273,7 +273,7 @@ def _wait_http(
     )
 
 
-def start_kube(
+def start_kube(  # long: the control plane's start sequence, in order
     workdir: Path,
     bin_dir: Path,
     *,

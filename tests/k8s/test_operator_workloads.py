@@ -47,7 +47,9 @@ def observed(kube, kind, name, namespace, generation, op, timeout=30):
     return wait_for(kube, check, timeout, f"{kind}/{name} observedGeneration {generation}", op)
 
 
-def test_examples_become_statefulsets_services_configmaps_and_status(operator, ns):  # noqa: F811
+def test_examples_become_statefulsets_services_configmaps_and_status(  # long: every example, in turn
+    operator, ns  # noqa: F811
+):
     kube = operator.kube
     apply_example(kube, ns, "nameserver.yaml", "broker.yaml")
     broker = observed(kube, "broker", "orders", ns, 1, operator)

@@ -95,7 +95,7 @@ def world(tmp_path: Path):
         namesrv.stop()
 
 
-def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:
+def test_dashboards_and_alerts_against_a_real_prometheus(world) -> None:  # long: every dashboard query
     prom, namesrv, broker, ns_addr, grpc_addr, tmp = world
     prom.wait("both targets up", lambda: prom.value(f'sum(up{{job=~"{BROKER_JOB}|{NAMESRV_JOB}"}})') == 2)
 
