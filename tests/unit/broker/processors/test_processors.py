@@ -277,32 +277,16 @@ async def test_query_finds_a_message_by_key(services):
             Peer().conn, wire.send_v2("orders", b"x", props={"KEYS": "k-42"})
         )
     )
-    query = services.make(QueryProcessor)
-    hit = query.handle_query_message(
-        Peer().conn,
-        request(
-            RequestCode.QUERY_MESSAGE,
-            topic="orders",
-            key="k-42",
-            maxNum=32,
-            beginTimestamp=0,
-            endTimestamp=2**62,
-        ),
-    )
+    processor = services.make(QueryProcessor)
+
+    def query(key: str):
+        fields = dict(topic="orders", key=key, maxNum=32, beginTimestamp=0, endTimestamp=2**62)
+        return processor.handle_query_message(Peer().conn, request(RequestCode.QUERY_MESSAGE, **fields))
+
+    hit = query("k-42")
     assert hit.code == ResponseCode.SUCCESS
     assert [m.body for m in decode_messages(body_of(hit))] == [b"x"]
-    miss = query.handle_query_message(
-        Peer().conn,
-        request(
-            RequestCode.QUERY_MESSAGE,
-            topic="orders",
-            key="nope",
-            maxNum=32,
-            beginTimestamp=0,
-            endTimestamp=2**62,
-        ),
-    )
-    assert miss.code == ResponseCode.QUERY_NOT_FOUND
+    assert query("nope").code == ResponseCode.QUERY_NOT_FOUND
 
 
 @on_loop
