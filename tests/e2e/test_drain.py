@@ -43,8 +43,14 @@ def test_draining_a_masters_node_moves_the_master_first_and_fails_no_send(mq: MQ
         n = len(sender.acked)
         sender.wait_for(n + 20, timeout=60)
     assert moved != master and kube.get("pod", moved, "-n", ns)["spec"]["nodeName"] != node
-    events = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=MasterMovedForDrain").stdout
-    assert master.rsplit("-", 1)[0] in events, events
+
+    def drain_events() -> str:
+        selector = "reason=MasterMovedForDrain"
+        return kube.kubectl("get", "events", "-n", ns, "--field-selector", selector).stdout
+
+    # the operator posts its Events in the background (kopf's event queue): wait for the one it posted
+    group = master.rsplit("-", 1)[0]
+    kube.wait_until(lambda: group in drain_events(), 30, f"a MasterMovedForDrain Event naming {group}")
     old = kube.get("pods", "-n", ns)["items"]
     assert all(p["metadata"]["uid"] != uid for p in old)  # the old master was evicted, after handing over
     assert sender.failures == [], sender.failures[:5]
