@@ -19,6 +19,7 @@ import pytest
 from pyrocketmq.client import Message, ProducerSettings, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.client.controller import controller_groups
 from pyrocketmq.client.errors import MQError
+from pyrocketmq.operator.drain import ROLE_LABEL
 from pyrocketmq.remoting.body import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
 from pyrocketmq.remoting.code import RequestCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -130,9 +131,14 @@ def wait_elected(kube: KubeCluster, ns: str) -> dict[str, Any]:
     failover) with an elected master and both replicas in sync; that group's status."""
     wait_ready(kube, "nameserver", "names", ns, timeout=180)
     wait_ready(kube, "broker", "orders", ns, timeout=240)
-    return kube.wait_until(lambda: (g := first_group(kube, ns)).get("master", {}).get("pod")
-                           and len(g.get("inSync", ())) == 2 and g, 120, "a master and both replicas in sync",
-                           interval=2)  # fmt: skip
+    group = kube.wait_until(lambda: (g := first_group(kube, ns)).get("master", {}).get("pod")
+                            and len(g.get("inSync", ())) == 2 and g, 120,
+                            "a master and both replicas in sync", interval=2)  # fmt: skip
+    # the master's budget selects it by this label: until then a drain may evict it like any pod
+    master = group["master"]["pod"]
+    kube.wait_until(lambda: kube.get("pod", master, "-n", ns)["metadata"].get("labels", {}).get(ROLE_LABEL)
+                    == "master", 60, f"{master} labelled {ROLE_LABEL}=master", interval=1)  # fmt: skip
+    return group
 
 
 def controller_view(namesrv: str, group: str) -> dict[str, Any]:
