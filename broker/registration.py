@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -53,6 +54,8 @@ class Registrar:
         """The master's HA address, from a slave's registration response."""
         self.controller_mode = False
         """The controller, not the name servers, says who the master is: their answers are not followed."""
+        self.registered_as: tuple[str, int] | None = None
+        """The address and broker id of the last registration a name server accepted."""
         self.role_fresh: Callable[[], bool] | None = None
         """Controller mode: False while the master role is not recently confirmed by a controller
         (a master resuming from a pause must not reclaim brokerId 0 before it learns it was replaced)."""
@@ -65,11 +68,26 @@ class Registrar:
     def ha_addr(self) -> str:
         return f"{self.settings.network.broker_ip}:{self.port + 1}"
 
-    def _header(self) -> dict[str, object]:
+    async def announced_addr(self) -> str:
+        """The address the name servers route to: ``masterServiceAddr`` (resolved) while this broker
+        is its group's master and one is set, else ``addr``."""
+        service = self.settings.network.master_service_addr
+        if not service or self.settings.identity.broker_id != 0:
+            return self.addr
+        host, _, port = service.rpartition(":")
+        try:
+            found = await asyncio.get_running_loop().getaddrinfo(host, int(port), family=socket.AF_INET,
+                                                                  type=socket.SOCK_STREAM)
+        except OSError as e:
+            log.warning("masterServiceAddr %s does not resolve (%s): registering %s", service, e, self.addr)
+            return self.addr
+        return f"{found[0][4][0]}:{port}"
+
+    def _header(self, addr: str) -> dict[str, object]:
         s = self.settings
         return {
             "brokerName": s.identity.broker_name,
-            "brokerAddr": self.addr,
+            "brokerAddr": addr,
             "clusterName": s.identity.cluster_name,
             "haServerAddr": self.ha_addr,
             "brokerId": s.identity.broker_id,
@@ -84,13 +102,20 @@ class Registrar:
         body = RegisterBrokerBody(
             topic_config_serialize_wrapper=self.topics.wrapper(), filter_server_list=[]
         ).to_json()
-        ext = self._header()
+        announced = await self.announced_addr()
+        ext = self._header(announced)
         ext["bodyCrc32"] = zlib.crc32(body) & 0x7FFFFFFF
         results = await asyncio.gather(
             *(self._register_one(addr, ext, body) for addr in self.settings.network.namesrv_addrs),
             return_exceptions=True,
         )
-        return sum(1 for r in results if r is True)
+        accepted = sum(1 for r in results if r is True)
+        if accepted:
+            before, self.registered_as = self.registered_as, (announced, self.settings.identity.broker_id)
+            if before is not None and before[0] == self.addr != announced:
+                # a slave became the master behind the service address: its own address leaves the route
+                await self._unregister(*before)
+        return accepted
 
     async def _register_one(self, addr: str, ext: dict[str, object], body: bytes) -> bool:
         try:
@@ -121,12 +146,16 @@ class Registrar:
         return True
 
     async def unregister_all(self) -> None:
+        """Leave every name server's route, under the address and id last registered."""
+        await self._unregister(*(self.registered_as or (self.addr, self.settings.identity.broker_id)))
+
+    async def _unregister(self, broker_addr: str, broker_id: int) -> None:
         s = self.settings
         ext = {
             "brokerName": s.identity.broker_name,
-            "brokerAddr": self.addr,
+            "brokerAddr": broker_addr,
             "clusterName": s.identity.cluster_name,
-            "brokerId": s.identity.broker_id,
+            "brokerId": broker_id,
         }
         for addr in s.network.namesrv_addrs:
             try:

@@ -110,6 +110,11 @@ class NetworkSettings:
     ha_master_address: str = ""
     """``haMasterAddress``: a slave's master HA address ``host:port``; empty = the one the name
     server returns on registration (the master's ``listenPort + 1``)."""
+    master_service_addr: str = ""
+    """``masterServiceAddr``: ``host:port`` registered with the name servers while this broker is its
+    group's master, instead of ``brokerIP1`` and the listen port: an address that follows the master
+    (the operator's per-group Service), so clients keep it across a failover. A DNS name is resolved
+    at each registration. Empty = ``brokerIP1``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,9 +199,7 @@ class BrokerSettings:
         namesrv = get("namesrvAddr", os.environ.get("NAMESRV_ADDR", ""))
         addrs = tuple(a.strip() for a in re.split(r"[;,]", namesrv) if a.strip())
         for a in addrs:
-            host, _, port = a.rpartition(":")
-            if not host or not port.isdigit():
-                raise ConfigError(f"namesrvAddr entry {a!r}: expected host:port")
+            _host_port("namesrvAddr entry", a)
         port = get_int("listenPort", DEFAULT_BROKER_PORT)
         if not 0 <= port <= 65535:
             raise ConfigError(f"listenPort={port}: expected 0..65535")
@@ -215,6 +218,7 @@ class BrokerSettings:
             access_key=get("accessKey", ""), secret_key=get("secretKey", ""),
             tls=_tls(conf, used, ServerTls.from_conf), client_tls=_tls(conf, used, ClientTls.from_conf),
             metrics_port=metrics_port, ha_master_address=get("haMasterAddress", ""),
+            master_service_addr=_host_port("masterServiceAddr", get("masterServiceAddr", "")),
             grpc_port=_grpc_port(get("grpcListenPort", ""), port, metrics_port),
         )
         topics = TopicSettings(
@@ -337,6 +341,15 @@ def _non_negative(key: str, value: int) -> int:
     if value < 0:
         raise ConfigError(f"{key}={value}: expected 0 or more")
     return value
+
+
+def _host_port(key: str, raw: str) -> str:
+    """An optional ``host:port`` setting (empty = unset)."""
+    raw = raw.strip()
+    host, _, port = raw.rpartition(":")
+    if raw and (not host or not port.isdigit() or not 0 < int(port) <= 65535):
+        raise ConfigError(f"{key}={raw!r}: expected host:port")
+    return raw
 
 
 def _grpc_port(raw: str, listen_port: int, metrics_port: int) -> int | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .apply import ApplyResult
 from .kubeapi import KubeClient, KubeError
+from .master_follower import MasterFollower
 from .model import GROUP_VERSION, BrokerModel, NameServerModel, ObjectRef, SpecError
 from .names import namesrv_addresses
 from .rocketmq import RocketMQRefused, RocketMQUnavailable
@@ -38,6 +39,8 @@ class Context:
     settings: OperatorSettings
     event: EventFn
     log: logging.Logger | logging.LoggerAdapter[Any]
+    follower: MasterFollower | None = None
+    """spec.failover.masterService: what points each group's master Service at its master."""
 
 
 async def run_steps(steps: list[Callable[[], Awaitable[None]]]) -> None:

@@ -35,6 +35,7 @@ import kopf
 from .context import Context, ReconcileError, report_failure
 from .deletion import delete_group_from_brokers, delete_topic_from_brokers
 from .kubeapi import KubeClient, KubeError, load_configuration
+from .master_follower import MasterFollower
 from .metrics import OperatorMetrics
 from .model import API_GROUP, API_VERSION, GROUP_VERSION
 from .reconcile import reconcile
@@ -68,6 +69,8 @@ class Runtime:
     reconciles: int = 0
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     """One lock per object (by uid): kopf's handlers and the StatefulSet trigger never overlap."""
+    follower: MasterFollower | None = None
+    follower_task: asyncio.Task[None] | None = None
 
 
 async def login() -> kopf.ConnectionInfo | None:
@@ -121,7 +124,8 @@ def _context(runtime: Runtime, body: Mapping[str, Any], logger: kopf.Logger) -> 
         except Exception as e:  # an Event is never worth failing a reconcile
             logger.debug("could not post an event: %s", e)
 
-    return Context(kube=runtime.kube, settings=runtime.settings, event=event, log=logger)
+    return Context(kube=runtime.kube, settings=runtime.settings, event=event, log=logger,
+                   follower=runtime.follower)
 
 
 def _lock(runtime: Runtime, body: Mapping[str, Any]) -> asyncio.Lock:
@@ -198,6 +202,8 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
     async def startup(memo: Any, logger: kopf.Logger, **_: Any) -> None:
         runtime: Runtime = memo["runtime"]
         runtime.kube = KubeClient(load_configuration)
+        runtime.follower = MasterFollower(runtime.kube, runtime.settings.field_manager)
+        runtime.follower_task = asyncio.create_task(runtime.follower.run())
         port = runtime.settings.watch.metrics_port
         if port:
             runtime.metrics.serve(port)
@@ -206,6 +212,9 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
     @kopf.on.cleanup(registry=registry)
     async def cleanup(memo: Any, **_: Any) -> None:
         runtime: Runtime = memo["runtime"]
+        if runtime.follower_task is not None:
+            runtime.follower_task.cancel()
+            await asyncio.gather(runtime.follower_task, return_exceptions=True)
         if runtime.kube is not None:
             await runtime.kube.close()
         runtime.metrics.close()
@@ -234,6 +243,13 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
         broker = await _rolling_broker(memo["runtime"], body, type)
         if broker is not None:
             await _run("statefulset", reconcile, broker, memo, 0, logger)
+    @kopf.on.event(API_GROUP, API_VERSION, "brokers", registry=registry)
+    async def broker_gone(body: kopf.Body, type: str | None, memo: Any, **_: Any) -> None:
+        follower = memo["runtime"].follower
+        if type == "DELETED" and follower is not None:  # no finalizer: the event is all there is
+            meta = body.get("metadata") or {}
+            follower.forget(f"{meta.get('namespace')}/{meta.get('name')}")
+
     _timers_without_finalizer(registry, {p for k, p in PLURALS.items() if k not in DELETERS})
     return registry
 

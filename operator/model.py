@@ -319,6 +319,8 @@ class BrokerModel:
     more replicas whose NameServer runs a controller (the reconciler settles it: ``failover_asked``)."""
     failover_asked: bool | None = None
     """``spec.failover.enabled`` as given (None: not given, the default applies)."""
+    master_service_asked: bool = False
+    """``spec.failover.masterService``: see ``master_service``."""
     replace_after: float = 300.0
     """``spec.nodeLoss.replaceAfter`` in seconds (see :mod:`.nodeloss`)."""
     secrets_hash: str = ""
@@ -334,6 +336,11 @@ class BrokerModel:
     @property
     def master_role(self) -> str:
         return "SYNC_MASTER" if self.replication_mode == "SYNC" else "ASYNC_MASTER"
+
+    @property
+    def master_service(self) -> bool:
+        """Each group's master is reached through its ``<group>-master`` Service (with failover)."""
+        return self.failover and self.master_service_asked
 
     @property
     def flush_disk_type(self) -> str:
@@ -382,6 +389,10 @@ class BrokerModel:
         if failover and replicas < 2:
             raise SpecError("spec.failover: automatic failover needs spec.replicasPerGroup of 2 or more "
                             "(a slave to elect)")
+        master_service = bool((spec.get("failover") or {}).get("masterService", False))
+        if master_service and (asked is False or replicas < 2):
+            raise SpecError("spec.failover.masterService follows the elected master: it needs automatic "
+                            "failover (spec.failover.enabled, 2 or more spec.replicasPerGroup)")
         config = {str(k): _conf_value(v) for k, v in (spec.get("config") or {}).items()}
         grpc, metrics = Grpc.from_spec(spec.get("grpc")), Metrics.from_spec(spec.get("metrics"))
         if grpc.enabled and metrics.enabled and grpc.port == metrics.port:
@@ -415,6 +426,7 @@ class BrokerModel:
             namesrv_tls=bool(ns.get("tls", False)),
             failover=failover,
             failover_asked=None if asked is None else bool(asked),
+            master_service_asked=master_service,
             replace_after=_replace_after(spec.get("nodeLoss")),
         )
 

@@ -39,6 +39,11 @@ def headless_service_name(statefulset: str) -> str:
     return f"{statefulset}-headless"
 
 
+def master_service_name(group: str) -> str:
+    """spec.failover.masterService: the Service that follows ``group``'s elected master."""
+    return f"{group}-master"
+
+
 def service_domain(namespace: str, cluster_domain: str = "") -> str:
     """``<namespace>.svc`` (resolved through the pods' DNS search path) or, with a cluster domain,
     the fully qualified ``<namespace>.svc.<domain>``."""

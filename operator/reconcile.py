@@ -375,6 +375,8 @@ class BrokerReconcile:
         ref = self.model.ref
         self.result = await apply_objects(self.ctx.kube, ref, self.desired, owner_labels(ref, "broker"),
                                           self.ctx.settings.field_manager)
+        if self.ctx.follower is not None:  # spec.failover.masterService
+            self.ctx.follower.update(self.model, self.admin_addr, self.security, self.result.stored)
         known = {g.get("name") for g in self.previous.get("groups") or ()}
         desired_group = {key: (o["metadata"].get("labels") or {}).get(LABEL_GROUP) for o in self.desired
                          if (key := (o["kind"], o["metadata"]["name"]))}

@@ -52,11 +52,8 @@ class RocketMQRefused(Exception):
     """A broker or name server answered with an error."""
 
 
-@contextlib.asynccontextmanager
-async def admin_session(namesrv_addr: str, timeout: float,
-                        security: ClientSecurity | None = None) -> AsyncIterator[Admin]:
-    """An :class:`Admin` on ``namesrv_addr`` whose errors become the two exceptions above; ``security``:
-    TLS and the ACL account of a Broker with spec.tls / spec.acl."""
+def new_admin(namesrv_addr: str, timeout: float, security: ClientSecurity | None = None) -> Admin:
+    """An :class:`Admin` of the operator on ``namesrv_addr``, not started."""
     sec = security or ClientSecurity()
     settings = ClientSettings(
         namesrv_addr=namesrv_addr,
@@ -67,7 +64,15 @@ async def admin_session(namesrv_addr: str, timeout: float,
         access_key=sec.access_key,
         secret_key=sec.secret_key,
     )
-    admin = Admin(namesrv_addr, settings)
+    return Admin(namesrv_addr, settings)
+
+
+@contextlib.asynccontextmanager
+async def admin_session(namesrv_addr: str, timeout: float,
+                        security: ClientSecurity | None = None) -> AsyncIterator[Admin]:
+    """An :class:`Admin` on ``namesrv_addr`` whose errors become the two exceptions above; ``security``:
+    TLS and the ACL account of a Broker with spec.tls / spec.acl."""
+    admin = new_admin(namesrv_addr, timeout, security)
     try:
         await admin.start()
         yield admin

@@ -15,12 +15,12 @@ Groups roll one after another: the reconciler sets each StatefulSet's ``partitio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..drain import ROLE_LABEL
 from ..model import BrokerModel
-from ..names import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, headless_service_name
+from ..names import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, headless_service_name, master_service_name
 from ..settings import RenderSettings
 from .common import (
     ANNOTATION_CONFIG_HASH,
@@ -73,10 +73,14 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
         "metricsPort": str(model.metrics.port if model.metrics.enabled else 0),
         **({"grpcListenPort": str(model.grpc.port)} if model.grpc.enabled else {}),
         **(
-            {"enableControllerMode": "true", "controllerAddr": ";".join(namesrv_addrs)}
+            {"enableControllerMode": "true", "controllerAddr": ";".join(namesrv_addrs),
+             "controllerHeartbeatIntervalMs": "500"}
             if model.failover
             else {}
         ),
+        # the master registers the Service that follows it (a DNS name, resolved by the broker)
+        **({"masterServiceAddr": f"{master_service_name(group)}.{model.ref.namespace}.svc:{BROKER_PORT}"}
+           if model.master_service else {}),
         **security_conf(model),
     }
     lines = [
@@ -139,6 +143,7 @@ def render_broker(
         objects += [
             _config_map(model, group, conf),
             _headless_service(model, group, selector),
+            *([_master_service(model, group)] if model.master_service else []),
             _statefulset(model, settings, group, selector, conf),
             *_budgets(model, group, selector),
         ]
@@ -216,6 +221,52 @@ def _headless_service(model: BrokerModel, group: str, selector: dict[str, str]) 
             "selector": dict(selector),
             "ports": _service_ports(model, ha=True),
         },
+    }
+
+
+def _master_ports(model: BrokerModel) -> list[dict[str, Any]]:
+    """What a client of the master uses: remoting, its fast port (a 4.x producer's VIP channel), gRPC."""
+    return [p for p in _service_ports(model, ha=False) if p["name"] != "metrics"]
+
+
+def _master_service(model: BrokerModel, group: str) -> dict[str, Any]:
+    """spec.failover.masterService: a Service without a selector; the operator points its
+    EndpointSlice (:func:`master_endpoints`) at the elected master as soon as the controller elects."""
+    ports = [{k: v for k, v in p.items() if k != "targetPort"} for p in _master_ports(model)]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(model.ref, master_service_name(group), COMPONENT, group=group),
+        "spec": {"type": "ClusterIP", "ports": ports},
+    }
+
+
+def master_endpoints(
+    service: Mapping[str, Any], model: BrokerModel, group: str, master_addr: str, pod: str
+) -> dict[str, Any]:
+    """The EndpointSlice of ``group``'s master Service (``service`` as stored: it owns the slice):
+    the elected master at ``master_addr`` (its ``ip:port``), or no endpoint while none is elected
+    (connections are then refused at once, not left to time out)."""
+    meta = service["metadata"]
+    ip = master_addr.rpartition(":")[0]
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": {**(meta.get("labels") or {}), "kubernetes.io/service-name": meta["name"],
+                       "endpointslice.kubernetes.io/managed-by": "pyrocketmq-operator"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": meta["name"],
+                                 "uid": meta["uid"], "controller": True}],
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": p["name"], "port": p["port"], "protocol": "TCP"} for p in _master_ports(model)],
+        "endpoints": [{
+            "addresses": [ip],
+            "conditions": {"ready": True},
+            "targetRef": {"kind": "Pod", "namespace": meta["namespace"], "name": pod},
+        }] if ip else [],
     }
 
 

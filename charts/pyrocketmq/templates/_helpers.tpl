@@ -65,6 +65,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "list", "create", "patch", "delete"]
+# spec.failover.masterService: each group's master Service points at the elected master through
+# an EndpointSlice the operator writes (owned by the Service, removed with it).
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "create", "patch"]
 # ConsumerGroup spec.autoscale: the replicas of the group's consumer workload, through its scale subresource.
 - apiGroups: ["apps"]
   resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]

@@ -9,6 +9,7 @@ from pyrocketmq.operator.model import BrokerModel, SpecError
 from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_broker
+from pyrocketmq.operator.render.broker import master_endpoints
 from pyrocketmq.operator.render.common import ANNOTATION_CONFIG_HASH, LABEL_GROUP, LABEL_MANAGED_BY
 
 from .conftest import SETTINGS, body, broker, by_kind, conf_dict, one
@@ -314,3 +315,40 @@ def test_the_force_scale_down_annotation_is_read():
     b = body("Broker", nameServer={"name": "n"})
     b["metadata"]["annotations"] = {"pyrocketmq.io/force-scale-down": "true"}
     assert BrokerModel.from_body(b).force_scale_down
+
+
+def test_a_master_service_per_group_when_asked_and_the_master_registers_it():
+    model = broker(groups=2, replicasPerGroup=2, failover={"enabled": True, "masterService": True})
+    objects = render_broker(model, NS, SETTINGS)
+    assert model.master_service
+    masters = [s for s in by_kind(objects, "Service") if s["metadata"]["name"].endswith("-master")]
+    assert [s["metadata"]["name"] for s in masters] == ["orders-0-master", "orders-1-master"]
+    # no selector: the operator writes its EndpointSlice as the controller elects
+    assert all("selector" not in s["spec"] and s["spec"]["type"] == "ClusterIP" for s in masters)
+    assert {p["name"]: p["port"] for p in masters[0]["spec"]["ports"]} == {
+        "remoting": 10911, "fast": 10909, "grpc": 8081}
+    conf = conf_dict(one(objects, "ConfigMap", "orders-1-config")["data"]["broker.conf"])
+    assert conf["masterServiceAddr"] == "orders-1-master.prod.svc:10911"
+    plain = render_broker(broker(groups=1, replicasPerGroup=2, failover={"enabled": True}), NS, SETTINGS)
+    assert not [s for s in by_kind(plain, "Service") if s["metadata"]["name"].endswith("-master")]
+    assert "masterServiceAddr=" not in one(plain, "ConfigMap", "orders-0-config")["data"]["broker.conf"]
+
+
+def test_the_master_endpoints_lead_to_the_elected_master_or_nowhere():
+    model = broker(replicasPerGroup=2, failover={"enabled": True, "masterService": True})
+    service = one(render_broker(model, NS, SETTINGS), "Service", "orders-0-master")
+    service["metadata"]["uid"] = "svc-uid"
+    elected = master_endpoints(service, model, "orders-0", "10.1.0.7:10911", "orders-0-1")
+    assert elected["metadata"]["labels"]["kubernetes.io/service-name"] == "orders-0-master"
+    assert elected["metadata"]["ownerReferences"][0]["uid"] == "svc-uid"  # removed with its Service
+    assert [e["addresses"] for e in elected["endpoints"]] == [["10.1.0.7"]]
+    assert elected["endpoints"][0]["targetRef"]["name"] == "orders-0-1"
+    assert [p["name"] for p in elected["ports"]] == [p["name"] for p in service["spec"]["ports"]]
+    assert master_endpoints(service, model, "orders-0", "", "")["endpoints"] == []
+
+
+def test_a_master_service_needs_failover():
+    with pytest.raises(SpecError, match="masterService"):
+        broker(replicasPerGroup=2, failover={"enabled": False, "masterService": True})
+    with pytest.raises(SpecError, match="masterService"):
+        broker(replicasPerGroup=1, failover={"masterService": True})

@@ -1,0 +1,54 @@
+"""``masterServiceAddr``: while it is its group's master a broker registers the address that follows
+the master (the operator's per-group Service) instead of its own, so a client's route stays right
+across a failover; as a slave it registers its own. Against a real name server process."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pyrocketmq.broker.registration import Registrar
+from pyrocketmq.broker.settings import BrokerSettings
+from pyrocketmq.broker.topic_config import TopicConfigManager
+from pyrocketmq.remoting.body import ClusterInfo
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
+from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.remoting_client import RemotingClient
+
+
+async def _addrs(client: RemotingClient, namesrv: str, name: str) -> dict[int, str]:
+    resp = await client.invoke(namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    data = ClusterInfo.from_json(resp.payload or b"{}").broker_addr_table.get(name)
+    return dict(data.broker_addrs) if data else {}
+
+
+def test_the_master_registers_its_service_address_and_the_slave_its_own(tmp_path, namesrv) -> None:
+    settings = BrokerSettings.from_conf({
+        "storePathRootDir": str(tmp_path), "brokerIP1": "127.0.0.1", "namesrvAddr": namesrv.addr,
+        "brokerName": "svc-b", "brokerId": "1", "brokerRole": "SLAVE", "masterServiceAddr": "localhost:20911",
+    })
+    topics = TopicConfigManager(str(tmp_path / "topics.json"), cluster_name="DefaultCluster",
+                                broker_name="svc-b", auto_create_topic=False, default_queue_nums=4)
+
+    async def go() -> list[dict[int, str]]:
+        registrar, client = Registrar(settings, topics), RemotingClient()
+        registrar.port = 10911
+        seen = []
+        try:
+            assert await registrar.register_all() == 1
+            seen.append(await _addrs(client, namesrv.addr, "svc-b"))
+            settings.identity.broker_id = 0  # elected: registers as the master
+            assert await registrar.register_all() == 1
+            seen.append(await _addrs(client, namesrv.addr, "svc-b"))
+            await registrar.unregister_all()
+            seen.append(await _addrs(client, namesrv.addr, "svc-b"))
+        finally:
+            await registrar.close()
+            await client.close()
+        return seen
+
+    as_slave, as_master, gone = asyncio.run(go())
+    assert as_slave == {1: "127.0.0.1:10911"}
+    # the service name resolved; its own slave entry left the route
+    assert as_master == {0: "127.0.0.1:20911"}
+    assert gone == {}
