@@ -43,7 +43,7 @@ class RemotingClient:
         connect (at most ``connect_timeout``): a caller with retries left gives up early on an
         address that does not answer (a deleted pod's IP) and tries elsewhere."""
         conn = self._conns.get(addr)
-        if conn is not None and not conn.closed:
+        if conn is not None and conn.is_open:
             return conn
         limit = self.connect_timeout if timeout is None else max(0.0, min(timeout, self.connect_timeout))
         pending = self._connecting.get(addr)

@@ -155,6 +155,8 @@ class Connection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self.last_active = self._loop.time()
         """Loop time of the last byte read or frame written (idle connections are closed by servers)."""
+        self.last_read = self.last_active
+        """Loop time of the last byte read."""
         self.connected: asyncio.Future[None] = self._loop.create_future()
         self._out: list[bytes | bytearray | memoryview] | None = None  # frames waiting for _flush_out
         self._out_bytes = 0
@@ -178,7 +180,7 @@ class Connection(asyncio.Protocol):
             self.connected.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = now = self._loop.time()
+        self.last_active = self.last_read = now = self._loop.time()
         held = self._decoder.pending + len(data)
         if self._out is not None:  # a flush is already scheduled; it takes these replies too
             self._receive(data)
@@ -483,13 +485,19 @@ class Connection(asyncio.Protocol):
         cmd.opaque = next_opaque()
         fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._pending[cmd.opaque] = fut
-        deadline = self._loop.time() + timeout
+        start = self._loop.time()
+        deadline = start + timeout
         try:
             if self.writing_paused:  # the peer is not reading: wait (within the timeout) before adding more
                 await asyncio.wait_for(self.drain(), timeout)
             self.write(cmd)
             return await asyncio.wait_for(fut, max(0.0, deadline - self._loop.time()))
         except TimeoutError:
+            if self.last_read < start:
+                # not a byte from the peer all along: a frozen or cut-off host, whose kernel may keep the
+                # connection open for minutes. Closed, so the next request connects afresh (through a
+                # Service, to whoever serves the address now), as Apache's clients do on a timeout.
+                self.drop(f"no byte from the peer within {timeout:.1f}s")
             raise RemotingTimeoutError(
                 f"no response from {self.remote_addr} to request code {cmd.code} within {timeout:.1f}s"
             ) from None
