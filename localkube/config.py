@@ -8,7 +8,8 @@ creates; nothing is reachable from outside the machine and no component sends an
 The control plane runs on the host; each node runs in a network namespace of its own, linked to
 the host's bridge by a veth pair, as a machine is linked to a switch:
 
-    control plane  198.18.0.1 on bridge pyrmq0: kube-apiserver :6443, CoreDNS :53
+    control plane  198.18.0.1 on bridge pyrmq0: kube-apiserver :6443, CoreDNS :53, kube-proxy
+                   healthz :18256 (the host's own, so that the host reaches Services too)
     node k         198.18.0.(10+k) (eth0 of netns pyrmq-node-k, port pyrmqvk of the bridge):
                    kubelet :10250, kube-proxy healthz :10256, NodePorts
     pods on node k 198.18.k.0/24 on the node's own bridge cbr0 (gateway 198.18.k.1)
@@ -45,6 +46,11 @@ SCHEDULER_PORT = 10259
 KUBELET_HEALTHZ_PORT = 10248
 PROXY_HEALTHZ_PORT = 10256
 PROXY_METRICS_PORT = 10249
+# the control plane's own kube-proxy, in the host's network namespace: ports of its own, away from
+# the usual ones (a kube-proxy of another cluster on the host may hold those)
+HOST_PROXY_NAME = "control-plane"  # its hostnameOverride; there is no Node of that name
+HOST_PROXY_HEALTHZ_PORT = 18256
+HOST_PROXY_METRICS_PORT = 18249
 COREDNS_HEALTH_PORT = 18080
 COREDNS_READY_PORT = 18181
 
@@ -265,21 +271,42 @@ def kubelet_config(layout: Layout, node: Node) -> str:
     return json.dumps(conf, indent=2)
 
 
-def kube_proxy_config(layout: Layout, node: Node) -> str:
-    conf = {
+def _proxy_config(layout: Layout, name: str, address: str, healthz_port: int, metrics_port: int) -> dict:
+    """KubeProxyConfiguration in iptables mode for the proxy of ``name`` at ``address``: health on that
+    address, metrics on loopback, NodePorts on that address only (never on localhost, so it never
+    turns on route_localnet), the conntrack table size left alone."""
+    return {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
         "mode": "iptables",
         "clientConnection": {"kubeconfig": str(layout.etc / "kube-proxy.kubeconfig")},
-        "hostnameOverride": node.name,
+        "hostnameOverride": name,
         "clusterCIDR": CLUSTER_CIDR,
-        "bindAddress": node.ip,
-        "healthzBindAddress": f"{node.ip}:{PROXY_HEALTHZ_PORT}",
-        "metricsBindAddress": f"127.0.0.1:{PROXY_METRICS_PORT}",
-        "nodePortAddresses": [f"{node.ip}/32"],
+        "bindAddress": address,
+        "healthzBindAddress": f"{address}:{healthz_port}",
+        "metricsBindAddress": f"127.0.0.1:{metrics_port}",
+        "nodePortAddresses": [f"{address}/32"],
         "conntrack": {"maxPerCore": 0, "min": 0},  # leave the host's conntrack sysctls alone
         "iptables": {"syncPeriod": "10s", "minSyncPeriod": "0s"},
     }
+
+
+def kube_proxy_config(layout: Layout, node: Node) -> str:
+    conf = _proxy_config(layout, node.name, node.ip, PROXY_HEALTHZ_PORT, PROXY_METRICS_PORT)
+    return json.dumps(conf, indent=2)
+
+
+def host_proxy_config(layout: Layout) -> str:
+    """The control plane's kube-proxy, in the host's own network namespace, as on a cluster whose
+    control-plane machines run kube-proxy too: Service ClusterIPs reach their endpoints from the
+    host. Traffic from the host's own addresses (outside ``CLUSTER_CIDR``) to a ClusterIP is
+    masqueraded to the control-plane address, so replies come back over the bridge. Unlike the
+    nodes' proxies, each in a namespace of its own, it shares the host's conntrack settings: it
+    changes none of them (no table size, no TCP timeouts), and no localhost NodePorts."""
+    ports = HOST_PROXY_HEALTHZ_PORT, HOST_PROXY_METRICS_PORT
+    conf = _proxy_config(layout, HOST_PROXY_NAME, CONTROL_IP, *ports)
+    conf["conntrack"] |= {"tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}
+    conf["iptables"] |= {"localhostNodePorts": False}
     return json.dumps(conf, indent=2)
 
 

@@ -7,9 +7,11 @@ Everything here is idempotent and safe to call on a host where the thing is alre
   checked against ``/proc/<pid>/exe`` so a reused pid is never signalled;
 - the pod bridge and its address, the ``ip_forward``/``bridge-nf-call-iptables`` sysctls (the old
   values are saved and restored);
-- the guard chain that keeps pod traffic on the machine (``PYRMQ-GUARD``: forwarded packets may
-  leave the bridge only back into it), and every iptables chain the cluster's components create
-  (``KUBE-*``, ``CNI-*``) with the rules that jump to them;
+- the guard chain that keeps pod traffic on the machine (``PYRMQ-GUARD``, first in FORWARD:
+  forwarded packets may leave the bridge only back into it), and every iptables chain the
+  cluster's components create in the host's own namespace (``KUBE-*`` of the control plane's
+  kube-proxy, ``CNI-*``) with the rules that jump to them (a node's chains go with its namespace;
+  that kube-proxy's packet counters are ``nfacct``'s);
 - mounts under the state directory, network namespaces the runtime created, pod cgroups;
 - each node's network namespace, its veth link to the bridge and the routes to its pods, and its
   cgroup (every hierarchy; the freezer's stops the whole node at once).
@@ -240,12 +242,23 @@ def ensure_guard(bridge: str) -> None:
     run([*ipt, "-A", GUARD_CHAIN, "-i", bridge, "-o", bridge, "-j", "RETURN"])
     run([*ipt, "-A", GUARD_CHAIN, "-i", bridge, "-j", "DROP"])
     run([*ipt, "-A", GUARD_CHAIN, "-o", bridge, "-j", "RETURN"])
+    guard_first()
+
+
+def guard_first() -> None:
+    """The jump to the guard is the first rule of FORWARD, before those of the host's kube-proxy
+    (which accept marked and established traffic, and put their jumps first when they start)."""
+    ipt = ["iptables", "-w", "5"]
     jump = ["FORWARD", "-j", GUARD_CHAIN]
-    if subprocess.run([*ipt, "-C", *jump], capture_output=True).returncode != 0:
-        run([*ipt, "-I", *jump])
+    if run([*ipt, "-S", "FORWARD", "1"], check=False).strip() == f"-A {' '.join(jump)}":
+        return
+    while subprocess.run([*ipt, "-D", *jump], capture_output=True).returncode == 0:
+        pass
+    run([*ipt, "-I", *jump])
 
 
 def _our_chain(name: str) -> bool:
+    """A chain of the cluster's: ``KUBE-*`` (the control plane's kube-proxy), ``CNI-*``, ``PYRMQ-*``."""
     return name.startswith(CHAIN_PREFIXES)
 
 

@@ -1,14 +1,19 @@
 """A Kubernetes cluster of one or more nodes on this machine: ``up()``, ``down()``, ``status()``.
 
-The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, CoreDNS,
-local-path-provisioner) runs on the host; each node (containerd + runc, kubelet, kube-proxy in
-iptables mode) runs in a network namespace and cgroup of its own (``worker``). All are root
-processes started here, detached, with pid files and logs under the state directory
-(``/var/lib/pyrocketmq-k8s`` unless ``PYROCKETMQ_K8S_STATE`` says otherwise); addresses are in
-``config``. ``up()`` is idempotent: a healthy cluster is left as it is, and one with fewer nodes
-than asked for gets the missing ones. ``down()`` undoes everything ``up()`` did, also after a crash
-half-way: pods first (so CNI tears their networks down), then the processes, then iptables chains,
-mounts, network namespaces, links, cgroups, the bridge, the sysctls and the state directory.
+The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a kube-proxy in
+iptables mode, CoreDNS, local-path-provisioner) runs on the host; each node (containerd + runc,
+kubelet, kube-proxy in iptables mode) runs in a network namespace and cgroup of its own
+(``worker``). The control plane's kube-proxy, in the host's own network namespace, makes Service
+ClusterIPs reachable from the host, as on a cluster whose control-plane machines run kube-proxy
+too: a process on the host connects to ``<ClusterIP>:<port>`` and reaches a ready endpoint on any
+node. All are root processes started here, detached, with pid files and logs under the state
+directory (``/var/lib/pyrocketmq-k8s`` unless ``PYROCKETMQ_K8S_STATE`` says otherwise); addresses
+are in ``config``. ``up()`` is idempotent: a healthy cluster is left as it is, and one with fewer
+nodes than asked for (or without the control plane's kube-proxy, as clusters started before it
+had) gets the missing ones. ``down()`` undoes everything ``up()`` did, also after a crash half-way:
+pods first (so CNI tears their networks down), then the processes, then iptables chains (the
+host's own ``KUBE-*`` ones too), mounts, network namespaces, links, cgroups, the bridge, the
+sysctls and the state directory.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from localkube import config as cfg, host, images, pki, tools, worker
+from localkube import config as cfg, host, images, nfacct, pki, tools, worker
 
 DEFAULT_STATE = Path("/var/lib/pyrocketmq-k8s")
 APT_PACKAGES = {
@@ -43,6 +48,7 @@ APT_PACKAGES = {
 DAEMONS = (
     "etcd",
     "kube-apiserver",
+    "kube-proxy",  # the host's own: Service ClusterIPs reachable from the host
     "kube-controller-manager",
     "kube-scheduler",
     "coredns",
@@ -127,11 +133,22 @@ def status(layout: cfg.Layout, count: int = 0) -> dict[str, bool]:
     return state
 
 
-def healthy(layout: cfg.Layout, count: int = 1) -> bool:
+def healthy(layout: cfg.Layout, count: int = 1, *, ignore: tuple[str, ...] = ()) -> bool:
+    """Every part of ``status`` is up, but for those named in ``ignore``."""
     try:
-        return all(status(layout, count).values())
+        return all(up for name, up in status(layout, count).items() if name not in ignore)
     except (OSError, ssl.SSLError):
         return False
+
+
+def host_proxy_ready() -> bool:
+    """The control plane's kube-proxy answers ``/livez`` and has written the Services' rules (the
+    ``kubernetes`` Service's among them). Its ``/healthz`` says 503 for ever: that one also asks
+    whether the proxy's Node may take load-balancer traffic, and the control plane has no Node."""
+    if pki.http_get(f"http://{cfg.CONTROL_IP}:{cfg.HOST_PROXY_HEALTHZ_PORT}/livez")[0] != 200:
+        return False
+    rules = host.run(["iptables", "-w", "5", "-t", "nat", "-S", "KUBE-SERVICES"], check=False)
+    return f"{cfg.KUBERNETES_SERVICE_IP}/32" in rules
 
 
 # -- up -----------------------------------------------------------------------------------------
@@ -217,6 +234,7 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
         layout,
         "kube-apiserver",
     )
+    _start_host_proxy(layout, bins)  # it waits 30 s for a Node of its name: the sooner the better
     _start(layout, "kube-controller-manager", [
         bins / "kube-controller-manager", f"--kubeconfig={etc / 'controller-manager.kubeconfig'}",
         f"--authentication-kubeconfig={etc / 'controller-manager.kubeconfig'}",
@@ -253,6 +271,19 @@ def _control_plane(layout: cfg.Layout, bins: Path) -> None:
         )
 
 
+def _start_host_proxy(layout: cfg.Layout, bins: Path) -> None:
+    """The control plane's kube-proxy, in the host's network namespace, with the nodes' identity.
+    It looks for a Node of its name for 30 s before it programs anything (there is none: it goes
+    on without), so it starts as soon as the API answers (and with the nodes, if it was not running:
+    a cluster started before it had none) and ``_nodes`` waits for it after the nodes."""
+    if host.daemon_pid("kube-proxy", layout.run) is not None:
+        return  # left alone: a kube-proxy exits when its configuration file is written to
+    config = layout.etc / "kube-proxy.json"
+    config.write_text(cfg.host_proxy_config(layout))
+    argv: list[str | Path] = [bins / "kube-proxy", f"--config={config}", "--v=1"]
+    host.start_daemon("kube-proxy", argv, layout.run, layout.logs)
+
+
 def _kubectl(layout: cfg.Layout, bins: Path, *args: str, input: str | None = None) -> str:
     proc = subprocess.run(
         [str(bins / "kubectl"), f"--kubeconfig={layout.kubeconfig}", *args],
@@ -265,6 +296,7 @@ def _kubectl(layout: cfg.Layout, bins: Path, *args: str, input: str | None = Non
 
 def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> None:
     nodes = cfg.nodes(max(count, len(worker.present(layout))))
+    _start_host_proxy(layout, bins)
     for node in nodes:
         worker.write_configs(layout, node)
         worker.link(node, nodes)
@@ -294,6 +326,8 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
             f"{node.name} Ready", functools.partial(node_ready, layout, node), 120, layout, "kube-apiserver"
         )
         worker.wait_proxy(layout, node)
+    _wait("the host's kube-proxy rules", host_proxy_ready, 90, layout, "kube-proxy")
+    host.guard_first()  # that proxy put its jumps first in FORWARD: the guard goes before them
     _wait(
         "CoreDNS ready",
         lambda: pki.http_get(f"http://127.0.0.1:{cfg.COREDNS_READY_PORT}/ready")[0] == 200,
@@ -308,7 +342,7 @@ def _nodes(layout: cfg.Layout, bins: Path, count: int, progress: Progress) -> No
 
 def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None, nodes: int = 1) -> Path:
     """Bring up a cluster of ``nodes`` nodes (a healthy one is left as it is, one with fewer nodes
-    gets the missing ones); return the admin kubeconfig path."""
+    or without the host's kube-proxy gets the missing ones); return the admin kubeconfig path."""
     layout = layout or layout_from_env()
     cfg.nodes(nodes)  # a count out of range fails before anything changes
     if os.geteuid() != 0:
@@ -319,10 +353,13 @@ def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None, no
         return layout.kubeconfig
     t0 = time.monotonic()
     bins = tools.ensure(progress=progress)
-    if have and healthy(layout, have):
-        progress(f"adding nodes {have + 1}-{nodes} to the running cluster")
+    if have and healthy(layout, have, ignore=("kube-proxy",)):
+        if have < nodes:
+            progress(f"adding nodes {have + 1}-{nodes} to the running cluster")
+        else:
+            progress("starting the control plane's kube-proxy in the running cluster")
         _nodes(layout, bins, nodes, progress)
-        progress(f"{nodes} nodes up in {time.monotonic() - t0:.0f} s")
+        progress(f"{max(have, nodes)} nodes up in {time.monotonic() - t0:.0f} s")
         return layout.kubeconfig
     if layout.state.exists():
         progress("a previous cluster is half up: removing it first")
@@ -399,7 +436,10 @@ def down(layout: cfg.Layout | None = None, progress: Progress = lambda m: None) 
             worker.stop(layout, node)
         for name in reversed(DAEMONS):
             host.stop_daemon(name, layout.run)
+    # The host's chains: KUBE-* (its kube-proxy's), CNI-*, PYRMQ-*, also when the processes are gone.
+    # Not `kube-proxy --cleanup`: that also flushes every IPVS service on the host, ours or not.
     host.remove_chains()
+    nfacct.remove()  # its packet counters, once no rule names them
     host.remove_runtime_netns()
     host.unmount_under(layout.state)
     host.remove_pod_cgroups()
@@ -414,14 +454,16 @@ def down(layout: cfg.Layout | None = None, progress: Progress = lambda m: None) 
 
 
 def leftovers(layout: cfg.Layout) -> list[str]:
-    """Anything of the cluster still on the host: processes, chains, netns, links, mounts, cgroups,
-    the bridge, the state directory."""
+    """Anything of the cluster still on the host: processes, chains (the host's ``KUBE-*`` ones of
+    the control plane's kube-proxy among them), netns, links, mounts, cgroups, the bridge, the
+    state directory."""
     found = []
     for name in DAEMONS:
         if layout.run.is_dir() and host.daemon_pid(name, layout.run):
             found.append(f"process {name}")
     found += [f"process {pid}" for pid in host.pids_matching(str(layout.state))]
     found += [f"iptables chain {c}" for c in host.leftover_chains()]
+    found += [f"nfacct counter {c}" for c in nfacct.leftovers()]
     found += [f"netns {n.name}" for n in host.runtime_netns()]
     found += worker.leftovers()
     found += [f"mount {m}" for m in host.mounts_under(layout.state)]

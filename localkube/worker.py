@@ -63,10 +63,17 @@ def write_configs(layout: cfg.Layout, node: cfg.Node) -> None:
     creds = pki.cert_credentials(layout.pki / f"{identity}.crt", layout.pki / f"{identity}.key")
     pki.write_kubeconfig(d / "kubelet.kubeconfig", layout.server, layout.pki / "ca.crt", identity, creds,
                          cfg.CLUSTER_NAME)  # fmt: skip
-    (d / "containerd.toml").write_text(cfg.containerd_config(layout, node))
-    (d / "cni" / "10-pyrocketmq.conflist").write_text(cfg.cni_config(layout, node))
-    (d / "kubelet.json").write_text(cfg.kubelet_config(layout, node))
-    (d / "kube-proxy.json").write_text(cfg.kube_proxy_config(layout, node))
+    _write(d / "containerd.toml", cfg.containerd_config(layout, node))
+    _write(d / "cni" / "10-pyrocketmq.conflist", cfg.cni_config(layout, node))
+    _write(d / "kubelet.json", cfg.kubelet_config(layout, node))
+    _write(d / "kube-proxy.json", cfg.kube_proxy_config(layout, node))
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``path`` unless it already says ``text``: a running kube-proxy exits when its
+    configuration file is written to, even with the same content (adding nodes rewrites them all)."""
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
 
 
 def link(node: cfg.Node, others: list[cfg.Node]) -> None:

@@ -1,6 +1,7 @@
 """The session's cluster has three real nodes: one per zone, each with its own pod network, reaching
-each other's pods and the Services; ``scripts/k8s-node`` freezes and isolates one of them as a hung
-machine or a cut cable would, and undoes it."""
+each other's pods and the Services (which the host reaches too, through its own kube-proxy);
+``scripts/k8s-node`` freezes and isolates one of them as a hung machine or a cut cable would, and
+undoes it."""
 
 from __future__ import annotations
 
@@ -125,6 +126,21 @@ def test_pods_reach_pods_on_other_nodes_services_and_dns(node_cluster: KubeClust
             assert _ask_from(node_cluster, ns, f"echo-{node.index}", ips[other.name]) == f"echo-{other.index}"
         # the Service by name: CoreDNS on the control plane, kube-proxy's rules on this node
         assert _ask_from(node_cluster, ns, f"echo-{node.index}", f"echo.{ns}.svc").startswith("echo-")
+
+
+def test_the_host_reaches_a_service_through_its_cluster_ip(node_cluster: KubeCluster, echoes) -> None:
+    """The control plane's own kube-proxy: a process on the host (this one) connects to a Service's
+    ClusterIP and reaches its pods on every node, as on a cluster whose control-plane machines run
+    kube-proxy too."""
+    ns, _ = echoes
+    cluster_ip = node_cluster.get("service", "echo", "-n", ns)["spec"]["clusterIP"]
+    assert ipaddress.ip_address(cluster_ip) in ipaddress.ip_network(lk_config.SERVICE_CIDR)
+    every = {f"echo-{n.index}" for n in lk_config.nodes(NODES)}
+    answers: set[str] = set()
+    deadline = time.monotonic() + 30
+    while not every <= answers and time.monotonic() < deadline:
+        answers.add(_ask(cluster_ip))  # kube-proxy picks one of the three at random each time
+    assert answers - {""} == every, f"{cluster_ip}:{PORT} answered {sorted(answers)}"
 
 
 def test_an_isolated_node_is_cut_off_from_the_others_and_comes_back(
