@@ -6,7 +6,8 @@ client's route never changes across a failover: what changes is where the Servic
 follower asks each followed cluster's controller for its view every ``interval`` seconds and, when a
 group's master changed, writes the Service's EndpointSlice (:func:`.render.broker.master_endpoints`):
 the new master at its election (a send that reaches it before it takes writes is refused at once and
-retried by the client), no endpoint while none is elected (connections refused, not left hanging).
+retried by the client), no endpoint while none is elected or the master is silent (``SUSPECT_MS``):
+connections are then refused, not left hanging.
 kube-proxy then sends new connections to the new master; a client's connection to the old one times
 out (a 4.x client closes it after its request timeout) and reconnects there.
 
@@ -37,6 +38,11 @@ log = logging.getLogger("pyrocketmq.operator.master")
 
 INTERVAL_S = 0.25
 """How often each followed controller is asked (one small request)."""
+SUSPECT_MS = 1000
+"""A master that has not reported to the controller for this long (two reports missed) is left out
+of its Service until it reports again or another is elected: new connections are refused at once,
+and a client retries until the Service leads to the new master, instead of waiting on a connection
+to a frozen host (the controller itself declares it dead after 2 s, see render.namesrv)."""
 
 
 @dataclass(slots=True)
@@ -128,7 +134,7 @@ class MasterFollower:
             view = views.get(group)
             if view is None:  # the controller does not know the group yet
                 continue
-            addr = str(view.get("masterAddr") or "") if pods[group] else ""
+            addr = str(view.get("masterAddr") or "") if pods[group] and not _suspect(view) else ""
             key = (model.ref.namespace, group)
             if self.written.get(key) == addr:
                 continue
@@ -136,6 +142,11 @@ class MasterFollower:
             await self.kube.apply(slice_, self.field_manager)
             if key in self.written or addr:
                 log.info("%s/%s: the master Service leads to %s", model.ref.namespace, group,
-                         f"{pods[group]} ({addr})" if addr else "no pod (no master elected)")
+                         f"{pods[group]} ({addr})" if addr else "no pod (no master, or a silent one)")
             self.written[key] = addr
 
+
+def _suspect(view: Mapping[str, Any]) -> bool:
+    """The elected master has been silent to the controller for ``SUSPECT_MS`` (see there)."""
+    master = (view.get("replicas") or {}).get(str(view.get("masterId"))) or {}
+    return int(master.get("silentMs") or 0) > SUSPECT_MS

@@ -391,7 +391,8 @@ class Controller:
 
     async def handle_metadata(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         name = _body(cmd).get("brokerName")
-        groups = [g.view() for g in self.state.groups.values() if name in (None, "", g.name)]
+        now = self.clock()
+        groups = [g.view(now) for g in self.state.groups.values() if name in (None, "", g.name)]
         return cmd.response(ResponseCode.SUCCESS, body=json.dumps({"groups": groups}).encode())
 
     # -- elections ------------------------------------------------------------------------------

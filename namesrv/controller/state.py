@@ -62,9 +62,16 @@ class Group:
         """Start offset of the current epoch (-1 until the master reported it)."""
         return self.history[-1][1] if self.history and self.history[-1][0] == self.epoch else -1
 
-    def view(self) -> dict[str, Any]:
-        """What a replica (or an operator) is told: the JSON body of the controller's answers."""
+    def view(self, now_ms: int | None = None) -> dict[str, Any]:
+        """What a replica (or an operator) is told: the JSON body of the controller's answers. With
+        ``now_ms`` (the metadata an operator reads), each replica's silence so far too (``silentMs``:
+        a master silent for a while is suspect before it is declared dead)."""
         m = self.replicas.get(self.master)
+        if now_ms is not None:
+            view = self.view()
+            for rid, r in self.replicas.items():
+                view["replicas"][str(rid)]["silentMs"] = max(0, now_ms - r.last_seen_ms)
+            return view
         return {
             "clusterName": self.cluster, "brokerName": self.name, "masterId": self.master,
             "masterAddr": m.addr if m else "", "masterHaAddr": m.ha_addr if m else "",

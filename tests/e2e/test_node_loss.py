@@ -1,5 +1,6 @@
-"""Losing the node that holds a master: a group of 2 replicas (SYNC, failover by default) on two of
-the three nodes, our client sending throughout. The master's node is frozen (kubelet, runtime and
+"""Losing the node that holds a master: a group of 2 replicas (SYNC, failover by default, reached
+through its master Service) on two of the three nodes, our client and the unmodified Apache 4.9 Java
+producer sending throughout. The master's node is frozen (kubelet, runtime and
 every process of its pods stopped at once, as a machine that hangs): the slave on another node is
 elected and takes writes; the node goes NotReady; after spec.nodeLoss.replaceAfter the operator
 recreates the lost replica on the third node, which catches up until the group has two in-sync
@@ -24,14 +25,17 @@ from tests.e2e.helpers import (
     node_of,
     read_until,
 )
+from tests.e2e.java_sender import JavaSender
 
 pytestmark = pytest.mark.node_faults  # runs while no other e2e module runs
 
 REPLACE_AFTER = 10  # seconds; the node itself is NotReady 20 s after its last report
 
 
-# three name servers (each runs the controller by default), one group of two
-mq = mq_fixture("nodeloss", names=3, groups=1, nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"})
+# three name servers (each runs the controller by default), one group of two; the master registers
+# the Service that follows it, so the Java client's route stays right (it refreshes routes every 30 s)
+mq = mq_fixture("nodeloss", names=3, groups=1, nodeLoss={"replaceAfter": f"{REPLACE_AFTER}s"},
+                failover={"masterService": True})
 
 
 @pytest.mark.timeout(900)
@@ -45,8 +49,10 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
     assert lost_node != kept_node  # the placement: one replica per node
     topic, namesrv = mq.new_topic("NodeLoss"), mq.namesrv_addr()
 
-    with Sender(namesrv, topic) as sender:
+    java = JavaSender(namesrv, topic)
+    with Sender(namesrv, topic) as sender, java:
         sender.wait_for(50)
+        time.sleep(8)  # the JVM starts, reads its route and sends (it reports when it stops)
         faults.do(lost_node, "freeze")
         frozen_at = time.monotonic()
         n = len(sender.acked)
@@ -71,11 +77,15 @@ def test_a_frozen_master_node_is_failed_over_and_its_replica_replaced_elsewhere(
         n = len(sender.acked)
         sender.wait_for(n + 20, timeout=60)
     assert first_group(kube, ns)["master"]["pod"] == other
-    got = read_until(namesrv, topic, f"GID_CHECK_{secrets.token_hex(3)}", set(sender.ok.values()))
-    missing = set(sender.ok.values()) - got
+    acked = set(sender.ok.values()) | set(java.ok.values())
+    got = read_until(namesrv, topic, f"GID_CHECK_{secrets.token_hex(3)}", acked)
+    missing = acked - got
     assert not missing, f"{len(missing)} acknowledged messages missing"
+    java_writable = java.writable_after(frozen_at, on=get(kube, "pod", other, ns)["status"]["podIP"])
+    assert java_writable is not None, f"the Java producer never wrote to {other}: {java.first_failure}"
     print(
-        f"\nnode of {master} frozen: writable on {other} after {writable:.1f} s; "
+        f"\nnode of {master} frozen: writable on {other} after {writable:.1f} s "
+        f"(Java client {java_writable:.1f} s, {len(java.ok)} SEND_OK, {java.failures} failed); "
         f"replica replaced and in sync after {in_sync_after:.0f} s; "
         f"{len(sender.ok)} SEND_OK, {len(sender.failures)} failed sends, none lost"
     )

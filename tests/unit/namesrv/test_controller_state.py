@@ -115,3 +115,17 @@ def test_state_survives_a_restart_without_the_moving_offsets() -> None:
 ])
 def test_truncate_point(history, epoch, end, cut) -> None:
     assert truncate_point(history, epoch, end) == cut
+
+
+def test_the_metadata_view_says_how_long_each_replica_has_been_silent() -> None:
+    """What the operator's master Service follower reads to leave a silent master out early."""
+    from pyrocketmq.operator.master_follower import _suspect
+
+    s = ControllerState(timeout_ms=2000)
+    _report(s, 1, 0)
+    _report(s, 2, 900)
+    g = s.groups["g"]
+    view = g.view(1500)
+    assert {rid: r["silentMs"] for rid, r in view["replicas"].items()} == {"1": 1500, "2": 600}
+    assert "silentMs" not in g.view()["replicas"]["1"]  # what replicas are told is unchanged
+    assert _suspect(view) and not _suspect(g.view(800))  # master 1: 1.5 s silent, then 0.8 s
