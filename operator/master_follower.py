@@ -90,6 +90,12 @@ class MasterFollower:
             for group in gone.services:
                 self.written.pop((gone.model.ref.namespace, group), None)
 
+    def leading(self, namespace: str, groups: set[str], views: Mapping[str, Mapping[str, Any]]) -> set[str]:
+        """Of ``groups``, those whose master Service leads to the master ``views`` name."""
+        return {g for g in groups
+                if (addr := str((views.get(g) or {}).get("masterAddr") or ""))
+                and self.written.get((namespace, g)) == addr}  # fmt: skip
+
     async def run(self) -> None:
         """Rounds until cancelled; a round's failure is logged and the next round tries again."""
         try:

@@ -272,7 +272,10 @@ class BrokerReconcile:
 
     async def routed_handovers(self, pending: set[str], master_of: Mapping[str, str]) -> set[str]:
         """The ``pending`` groups the name servers route to their new master, asked for a few
-        seconds (a master registers again as soon as it is elected); the others wait for a resync."""
+        seconds (a master registers again as soon as it is elected); the others wait for a resync.
+        With master Services the route names the Service: those the Service leads to the new master."""
+        if self.model.master_service and self.ctx.follower is not None:
+            return self.ctx.follower.leading(self.model.ref.namespace, pending, self.views)
         settings = self.ctx.settings.reconcile
         ready: set[str] = set()
         try:

@@ -119,6 +119,10 @@ class SendProcessor(BrokerServices):
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send request header: {e}")
         body = cmd.payload
         batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or h.batch
+        if self.settings.identity.role == BrokerRole.SLAVE and self.settings.network.master_service_addr:
+            # reached through the master Service on a connection opened before a handover: refused
+            # (below), then closed, so the client's next connection goes where the Service leads now
+            asyncio.get_running_loop().call_soon(conn.close, "a slave: reconnect through the master Service")
         version = self.topics.data_version.counter
         target = self._target(cmd, h, len(body), batch)
         if self.publish_routes is not None and self.topics.data_version.counter != version:

@@ -52,3 +52,36 @@ def test_the_master_registers_its_service_address_and_the_slave_its_own(tmp_path
     # the service name resolved; its own slave entry left the route
     assert as_master == {0: "127.0.0.1:20911"}
     assert gone == {}
+
+
+def test_a_slave_reached_through_the_master_service_closes_the_connection_after_refusing(
+    tmp_path, namesrv
+) -> None:
+    """A client's connection to the Service outlives a handover (it still leads to the old master,
+    now a slave): the refusal is followed by a close, so the client reconnects where the Service
+    leads now. Without a master Service a slave keeps the connection (its clients read from it)."""
+    from . import wire
+    from .procs import start_broker
+
+    async def send_once(addr: str) -> tuple[int, bool]:
+        client = RemotingClient()
+        try:
+            conn = await client.connection(addr)
+            first = await client.invoke(addr, wire.send_v2("SvcTopic", b"x"), 5)
+            await asyncio.sleep(0.3)
+            return first.code, conn.is_open
+        finally:
+            await client.close()
+
+    results = {}
+    for service in (True, False):
+        extra = {"masterServiceAddr": "localhost:20911"} if service else {}
+        (tmp_path / str(service)).mkdir()
+        proc = start_broker(tmp_path / str(service), namesrv.addr, name=f"svc-slave-{service}", brokerId=1,
+                            brokerRole="SLAVE", **extra)
+        try:
+            results[service] = asyncio.run(send_once(proc.addr))
+        finally:
+            proc.stop()
+    assert results[True] == (ResponseCode.SERVICE_NOT_AVAILABLE, False)
+    assert results[False] == (ResponseCode.SERVICE_NOT_AVAILABLE, True)
