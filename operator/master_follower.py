@@ -59,13 +59,16 @@ class Followed:
 class MasterFollower:
     kube: KubeClient
     field_manager: str
-    timeout: float = 2.0
+    timeout: float = 1.0
+    """Of a request to the controller (it answers the metadata at once; a frozen one holds a round up)."""
     interval: float = INTERVAL_S
     followed: dict[str, Followed] = field(default_factory=dict)
     """By Broker (``namespace/name``)."""
     written: dict[tuple[str, str], str] = field(default_factory=dict)
     """(namespace, group) -> the master address its EndpointSlice holds."""
     _admins: dict[str, Admin] = field(default_factory=dict)
+    _stale: set[tuple[str, str]] = field(default_factory=set)
+    """Slices to write whatever ``written`` says (drift repaired at each reconcile)."""
 
     def update(self, model: BrokerModel, admin_addr: str, security: ClientSecurity,
                stored: Mapping[tuple[str, str], Mapping[str, Any]]) -> None:
@@ -79,16 +82,16 @@ class MasterFollower:
         self.follow(key, Followed(model, admin_addr, security, services))  # rewritten: drift repaired
 
     def follow(self, key: str, followed: Followed) -> None:
-        """Follow (again) a Broker's groups; their EndpointSlices are written at the next round."""
+        """Follow (again) a Broker's groups; their EndpointSlices are written (again) next round."""
         self.followed[key] = followed
-        for group in followed.services:
-            self.written.pop((followed.model.ref.namespace, group), None)
+        self._stale.update((followed.model.ref.namespace, group) for group in followed.services)
 
     def forget(self, key: str) -> None:
         gone = self.followed.pop(key, None)
         if gone is not None:
             for group in gone.services:
                 self.written.pop((gone.model.ref.namespace, group), None)
+                self._stale.discard((gone.model.ref.namespace, group))
 
     def leading(self, namespace: str, groups: set[str], views: Mapping[str, Mapping[str, Any]]) -> set[str]:
         """Of ``groups``, those whose master Service leads to the master ``views`` name."""
@@ -142,11 +145,12 @@ class MasterFollower:
                 continue
             addr = str(view.get("masterAddr") or "") if pods[group] and not _suspect(view) else ""
             key = (model.ref.namespace, group)
-            if self.written.get(key) == addr:
+            if self.written.get(key) == addr and key not in self._stale:
                 continue
             slice_ = master_endpoints(service, model, group, addr, pods[group])
             await self.kube.apply(slice_, self.field_manager)
-            if key in self.written or addr:
+            self._stale.discard(key)
+            if self.written.get(key, "") != addr:
                 log.info("%s/%s: the master Service leads to %s", model.ref.namespace, group,
                          f"{pods[group]} ({addr})" if addr else "no pod (no master, or a silent one)")
             self.written[key] = addr

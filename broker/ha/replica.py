@@ -130,8 +130,10 @@ class ReplicaManager:
         for i in range(len(addrs)):
             addr = addrs[(self._controller + i) % len(addrs)]
             try:
+                # as long as a controller may take to commit a change (COMMIT_TIMEOUT), no longer: a
+                # frozen controller holds the heartbeats up that long before the next one is asked
                 resp = await self.client.invoke(
-                    addr, RemotingCommand.request(code, {}, json.dumps(body).encode()), 3.0
+                    addr, RemotingCommand.request(code, {}, json.dumps(body).encode()), 2.0
                 )
             except RemotingError as e:
                 log.debug("controller %s: %s", addr, e)
