@@ -146,8 +146,14 @@ class Registrar:
         return True
 
     async def unregister_all(self) -> None:
-        """Leave every name server's route, under the address and id last registered."""
-        await self._unregister(*(self.registered_as or (self.addr, self.settings.identity.broker_id)))
+        """Leave every name server's route. The master Service's address only as a master whose role a
+        controller confirmed lately: a deposed master (frozen, then stopped) would take its successor,
+        which registers the same address, out of the routes."""
+        broker_id = self.settings.identity.broker_id
+        addr = self.addr
+        if broker_id == 0 and (self.role_fresh is None or self.role_fresh()):
+            addr = await self.announced_addr()
+        await self._unregister(addr, broker_id)
 
     async def _unregister(self, broker_addr: str, broker_id: int) -> None:
         s = self.settings

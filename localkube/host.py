@@ -221,6 +221,13 @@ def ensure_bridge(name: str, address_cidr: str) -> None:
     run(["ip", "link", "set", name, "up"])
 
 
+def keep_on_bridge(cidr: str, bridge: str) -> None:
+    """Route ``cidr`` (the Services' addresses) into the bridge: a connection to a ClusterIP that no
+    kube-proxy rule rewrites (a Service without endpoints being synced, a proxy restarting) fails
+    here instead of following the default route off the machine. Gone with the bridge."""
+    run(["ip", "route", "replace", cidr, "dev", bridge])
+
+
 def delete_bridge(name: str) -> None:
     if run(["ip", "link", "show", name], check=False):
         # veths still attached (pods the runtime did not tear down) go with it

@@ -372,6 +372,7 @@ def up(layout: cfg.Layout | None = None, progress: Progress = lambda m: None, no
         host.set_sysctls(layout.state / "sysctls.saved")
         host.ensure_bridge(cfg.BRIDGE, f"{cfg.CONTROL_IP}/24")  # the nodes' link, the control plane's address
         host.ensure_guard(cfg.BRIDGE)
+        host.keep_on_bridge(cfg.SERVICE_CIDR, cfg.BRIDGE)
         _control_plane(layout, bins)
         progress(f"control plane up in {time.monotonic() - t0:.0f} s")
         _nodes(layout, bins, nodes, progress)

@@ -236,6 +236,12 @@ class RouteInfoManager:
         group = self.broker_addr_table.get(broker_name)
         if group is None:
             return
+        if group.addrs.get(broker_id, broker_addr) != broker_addr:
+            # another broker holds that id now: a deposed master stopping after its successor
+            # registered (Apache's name server drops the id whoever holds it; that loses the new master)
+            self.events.info("broker %s unregistered as id %d of %s, which %s holds now: kept", broker_addr,
+                             broker_id, broker_name, group.addrs[broker_id])
+            return
         gone = group.pop_id(broker_id)
         if gone is not None:
             self._left_group(gone, broker_name)

@@ -85,3 +85,38 @@ def test_a_slave_reached_through_the_master_service_closes_the_connection_after_
             proc.stop()
     assert results[True] == (ResponseCode.SERVICE_NOT_AVAILABLE, False)
     assert results[False] == (ResponseCode.SERVICE_NOT_AVAILABLE, True)
+
+
+def test_a_deposed_master_stopping_leaves_the_service_address_to_its_successor(tmp_path, namesrv) -> None:
+    """A master frozen, replaced, then stopped unregisters its own address only: the Service's is
+    its successor's now (both registered it as brokerId 0)."""
+
+    def registrar(name: str, replica: int) -> Registrar:
+        settings = BrokerSettings.from_conf({
+            "storePathRootDir": str(tmp_path / name), "brokerIP1": f"127.0.0.{replica}",
+            "namesrvAddr": namesrv.addr, "brokerName": "svc-c", "brokerId": "0",
+            "masterServiceAddr": "localhost:20911",
+        })
+        topics = TopicConfigManager(str(tmp_path / f"{name}.json"), cluster_name="DefaultCluster",
+                                    broker_name="svc-c", auto_create_topic=False, default_queue_nums=4)
+        r = Registrar(settings, topics)
+        r.port = 10911
+        return r
+
+    async def go() -> tuple[dict[int, str], dict[int, str]]:
+        old, new, client = registrar("old", 2), registrar("new", 3), RemotingClient()
+        try:
+            assert await old.register_all() == 1
+            assert await new.register_all() == 1  # elected while the old one was frozen
+            old.role_fresh = lambda: False  # thawed: no controller confirmed its role lately
+            await old.unregister_all()
+            kept = await _addrs(client, namesrv.addr, "svc-c")
+            await new.unregister_all()
+            return kept, await _addrs(client, namesrv.addr, "svc-c")
+        finally:
+            for c in (old, new):
+                await c.close()
+            await client.close()
+
+    kept, gone = asyncio.run(go())
+    assert kept == {0: "127.0.0.1:20911"} and gone == {}

@@ -149,6 +149,16 @@ def test_unregister_master_keeps_route_while_slave_remains():
     assert r.broker_live_table == {}
 
 
+def test_unregistering_an_id_another_broker_holds_now_keeps_it():
+    """A deposed master stopping after its successor took brokerId 0 leaves the successor routed."""
+    r = RouteInfoManager()
+    register(r, M_A, "broker-a", 0, T4)
+    register(r, S_A, "broker-a", 0, T4)  # elected while M_A was frozen
+    r.unregister_broker("DefaultCluster", M_A, "broker-a", 0)
+    route = r.pick_route("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: S_A}
+
+
 def test_unregister_unknown_broker_is_harmless():
     r = RouteInfoManager()
     r.unregister_broker("c", "x:1", "nope", 0)
