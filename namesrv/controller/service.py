@@ -47,7 +47,7 @@ log = logging.getLogger("pyrocketmq.controller")
 
 HEARTBEAT_S = 0.3
 """How often a leader sends its entry to the other instances."""
-ELECTION_TIMEOUT_S = (1.0, 2.0)
+ELECTION_TIMEOUT_S = (1.5, 3.0)
 """A follower that heard no leader for a random time in this range stands for election."""
 COMMIT_TIMEOUT = 2.0
 RPC_TIMEOUT = 1.0

@@ -63,8 +63,6 @@ def controller_conf(model: NameServerModel, cluster_domain: str) -> dict[str, st
         "controllerPeers": ";".join(f"n{i}-{a}" for i, a in enumerate(addrs)),
         "controllerSelfId": own,
         "controllerStorePath": f"{CONTROLLER_MOUNT}/state.json",
-        # a master silent this long is replaced (its replicas report every 500 ms, see render.broker)
-        "controllerBrokerTimeoutMs": "2000",
     }
 
 

@@ -128,4 +128,4 @@ def test_the_metadata_view_says_how_long_each_replica_has_been_silent() -> None:
     view = g.view(1500)
     assert {rid: r["silentMs"] for rid, r in view["replicas"].items()} == {"1": 1500, "2": 600}
     assert "silentMs" not in g.view()["replicas"]["1"]  # what replicas are told is unchanged
-    assert _suspect(view) and not _suspect(g.view(800))  # master 1: 1.5 s silent, then 0.8 s
+    assert _suspect(g.view(1600)) and not _suspect(view)  # master 1: 1.6 s silent, 1.5 s
