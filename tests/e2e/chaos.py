@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pyrocketmq.client import SyncPullConsumer
-from tests.e2e.chaos_check import FaultRecord, Msg, Verdict, report, unavailable, verdict, writable_after
+from tests.e2e.chaos_check import FaultRecord, Msg, Verdict, report, unavailable, verdict
 from tests.e2e.helpers import (
     MQ,
     NodeFaults,
@@ -188,14 +188,11 @@ def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: floa
     table = report(records, ok_times, verdicts, len(p.failures) + len(o.failures) + (j.failures if j else 0))
     say(table)
     gaps = {c: [round(unavailable(t, r), 1) for r in records] for c, t in ok_times.items()}
-    writable = {c: [w if (w := writable_after(t, r)) is None else round(w, 1) for r in records]
-                for c, t in ok_times.items()}
     return {
         "seed": seed,
         "faults": [asdict(r) for r in records],
         "table": table,
         "unavailable": gaps,
-        "writable": writable,
         "verdicts": {k: asdict(v) for k, v in verdicts.items()},
         "ok": all(v.ok for v in verdicts.values()),
     }

@@ -95,33 +95,20 @@ def unavailable(ok_times: Sequence[float], fault: FaultRecord) -> float:
     return longest_gap(ok_times, fault.began, end)
 
 
-def writable_after(ok_times: Sequence[float], fault: FaultRecord) -> float | None:
-    """A client's kill-to-writable: from the fault's start to its first acknowledgement after it.
-
-    >>> writable_after([0.0, 2.0, 9.0], FaultRecord("node-freeze", "n1", 1.0, 20.0))
-    1.0
-    """
-    return next((t - fault.began for t in ok_times if t > fault.began), None)
-
-
 def report(
     faults: Sequence[FaultRecord],
     ok_times: Mapping[str, Sequence[float]],
     verdicts: dict[str, Verdict],
     failed: int,
 ) -> str:
-    """The table a run prints: each fault's kill-to-writable and unavailability as each client saw them
-    (``ok_times``: client -> its sorted SEND_OK times), then the totals per topic."""
+    """The table a run prints: each fault's unavailability as each client saw it (``ok_times``:
+    client -> its sorted SEND_OK times), then the totals per topic."""
     clients = list(ok_times)
-    head = "".join(f" {c + ' writable/unavailable s':>28}" for c in clients)
+    head = "".join(f" {c + ' unavailable s':>20}" for c in clients)
     lines = [f"{'#':>3} {'fault':<16} {'target':<22}{head} {'whole again s':>13}"]
     for i, f in enumerate(faults, 1):
-        cells = []
-        for c in clients:
-            w = writable_after(ok_times[c], f)
-            cell = f"{'-' if w is None else f'{w:.1f}'} / {unavailable(ok_times[c], f):.1f}"
-            cells.append(f" {cell:>28}")
-        lines.append(f"{i:>3} {f.kind:<16} {f.target:<22}{''.join(cells)} {f.recovered - f.began:>13.1f}")
+        gaps = "".join(f" {unavailable(ok_times[c], f):>20.1f}" for c in clients)
+        lines.append(f"{i:>3} {f.kind:<16} {f.target:<22}{gaps} {f.recovered - f.began:>13.1f}")
     lines.append(f"{'topic':<12} {'acknowledged':>12} {'lost':>6} {'duplicated':>10} {'reordered':>9}")
     for topic, v in verdicts.items():
         lines.append(f"{topic:<12} {v.acknowledged:>12} {v.lost:>6} {v.duplicated:>10} {v.reordered:>9}")
