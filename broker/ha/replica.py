@@ -29,6 +29,7 @@ and epoch to the controller and applies the answer (the group's view, see
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -102,7 +103,7 @@ class ReplicaManager:
         self.view: dict[str, Any] = {}
         self.confirmed_at = 0.0
         """Monotonic time of the last answer from a controller."""
-        self._controller = 0
+        self._asking: set[asyncio.Future[RemotingCommand | None]] = set()
         self._following: tuple[int, str] | None = None
 
     # -- persistence ----------------------------------------------------------------------------
@@ -125,28 +126,34 @@ class ReplicaManager:
 
     # -- the controller -------------------------------------------------------------------------
     async def _call(self, code: RequestCode, body: dict[str, Any]) -> dict[str, Any] | str | None:
-        """The controller's view, its refusal (a string), or None when no controller answered."""
-        addrs = self.settings.controller.addrs
-        for i in range(len(addrs)):
-            addr = addrs[(self._controller + i) % len(addrs)]
-            try:
-                # as long as a controller may take to commit a change (COMMIT_TIMEOUT), no longer: a
-                # frozen controller holds the heartbeats up that long before the next one is asked
-                resp = await self.client.invoke(
-                    addr, RemotingCommand.request(code, {}, json.dumps(body).encode()), 2.0
-                )
-            except RemotingError as e:
-                log.debug("controller %s: %s", addr, e)
+        """The leading controller's view, its refusal (a string), or None when no leader answered.
+
+        Every controller is asked at once (a frozen one holds nothing up; the followers refuse but note
+        a heartbeat, see ``pyrocketmq.namesrv.controller.service``); the others' answers are left to
+        arrive in the background once the leader's is in."""
+        data = json.dumps(body).encode()
+        asks = [asyncio.ensure_future(self._ask(addr, code, data)) for addr in self.settings.controller.addrs]
+        for ask in asks:
+            self._asking.add(ask)
+            ask.add_done_callback(self._asking.discard)
+        for next_answer in asyncio.as_completed(asks):
+            resp = await next_answer
+            if resp is None or resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
                 continue
-            if resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
-                continue
-            self._controller = (self._controller + i) % len(addrs)
             self.confirmed_at = time.monotonic()
             if resp.code != ResponseCode.SUCCESS:
                 return resp.remark or f"code {resp.code}"
             view: dict[str, Any] = json.loads(bytes(resp.payload))
             return view
         return None
+
+    async def _ask(self, addr: str, code: RequestCode, data: bytes) -> RemotingCommand | None:
+        try:
+            # as long as a controller may take to commit a change (COMMIT_TIMEOUT), no longer
+            return await self.client.invoke(addr, RemotingCommand.request(code, {}, data), 2.0)
+        except RemotingError as e:
+            log.debug("controller %s: %s", addr, e)
+            return None
 
     def readable_offset(self) -> int | None:
         """The confirm offset consumers may read up to (see :mod:`.confirmed`): as the master, what
@@ -326,4 +333,6 @@ class ReplicaManager:
         )
 
     async def close(self) -> None:
+        for ask in list(self._asking):
+            ask.cancel()
         await self.client.close()

@@ -6,7 +6,10 @@ see ``state.Group.view``), served by the leading instance only (the others answe
 CONTROLLER_NOT_LEADER naming the leader, and the caller tries the next address):
 
 - CONTROLLER_BROKER_HEARTBEAT ``{clusterName, brokerName, replicaId, addr, haAddr, epoch,
-  maxOffset, epochStart}`` — every replica, every second;
+  maxOffset, epochStart}`` — every replica, every second, to every instance: a follower refuses it
+  but notes when it heard each replica, so when it takes over it knows how long a master has been
+  silent (a master frozen with the leader is replaced once the expiry since its last heartbeat ran
+  out, not a full expiry after the new leader was elected);
 - CONTROLLER_ALTER_SYNC_STATE_SET ``{brokerName, replicaId, epoch, syncStateSetEpoch,
   syncStateSet}`` — the master only; refused (SYSTEM_ERROR, the reason) when stale;
 - CONTROLLER_ELECT_MASTER ``{brokerName, replicaId}`` — a switchover to that replica;
@@ -37,7 +40,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.remoting_client import RemotingClient
-from pyrocketmq.remoting.transport import Connection, Handler, RemotingError
+from pyrocketmq.remoting.transport import Connection, Handler, HandlerResult, RemotingError
 from pyrocketmq.service import Service
 
 from .raft import LEADER, RaftNode
@@ -105,6 +108,9 @@ class Controller:
         self._conns: dict[Connection, set[tuple[str, int]]] = {}
         self._committed = ""
         self._waiters: dict[int, asyncio.Future[bool]] = {}
+        self._reported: dict[tuple[str, int], int] = {}
+        """When this instance last heard each replica's heartbeat (group, replica id → clock ms), leading
+        or not: the silence a new leader counts from (see the module docstring)."""
         self._heard = time.monotonic()
         """Follower: when a leader (or a granted vote) was last heard."""
         self._lease_from = float("-inf")
@@ -276,7 +282,7 @@ class Controller:
         return json.dumps(self.state.to_json(), sort_keys=True)
 
     def _load_state(self, text: str) -> None:
-        self.state.load_json(json.loads(text) if text else {}, self.clock())
+        self.state.load_json(json.loads(text) if text else {}, self.clock(), self._reported)
         self._committed = text
 
     async def _commit(self) -> bool:
@@ -315,9 +321,22 @@ class Controller:
             RequestCode.CONTROLLER_GET_METADATA_INFO: self.handle_metadata,
         }
         out: dict[int, Handler] = {int(code): self._guarded(fn) for code, fn in table.items()}
+        out[int(RequestCode.CONTROLLER_BROKER_HEARTBEAT)] = self._noting(out[RequestCode.CONTROLLER_BROKER_HEARTBEAT])
         out[int(RequestCode.CONTROLLER_RAFT_VOTE)] = self._raw(self.handle_raft_vote)
         out[int(RequestCode.CONTROLLER_RAFT_APPEND)] = self._raw(self.handle_raft_append)
         return out
+
+    def _noting(self, handle: Handler) -> Handler:
+        """``handle``, after noting the heartbeat's replica as heard now (by every instance)."""
+        def noted(conn: Connection, cmd: RemotingCommand) -> HandlerResult:
+            try:
+                d = _body(cmd)
+                self._reported[(_str(d, "brokerName"), _int(d, "replicaId"))] = self.clock()
+            except _BadRequest:
+                pass  # ``handle`` says what is wrong with it
+            return handle(conn, cmd)
+
+        return noted
 
     @staticmethod
     def _raw(fn: Callable[[Connection, RemotingCommand], RemotingCommand]) -> Handler:

@@ -215,8 +215,10 @@ class ControllerState:
                          for r in g.replicas.values()],
         } for g in self.groups.values()]}
 
-    def load_json(self, data: dict[str, Any], now_ms: int) -> None:
-        """Restore saved state; every replica counts as just seen (it has ``timeout_ms`` to report)."""
+    def load_json(self, data: dict[str, Any], now_ms: int, heard: dict[tuple[str, int], int] | None = None) -> None:
+        """Restore saved state. A replica counts as last seen when ``heard`` (group, replica id → ms) says
+        this instance last heard it, or else just now (it has ``timeout_ms`` to report)."""
+        heard = heard or {}
         self.groups.clear()
         for d in data.get("groups", []):
             g = Group(
@@ -230,6 +232,8 @@ class ControllerState:
                 elections=int(d.get("elections", 0)),
             )
             for r in d["replicas"]:
-                g.replicas[int(r["id"])] = Replica(int(r["id"]), str(r["addr"]), str(r["haAddr"]),
-                                                   int(r.get("maxOffset", 0)), int(r["epoch"]), now_ms)
+                rid = int(r["id"])
+                seen = min(now_ms, heard.get((g.name, rid), now_ms))
+                g.replicas[rid] = Replica(rid, str(r["addr"]), str(r["haAddr"]), int(r.get("maxOffset", 0)),
+                                          int(r["epoch"]), seen)
             self.groups[g.name] = g

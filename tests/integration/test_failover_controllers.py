@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import signal
+import time
 
 import yaml
 
@@ -196,6 +197,40 @@ async def _frozen_leader(ctls, addrs: str, replicas) -> None:
         assert await _leader(client, ctls) == leader, "the thawed controller deposed the leader"
         v = await view(client, addrs)
         assert (v["masterId"], v["elections"]) == (3 - first, elections), v
+    finally:
+        await client.close()
+
+
+def test_a_master_frozen_with_the_leading_controller_is_timed_from_its_last_heartbeat(tmp_path) -> None:
+    """A machine holding both the leading controller and the master hangs: the controller that takes
+    over heard the master's heartbeats too (brokers report to every controller), so it counts the
+    master's silence from the freeze, not from its own election (which is at least the shortest
+    election timeout, 1.5 s, later)."""
+    _with_group_on_three_controllers(tmp_path, _frozen_leader_and_master)
+
+
+async def _frozen_leader_and_master(ctls, addrs: str, replicas) -> None:
+    client = RemotingClient()
+    try:
+        await until("a master with both replicas in sync", lambda: in_sync(client, addrs))
+        first = (await view(client, addrs))["masterId"]
+        frozen = [ctls[await _leader(client, ctls)].proc.pid, replicas[first].proc.pid]
+        froze = time.monotonic()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            await until("the slave elected by the new leader", lambda: _master_is(client, addrs, 3 - first),
+                        timeout=30)
+            resp = await client.invoke(ctls[await _leader(client, ctls)].addr, RemotingCommand.request(
+                RequestCode.CONTROLLER_GET_METADATA_INFO, {}, json.dumps({"brokerName": GROUP}).encode()), 2)
+            frozen_for_ms = (time.monotonic() - froze) * 1000
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+        silent = json.loads(bytes(resp.payload))["groups"][0]["replicas"][str(first)]["silentMs"]
+        assert silent >= frozen_for_ms - 500, (
+            f"the new leader counts the master silent {silent} ms; it was frozen {frozen_for_ms:.0f} ms ago"
+        )
     finally:
         await client.close()
 

@@ -106,6 +106,23 @@ def test_state_survives_a_restart_without_the_moving_offsets() -> None:
     assert g.replicas[1].last_seen_ms == 50 and "maxOffset" not in str(s.to_json())
 
 
+def test_a_new_leader_counts_a_silence_from_the_last_heartbeat_it_heard_itself() -> None:
+    """A follower heard replica 1 (the master) last at 1 000 and replica 2 at 3 500; taking over at
+    3 600 it replaces the master at once (silent 2 600 > 2 000 ms), not 2 000 ms after taking over."""
+    s = ControllerState(timeout_ms=2000)
+    _report(s, 1, 0)
+    _report(s, 2, 0)
+    s.alter_sync_set("g", 1, 1, s.groups["g"].sync_epoch, {1, 2})
+    t = ControllerState(timeout_ms=2000)
+    t.load_json(s.to_json(), 3600, {("g", 1): 1000, ("g", 2): 3500, ("other", 1): 9999})
+    g = t.groups["g"]
+    assert (g.replicas[1].last_seen_ms, g.replicas[2].last_seen_ms) == (1000, 3500)
+    assert t.expire(3600) == ["g"] and g.master == 2
+    u = ControllerState(timeout_ms=2000)
+    u.load_json(s.to_json(), 3600, {("g", 1): 4000})  # never later than now; unheard: now
+    assert u.groups["g"].replicas[1].last_seen_ms == u.groups["g"].replicas[2].last_seen_ms == 3600
+
+
 @pytest.mark.parametrize(("history", "epoch", "end", "cut"), [
     ([(1, 0)], 1, 500, 500),
     ([(1, 0), (2, 300)], 1, 500, 300),   # a deposed master's unreplicated tail
