@@ -108,6 +108,8 @@ class Controller:
         self._conns: dict[Connection, set[tuple[str, int]]] = {}
         self._committed = ""
         self._waiters: dict[int, asyncio.Future[bool]] = {}
+        self._busy: set[str] = set()
+        """Peers with a request of this instance's still unanswered (not asked again meanwhile)."""
         self._reported: dict[tuple[str, int], int] = {}
         """When this instance last heard each replica's heartbeat (group, replica id → clock ms), leading
         or not: the silence a new leader counts from (see the module docstring)."""
@@ -174,7 +176,8 @@ class Controller:
     async def _stand(self) -> None:
         self._heard, self._timeout = time.monotonic(), random.uniform(*ELECTION_TIMEOUT_S)
         if len(self.peers) > 1:  # pre-vote first: raise the term only when it would win
-            pre = await self._broadcast(RequestCode.CONTROLLER_RAFT_VOTE, self.raft.pre_vote_request())
+            pre = await self._broadcast(RequestCode.CONTROLLER_RAFT_VOTE, self.raft.pre_vote_request(),
+                                        enough=self._granted_by_majority)
             won_pre = self.raft.pre_vote_won([rep for _, rep in pre])
             self._persist()
             if not won_pre:
@@ -183,7 +186,8 @@ class Controller:
         req = self.raft.start_election()
         self._persist()
         won = self.raft.role == LEADER
-        replies = await self._broadcast(RequestCode.CONTROLLER_RAFT_VOTE, req)
+        replies = await self._broadcast(RequestCode.CONTROLLER_RAFT_VOTE, req,
+                                        enough=self._granted_by_majority)
         for peer, rep in replies:
             won = self.raft.handle_vote_reply(peer, rep) or won
         self._persist()
@@ -194,6 +198,7 @@ class Controller:
             self.raft.propose(self._state_text())  # Raft's no-op: commits what earlier leaders left
             self._persist()
             await self._replicate()
+            self.scan.wakeup()  # a master that went silent with the old leader is replaced now
 
     async def _replicate(self) -> None:
         asked, acks = time.monotonic(), 1
@@ -206,7 +211,8 @@ class Controller:
             self._on_commit(self.raft.handle_append_reply(peer, rep))
             self._persist()
 
-        await self._broadcast(RequestCode.CONTROLLER_RAFT_APPEND, self.raft.append_request(), on_reply)
+        await self._broadcast(RequestCode.CONTROLLER_RAFT_APPEND, self.raft.append_request(), on_reply,
+                              enough=lambda _: acks >= self.raft.majority)
         if acks < self.raft.majority and not self._leased() and self.raft.role == LEADER:
             # a leader cut off from its majority stops answering before another can be elected
             log.warning(
@@ -233,18 +239,24 @@ class Controller:
         code: RequestCode,
         body: dict[str, Any],
         on_reply: Callable[[str, dict[str, Any]], None] | None = None,
+        enough: Callable[[list[dict[str, Any]]], bool] | None = None,
     ) -> list[tuple[str, dict[str, Any]]]:
-        """Every peer's answer (the peers that answered); ``on_reply`` sees each as it arrives."""
-        peers = [p for p in self.peers if p != self.self_id]
+        """The peers' answers, once every peer asked answered (or failed), or as soon as ``enough`` says
+        the answers so far decide (a frozen peer then costs nothing: its answer, if any, is left to
+        ``on_reply``). A peer still busy with an earlier request is not asked again until it answers."""
+        peers = [p for p in self.peers if p != self.self_id and p not in self._busy]
         data = json.dumps(body).encode()
 
         async def one(peer: str) -> tuple[str, dict[str, Any]] | None:
+            self._busy.add(peer)
             try:
                 resp = await self.client.invoke(
                     self.peers[peer], RemotingCommand.request(code, {}, data), RPC_TIMEOUT
                 )
             except RemotingError:
                 return None
+            finally:
+                self._busy.discard(peer)
             if resp.code != ResponseCode.SUCCESS:
                 return None
             rep: dict[str, Any] = json.loads(bytes(resp.payload))
@@ -252,7 +264,17 @@ class Controller:
                 on_reply(peer, rep)
             return peer, rep
 
-        return [r for r in await asyncio.gather(*(one(p) for p in peers)) if r is not None]
+        answers: list[tuple[str, dict[str, Any]]] = []
+        for next_answer in asyncio.as_completed([asyncio.ensure_future(one(p)) for p in peers]):
+            answer = await next_answer
+            if answer is not None:
+                answers.append(answer)
+                if enough is not None and enough([rep for _, rep in answers]):
+                    break
+        return answers
+
+    def _granted_by_majority(self, replies: list[dict[str, Any]]) -> bool:
+        return 1 + sum(1 for rep in replies if rep.get("granted")) >= self.raft.majority
 
     def handle_raft_vote(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         if self.raft.role == LEADER:
@@ -321,7 +343,8 @@ class Controller:
             RequestCode.CONTROLLER_GET_METADATA_INFO: self.handle_metadata,
         }
         out: dict[int, Handler] = {int(code): self._guarded(fn) for code, fn in table.items()}
-        out[int(RequestCode.CONTROLLER_BROKER_HEARTBEAT)] = self._noting(out[RequestCode.CONTROLLER_BROKER_HEARTBEAT])
+        heartbeat = int(RequestCode.CONTROLLER_BROKER_HEARTBEAT)
+        out[heartbeat] = self._noting(out[heartbeat])
         out[int(RequestCode.CONTROLLER_RAFT_VOTE)] = self._raw(self.handle_raft_vote)
         out[int(RequestCode.CONTROLLER_RAFT_APPEND)] = self._raw(self.handle_raft_append)
         return out

@@ -215,7 +215,9 @@ class ControllerState:
                          for r in g.replicas.values()],
         } for g in self.groups.values()]}
 
-    def load_json(self, data: dict[str, Any], now_ms: int, heard: dict[tuple[str, int], int] | None = None) -> None:
+    def load_json(
+        self, data: dict[str, Any], now_ms: int, heard: dict[tuple[str, int], int] | None = None
+    ) -> None:
         """Restore saved state. A replica counts as last seen when ``heard`` (group, replica id → ms) says
         this instance last heard it, or else just now (it has ``timeout_ms`` to report)."""
         heard = heard or {}
