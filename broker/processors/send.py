@@ -119,10 +119,8 @@ class SendProcessor(BrokerServices):
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"bad send request header: {e}")
         body = cmd.payload
         batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or h.batch
-        if self.settings.identity.role == BrokerRole.SLAVE and self.settings.network.master_service_addr:
-            # reached through the master Service on a connection opened before a handover: refused
-            # (below), then closed, so the client's next connection goes where the Service leads now
-            asyncio.get_running_loop().call_soon(conn.close, "a slave: reconnect through the master Service")
+        if self.settings.identity.role == BrokerRole.SLAVE:
+            return self._slave_refusal(conn, cmd)
         version = self.topics.data_version.counter
         target = self._target(cmd, h, len(body), batch)
         if self.publish_routes is not None and self.topics.data_version.counter != version:
@@ -213,17 +211,20 @@ class SendProcessor(BrokerServices):
             return None  # the batch check that follows says what is wrong with it
         return next((p for p in (type_problem(topic, topic_type, {**props, **i}) for i in items) if p), None)
 
+    def _slave_refusal(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        if self.settings.network.master_service_addr:
+            # reached through the master Service on a connection opened before a handover: refused,
+            # then closed, so the client's next connection goes where the Service leads now
+            asyncio.get_running_loop().call_soon(conn.close, "a slave: reconnect through the master Service")
+        why = f"the broker[{self.settings.addr}] is a slave, sending is forbidden"
+        return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, why)
+
     def _target(
         self, cmd: RemotingCommand, h: SendMessageRequestHeader, body_size: int, batch: bool
     ) -> tuple[str, int, TopicConfig] | RemotingCommand:
         """Where the send goes, ``(topic, queue id, config)``, after RocketMQ's checks in its order
-        (writable broker, topic name, body size, topic exists or is created, writable, queue id);
-        or the refusal."""
-        if self.settings.identity.role == BrokerRole.SLAVE:
-            return cmd.response(
-                ResponseCode.SERVICE_NOT_AVAILABLE,
-                f"the broker[{self.settings.addr}] is a slave, sending is forbidden",
-            )
+        (topic name, body size, topic exists or is created, writable, queue id; a slave refused
+        before); or the refusal."""
         problem = check_topic_name(h.topic)
         if problem is not None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, problem)

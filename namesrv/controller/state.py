@@ -67,19 +67,19 @@ class Group:
         ``now_ms`` (the metadata an operator reads), each replica's silence so far too (``silentMs``:
         a master silent for a while is suspect before it is declared dead)."""
         m = self.replicas.get(self.master)
-        if now_ms is not None:
-            view = self.view()
-            for rid, r in self.replicas.items():
-                view["replicas"][str(rid)]["silentMs"] = max(0, now_ms - r.last_seen_ms)
-            return view
+        replicas = {}
+        for r in self.replicas.values():
+            replicas[str(r.replica_id)] = {"addr": r.addr, "haAddr": r.ha_addr, "maxOffset": r.max_offset,
+                                           "epoch": r.epoch}
+            if now_ms is not None:
+                replicas[str(r.replica_id)]["silentMs"] = max(0, now_ms - r.last_seen_ms)
         return {
             "clusterName": self.cluster, "brokerName": self.name, "masterId": self.master,
             "masterAddr": m.addr if m else "", "masterHaAddr": m.ha_addr if m else "",
             "epoch": self.epoch, "epochStart": self.epoch_start,
             "history": [[e, s] for e, s in self.history],
             "syncStateSet": sorted(self.sync_set), "syncStateSetEpoch": self.sync_epoch,
-            "replicas": {str(r.replica_id): {"addr": r.addr, "haAddr": r.ha_addr, "maxOffset": r.max_offset,
-                                             "epoch": r.epoch} for r in self.replicas.values()},
+            "replicas": replicas,
             "elections": self.elections,
         }
 
