@@ -245,8 +245,8 @@ def master_endpoints(
     service: Mapping[str, Any], model: BrokerModel, group: str, master_addr: str, pod: str
 ) -> dict[str, Any]:
     """The EndpointSlice of ``group``'s master Service (``service`` as stored: it owns the slice):
-    the elected master at ``master_addr`` (its ``ip:port``), or no endpoint while none is elected
-    (connections are then refused at once, not left to time out)."""
+    the replica at ``master_addr`` (its ``ip:port``: the elected master, or its likely successor, see
+    ``master_follower.service_target``), or no endpoint when there is none."""
     meta = service["metadata"]
     ip = master_addr.rpartition(":")[0]
     return {

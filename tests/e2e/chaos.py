@@ -195,4 +195,5 @@ def run(mq: MQ, faults: int, seed: int, kinds: Sequence[str] = KINDS, hold: floa
         "unavailable": gaps,
         "verdicts": {k: asdict(v) for k, v in verdicts.items()},
         "ok": all(v.ok for v in verdicts.values()),
+        "ok_times": ok_times, "wall_minus_mono": time.time() - time.monotonic(),
     }

@@ -135,14 +135,24 @@ def test_truncate_point(history, epoch, end, cut) -> None:
 
 
 def test_the_metadata_view_says_how_long_each_replica_has_been_silent() -> None:
-    """What the operator's master Service follower reads to leave a silent master out early."""
-    from pyrocketmq.operator.master_follower import _suspect
+    """What the operator's master Service follower reads to lead away from a silent master early."""
+    from pyrocketmq.operator.master_follower import service_target
 
     s = ControllerState(timeout_ms=2000)
     _report(s, 1, 0)
     _report(s, 2, 900)
     g = s.groups["g"]
-    view = g.view(1500)
-    assert {rid: r["silentMs"] for rid, r in view["replicas"].items()} == {"1": 1500, "2": 600}
+    view = g.view(1000)
+    assert {rid: r["silentMs"] for rid, r in view["replicas"].items()} == {"1": 1000, "2": 100}
     assert "silentMs" not in g.view()["replicas"]["1"]  # what replicas are told is unchanged
-    assert _suspect(g.view(1600)) and not _suspect(view)  # master 1: 1.6 s silent, 1.5 s
+    assert service_target(view) == (1, "a1")  # silent 1 s: still the master
+    assert service_target(g.view(1100)) is None  # silent 1.1 s, and 2 is not in the in-sync set
+    s.alter_sync_set("g", 1, 1, g.sync_epoch, {1, 2})
+    _report(s, 3, 1000)
+    s.alter_sync_set("g", 1, 1, g.sync_epoch, {1, 2, 3})
+    _report(s, 2, 1000, offset=5)
+    _report(s, 3, 1000, offset=7)
+    assert service_target(g.view(1100)) == (3, "a3")  # the successor the controller would elect
+    _report(s, 3, 1000, offset=5)
+    assert service_target(g.view(1100)) == (2, "a2")  # same offsets: the lowest id
+    assert service_target(g.view(2500)) is None  # nobody reported for over 1 s
