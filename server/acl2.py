@@ -44,13 +44,16 @@ True
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, TypeVar
 
 from pyrocketmq.remoting.auth_header import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo
+from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
+from .acl_perm import PUB, SUB, Needs, is_group_resource
 
 E = TypeVar("E", bound=Enum)
 USER_PREFIX = "User:"
@@ -455,4 +458,47 @@ def filter_acls(acls: Iterable[Acl], subject_filter: str | None, resource_filter
             acl = replace(acl, policies=tuple(p for p in kept if p.entries))
         if acl.policies:
             out.append(acl)
+    return out
+
+
+# -- what a request asks (the request tables, :mod:`.acl_table`, say it per code) -----------------
+Actions = tuple[Action, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Acts:
+    """What one request code asks of ACL 2.0 (see the module docstring), by the right its decoder
+    names: on a topic PUB, SUB or ANY; on a group SUB (a group's ANY, a producer group, is not
+    asked). An empty tuple asks nothing."""
+
+    pub: Actions = (Action.PUB,)
+    sub: Actions = (Action.SUB,)
+    any_topic: Actions = (Action.PUB, Action.SUB)
+    cluster: Actions = ()
+    """Non-empty: the request is judged on the cluster with these actions, whatever it names."""
+    names: Callable[[RemotingCommand], Needs] | None = None
+    """For a code whose rule names nothing for ACL 1.0 (an admin code): what it acts on."""
+
+
+PUB_SUB = Acts()
+GET = Acts(sub=(Action.GET,), any_topic=(Action.GET,))
+CLUSTER_GET = Acts(cluster=(Action.GET,))
+CLUSTER_UPDATE = Acts(cluster=(Action.UPDATE,))
+
+
+Asks = list[tuple[Resource, Actions]]
+"""ACL 2.0: the resources a request acts on, each with the actions of which it needs one."""
+
+
+def translate(acts: Acts, needed: Needs) -> Asks:
+    """ACL 1.0 needs (resource → PUB, SUB or ANY) as ACL 2.0 asks, by ``acts``."""
+    out: Asks = []
+    for resource, perm in needed.items():
+        if is_group_resource(resource):
+            target, actions = Resource.group(resource), acts.sub if perm == SUB else ()
+        else:
+            target = Resource.topic(resource)
+            actions = acts.pub if perm == PUB else acts.sub if perm == SUB else acts.any_topic
+        if actions:
+            out.append((target, actions))
     return out
