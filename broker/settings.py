@@ -265,10 +265,7 @@ class BrokerSettings:
             slave_read_enable=get_bool("slaveReadEnable", False),
             property_filter=get_bool("enablePropertyFilter", False),
         )
-        auth = _auth(get, get_bool)
-        if auth.enabled and network.grpc_port is not None:
-            raise ConfigError("authenticationEnabled/authorizationEnabled: ACL 2.0 covers the 4.x remoting "
-                              "port only; leave grpcListenPort out (or use aclEnable for the gRPC endpoint)")
+        auth = _auth(get, get_bool, network.grpc_port)
         try:
             store = StoreSettings.from_conf(conf)
             if not store.delay_levels_ms:
@@ -355,19 +352,24 @@ def _acl_file(enabled: bool, path: str) -> str:
     return path
 
 
-def _auth(get: Callable[[str, str], str], get_bool: Callable[[str, bool], bool]) -> AuthSettings:
+def _auth(get: Callable[[str, str], str], get_bool: Callable[[str, bool], bool],
+          grpc_port: int | None) -> AuthSettings:
     def codes(key: str) -> frozenset[int]:
         raw = [c.strip() for c in get(key, "").split(",") if c.strip()]
         if not all(c.isdigit() for c in raw):
             raise ConfigError(f"{key}: expected request codes separated by commas")
         return frozenset(int(c) for c in raw)
 
-    return AuthSettings(authentication_enabled=get_bool("authenticationEnabled", False),
+    auth = AuthSettings(authentication_enabled=get_bool("authenticationEnabled", False),
                         authorization_enabled=get_bool("authorizationEnabled", False),
                         init_user=get("initAuthenticationUser", ""),
                         inner_credentials=get("innerClientAuthenticationCredentials", ""),
                         authentication_whitelist=codes("authenticationWhitelist"),
                         authorization_whitelist=codes("authorizationWhitelist"))
+    if auth.enabled and grpc_port is not None:
+        raise ConfigError("authenticationEnabled/authorizationEnabled: ACL 2.0 covers the 4.x remoting "
+                          "port only; leave grpcListenPort out (or use aclEnable for the gRPC endpoint)")
+    return auth
 
 
 def _limits(get_int: Callable[[str, int], int]) -> ConnectionLimits:

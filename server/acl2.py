@@ -32,6 +32,10 @@ refused. Otherwise the *most specific* entry decides, and only on a tie does Den
 So ``Topic:orders`` Allow beats ``Topic:*`` Deny (a naive "any Deny wins" would refuse it), while
 ``Topic:orders*`` Deny beats ``Topic:orders*`` Allow on the same resource.
 
+What each request asks is in the request table (:mod:`.acl_table`): per code, an :class:`Acts`
+turns the topics and groups its decoder names into resources and the actions of which one is
+needed (:func:`translate`).
+
 >>> acl = acl_from_info({"subject": "User:alice", "policies": [{"entries": [
 ...     {"resource": "Topic:*", "actions": ["Pub"], "decision": "Deny"},
 ...     {"resource": "Topic:orders", "actions": ["Pub"], "decision": "Allow"}]}]})
