@@ -22,9 +22,16 @@ from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.properties import ConfigError, read_properties
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.server.acl import AclConfigError
-from pyrocketmq.server.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
+from pyrocketmq.server.acl2 import AuthError
+from pyrocketmq.server.acl_service import (
+    RELOAD_INTERVAL as ACL_RELOAD_INTERVAL,
+    AccessControl,
+    UserAccess,
+    chained,
+)
 from pyrocketmq.service import Service, Services
 
+from .auth_metadata import AuthMetadata
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
 from .delay_service import ScheduleService
@@ -36,6 +43,7 @@ from .long_poll import PullHoldService
 from .metric_rows import readiness
 from .metrics import BrokerMetrics
 from .processors.admin import AdminProcessor
+from .processors.auth import AuthProcessor
 from .processors.client import ClientProcessor
 from .processors.consumer import ConsumerProcessor
 from .processors.offset import OffsetProcessor
@@ -92,6 +100,22 @@ class Broker:
                 self.acl = AccessControl(settings.network.acl_file)
             except AclConfigError as e:
                 raise ConfigError(str(e)) from None
+        self.auth_meta = AuthMetadata(config_dir)
+        """ACL 2.0's users and ACLs (served by the AUTH_* requests whether or not they are enforced)."""
+        try:
+            self.auth_meta.load()
+            self.auth_meta.init_users(settings.auth.init_user, settings.auth.inner_credentials)
+        except AuthError as e:
+            raise ConfigError(str(e)) from None
+        self.user_access: UserAccess | None = None
+        """ACL 2.0 enforcement (``authenticationEnabled``/``authorizationEnabled``)."""
+        if settings.auth.enabled:
+            a = settings.auth
+            self.user_access = UserAccess(
+                self.auth_meta.user, self.auth_meta.acl, cluster=ident.cluster_name,
+                authentication=a.authentication_enabled, authorization=a.authorization_enabled,
+                authentication_whitelist=a.authentication_whitelist,
+                authorization_whitelist=a.authorization_whitelist)
         self.store: MessageStore | None = None
         self.schedule: ScheduleService | None = None
         self.timer: TimerService | None = None
@@ -140,8 +164,9 @@ class Broker:
         self.registrar.port = self.port
         store = await self._open_store()
         self._register_processors(store)
-        if self.acl is not None:
-            self.server.before = self.acl.check
+        checks = [c.check for c in (self.acl, self.user_access) if c is not None]
+        if checks:
+            self.server.before = chained(*checks)
         self.server.on_connection_closed(self.client_processor.connection_closed)
         await self.server.serve()
         await self._start_fast_channel()
@@ -256,6 +281,8 @@ class Broker:
                            consumers=consumers, store=store, stats=stats, producers=producers),
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
+            AuthProcessor(meta=self.auth_meta, super_caller=self.user_access.is_super_caller
+                          if self.user_access is not None else _anyone),
         )
         for processor in processors:
             processor.register(self.server)
@@ -400,6 +427,10 @@ class Broker:
 
 def _nothing() -> None:
     return None
+
+
+def _anyone(conn: object) -> bool:
+    return True
 
 
 def _parser() -> argparse.ArgumentParser:

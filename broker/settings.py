@@ -150,7 +150,33 @@ class PullSettings:
     default, such consumers are told the broker does not support them."""
 
 
-SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
+@dataclass(frozen=True, slots=True)
+class AuthSettings:
+    """ACL 2.0 (users and ACLs, :mod:`pyrocketmq.server.acl2`), Apache 5.3's keys."""
+
+    authentication_enabled: bool = False
+    """``authenticationEnabled``: every request must be signed by an enabled user with its password."""
+    authorization_enabled: bool = False
+    """``authorizationEnabled``: what a request does must be allowed by its user's ACL (super users
+    may do anything)."""
+    init_user: str = field(default="", repr=False)
+    """``initAuthenticationUser``: ``{"username": ..., "password": ...}``, a super user created at
+    start when it does not exist."""
+    inner_credentials: str = field(default="", repr=False)
+    """``innerClientAuthenticationCredentials``: ``{"accessKey": ..., "secretKey": ...}``, the super
+    user the broker's own clients sign with, created likewise."""
+    authentication_whitelist: frozenset[int] = frozenset()
+    """``authenticationWhitelist``: request codes (comma-separated) nobody needs to sign."""
+    authorization_whitelist: frozenset[int] = frozenset()
+    """``authorizationWhitelist``: request codes no ACL is asked about."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.authentication_enabled or self.authorization_enabled
+
+
+SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword",
+                         "initAuthenticationUser", "innerClientAuthenticationCredentials"})
 """Settings never shown (GET_BROKER_CONFIG)."""
 
 
@@ -161,6 +187,7 @@ class BrokerSettings:
     topics: TopicSettings = field(default_factory=TopicSettings)
     pull: PullSettings = field(default_factory=PullSettings)
     controller: ControllerSettings = field(default_factory=ControllerSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     extra: dict[str, str] = field(default_factory=dict)
     """Keys this broker does not use (kept so they can be reported)."""
@@ -238,6 +265,7 @@ class BrokerSettings:
             slave_read_enable=get_bool("slaveReadEnable", False),
             property_filter=get_bool("enablePropertyFilter", False),
         )
+        auth = _auth(get, get_bool, network.grpc_port)
         try:
             store = StoreSettings.from_conf(conf)
             if not store.delay_levels_ms:
@@ -250,7 +278,7 @@ class BrokerSettings:
         seen.update((k, v.strip()) for k, v in conf.items() if k in used)
         effective = {k: v for k, v in sorted(seen.items()) if k not in SECRET_KEYS}
         return cls(identity=identity, network=network, topics=topics, pull=pull, controller=controller,
-                   store=store, extra=extra, effective=effective)
+                   auth=auth, store=store, extra=extra, effective=effective)
 
 
 def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], _T]) -> _T:
@@ -322,6 +350,26 @@ def _acl_file(enabled: bool, path: str) -> str:
             raise ConfigError("aclEnable=true: give aclConfigFile (the plain_acl.yml) or set ROCKETMQ_HOME")
         path = os.path.join(home, "conf", "plain_acl.yml")
     return path
+
+
+def _auth(get: Callable[[str, str], str], get_bool: Callable[[str, bool], bool],
+          grpc_port: int | None) -> AuthSettings:
+    def codes(key: str) -> frozenset[int]:
+        raw = [c.strip() for c in get(key, "").split(",") if c.strip()]
+        if not all(c.isdigit() for c in raw):
+            raise ConfigError(f"{key}: expected request codes separated by commas")
+        return frozenset(int(c) for c in raw)
+
+    auth = AuthSettings(authentication_enabled=get_bool("authenticationEnabled", False),
+                        authorization_enabled=get_bool("authorizationEnabled", False),
+                        init_user=get("initAuthenticationUser", ""),
+                        inner_credentials=get("innerClientAuthenticationCredentials", ""),
+                        authentication_whitelist=codes("authenticationWhitelist"),
+                        authorization_whitelist=codes("authorizationWhitelist"))
+    if auth.enabled and grpc_port is not None:
+        raise ConfigError("authenticationEnabled/authorizationEnabled: ACL 2.0 covers the 4.x remoting "
+                          "port only; leave grpcListenPort out (or use aclEnable for the gRPC endpoint)")
+    return auth
 
 
 def _limits(get_int: Callable[[str, int], int]) -> ConnectionLimits:

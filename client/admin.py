@@ -25,7 +25,8 @@ broker runtime info           28     one broker
 ============================  =====  ========================================================
 
 :class:`Admin` is the asyncio API, :class:`SyncAdmin` its blocking facade. The plumbing all requests
-share is in :mod:`.admin_base`, the offset requests in :mod:`.admin_offsets`.
+share is in :mod:`.admin_base`, the offset requests in :mod:`.admin_offsets`, ACL 2.0's users and ACLs
+in :mod:`.admin_auth`.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from pyrocketmq.remoting.names import (
 from pyrocketmq.remoting.properties import parse_properties
 
 from . import admin_lookups as lookups
+from .admin_auth import AdminAuth
 from .admin_base import master_of
 from .admin_offsets import AdminOffsets
 from .errors import MQBrokerError, MQClientError, MQConnectionError, MQTimeoutError
@@ -104,7 +106,7 @@ class TopicSpec:
         }
 
 
-class Admin(AdminOffsets):
+class Admin(AdminOffsets, AdminAuth):
     """Administer topics, groups and messages of the cluster behind ``namesrv_addr``.
 
     Example::

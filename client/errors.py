@@ -148,7 +148,8 @@ class ServiceNotAvailableError(MQBrokerError):
 
 
 class NoPermissionError(MQBrokerError):
-    """The topic or broker does not permit this operation (perm bits, or the broker is read-only)."""
+    """The topic or broker does not permit this operation (perm bits, the broker is read-only, or an
+    ACL 2.0 user's ACL refuses it: the remark says which)."""
 
     codes = (ResponseCode.NO_PERMISSION,)
     hint = "check the topic's perm (6 = read+write) and the broker's brokerPermission"

@@ -28,6 +28,7 @@ Addresses: ``*`` (any), ``1.2.3.4``, ``1.2.3.*``, ``1.2.3.1-9`` (a range in any 
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
@@ -193,6 +194,15 @@ def load_plain_acl(path: str) -> AclConfig:
 
 
 # -- checking requests ----------------------------------------------------------------------------
+def signed_by(cmd: RemotingCommand, secret_key: str) -> bool:
+    """Whether ``cmd``'s ``Signature`` is its content signed with ``secret_key`` (an ACL 1.0 account's
+    secret key, an ACL 2.0 user's password: clients sign alike)."""
+    ext = cmd.ext_fields
+    body = cmd.body if isinstance(cmd.body, (bytes, bytearray, memoryview)) else None
+    expected = signature(ext, body, secret_key, SERVER_SKIPS).encode()
+    return hmac.compare_digest(expected, (ext.get(SIGNATURE) or "").encode("utf-8", "replace"))
+
+
 class AclValidator:
     """Checks requests against an :class:`AclConfig` (swap :attr:`config` to reload): the broker's
     rules by default (:mod:`.acl_table`); the name server's with ``admin_codes=NAMESRV_ADMIN_CODES``
@@ -213,13 +223,8 @@ class AclValidator:
     def admit(self, cmd: RemotingCommand, remote_ip: str) -> tuple[Account | None, str | None]:
         """``(account, None)`` when ``cmd`` may go on as ``account``'s, ``(None, None)`` for a
         white-listed address (no check applies), ``(None, why)`` when refused."""
-        ext = cmd.ext_fields
-        body = cmd.body if isinstance(cmd.body, (bytes, bytearray, memoryview)) else None
-
-        def signed(account: Account) -> bool:
-            return signature(ext, body, account.secret_key, SERVER_SKIPS) == ext.get(SIGNATURE)
-
-        account, why = self.authenticate(ext.get(ACCESS_KEY) or "", remote_ip, signed)
+        account, why = self.authenticate(cmd.ext_fields.get(ACCESS_KEY) or "", remote_ip,
+                                         lambda account: signed_by(cmd, account.secret_key))
         if account is None:
             return None, why
         if cmd.code in self.admin_codes and not account.admin:

@@ -46,6 +46,14 @@ route needs a right on that topic (PUB or SUB, as Apache 5 asks; a retry topic's
 an account kept out of a topic does not learn where it lives. The other reads (cluster, topic
 lists, KV config, the controller's metadata) need any authenticated account.
 
+ACL 2.0 (:mod:`.acl2`) reads the same table: each rule's :class:`Acts` turns what its decoder names
+into Apache 5.3's resources and actions (``RemotingAuthorizationContextBuilder`` and the request
+headers' ``@RocketMQAction``): a topic → ``Topic:<name>``, ``%RETRY%<g>`` → ``Group:<g>``, the right
+into the actions that code asks (Pub, Sub, Get, Update...; one of them suffices). As in Apache 5.3, a
+producer group (the 1.0 "any right" on a group) is not asked about, and some requests are judged on
+the cluster (``Cluster:<brokerClusterName>``) whatever they name. Admin codes name what they create
+or delete (``Acts.names``), which ACL 1.0 does not ask about (an admin account may do it all).
+
 Replay: the ACL 1.0 signature covers the field values and the body but not the request code, so a
 captured request could be sent again under another code. A request carrying a field its code's
 header does not define (besides the ACL's own fields, ``bname`` and a rule's ``tolerated`` fields)
@@ -58,10 +66,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyrocketmq.remoting.acl_sign import ACL_FIELDS, UNIQUE_KEY_QUERY
+from pyrocketmq.remoting.auth_header import (
+    AclRequestHeader,
+    DeleteAclRequestHeader,
+    ListAclsRequestHeader,
+    ListUsersRequestHeader,
+    UserRequestHeader,
+)
 from pyrocketmq.remoting.body import (
     CheckClientRequestBody,
     HeartbeatData,
     LockBatchRequestBody,
+    SubscriptionGroupConfig,
     UnlockBatchRequestBody,
 )
 from pyrocketmq.remoting.code import RequestCode as C
@@ -112,6 +128,7 @@ from pyrocketmq.remoting.namesrv_header import (
     WipeWritePermOfBrokerRequestHeader,
 )
 
+from .acl2 import CLUSTER_GET, CLUSTER_UPDATE, GET, PUB_SUB, Action, Acts, Asks, Resource, translate
 from .acl_perm import ANY, INTERNAL_TOPICS, PUB, SUB, Needs, group_resource, is_group_resource
 
 INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
@@ -140,6 +157,8 @@ class Rule:
     admin: bool = False
     tolerated: frozenset[str] = frozenset()
     """Fields real clients send that the handler does not read."""
+    acts: Acts = PUB_SUB
+    """What it asks of ACL 2.0."""
 
     def stray_field(self, cmd: RemotingCommand) -> str | None:
         """The first (by name) field of ``cmd`` its code does not take, or None."""
@@ -321,6 +340,29 @@ def _query_message(cmd: RemotingCommand) -> Needs:
     return _needs((QueryMessageRequestHeader.from_command(cmd).topic, SUB))
 
 
+# -- admin: what ACL 2.0 asks about (ACL 1.0 asks only for an admin account) ----------------------
+def _created_topic(cmd: RemotingCommand) -> Needs:
+    return _needs((CreateTopicRequestHeader.from_command(cmd).topic, ANY))
+
+
+def _deleted_topic(cmd: RemotingCommand) -> Needs:
+    return _needs((DeleteTopicRequestHeader.from_command(cmd).topic, ANY))
+
+
+def _created_group(cmd: RemotingCommand) -> Needs:
+    return _needs(_group(SubscriptionGroupConfig.from_json(cmd.payload or b"{}").group_name or None))
+
+
+def _deleted_group(cmd: RemotingCommand) -> Needs:
+    return _needs(_group(DeleteSubscriptionGroupRequestHeader.from_command(cmd).group_name))
+
+
+def _auth(header: type[Header], actions: Action) -> Rule:
+    """An ACL 2.0 administration code: admin accounts in ACL 1.0, the cluster in ACL 2.0 (whose
+    handler also wants a super user)."""
+    return Rule(header, admin=True, acts=Acts(cluster=(actions,)))
+
+
 _V2_SEND = frozenset({"n"})  # the broker name (4.9.5+): this broker is the one addressed
 
 BROKER_RULES: dict[int, Rule] = {
@@ -335,57 +377,80 @@ BROKER_RULES: dict[int, Rule] = {
     ),  # + its handler: the message's topic
     C.HEART_BEAT: Rule(None, _heartbeat),
     C.UNREGISTER_CLIENT: Rule(UnregisterClientRequestHeader, _unregister),
-    C.GET_CONSUMER_LIST_BY_GROUP: Rule(GetConsumerListByGroupRequestHeader, _consumer_list),
+    C.GET_CONSUMER_LIST_BY_GROUP: Rule(GetConsumerListByGroupRequestHeader, _consumer_list,
+                                       acts=Acts(sub=(Action.SUB, Action.GET))),
     C.CHECK_CLIENT_CONFIG: Rule(None, _check_client),
     C.LOCK_BATCH_MQ: Rule(None, _lock),
     C.UNLOCK_BATCH_MQ: Rule(None, _unlock),
     # -- a group's offsets
-    C.QUERY_CONSUMER_OFFSET: Rule(QueryConsumerOffsetRequestHeader, _query_offset),
-    C.UPDATE_CONSUMER_OFFSET: Rule(UpdateConsumerOffsetRequestHeader, _update_offset),
-    C.INVOKE_BROKER_TO_RESET_OFFSET: Rule(ResetOffsetRequestHeader, _reset_offset),
-    C.CLONE_GROUP_OFFSET: Rule(CloneGroupOffsetRequestHeader, _clone_offsets),
-    C.GET_CONSUME_STATS: Rule(GetConsumeStatsRequestHeader, _consume_stats),
-    C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: Rule(GetConsumerStatusRequestHeader, _consumer_status),
+    C.QUERY_CONSUMER_OFFSET: Rule(QueryConsumerOffsetRequestHeader, _query_offset,
+                                  acts=Acts(sub=(Action.SUB, Action.GET))),
+    C.UPDATE_CONSUMER_OFFSET: Rule(UpdateConsumerOffsetRequestHeader, _update_offset,
+                                   acts=Acts(sub=(Action.SUB, Action.UPDATE))),
+    C.INVOKE_BROKER_TO_RESET_OFFSET: Rule(ResetOffsetRequestHeader, _reset_offset,
+                                          acts=Acts(sub=(Action.UPDATE,))),
+    C.CLONE_GROUP_OFFSET: Rule(CloneGroupOffsetRequestHeader, _clone_offsets,
+                               acts=Acts(sub=(Action.UPDATE,))),
+    C.GET_CONSUME_STATS: Rule(GetConsumeStatsRequestHeader, _consume_stats, acts=GET),
+    C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: Rule(GetConsumerStatusRequestHeader, _consumer_status, acts=GET),
     # -- a group's members
-    C.GET_CONSUMER_CONNECTION_LIST: Rule(GetConsumerConnectionListRequestHeader, _consumer_connections),
-    C.GET_PRODUCER_CONNECTION_LIST: Rule(GetProducerConnectionListRequestHeader, _producer_connections),
-    C.GET_CONSUMER_RUNNING_INFO: Rule(GetConsumerRunningInfoRequestHeader, _running_info),
+    C.GET_CONSUMER_CONNECTION_LIST: Rule(GetConsumerConnectionListRequestHeader, _consumer_connections,
+                                         acts=GET),
+    C.GET_PRODUCER_CONNECTION_LIST: Rule(GetProducerConnectionListRequestHeader, _producer_connections,
+                                         acts=CLUSTER_GET),
+    C.GET_CONSUMER_RUNNING_INFO: Rule(GetConsumerRunningInfoRequestHeader, _running_info, acts=GET),
     C.CONSUME_MESSAGE_DIRECTLY: Rule(
         ConsumeMessageDirectlyResultRequestHeader, _consume_directly
     ),  # + its handler
     # -- a topic's queues and statistics
-    C.GET_MAX_OFFSET: Rule(GetMaxOffsetRequestHeader, _max_offset),
-    C.GET_MIN_OFFSET: Rule(GetMinOffsetRequestHeader, _min_offset),
-    C.GET_EARLIEST_MSG_STORETIME: Rule(GetEarliestMsgStoretimeRequestHeader, _earliest_time),
-    C.SEARCH_OFFSET_BY_TIMESTAMP: Rule(SearchOffsetRequestHeader, _search_offset),
-    C.GET_TOPIC_STATS_INFO: Rule(GetTopicStatsInfoRequestHeader, _topic_stats),
-    C.QUERY_TOPIC_CONSUME_BY_WHO: Rule(QueryTopicConsumeByWhoRequestHeader, _consumed_by),
-    C.VIEW_BROKER_STATS_DATA: Rule(ViewBrokerStatsDataRequestHeader, _stats_data),
+    C.GET_MAX_OFFSET: Rule(GetMaxOffsetRequestHeader, _max_offset, acts=GET),
+    C.GET_MIN_OFFSET: Rule(GetMinOffsetRequestHeader, _min_offset, acts=GET),
+    C.GET_EARLIEST_MSG_STORETIME: Rule(GetEarliestMsgStoretimeRequestHeader, _earliest_time, acts=GET),
+    C.SEARCH_OFFSET_BY_TIMESTAMP: Rule(SearchOffsetRequestHeader, _search_offset, acts=GET),
+    C.GET_TOPIC_STATS_INFO: Rule(GetTopicStatsInfoRequestHeader, _topic_stats, acts=GET),
+    C.QUERY_TOPIC_CONSUME_BY_WHO: Rule(QueryTopicConsumeByWhoRequestHeader, _consumed_by, acts=GET),
+    C.VIEW_BROKER_STATS_DATA: Rule(ViewBrokerStatsDataRequestHeader, _stats_data, acts=CLUSTER_GET),
     # -- transactions
     C.END_TRANSACTION: Rule(
         EndTransactionRequestHeader, _end_transaction
     ),  # + its handler: PUB on the real topic
     # -- message bodies by key
-    C.QUERY_MESSAGE: Rule(QueryMessageRequestHeader, _query_message, tolerated=frozenset({UNIQUE_KEY_QUERY})),
+    C.QUERY_MESSAGE: Rule(QueryMessageRequestHeader, _query_message, tolerated=frozenset({UNIQUE_KEY_QUERY}),
+                          acts=Acts(sub=(Action.SUB, Action.GET))),
     # -- admin
-    C.UPDATE_AND_CREATE_TOPIC: Rule(CreateTopicRequestHeader, admin=True),
-    C.DELETE_TOPIC_IN_BROKER: Rule(DeleteTopicRequestHeader, admin=True),
-    C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Rule(None, admin=True),
+    C.UPDATE_AND_CREATE_TOPIC: Rule(CreateTopicRequestHeader, admin=True,
+                                    acts=Acts(names=_created_topic, any_topic=(Action.CREATE,))),
+    C.DELETE_TOPIC_IN_BROKER: Rule(DeleteTopicRequestHeader, admin=True,
+                                   acts=Acts(names=_deleted_topic, any_topic=(Action.DELETE,))),
+    C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Rule(None, admin=True,
+                                                acts=Acts(names=_created_group, sub=(Action.CREATE,))),
     C.DELETE_SUBSCRIPTIONGROUP: Rule(
-        DeleteSubscriptionGroupRequestHeader, admin=True, tolerated=frozenset({"removeOffset"})
+        DeleteSubscriptionGroupRequestHeader, admin=True, tolerated=frozenset({"removeOffset"}),
+        acts=Acts(names=_deleted_group, sub=(Action.DELETE,)),
     ),  # Java 4.9.8's; offsets stay here
-    C.UPDATE_BROKER_CONFIG: Rule(None, admin=True),
-    C.GET_ALL_CONSUMER_OFFSET: Rule(None, admin=True),  # every group's offsets (a slave's sync)
+    C.UPDATE_BROKER_CONFIG: Rule(None, admin=True, acts=CLUSTER_UPDATE),
+    C.GET_ALL_CONSUMER_OFFSET: Rule(None, admin=True, acts=CLUSTER_GET),  # all offsets (a slave's sync)
     # -- names no topic or group: any authenticated account
     C.VIEW_MESSAGE_BY_ID: Rule(
-        ViewMessageRequestHeader
-    ),  # a commitlog offset: its handler asks SUB on the topic found
+        ViewMessageRequestHeader, acts=Acts(sub=(Action.GET,))
+    ),  # a commitlog offset: its handler asks SUB on the topic found (Get in ACL 2.0)
     C.GET_ALL_TOPIC_CONFIG: Rule(None),  # topic configs (a slave's sync, tools)
     C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: Rule(None),  # group configs (a slave's sync, tools)
     C.GET_ALL_DELAY_OFFSET: Rule(None),  # delivery progress of the delay levels (a slave's sync)
     C.GET_TIMER_CHECK_POINT: Rule(None),  # the timer's progress (a slave's sync)
     C.GET_BROKER_CONFIG: Rule(None),  # the broker's settings, secrets left out
     C.GET_BROKER_RUNTIME_INFO: Rule(None),  # broker-wide counters
+    # -- ACL 2.0 administration
+    C.AUTH_CREATE_USER: _auth(UserRequestHeader, Action.UPDATE),
+    C.AUTH_UPDATE_USER: _auth(UserRequestHeader, Action.UPDATE),
+    C.AUTH_DELETE_USER: _auth(UserRequestHeader, Action.UPDATE),
+    C.AUTH_GET_USER: _auth(UserRequestHeader, Action.GET),
+    C.AUTH_LIST_USER: _auth(ListUsersRequestHeader, Action.GET),
+    C.AUTH_CREATE_ACL: _auth(AclRequestHeader, Action.UPDATE),
+    C.AUTH_UPDATE_ACL: _auth(AclRequestHeader, Action.UPDATE),
+    C.AUTH_DELETE_ACL: _auth(DeleteAclRequestHeader, Action.UPDATE),
+    C.AUTH_GET_ACL: _auth(AclRequestHeader, Action.GET),
+    C.AUTH_LIST_ACL: _auth(ListAclsRequestHeader, Action.GET),
 }
 """Every request code the broker serves → its rule."""
 
@@ -461,15 +526,30 @@ def rule_needs(rules: Mapping[int, Rule], cmd: RemotingCommand) -> Needs:
     stray = rule.stray_field(cmd)
     if stray is not None:
         raise RequestRefused(f"request code {cmd.code} takes no field {stray[:64]!r}")
-    if rule.needs is None:
-        return {}
+    return {} if rule.needs is None else _decoded(rule.needs, cmd)
+
+
+def _decoded(decode: Callable[[RemotingCommand], Needs], cmd: RemotingCommand) -> Needs:
     try:
-        return rule.needs(cmd)
+        return decode(cmd)
     except RequestRefused:
         raise
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise RequestRefused(f"cannot read request code {cmd.code} to check its permissions: {e}") from None
 
+
+def acl2_asks(rules: Mapping[int, Rule], cmd: RemotingCommand, cluster: str) -> Asks:
+    """What ``cmd`` asks of ACL 2.0 by ``rules`` (see the module docstring); :class:`RequestRefused`
+    as :func:`rule_needs`."""
+    rule = rules.get(cmd.code)
+    needed = rule_needs(rules, cmd)
+    if rule is None:
+        return []
+    if rule.acts.cluster:
+        return [(Resource.cluster(cluster), rule.acts.cluster)]
+    if rule.acts.names is not None:
+        needed = _decoded(rule.acts.names, cmd)
+    return translate(rule.acts, needed)
 
 def needs(cmd: RemotingCommand) -> Needs:
     """What a broker request needs (:data:`BROKER_RULES`)."""
@@ -479,6 +559,7 @@ def needs(cmd: RemotingCommand) -> Needs:
 def namesrv_needs(cmd: RemotingCommand) -> Needs:
     """What a name server request needs (:data:`NAMESRV_RULES`): nothing but its fields fitting its code."""
     return rule_needs(NAMESRV_RULES, cmd)
+
 
 
 def stored_needs(topic: str, properties: dict[str, str]) -> Needs:

@@ -36,14 +36,15 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes | str) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content, never a mix."""
+def write_atomic(path: str, data: bytes | str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content, never a mix;
+    a new file gets ``mode`` (0o600 for a file holding secrets)."""
     raw = data.encode() if isinstance(data, str) else data
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
     tmp = path + TMP_SUFFIX
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(raw)
         while view:
@@ -69,9 +70,9 @@ def read_with_backup(path: str) -> bytes | None:
     return None
 
 
-def save_json(path: str, doc: Any) -> None:
+def save_json(path: str, doc: Any, mode: int = 0o644) -> None:
     """Serialise ``doc`` (anything orjson takes; non-str dict keys allowed) and write it atomically."""
-    write_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+    write_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS), mode)
 
 
 def load_json(path: str) -> Any | None:

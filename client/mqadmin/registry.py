@@ -8,9 +8,10 @@ Where a verb goes — the module of the thing it acts on (its mqadmin name says 
 - ``message.py``: stored messages — lookups by id, unique id, key, queue offset or time; traces;
 - ``cluster.py``: clusters and brokers — members, runtime figures, configuration, round trips,
   every topic's traffic;
-- ``controller.py``: controller mode — broker groups' masters and in-sync sets, elections.
+- ``controller.py``: controller mode — broker groups' masters and in-sync sets, elections;
+- ``acl.py``: ACL 2.0 — users and their ACLs.
 
-A new kind of thing gets a module of its own (ACL verbs would go in ``acl.py``) and a line in
+A new kind of thing gets a module of its own and a line in
 :data:`SECTIONS`. Each module declares its verbs once, in its ``VERBS`` table (:class:`~.verb.Verb`:
 mqadmin name, help, options, handler); the parser of ``pyrocketmq admin`` and its ``--help``
 listing are generated from :data:`SECTIONS`, and :func:`run_admin` finds the verb by name and runs
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ..cli_common import Parser, _add_ns, client_settings
-from . import cluster, controller, group, message, topic
+from . import acl, cluster, controller, group, message, topic
 from .verb import Verb
 
 
@@ -44,6 +45,7 @@ SECTIONS = (
     Section("messages", message.VERBS),
     Section("clusters and brokers", cluster.VERBS),
     Section("controller mode", controller.VERBS),
+    Section("users and ACLs (ACL 2.0)", acl.VERBS),
 )
 
 

@@ -101,3 +101,23 @@ def test_controller_mode_starts_as_a_slave_named_by_its_broker_id():
         BrokerRole.SYNC_MASTER,
     )
     assert s.controller.addrs == ("h:1", "h:2") and s.controller.heartbeat_interval_ms == 1000
+
+
+def test_acl2_keys_are_apaches_and_kept_out_of_the_shown_config():
+    s = BrokerSettings.from_conf({"authenticationEnabled": "true", "authorizationEnabled": "false",
+                                  "initAuthenticationUser": '{"username":"root","password":"p"}',
+                                  "authenticationWhitelist": "34, 11"})
+    assert s.auth.authentication_enabled and not s.auth.authorization_enabled and s.auth.enabled
+    assert s.auth.authentication_whitelist == {34, 11} and s.auth.init_user.startswith('{"username"')
+    assert "initAuthenticationUser" not in s.effective and s.effective["authenticationEnabled"] == "true"
+    assert not BrokerSettings.from_conf({}).auth.enabled
+
+
+@pytest.mark.parametrize(("conf", "message"), [
+    ({"authorizationEnabled": "true", "grpcListenPort": "0"}, "leave grpcListenPort out"),
+    ({"authorizationWhitelist": "SEND"}, "authorizationWhitelist: expected request codes"),
+    ({"authenticationEnabled": "yes"}, "authenticationEnabled='yes'"),
+])
+def test_bad_acl2_settings_are_refused(conf, message):
+    with pytest.raises(ConfigError, match=message):
+        BrokerSettings.from_conf(conf)

@@ -41,6 +41,8 @@ def test_the_verbs_are_those_the_cli_has_always_had() -> None:
         "printMsg",
         "clusterList", "clusterRT", "brokerStatus", "getBrokerConfig", "updateBrokerConfig", "statsAll",
         "getControllerMetaData", "getSyncStateSet", "electMaster",
+        "createUser", "updateUser", "deleteUser", "getUser", "listUser",
+        "createAcl", "updateAcl", "deleteAcl", "getAcl", "listAcl",
     }  # fmt: skip
 
 

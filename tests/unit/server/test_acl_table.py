@@ -48,6 +48,7 @@ EXPECTED_ADMIN = {
     C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, C.DELETE_SUBSCRIPTIONGROUP,  # groups
     C.UPDATE_BROKER_CONFIG,  # the broker's configuration
     C.GET_ALL_CONSUMER_OFFSET,  # every group's offsets at once (a slave's sync)
+    *range(C.AUTH_CREATE_USER, C.AUTH_LIST_ACL + 1),  # ACL 2.0's users and ACLs
 }
 EXPECTED_OPEN = {
     C.VIEW_MESSAGE_BY_ID,  # names a commitlog offset; its handler asks SUB on the topic it finds
