@@ -52,9 +52,12 @@ class AdminAuth(AdminBase):
                           cluster: str | None = None) -> list[str]:
         """Change what is given of a user (its password, type or status ``enable``/``disable``)."""
         info: UserInfo = {"username": username}
-        for key, value in (("password", password), ("userType", user_type), ("userStatus", user_status)):
-            if value:
-                info[key] = value  # type: ignore[literal-required]
+        if password:
+            info["password"] = password
+        if user_type:
+            info["userType"] = user_type
+        if user_status:
+            info["userStatus"] = user_status
         return await self._each(broker_addr, cluster, RequestCode.AUTH_UPDATE_USER, {"username": username},
                                 info)
 

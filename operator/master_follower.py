@@ -50,6 +50,12 @@ sent) and the client reconnects: kube-proxy applies an EndpointSlice change with
 new connections are then refused for a moment; existing ones carry on."""
 
 
+ELECTABLE_MS = 3000
+"""A replica heard this recently can still be elected (the controller's default expiry,
+``controllerBrokerTimeoutMs``): a successor the Service may lead to (reports may pause while the
+controllers elect a leader)."""
+
+
 @dataclass(slots=True)
 class Followed:
     """One Broker's master Services: ``services`` maps each group to its Service as stored."""
@@ -182,14 +188,14 @@ def service_target(view: Mapping[str, Any]) -> tuple[int, str] | None:
     replicas: Mapping[str, Mapping[str, Any]] = view.get("replicas") or {}
     master = str(view.get("masterId"))
 
-    def live(rid: str) -> bool:
+    def live(rid: str, within_ms: int) -> bool:
         r = replicas.get(rid) or {}
-        return bool(r.get("addr")) and int(r.get("silentMs") or 0) <= SUSPECT_MS
+        return bool(r.get("addr")) and int(r.get("silentMs") or 0) <= within_ms
 
-    if live(master):
+    if live(master, SUSPECT_MS):
         return int(master), str(replicas[master]["addr"])
     in_sync = {str(x) for x in view.get("syncStateSet") or ()}
-    candidates = [rid for rid in replicas if rid != master and rid in in_sync and live(rid)]
+    candidates = [rid for rid in replicas if rid != master and rid in in_sync and live(rid, ELECTABLE_MS)]
     if not candidates:
         return None
     best = max(candidates, key=lambda rid: (int(replicas[rid].get("maxOffset") or 0), -int(rid)))

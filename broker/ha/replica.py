@@ -104,6 +104,8 @@ class ReplicaManager:
         self.confirmed_at = 0.0
         """Monotonic time of the last answer from a controller."""
         self._asking: set[asyncio.Future[RemotingCommand | None]] = set()
+        self._unanswering: set[str] = set()
+        """Controllers whose last request failed or timed out."""
         self._following: tuple[int, str] | None = None
 
     # -- persistence ----------------------------------------------------------------------------
@@ -128,15 +130,19 @@ class ReplicaManager:
     async def _call(self, code: RequestCode, body: dict[str, Any]) -> dict[str, Any] | str | None:
         """The leading controller's view, its refusal (a string), or None when no leader answered.
 
-        Every controller is asked at once (a frozen one holds nothing up; the followers refuse but note
-        a heartbeat, see ``pyrocketmq.namesrv.controller.service``); the others' answers are left to
-        arrive in the background once the leader's is in."""
+        Every controller is asked at once (the followers refuse but note a heartbeat, see
+        ``pyrocketmq.namesrv.controller.service``); the others' answers are left to arrive in the
+        background once the leader's is in. A controller that did not answer its last request (a frozen
+        one) is asked but not waited for, so the reports go on at their pace while the others elect
+        a leader."""
         data = json.dumps(body).encode()
-        asks = [asyncio.ensure_future(self._ask(addr, code, data)) for addr in self.settings.controller.addrs]
-        for ask in asks:
+        addrs = self.settings.controller.addrs
+        asks = {addr: asyncio.ensure_future(self._ask(addr, code, data)) for addr in addrs}
+        for ask in asks.values():
             self._asking.add(ask)
             ask.add_done_callback(self._asking.discard)
-        for next_answer in asyncio.as_completed(asks):
+        awaited = [ask for addr, ask in asks.items() if addr not in self._unanswering] or list(asks.values())
+        for next_answer in asyncio.as_completed(awaited):
             resp = await next_answer
             if resp is None or resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
                 continue
@@ -150,10 +156,13 @@ class ReplicaManager:
     async def _ask(self, addr: str, code: RequestCode, data: bytes) -> RemotingCommand | None:
         try:
             # as long as a controller may take to commit a change (COMMIT_TIMEOUT), no longer
-            return await self.client.invoke(addr, RemotingCommand.request(code, {}, data), 2.0)
+            resp = await self.client.invoke(addr, RemotingCommand.request(code, {}, data), 2.0)
         except RemotingError as e:
             log.debug("controller %s: %s", addr, e)
+            self._unanswering.add(addr)
             return None
+        self._unanswering.discard(addr)
+        return resp
 
     def readable_offset(self) -> int | None:
         """The confirm offset consumers may read up to (see :mod:`.confirmed`): as the master, what

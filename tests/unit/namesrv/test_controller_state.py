@@ -155,4 +155,5 @@ def test_the_metadata_view_says_how_long_each_replica_has_been_silent() -> None:
     assert service_target(g.view(1100)) == (3, "a3")  # the successor the controller would elect
     _report(s, 3, 1000, offset=5)
     assert service_target(g.view(1100)) == (2, "a2")  # same offsets: the lowest id
-    assert service_target(g.view(2500)) is None  # nobody reported for over 1 s
+    assert service_target(g.view(3900)) == (2, "a2")  # the successor: electable for 3 s
+    assert service_target(g.view(4100)) is None  # nobody electable
