@@ -3,6 +3,7 @@ the leading instance among ``controllers`` answers; the others say they do not l
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -43,6 +44,33 @@ async def controller_groups(instance: ClientInstance, controllers: str) -> dict[
     """Every broker group the controller knows: name → view (master, epoch, in-sync set, replicas)."""
     data = await controller_request(instance, controllers, RequestCode.CONTROLLER_GET_METADATA_INFO, {})
     return {str(g["brokerName"]): g for g in data.get("groups") or []}
+
+
+async def controller_heard(instance: ClientInstance, controllers: str) -> dict[str, dict[str, int]]:
+    """How long ago any controller instance among ``controllers`` last heard each replica, leader or
+    not (group → replica id → ms; the shortest of the instances that answered): what is known of a
+    master's silence while no controller leads. Empty when none answered."""
+    addrs = [a.strip() for a in controllers.split(";") if a.strip()]
+    body = json.dumps({"heard": True}).encode()
+
+    async def ask(addr: str) -> dict[str, dict[str, int]]:
+        try:
+            resp = await instance.invoke(addr, RemotingCommand.request(
+                RequestCode.CONTROLLER_GET_METADATA_INFO, {}, body), what="controller")
+        except (MQConnectionError, MQTimeoutError):
+            return {}
+        if resp.code != ResponseCode.SUCCESS:
+            return {}
+        heard: dict[str, dict[str, int]] = json.loads(bytes(resp.payload)).get("heard") or {}
+        return heard
+
+    out: dict[str, dict[str, int]] = {}
+    for answer in await asyncio.gather(*(ask(a) for a in addrs)):
+        for group, replicas in answer.items():
+            mine = out.setdefault(group, {})
+            for rid, ms in replicas.items():
+                mine[rid] = min(int(ms), mine.get(rid, int(ms)))
+    return out
 
 
 async def elect_master(

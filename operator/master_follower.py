@@ -31,7 +31,7 @@ from .kubeapi import KubeClient, KubeError
 from .model import BrokerModel
 from .names import master_service_name
 from .render.broker import master_endpoints
-from .rocketmq import RocketMQRefused, RocketMQUnavailable, controller_views, new_admin
+from .rocketmq import RocketMQRefused, RocketMQUnavailable, controller_silences, controller_views, new_admin
 from .security import ClientSecurity
 
 log = logging.getLogger("pyrocketmq.operator.master")
@@ -78,6 +78,8 @@ class MasterFollower:
     written: dict[tuple[str, str], str] = field(default_factory=dict)
     """(namespace, group) -> the master address its EndpointSlice holds."""
     _admins: dict[str, Admin] = field(default_factory=dict)
+    _last_views: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """By controller addresses: the views of the last answer of a leading controller."""
     _stale: set[tuple[str, str]] = field(default_factory=set)
     """Slices to write whatever ``written`` says (drift repaired at each reconcile)."""
 
@@ -133,19 +135,31 @@ class MasterFollower:
                 views_by_addr[addr] = await self._views(followed)
             await self._point(followed, views_by_addr[addr])
 
-    async def _views(self, followed: Followed) -> dict[str, dict[str, Any]]:
+    async def _admin(self, followed: Followed) -> Admin:
         admin = self._admins.get(followed.admin_addr)
         if admin is None:
             admin = new_admin(followed.admin_addr, self.timeout, followed.security)
             await admin.start()
             self._admins[followed.admin_addr] = admin
+        return admin
+
+    async def _views(self, followed: Followed) -> dict[str, dict[str, Any]]:
+        """The leading controller's views; while none leads, the last ones with each replica's silence
+        as the instances that answered heard it (see :func:`with_heard`)."""
+        admin = await self._admin(followed)
         try:
-            return await controller_views(admin, followed.admin_addr)
-        except RocketMQUnavailable:
-            del self._admins[followed.admin_addr]  # a fresh session next round
-            with contextlib.suppress(Exception):
-                await admin.shutdown()
-            raise
+            views = await controller_views(admin, followed.admin_addr)
+        except (RocketMQUnavailable, RocketMQRefused):
+            last = self._last_views.get(followed.admin_addr)
+            heard = await controller_silences(admin, followed.admin_addr) if last else {}
+            if not heard:
+                self._admins.pop(followed.admin_addr, None)  # a fresh session next round
+                with contextlib.suppress(Exception):
+                    await admin.shutdown()
+                raise
+            return with_heard(last or {}, heard)
+        self._last_views[followed.admin_addr] = views
+        return views
 
     async def _point(self, followed: Followed, views: Mapping[str, Mapping[str, Any]]) -> None:
         model = followed.model
@@ -166,6 +180,24 @@ class MasterFollower:
                 log.info("%s/%s: the master Service leads to %s", model.ref.namespace, group,
                          f"{pod} ({addr}), {role}" if addr else "no pod (no replica to lead to)")
             self.written[key] = addr
+
+
+def with_heard(views: Mapping[str, Mapping[str, Any]], heard: Mapping[str, Mapping[str, int]]
+               ) -> dict[str, dict[str, Any]]:
+    """``views`` (a leading controller's last answer) with each replica's ``silentMs`` as ``heard``
+    says (a replica no instance heard: silent for ever): while the controllers elect a leader, a
+    master frozen with the last one is still led away from.
+
+    >>> with_heard({"g": {"masterId": 1, "replicas": {"1": {"silentMs": 5}, "2": {}}}}, {"g": {"2": 40}})
+    {'g': {'masterId': 1, 'replicas': {'1': {'silentMs': 2147483647}, '2': {'silentMs': 40}}}}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for group, view in views.items():
+        known = heard.get(group) or {}
+        replicas = {rid: {**r, "silentMs": int(known.get(rid, 2**31 - 1))}
+                    for rid, r in (view.get("replicas") or {}).items()}  # fmt: skip
+        out[group] = {**view, "replicas": replicas}
+    return out
 
 
 def service_target(view: Mapping[str, Any]) -> tuple[int, str] | None:

@@ -26,7 +26,7 @@ from pyrocketmq.client import (
     MQConnectionError,
     MQTimeoutError,
 )
-from pyrocketmq.client.controller import controller_groups, elect_master
+from pyrocketmq.client.controller import controller_groups, controller_heard, elect_master
 from pyrocketmq.remoting.body import SubscriptionGroupConfig
 from pyrocketmq.remoting.names import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -368,6 +368,12 @@ async def controller_views(admin: Admin, controllers: str) -> dict[str, dict[str
         return await controller_groups(admin.instance, controllers)
     except MQClientError as e:
         raise RocketMQUnavailable("ControllerUnavailable", str(e)) from None
+
+
+async def controller_silences(admin: Admin, controllers: str) -> dict[str, dict[str, int]]:
+    """What the controller instances, leading or not, last heard of each replica (group → replica id
+    → ms ago); empty when none answered."""
+    return await controller_heard(admin.instance, controllers)
 
 
 async def request_switchover(admin: Admin, controllers: str, model: BrokerModel, pod: str) -> dict[str, Any]:

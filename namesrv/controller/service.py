@@ -13,7 +13,10 @@ CONTROLLER_NOT_LEADER naming the leader, and the caller tries the next address):
 - CONTROLLER_ALTER_SYNC_STATE_SET ``{brokerName, replicaId, epoch, syncStateSetEpoch,
   syncStateSet}`` — the master only; refused (SYSTEM_ERROR, the reason) when stale;
 - CONTROLLER_ELECT_MASTER ``{brokerName, replicaId}`` — a switchover to that replica;
-- CONTROLLER_GET_METADATA_INFO ``{brokerName?}`` — ``{"groups": [view, ...]}``.
+- CONTROLLER_GET_METADATA_INFO ``{brokerName?}`` — ``{"groups": [view, ...]}``; with ``{"heard":
+  true}`` answered by every instance, leading or not: ``{"heard": {group: {replica id: ms since
+  this instance last heard it}}}`` (while no leader answers, the operator still learns that a
+  master fell silent).
 
 A change of the state (an election, a new in-sync set, a new replica) is answered only once a
 majority of the instances holds it; a leader that cannot reach a majority within
@@ -344,7 +347,9 @@ class Controller:
         }
         out: dict[int, Handler] = {int(code): self._guarded(fn) for code, fn in table.items()}
         heartbeat = int(RequestCode.CONTROLLER_BROKER_HEARTBEAT)
+        metadata = int(RequestCode.CONTROLLER_GET_METADATA_INFO)
         out[heartbeat] = self._noting(out[heartbeat])
+        out[metadata] = self._hearing(out[metadata])
         out[int(RequestCode.CONTROLLER_RAFT_VOTE)] = self._raw(self.handle_raft_vote)
         out[int(RequestCode.CONTROLLER_RAFT_APPEND)] = self._raw(self.handle_raft_append)
         return out
@@ -360,6 +365,22 @@ class Controller:
             return handle(conn, cmd)
 
         return noted
+
+    def _hearing(self, handle: Handler) -> Handler:
+        """``handle``, unless the request asks what this instance heard (see the module docstring)."""
+        def heard(conn: Connection, cmd: RemotingCommand) -> HandlerResult:
+            try:
+                wanted = _body(cmd).get("heard") is True
+            except _BadRequest:
+                wanted = False
+            if not wanted:
+                return handle(conn, cmd)
+            now, out = self.clock(), dict[str, dict[str, int]]()
+            for (group, rid), ms in self._reported.items():
+                out.setdefault(group, {})[str(rid)] = max(0, now - ms)
+            return cmd.response(ResponseCode.SUCCESS, body=json.dumps({"heard": out}).encode())
+
+        return heard
 
     @staticmethod
     def _raw(fn: Callable[[Connection, RemotingCommand], RemotingCommand]) -> Handler:

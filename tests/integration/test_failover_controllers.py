@@ -226,15 +226,26 @@ async def _frozen_leader_and_master(ctls, addrs: str, replicas) -> None:
             elected_after = time.monotonic() - froze
             silent = (await view(client, live))["replicas"][str(first)]["silentMs"]
             frozen_for_ms = (time.monotonic() - froze) * 1000
+            heard = [await _heard(client, addr) for addr in live.split(";")]  # the leader and a follower
         finally:
             for pid in frozen:
                 os.kill(pid, signal.SIGCONT)
         print(f"\nthe slave elected {elected_after:.1f} s after the leader and the master froze")
+        for by_one in heard:  # every instance, leading or not, says how long ago it heard each replica
+            assert by_one[str(first)] >= frozen_for_ms - 500 and by_one[str(3 - first)] < 2500, heard
         assert silent >= frozen_for_ms - 500, (
             f"the new leader counts the master silent {silent} ms; it was frozen {frozen_for_ms:.0f} ms ago"
         )
     finally:
         await client.close()
+
+
+async def _heard(client: RemotingClient, addr: str) -> dict[str, int]:
+    resp = await client.invoke(addr, RemotingCommand.request(
+        RequestCode.CONTROLLER_GET_METADATA_INFO, {}, json.dumps({"heard": True}).encode()), 2)
+    assert resp.code == ResponseCode.SUCCESS, (addr, resp.code, resp.remark)
+    heard: dict[str, int] = json.loads(bytes(resp.payload))["heard"][GROUP]
+    return heard
 
 
 async def _master_is(client: RemotingClient, addrs: str, rid: int) -> bool:

@@ -157,3 +157,19 @@ def test_the_metadata_view_says_how_long_each_replica_has_been_silent() -> None:
     assert service_target(g.view(1100)) == (2, "a2")  # same offsets: the lowest id
     assert service_target(g.view(3900)) == (2, "a2")  # the successor: electable for 3 s
     assert service_target(g.view(4100)) is None  # nobody electable
+
+
+def test_while_no_controller_leads_the_service_follows_what_the_instances_heard() -> None:
+    """The last leader's view, with the silences the remaining instances report: a master frozen
+    with the leading controller is led away from before a new leader is elected."""
+    from pyrocketmq.operator.master_follower import service_target, with_heard
+
+    s = ControllerState(timeout_ms=3000)
+    _report(s, 1, 0)
+    _report(s, 2, 0)
+    s.alter_sync_set("g", 1, 1, s.groups["g"].sync_epoch, {1, 2})
+    last = {"g": s.groups["g"].view(0)}
+    assert service_target(with_heard(last, {"g": {"1": 300, "2": 200}})["g"]) == (1, "a1")
+    assert service_target(with_heard(last, {"g": {"1": 1800, "2": 200}})["g"]) == (2, "a2")
+    assert service_target(with_heard(last, {"g": {"2": 200}})["g"]) == (2, "a2")  # 1 unheard
+    assert service_target(with_heard(last, {"other": {"1": 0}})["g"]) is None
