@@ -5,39 +5,56 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 
-from .errors import MQClientError, MQConnectionError, MQTimeoutError
+from .errors import MQClientError, MQConnectionError, MQError, MQTimeoutError
 from .instance import ClientInstance
+
+_asking: set[asyncio.Future[Any]] = set()
+"""Requests still waiting for a controller after their caller had its answer."""
+
+
+async def _answers(instance: ClientInstance, controllers: str, code: RequestCode, body: dict[str, Any]
+                   ) -> AsyncIterator[tuple[str, RemotingCommand | MQError]]:
+    """Every controller among ``controllers`` asked at once: ``(address, answer or error)`` as each
+    comes (a frozen instance holds nobody up; a caller that stops early leaves it to time out)."""
+    data = json.dumps(body).encode()
+
+    async def one(addr: str) -> tuple[str, RemotingCommand | MQError]:
+        try:
+            resp = await instance.invoke(addr, RemotingCommand.request(code, {}, data), what="controller")
+        except (MQConnectionError, MQTimeoutError) as e:
+            return addr, e
+        return addr, resp
+
+    asks = [asyncio.ensure_future(one(a.strip())) for a in controllers.split(";") if a.strip()]
+    for ask in asks:
+        _asking.add(ask)
+        ask.add_done_callback(_asking.discard)
+    for next_answer in asyncio.as_completed(asks):
+        yield await next_answer
 
 
 async def controller_request(instance: ClientInstance, controllers: str, code: RequestCode,
                              body: dict[str, Any]) -> dict[str, Any]:
     """The leading controller's JSON answer; MQClientError with every refusal when none leads."""
     refusals = []
-    addrs = [a.strip() for a in controllers.split(";") if a.strip()]
-    if instance.controller_leader in addrs:  # the leader of last time first: a lost one costs a timeout
-        addrs.remove(instance.controller_leader)
-        addrs.insert(0, instance.controller_leader)
-    for addr in addrs:
-        try:
-            resp = await instance.invoke(addr, RemotingCommand.request(code, {}, json.dumps(body).encode()),
-                                         what="controller")
-        except (MQConnectionError, MQTimeoutError) as e:
-            refusals.append(f"{addr}: {e}")
-            continue
-        if resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
-            refusals.append(f"{addr}: {resp.remark}")
-            continue
-        if resp.code != ResponseCode.SUCCESS:
-            raise MQClientError(f"controller {addr} refused: {resp.remark}")
-        instance.controller_leader = addr
-        out: dict[str, Any] = json.loads(bytes(resp.payload))
-        return out
-    raise MQClientError("no leading controller answered: " + "; ".join(refusals))
+    async for addr, answer in _answers(instance, controllers, code, body):
+        if isinstance(answer, MQError):
+            refusals.append(f"{addr}: {answer}")
+        elif answer.code == ResponseCode.CONTROLLER_NOT_LEADER:
+            refusals.append(f"{addr}: {answer.remark}")
+        elif answer.code != ResponseCode.SUCCESS:
+            raise MQClientError(f"controller {addr} refused: {answer.remark}")
+        else:
+            instance.controller_leader = addr
+            out: dict[str, Any] = json.loads(bytes(answer.payload))
+            return out
+    raise MQClientError("no leading controller answered: " + "; ".join(sorted(refusals)))
 
 
 async def controller_groups(instance: ClientInstance, controllers: str) -> dict[str, dict[str, Any]]:
@@ -47,29 +64,25 @@ async def controller_groups(instance: ClientInstance, controllers: str) -> dict[
 
 
 async def controller_heard(instance: ClientInstance, controllers: str) -> dict[str, dict[str, int]]:
-    """How long ago any controller instance among ``controllers`` last heard each replica, leader or
-    not (group → replica id → ms; the shortest of the instances that answered): what is known of a
-    master's silence while no controller leads. Empty when none answered."""
-    addrs = [a.strip() for a in controllers.split(";") if a.strip()]
-    body = json.dumps({"heard": True}).encode()
-
-    async def ask(addr: str) -> dict[str, dict[str, int]]:
-        try:
-            resp = await instance.invoke(addr, RemotingCommand.request(
-                RequestCode.CONTROLLER_GET_METADATA_INFO, {}, body), what="controller")
-        except (MQConnectionError, MQTimeoutError):
-            return {}
-        if resp.code != ResponseCode.SUCCESS:
-            return {}
-        heard: dict[str, dict[str, int]] = json.loads(bytes(resp.payload)).get("heard") or {}
-        return heard
-
+    """How long ago the controller instances among ``controllers`` last heard each replica, leader or
+    not (group → replica id → ms; the shortest among a majority of the instances, or among all that
+    answered): what is known of a master's silence while no controller leads. Empty when none
+    answered."""
+    majority = len([a for a in controllers.split(";") if a.strip()]) // 2 + 1
     out: dict[str, dict[str, int]] = {}
-    for answer in await asyncio.gather(*(ask(a) for a in addrs)):
-        for group, replicas in answer.items():
+    answered = 0
+    async for _, answer in _answers(instance, controllers, RequestCode.CONTROLLER_GET_METADATA_INFO,
+                                    {"heard": True}):
+        if isinstance(answer, MQError) or answer.code != ResponseCode.SUCCESS:
+            continue
+        heard: dict[str, dict[str, int]] = json.loads(bytes(answer.payload)).get("heard") or {}
+        for group, replicas in heard.items():
             mine = out.setdefault(group, {})
             for rid, ms in replicas.items():
                 mine[rid] = min(int(ms), mine.get(rid, int(ms)))
+        answered += 1
+        if answered >= majority:
+            break
     return out
 
 

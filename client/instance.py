@@ -129,7 +129,7 @@ class ClientInstance(QueueOffsets):
         self.broker_requests = BrokerRequests(self)
         self.broker_requests.register(self.remoting)
         self.controller_leader: str | None = None
-        """The controller that answered last: asked first next time (:mod:`.controller`)."""
+        """The controller instance that answered last as the leader (:mod:`.controller`)."""
         self.routes: dict[str, TopicRouteData] = {}
         self.publish_infos: dict[str, TopicPublishInfo] = {}
         self._failure_refresh: dict[str, float] = {}
