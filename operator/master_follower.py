@@ -105,6 +105,8 @@ class MasterFollower:
             for group in gone.services:
                 self.written.pop((gone.model.ref.namespace, group), None)
                 self._stale.discard((gone.model.ref.namespace, group))
+            if all(f.admin_addr != gone.admin_addr for f in self.followed.values()):
+                self._last_views.pop(gone.admin_addr, None)  # a cluster made again there starts afresh
 
     def leading(self, namespace: str, groups: set[str], views: Mapping[str, Mapping[str, Any]]) -> set[str]:
         """Of ``groups``, those whose master Service leads to the master ``views`` name."""
