@@ -6,6 +6,7 @@ secret_key=...)``, the user's name and password).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -87,8 +88,13 @@ class AdminAuth(AdminBase):
              "decision": decision} for r in resources
         ]
         info: AclInfo = {"subject": subject, "policies": [{"policyType": "Custom", "entries": entries}]}
+        return await self.put_acl(info, broker_addr=broker_addr, cluster=cluster, update=update)
+
+    async def put_acl(self, info: Mapping[str, Any], *, broker_addr: str | None = None,
+                      cluster: str | None = None, update: bool = False) -> list[str]:
+        """Merge a whole AclInfo body (its policies and entries) into its subject's ACL."""
         code = RequestCode.AUTH_UPDATE_ACL if update else RequestCode.AUTH_CREATE_ACL
-        return await self._each(broker_addr, cluster, code, {"subject": subject}, info)
+        return await self._each(broker_addr, cluster, code, {"subject": info["subject"]}, info)
 
     async def update_acl(self, subject: str, resources: list[str], actions: list[str], decision: str,
                          source_ips: list[str] | None = None, *, broker_addr: str | None = None,

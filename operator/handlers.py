@@ -13,8 +13,8 @@ Handlers per kind (group ``pyrocketmq.io``, version ``v1alpha1``):
 - ``event`` on a broker StatefulSet the operator rendered: when one finishes its rolling update while
   its Broker is rolling, the Broker is reconciled at once, so the next group starts without waiting
   for the resync (groups roll one after another, :func:`.plan.rollout_partitions`);
-- ``on.delete`` (Topic, ConsumerGroup: behind the finalizer ``pyrocketmq.io/finalizer``) → remove
-  the topic/group from the brokers. NameServer and Broker carry no finalizer: their objects have
+- ``on.delete`` (Topic, ConsumerGroup, User: behind the finalizer ``pyrocketmq.io/finalizer``) → remove
+  the topic/group/user from the brokers. NameServer and Broker carry no finalizer: their objects have
   owner references and are garbage-collected, so deleting them never waits for the operator (kopf
   would put one on for the timer alone; :func:`_timers_without_finalizer` takes that off).
 """
@@ -38,10 +38,11 @@ from .kubeapi import KubeClient, KubeError, load_configuration
 from .master_follower import MasterFollower
 from .metrics import OperatorMetrics
 from .model import API_GROUP, API_VERSION, GROUP_VERSION
-from .reconcile import reconcile
+from .reconcile import reconcile as reconcile_kind
 from .render.common import LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY
 from .settings import OperatorSettings
 from .status import all_ready, condition_of, statefulset_rolled_out
+from .user_reconcile import delete_user_from_brokers, reconcile_user
 
 log = logging.getLogger("pyrocketmq.operator")
 
@@ -50,10 +51,12 @@ PLURALS = {
     "Broker": "brokers",
     "Topic": "topics",
     "ConsumerGroup": "consumergroups",
+    "User": "users",
 }
 DELETERS: dict[str, Callable[[Mapping[str, Any], Context], Awaitable[None]]] = {
     "Topic": delete_topic_from_brokers,
     "ConsumerGroup": delete_group_from_brokers,
+    "User": delete_user_from_brokers,
 }
 FINALIZER = "pyrocketmq.io/finalizer"
 ANNOTATION_PREFIX = "operator.pyrocketmq.io"
@@ -297,6 +300,11 @@ def _timers_without_finalizer(registry: kopf.OperatorRegistry, plurals: set[str]
         ]
     except (AttributeError, TypeError) as e:  # pragma: no cover - a kopf we do not know
         log.warning("cannot drop the timers' finalizer (kopf changed?): %s", e)
+
+
+async def reconcile(body: Mapping[str, Any], ctx: Context) -> None:
+    """The reconcile chain of ``body``'s kind."""
+    await (reconcile_user if body.get("kind") == "User" else reconcile_kind)(body, ctx)
 
 
 def _register_kind(

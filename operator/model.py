@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pyrocketmq.remoting.names import is_legal_name
 
+from .auth_spec import AUTH_CONFIG_KEYS, Auth
 from .autoscale import Autoscale
 from .names import broker_group_name
 from .nodeloss import parse_duration
@@ -57,9 +58,10 @@ RESERVED_CONFIG_KEYS = frozenset(
         "tls.client.authServer",
         "tls.client.trustCertPath",
     }
-)
+) | AUTH_CONFIG_KEYS
 """broker.conf keys the operator sets (from the spec's own fields: spec.tls, spec.acl, …)."""
 
+T = TypeVar("T")
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
@@ -311,6 +313,8 @@ class BrokerModel:
     force_scale_down: bool = False
     tls: Tls = field(default_factory=Tls)
     acl: Acl = field(default_factory=Acl)
+    auth: Auth = field(default_factory=Auth)
+    """``spec.auth``: ACL 2.0 users and ACLs (see :mod:`.auth_spec`)."""
     namesrv_tls: bool = False
     """``spec.nameServer.tls``: the name servers serve TLS (brokers register over it)."""
     failover: bool = False
@@ -401,8 +405,11 @@ class BrokerModel:
         if reserved:
             raise SpecError(
                 f"spec.config: {', '.join(reserved)} are set by the operator (TLS and ACL come from "
-                "spec.tls and spec.acl)"
+                "spec.tls, spec.acl and spec.auth)"
             )
+        auth = _parsed(Auth.from_spec, spec.get("auth"))
+        if auth.enabled and spec.get("acl"):
+            raise SpecError("spec.acl and spec.auth: choose one (ACL 1.0's plain_acl.yml or ACL 2.0's users)")
         return cls(
             ref=ref,
             cluster_name=str(spec.get("clusterName") or ref.name),
@@ -423,6 +430,7 @@ class BrokerModel:
             force_scale_down=str(annotations.get(ANNOTATION_FORCE_SCALE_DOWN, "")).lower() == "true",
             tls=Tls.from_spec(spec.get("tls")),
             acl=Acl.from_spec(spec.get("acl")),
+            auth=auth,
             namesrv_tls=bool(ns.get("tls", False)),
             failover=failover,
             failover_asked=None if asked is None else bool(asked),
@@ -572,7 +580,12 @@ class ConsumerGroupModel:
 
 
 def _autoscale(spec: Mapping[str, Any] | None) -> Autoscale | None:
+    return _parsed(Autoscale.from_spec, spec)
+
+
+def _parsed(parse: Callable[[Mapping[str, Any] | None], T], spec: Mapping[str, Any] | None) -> T:
+    """``parse(spec)`` of a spec part parsed in a module of its own, its ValueError a SpecError."""
     try:
-        return Autoscale.from_spec(spec)
+        return parse(spec)
     except (ValueError, TypeError) as e:
         raise SpecError(str(e)) from None

@@ -19,6 +19,7 @@ Usage (the image's entrypoint calls it for ``broker``)::
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -92,14 +93,26 @@ def pod_conf(template: str, env: Mapping[str, str]) -> str:
         broker_id, role = pod_ordinal(pod_name) + 1, master_role
     wanted = {"brokerId": str(broker_id), "brokerRole": role, "brokerIP1": pod_ip}
     for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
-        if env.get(
-            var, ""
-        ).strip():  # spec.acl's Secret: the broker's own account (kept out of the ConfigMap)
+        if env.get(var, "").strip():  # spec.acl's Secret: the broker's own account (not in the ConfigMap)
             wanted[key] = env[var].strip()
+    wanted.update(_auth_user(env))
     out = [line for line in lines if _key(line) not in wanted]
     out.append(f"# set by the entrypoint for pod {pod_name}")
     out += [f"{k}={v}" for k, v in wanted.items()]
     return "\n".join(out) + "\n"
+
+
+def _auth_user(env: Mapping[str, str]) -> dict[str, str]:
+    """spec.auth's super user (``PYROCKETMQ_AUTH_USERNAME``/``_PASSWORD``): created at the broker's
+    first start, and the account it signs its own requests with (unless spec.acl gives one)."""
+    user, password = env.get("PYROCKETMQ_AUTH_USERNAME", "").strip(), env.get("PYROCKETMQ_AUTH_PASSWORD", "")
+    if not user or not password:
+        return {}
+    keys = {"initAuthenticationUser": json.dumps({"username": user, "password": password}),
+            "innerClientAuthenticationCredentials": json.dumps({"accessKey": user, "secretKey": password})}
+    if not env.get("PYROCKETMQ_ACCESS_KEY", "").strip():
+        keys.update(accessKey=user, secretKey=password)
+    return keys
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,7 +93,7 @@ async def read_secrets(get: SecretGetter, namespace: str, names: list[str]) -> d
                 raise
             raise SecretError(
                 f"the operator may not read Secret {name!r} in {namespace}: install the chart with "
-                "rbac.readSecrets=true (spec.tls and spec.acl need it)",
+                "rbac.readSecrets=true (spec.tls, spec.acl and spec.auth need it)",
                 "SecretForbidden",
             ) from None
         if body is None:
@@ -107,13 +107,21 @@ async def read_secrets(get: SecretGetter, namespace: str, names: list[str]) -> d
 async def read_broker_secrets(get: SecretGetter, model: BrokerModel) -> tuple[BrokerModel, ClientSecurity]:
     """``model`` with the hash of its Secrets (pods roll when it changes), and how to reach its brokers."""
     names = [n for n in (model.tls.secret_name, model.acl.secret_name) if n]
-    if not names and not model.namesrv_tls:
+    if not names and not model.namesrv_tls and not model.auth.enabled:
         return model, ClientSecurity()
     found = await read_secrets(get, model.ref.namespace, names)
     if model.acl.enabled:
         require_acl_file(found[model.acl.secret_name], model.acl.secret_name)
     security = client_security(model, found.get(model.tls.secret_name), found.get(model.acl.secret_name))
     digest = secrets_hash(found, frozenset({ACL_FILE_KEY})) if found else ""
+    if model.auth.enabled:  # not in the hash: the brokers read it at their first start only
+        name = model.auth.secret_name
+        secret = (await read_secrets(get, model.ref.namespace, [name]))[name]
+        user, password = _decoded(secret, "username"), _decoded(secret, "password")
+        if not user or not password:
+            raise SecretError(f"Secret {name} (spec.auth) needs username and password: the super user the "
+                              "brokers and the operator sign with")
+        security = dataclasses.replace(security, access_key=user, secret_key=password)
     return dataclasses.replace(model, secrets_hash=digest), security
 
 

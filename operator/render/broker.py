@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..auth_spec import auth_conf
 from ..drain import ROLE_LABEL
 from ..model import BrokerModel
 from ..names import BROKER_FAST_PORT, BROKER_HA_PORT, BROKER_PORT, headless_service_name, master_service_name
@@ -102,7 +103,7 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
 
 
 def security_conf(model: BrokerModel) -> dict[str, str]:
-    """broker.conf keys of spec.tls, spec.nameServer.tls and spec.acl."""
+    """broker.conf keys of spec.tls, spec.nameServer.tls, spec.acl and spec.auth."""
     conf = tls_conf(model.tls)
     if model.namesrv_tls:
         conf["tls.enable"] = "true"
@@ -111,6 +112,7 @@ def security_conf(model: BrokerModel) -> dict[str, str]:
         else:
             conf["tls.client.authServer"] = "false"
     conf.update(acl_conf(model.acl))
+    conf.update(auth_conf(model.auth))
     return conf
 
 
@@ -311,6 +313,10 @@ def _broker_container(model: BrokerModel, settings: RenderSettings) -> dict[str,
         for var, key in (("PYROCKETMQ_ACCESS_KEY", "accessKey"), ("PYROCKETMQ_SECRET_KEY", "secretKey")):
             container["env"].append({"name": var, "valueFrom": {"secretKeyRef": {
                 "name": model.acl.secret_name, "key": key, "optional": True}}})
+    if model.auth.enabled:  # spec.auth's super user, likewise only in the pod's runtime conf
+        for var, key in (("PYROCKETMQ_AUTH_USERNAME", "username"), ("PYROCKETMQ_AUTH_PASSWORD", "password")):
+            container["env"].append({"name": var, "valueFrom": {"secretKeyRef": {
+                "name": model.auth.secret_name, "key": key}}})
     # Recovery after an unclean stop scans the commitlog tail: give it up to 10 minutes (the
     # remoting port accepts only once the store is recovered).
     container["startupProbe"] = {"tcpSocket": {"port": "remoting"}, "periodSeconds": 10, "timeoutSeconds": 3,

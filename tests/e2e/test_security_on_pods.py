@@ -1,8 +1,10 @@
-"""TLS and ACL on real pods: a NameServer and a Broker (one group, master + slave) serving TLS only and
-checking one ``plain_acl.yml``, all from two Secrets a user creates. The operator first reports that
-it may not read them (the chart's least-privilege default), then, with ``rbac.readSecrets=true``,
-mounts them, signs its own calls with the Secret's admin account and creates a Topic; clients from the
-node get in only over TLS and with an account; an edited ``plain_acl.yml`` applies without a restart."""
+"""TLS, ACL 1.0 and ACL 2.0 on real pods. First a NameServer and a Broker (one group, master +
+slave) serving TLS only and checking one ``plain_acl.yml``, all from two Secrets a user creates. The
+operator first reports that it may not read them (the chart's least-privilege default), then, with
+``rbac.readSecrets=true``, mounts them, signs its own calls with the Secret's admin account and
+creates a Topic; clients from the node get in only over TLS and with an account; an edited
+``plain_acl.yml`` applies without a restart. Then a Broker with spec.auth (ACL 2.0) and User
+resources: users, their generated passwords and ACLs on master and slave, edits, pruning, deletion."""
 
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def secure(
         yield kube, ns, certs, images
     finally:
         delete_namespace(kube, ns)
-        _set_read_secrets(kube, images, False)
+        upgrade_release(kube, "rbac.readSecrets=false", "rbac.manageSecrets=false")
 
 
 def _client(certs, account: dict | None = None, tls: bool = True) -> ClientSettings:
@@ -159,3 +161,95 @@ def test_tls_and_acl_from_secrets_on_pods(secure):
     after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(kube, ns)}
     assert after == before, f"pods were replaced by a plain_acl.yml edit: {before} -> {after}"
     print(f"plain_acl.yml edit applied in {took:.0f} s without a restart")
+
+
+def _acl2_client(password: str, user: str) -> ClientSettings:
+    return ClientSettings(access_key=user, secret_key=password, request_timeout=5, connect_timeout=3)
+
+
+def _user_cr(name: str, acl: list[dict], **spec: object) -> dict:
+    return {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "User", "metadata": {"name": name},
+            "spec": {"clusterRef": {"name": "users"}, "acl": acl, **spec}}  # fmt: skip
+
+
+def _password(kube: KubeCluster, ns: str, secret: str) -> str:
+    data = kube.wait_until(lambda: (get(kube, "secret", secret, ns) or {}).get("data"), 60,
+                           f"Secret {secret}")
+    return base64.b64decode(data["password"]).decode()
+
+
+def _users_on(admin: SyncAdmin, addrs: list[str]) -> list[set[str]]:
+    return [{u["username"] for u in admin.list_users(broker_addr=a)} for a in addrs]
+
+
+@pytest.mark.timeout(900)
+def test_users_and_their_acls_from_user_resources_on_pods(secure):
+    """ACL 2.0 from resources: a Broker with spec.auth, Users whose passwords the operator generates
+    into Secrets, their ACLs on master and slave, applied live, pruned and deleted."""
+    kube, ns, _certs, _images = secure
+    upgrade_release(kube, "rbac.manageSecrets=true")
+    kube.kubectl("delete", "broker", "orders", "-n", ns, "--wait=false")  # the first test's: make room
+    root_pw = secrets.token_urlsafe(16)
+    kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mq-root"}, "type": "Opaque",
+                "data": {"username": _b64("root"), "password": _b64(root_pw)}}, "-n", ns)  # fmt: skip
+    kube.apply(nameserver_cr("plain", replicas=1), "-n", ns)
+    kube.apply(broker_cr("users", "plain", groups=1, replicas=2, auth={"secretName": "mq-root"}), "-n", ns)
+    orders, other, group = (f"{p}_{secrets.token_hex(3)}" for p in ("Orders", "Other", "GID_ALICE"))
+    kube.apply(topic_cr("orders-topic", orders, "users", queues=2), "-n", ns)
+    kube.apply(topic_cr("other-topic", other, "users", queues=2), "-n", ns)
+    alice_acl = [{"resources": [f"Topic:{orders}"], "actions": ["Pub", "Sub"]},
+                 {"resources": [f"Group:{group}"], "actions": ["Sub"]},
+                 {"resources": ["Topic:*"], "actions": ["All"], "decision": "Deny"}]  # fmt: skip
+    kube.apply(_user_cr("alice", alice_acl), "-n", ns)
+    kube.apply(_user_cr("bob", [{"resources": [f"Topic:{orders}"], "actions": ["Pub"],
+                                 "sourceIps": ["192.0.2.0/24"]}]), "-n", ns)  # fmt: skip
+    wait_ready(kube, "broker", "users", ns, timeout=300)
+    for name in ("orders-topic", "other-topic"):
+        wait_ready(kube, "topic", name, ns, timeout=120)
+    alice = wait_ready(kube, "user", "alice", ns, timeout=120)
+    assert alice["status"]["secretName"] == "alice" and len(alice["status"]["brokers"]) == 2, alice["status"]
+    wait_ready(kube, "user", "bob", ns, timeout=60)
+    namesrv = f"{pod_ip(kube, ns, 'plain-0')}:9876"
+    alice_pw, bob_pw = _password(kube, ns, "alice"), _password(kube, ns, "bob")
+    root = _acl2_client(root_pw, "root")
+
+    # Master and slave both know alice (a slave elected master would serve her at once).
+    addrs = alice["status"]["brokers"]
+    with SyncAdmin(namesrv, client=root) as admin:
+        assert all("alice" in users and "bob" in users for users in _users_on(admin, addrs))
+
+    # alice publishes and consumes where her ACL allows, nowhere else; a wrong password is refused.
+    with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv, client=_acl2_client(alice_pw, "alice")) as p:
+        sent = [p.send(Message(orders, f"a{i}".encode())).msg_id for i in range(10)]
+    assert len(sent) == 10
+    denied = _try_send(namesrv, other, _acl2_client(alice_pw, "alice"))
+    assert "no permission" in denied.lower() and f"Topic:{other}" in denied, denied
+    assert _try_send(namesrv, orders, _acl2_client("wrong-password", "alice")) != "sent"
+    with SyncPullConsumer(group, namesrv, client=_acl2_client(alice_pw, "alice")) as consumer:
+        consumer.assign(consumer.fetch_queues(orders))
+        consumer.seek_to_begin()
+        got: list[bytes] = []
+        kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 10, 60,
+                        "alice reads her 10 messages")  # fmt: skip
+    assert sorted(got) == sorted(f"a{i}".encode() for i in range(10))
+
+    # bob may publish only from 192.0.2.0/24; the rule edited away applies live, no pod replaced.
+    assert "no permission" in _try_send(namesrv, orders, _acl2_client(bob_pw, "bob")).lower()
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(kube, ns)}
+    # a user no User declares is pruned at bob's next reconcile
+    with SyncAdmin(namesrv, client=root) as admin:
+        admin.create_user("mallory", "mallory-password", broker_addr=addrs[0])
+    kube.apply(_user_cr("bob", [{"resources": [f"Topic:{orders}"], "actions": ["Pub"]}]), "-n", ns)
+    kube.wait_until(lambda: _try_send(namesrv, orders, _acl2_client(bob_pw, "bob")) == "sent", 60,
+                    "bob may publish once his source rule is gone", interval=2)  # fmt: skip
+    with SyncAdmin(namesrv, client=root) as admin:
+        kube.wait_until(lambda: all("mallory" not in u for u in _users_on(admin, addrs)), 60,
+                        "mallory pruned")
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(kube, ns)}
+    assert after == before
+
+    # A deleted User leaves every broker.
+    kube.kubectl("delete", "user", "alice", "-n", ns, "--timeout=60s")
+    with SyncAdmin(namesrv, client=root) as admin:
+        assert all("alice" not in users and "bob" in users for users in _users_on(admin, addrs))
+    assert _try_send(namesrv, orders, _acl2_client(alice_pw, "alice")) != "sent"

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CRDS_DIR = ROOT / "crds"
 EXAMPLES = ROOT / "examples"
 CHART = ROOT / "charts" / "pyrocketmq"
-CRD_NAMES = [f"{p}.pyrocketmq.io" for p in ("nameservers", "brokers", "topics", "consumergroups")]
+CRD_NAMES = [f"{p}.pyrocketmq.io" for p in ("nameservers", "brokers", "topics", "consumergroups", "users")]
 RESYNC = 2.0
 TEST_IMAGE = "registry.invalid/pyrocketmq:test"  # never pulled: there is no kubelet
 

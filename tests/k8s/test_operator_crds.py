@@ -73,6 +73,18 @@ def refused(kube: KubeCluster, namespace: str, doc: dict) -> str:
         ),
         (cr("NameServer", "none", replicas=0), ["spec.replicas"], ["greater than or equal to 1"]),
         (
+            cr("Broker", "acl-and-auth", nameServer={"name": "n"}, acl={"secretName": "a"},
+               auth={"secretName": "b"}),
+            ["spec.auth"],
+            ["choose one"],
+        ),
+        (
+            cr("User", "bad-acl", clusterRef={"name": "b"},
+               acl=[{"resources": ["Topic orders"], "actions": ["Publish"]}]),
+            ["spec.acl[0].resources[0]", "spec.acl[0].actions[0]"],
+            ["should match", "Unsupported value"],
+        ),
+        (
             cr(
                 "ConsumerGroup",
                 "reset-when",

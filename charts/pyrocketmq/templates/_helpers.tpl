@@ -45,14 +45,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "pyrocketmq.rules" -}}
 # Its own resources: watch them, patch kopf's annotations and finalizers, write their status.
 - apiGroups: ["pyrocketmq.io"]
-  resources: ["nameservers", "brokers", "topics", "consumergroups"]
+  resources: ["nameservers", "brokers", "topics", "consumergroups", "users"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["pyrocketmq.io"]
-  resources: ["nameservers/status", "brokers/status", "topics/status", "consumergroups/status"]
+  resources: ["nameservers/status", "brokers/status", "topics/status", "consumergroups/status", "users/status"]
   verbs: ["get", "patch"]
 # Owner references with blockOwnerDeletion (OwnerReferencesPermissionEnforcement).
 - apiGroups: ["pyrocketmq.io"]
-  resources: ["nameservers/finalizers", "brokers/finalizers"]
+  resources: ["nameservers/finalizers", "brokers/finalizers", "users/finalizers"]
   verbs: ["update"]
 # What the renderers produce: server-side apply (create + patch), prune (list + delete); broker
 # StatefulSets are watched too, so the next group rolls as soon as one finishes.
@@ -84,8 +84,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["list", "delete"]
-{{- if .Values.rbac.readSecrets }}
-# spec.tls / spec.acl: the CA and the admin account the operator reaches TLS/ACL brokers with.
+{{- if .Values.rbac.manageSecrets }}
+# User resources: their passwords are generated into Secrets the operator creates (and reads, with
+# the CA and admin accounts of spec.tls / spec.acl / spec.auth).
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "create", "patch"]
+{{- else if .Values.rbac.readSecrets }}
+# spec.tls / spec.acl / spec.auth: the CA and the admin account the operator reaches TLS/ACL brokers with.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get"]

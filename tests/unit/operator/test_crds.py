@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from pyrocketmq.operator.model import BrokerModel, ConsumerGroupModel, NameServerModel, TopicModel
+from pyrocketmq.operator.users import UserModel
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = {p.name: yaml.safe_load(p.read_text()) for p in sorted((ROOT / "crds").glob("*.yaml"))}
@@ -21,6 +22,7 @@ MODELS = {
     "Broker": BrokerModel,
     "Topic": TopicModel,
     "ConsumerGroup": ConsumerGroupModel,
+    "User": UserModel,
 }
 
 
@@ -55,8 +57,8 @@ def validate(doc: dict[str, Any]) -> None:
     jsonschema.validate(apply_defaults(schema_of(doc["kind"]), doc), schema_of(doc["kind"]))
 
 
-def test_four_kinds_in_one_group_and_category():
-    assert set(BY_KIND) == {"NameServer", "Broker", "Topic", "ConsumerGroup"}
+def test_five_kinds_in_one_group_and_category():
+    assert set(BY_KIND) == {"NameServer", "Broker", "Topic", "ConsumerGroup", "User"}
     short = set()
     for crd in CRDS.values():
         spec = crd["spec"]
@@ -119,6 +121,7 @@ def test_model_defaults_agree_with_crd_defaults(kind):
         "Broker": {"nameServer": {"name": "n"}},
         "Topic": {"clusterRef": {"name": "b"}},
         "ConsumerGroup": {"clusterRef": {"name": "b"}},
+        "User": {"clusterRef": {"name": "b"}, "acl": [{"resources": ["Topic:t"], "actions": ["Pub"]}]},
     }[kind]
     raw = {
         "apiVersion": "pyrocketmq.io/v1alpha1",
@@ -147,6 +150,15 @@ def test_model_defaults_agree_with_crd_defaults(kind):
         ("ConsumerGroup", {"clusterRef": {"name": "b"}, "retryMaxTimes": -1}, "retryMaxTimes"),
         ("ConsumerGroup", {"clusterRef": {"name": "b"}, "groupName": "a/b"}, "groupName"),
         ("NameServer", {"replicas": 0}, "replicas"),
+        ("Broker", {"nameServer": {"name": "n"}, "auth": {"secretName": "Bad Name"}}, "secretName"),
+        ("User", {"clusterRef": {"name": "b"}, "userType": "Admin"}, "userType"),
+        ("User", {"clusterRef": {"name": "b"}, "acl": [{"resources": ["Topic:a b"], "actions": ["Pub"]}]},
+         "resources"),
+        ("User", {"clusterRef": {"name": "b"}, "acl": [{"resources": ["*"], "actions": ["Any"]}]}, "actions"),
+        ("User", {"clusterRef": {"name": "b"}, "acl": [{"resources": ["*"], "actions": ["Pub"],
+                                                        "sourceIps": ["somewhere"]}]}, "sourceIps"),
+        ("User", {"clusterRef": {"name": "b"}, "acl": [{"resources": ["*"], "actions": ["Pub"],
+                                                        "decision": "Maybe"}]}, "decision"),
     ],
 )
 def test_invalid_specs_fail_the_openapi_schema(kind, spec, field):
@@ -168,6 +180,8 @@ def test_cel_rules_cover_the_cross_field_cases():
     assert any("has(self.spec.topicName)" in r for r in rules["Topic"])
     assert any("self == oldSelf" in r for r in rules["Topic"])
     assert any("has(self.name) != has(self.addresses)" in r for r in rules["Broker"])
+    assert any("has(self.acl)" in r and "has(self.auth)" in r for r in rules["Broker"])
+    assert any("self == oldSelf" in r for r in rules["User"])
 
 
 def test_the_chart_ships_the_same_crds():

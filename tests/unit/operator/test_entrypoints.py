@@ -66,7 +66,7 @@ def test_handlers_register_every_kind_on_their_own_registry():
     r1, r2 = build_registry(OperatorSettings()), build_registry(OperatorSettings())
     assert r1 is not r2
     resources = {h.selector.any_name for h in r1._changing.get_all_handlers() if h.selector is not None}
-    assert resources == {"nameservers", "brokers", "topics", "consumergroups"}
+    assert resources == {"nameservers", "brokers", "topics", "consumergroups", "users"}
     timers = {h.selector.any_name for h in r1._spawning.get_all_handlers() if h.selector is not None}
     assert timers == resources
 
@@ -80,7 +80,7 @@ def test_only_topics_and_groups_block_their_deletion():
     by_plural = {
         h.selector.any_name: h for h in registry._spawning.get_all_handlers() if h.selector is not None
     }
-    assert {p for p, h in by_plural.items() if h.requires_finalizer} == {"topics", "consumergroups"}
+    assert {p for p, h in by_plural.items() if h.requires_finalizer} == {"topics", "consumergroups", "users"}
     deleters = {h.selector.any_name for h in registry._changing.get_all_handlers()
                 if h.selector is not None and h.reason == causes.Reason.DELETE}
-    assert deleters == {"topics", "consumergroups"}
+    assert deleters == {"topics", "consumergroups", "users"}

@@ -1,0 +1,47 @@
+"""``spec.auth`` of a Broker: ACL 2.0 (Apache RocketMQ 5.3's users and ACLs) on its brokers.
+
+Every request must then be signed by an enabled user and is judged by that user's ACL. The Secret
+``secretName`` holds a super user (``username``, ``password``): each broker creates it at its first
+start (``initAuthenticationUser``), signs its own requests with it (registrations, a slave's copies
+from its master) and the operator signs with it too, to create topics and groups and to manage the
+users and ACLs of ``User`` resources. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+AUTH_CONFIG_KEYS = frozenset({"authenticationEnabled", "authorizationEnabled", "initAuthenticationUser",
+                              "innerClientAuthenticationCredentials"})
+"""broker.conf keys spec.auth sets (so spec.config may not)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Auth:
+    secret_name: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.secret_name)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Auth:
+        """ValueError (naming the field) for a spec that cannot be used."""
+        if not spec or spec.get("enabled") is False:
+            return cls()
+        name = str(spec.get("secretName") or "")
+        if not _DNS_NAME.fullmatch(name):
+            raise ValueError("spec.auth.secretName: name the Secret holding the super user the brokers and "
+                             "the operator sign with (keys username and password; a DNS name)")
+        return cls(secret_name=name)
+
+
+def auth_conf(auth: Auth) -> dict[str, str]:
+    """broker.conf keys turning ACL 2.0 on (the super user's credentials are added in the pod, from
+    the Secret, never in a ConfigMap)."""
+    return {"authenticationEnabled": "true", "authorizationEnabled": "true"} if auth.enabled else {}

@@ -1,0 +1,210 @@
+"""Reconciling a ``User`` (see :mod:`.users`): load → resolve_cluster → credentials → apply_on_brokers
+→ update_status, and removing it from the brokers behind its finalizer.
+
+The password lives in a Secret (``spec.authentication.secretName``, by default the User's name, keys
+``username`` and ``password``): one the user brought is used as it is; otherwise the operator
+creates it with a random password, owned by the User. Every broker of the cluster the name servers
+know (masters and slaves) is brought to the User's spec, and users no User declares are removed.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from pyrocketmq.client import Admin
+
+from .context import Context, ReconcileError, run_steps, write_status
+from .kubeapi import KubeError
+from .model import GROUP_VERSION, BrokerModel, SpecError
+from .reconcile import ClusterTarget, resolve_cluster
+from .render.common import owner_labels, owner_reference
+from .rocketmq import RocketMQRefused, RocketMQUnavailable, admin_session, registered_groups
+from .status import Condition, merge_conditions, now_rfc3339
+from .users import UserModel, broker_changes, undeclared_users
+
+RBAC_HINT = "install the chart with rbac.manageSecrets=true (User resources need it)"
+
+
+class UserReconcile:
+    def __init__(self, body: Mapping[str, Any], ctx: Context) -> None:
+        self.body, self.ctx = body, ctx
+        self.previous: Mapping[str, Any] = body.get("status") or {}
+        self.changed: list[str] = []
+        self.pruned: list[str] = []
+
+    async def run(self) -> None:
+        await run_steps([self.load, self.resolve_cluster, self.credentials, self.apply_on_brokers,
+                         self.update_status])
+
+    async def load(self) -> None:
+        self.model = UserModel.from_body(self.body)
+        if not self.model.cluster_ref:
+            raise SpecError("spec.clusterRef.name: name the Broker whose brokers this user signs in to")
+
+    async def resolve_cluster(self) -> None:
+        ns = self.model.ref.namespace
+        target, self.keep = await auth_cluster(self.ctx, ns, self.model.cluster_ref)
+        assert target is not None  # None only for a deletion
+        self.target = target
+
+    async def credentials(self) -> None:
+        """The Secret's password; a new Secret with a random one when there is none."""
+        ref, name = self.model.ref, self.model.secret_name
+        try:
+            secret = await self.ctx.kube.get("v1", "Secret", ref.namespace, name)
+            if secret is None:
+                secret = await self._new_secret()
+        except KubeError as e:
+            if e.status == 403:
+                raise ReconcileError("SecretForbidden", f"the operator may not read or create Secret "
+                                     f"{name!r} in {ref.namespace}: {RBAC_HINT}") from None
+            raise
+        data = secret.get("data") or {}
+        password = base64.b64decode(data.get("password") or "").decode()
+        if not password:
+            raise ReconcileError("SecretIncomplete", f"Secret {name!r} has no password: give one, or delete "
+                                 "the Secret and the operator creates it with a random password")
+        self.password = password
+
+    async def _new_secret(self) -> dict[str, Any]:
+        ref = self.model.ref
+        b64 = {k: base64.b64encode(v.encode()).decode()
+               for k, v in (("username", self.model.username), ("password", secrets.token_urlsafe(24)))}
+        meta = {"name": self.model.secret_name, "namespace": ref.namespace,
+                "labels": owner_labels(ref, "user"), "ownerReferences": [owner_reference(ref)]}
+        _, stored = await self.ctx.kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
+                                               "type": "Opaque", "data": b64},
+                                              self.ctx.settings.field_manager, force=False)
+        self.ctx.event("Normal", "SecretCreated", f"Secret {self.model.secret_name} holds the password of "
+                       f"user {self.model.username}")
+        return stored
+
+    async def apply_on_brokers(self) -> None:
+        model, target = self.model, self.target
+        declared = await declared_users(self.ctx, model.ref.namespace, model.cluster_ref)
+        async with admin_session(target.admin_addr, self.ctx.settings.reconcile.admin_timeout,
+                                 target.security) as admin:
+            self.addrs = await broker_addrs(admin, target.cluster_name)
+            for addr in self.addrs:
+                if await self._apply_on(admin, addr):
+                    self.changed.append(addr)
+                self.pruned += await prune(admin, addr, declared | {model.username}, self.keep)
+        if self.changed:
+            self.ctx.event("Normal", "UserApplied", f"user {model.username} and its ACL on "
+                           f"{', '.join(self.changed)}")
+        if self.pruned:
+            self.ctx.event("Normal", "UsersRemoved", "users no User declares removed: "
+                           + ", ".join(sorted(set(self.pruned))))
+
+    async def _apply_on(self, admin: Admin, addr: str) -> bool:
+        model = self.model
+        have_user = await admin.get_user(model.username, broker_addr=addr)
+        have_acl = await admin.get_acl(model.subject, broker_addr=addr)
+        change = broker_changes(model, self.password, have_user, have_acl)
+        if change.user == "create":
+            await admin.create_user(model.username, self.password, model.user_type, broker_addr=addr)
+        elif change.user == "update":
+            await admin.update_user(model.username, self.password, model.user_type, "enable",
+                                    broker_addr=addr)
+        if change.put:
+            await admin.put_acl(model.acl_info(change.put), broker_addr=addr, update=not change.new_acl)
+        for resource in change.stale:
+            await admin.delete_acl(model.subject, resource, broker_addr=addr)
+        return not change.empty
+
+    async def update_status(self) -> None:
+        ref, model = self.model.ref, self.model
+        conds = [Condition("Ready", bool(self.addrs), "UserApplied" if self.addrs else "NoBrokers",
+                           f"on {len(self.addrs)} brokers of cluster {self.target.cluster_name}"),
+                 Condition("Reconciling", False, "Reconciled", "")]
+        await write_status(self.ctx, self.body, {
+            "observedGeneration": ref.generation,
+            "username": model.username,
+            "secretName": model.secret_name,
+            "clusterName": self.target.cluster_name,
+            "brokers": self.addrs,
+            "conditions": merge_conditions(self.previous.get("conditions"), conds, ref.generation,
+                                           now_rfc3339()),
+        })
+
+
+async def auth_cluster(ctx: Context, namespace: str, broker: str, *,
+                       for_delete: bool = False) -> tuple[ClusterTarget | None, set[str]]:
+    """The Broker cluster of a User (it must have spec.auth) and the users kept there whatever the
+    User resources say (its super user)."""
+    target = await resolve_cluster(ctx, namespace, broker, for_delete=for_delete)
+    if target is None:
+        return None, set()
+    body = await ctx.kube.get(GROUP_VERSION, "Broker", namespace, broker) or {}
+    model = BrokerModel.from_body(body)
+    if not model.auth.enabled:
+        raise ReconcileError("AuthNotEnabled", f"Broker {broker!r} has no spec.auth: turn ACL 2.0 on there "
+                             "(spec.auth.secretName) for its brokers to know users")
+    return target, {target.security.access_key}
+
+
+async def declared_users(ctx: Context, namespace: str, broker: str) -> set[str]:
+    """The usernames the User resources of ``broker`` declare (those being deleted excepted)."""
+    found = set()
+    for body in await ctx.kube.list(GROUP_VERSION, "User", namespace):
+        if (body.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        try:
+            model = UserModel.from_body(body)
+        except SpecError:
+            continue
+        if model.cluster_ref == broker:
+            found.add(model.username)
+    return found
+
+
+async def broker_addrs(admin: Admin, cluster: str) -> list[str]:
+    """Every broker (master and slave) of ``cluster`` the name servers know."""
+    groups = await registered_groups(admin, cluster)
+    return [addr for _, ids in sorted(groups.items()) for _, addr in sorted(ids.items())]
+
+
+async def prune(admin: Admin, addr: str, declared: set[str], keep: set[str]) -> list[str]:
+    """Remove from the broker at ``addr`` the users (and ACLs) not declared; returns their names."""
+    listed = await admin.list_users(broker_addr=addr)
+    # ACLs of users no longer there too (a broker drops a user's ACL with the user)
+    listed += [{"username": s.partition(":")[2]} for a in await admin.list_acls(broker_addr=addr)
+               if (s := str(a.get("subject") or "")).startswith("User:")]
+    gone = undeclared_users(listed, declared, keep)
+    for name in gone:
+        await admin.delete_user(name, broker_addr=addr)
+    return gone
+
+
+async def delete_user_from_brokers(body: Mapping[str, Any], ctx: Context) -> None:
+    """Behind the finalizer: the user and its ACL leave every broker of the cluster."""
+    try:
+        model = UserModel.from_body(body)
+    except SpecError:
+        return
+    try:
+        target, keep = await auth_cluster(ctx, model.ref.namespace, model.cluster_ref, for_delete=True)
+    except ReconcileError:
+        return  # the Broker has no ACL 2.0 (any more): no broker holds the user
+    if target is None or model.username in keep:
+        return
+    try:
+        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout,
+                                 target.security) as admin:
+            addrs = await broker_addrs(admin, target.cluster_name)
+            for addr in addrs:  # the user and its ACL (nothing where there is none)
+                await admin.delete_user(model.username, broker_addr=addr)
+    except RocketMQUnavailable as e:
+        if e.reason == "ClusterNotReady":
+            return
+        raise ReconcileError(e.reason, f"cannot delete user {model.username}: {e}") from None
+    except RocketMQRefused as e:
+        raise ReconcileError("BrokerRefused", f"cannot delete user {model.username}: {e}") from None
+    ctx.event("Normal", "UserDeleted", f"user {model.username} deleted from cluster {target.cluster_name}")
+
+
+async def reconcile_user(body: Mapping[str, Any], ctx: Context) -> None:
+    await UserReconcile(body, ctx).run()
