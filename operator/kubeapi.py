@@ -219,6 +219,31 @@ class KubeClient:
         )  # fmt: skip
         return status == 201, doc
 
+    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Create ``obj``; ``None`` when one of that name exists already (the caller reads it)."""
+        meta = obj["metadata"]
+        try:
+            return (await self._call(f"create {obj['kind']} {meta.get('namespace')}/{meta['name']}", "create",
+                                     obj["apiVersion"], obj["kind"], body=dict(obj),
+                                     namespace=meta.get("namespace")))[1]  # fmt: skip
+        except KubeError as e:
+            if e.status == 409:
+                return None
+            raise
+
+    async def replace(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Replace ``obj`` as read (its ``metadata.resourceVersion``): ``None`` when it changed since
+        (another writer came first: read it again)."""
+        meta = obj["metadata"]
+        try:
+            return (await self._call(f"replace {obj['kind']} {meta.get('namespace')}/{meta['name']}",
+                                     "replace", obj["apiVersion"], obj["kind"], body=dict(obj),
+                                     name=meta["name"], namespace=meta.get("namespace")))[1]  # fmt: skip
+        except KubeError as e:
+            if e.status == 409:
+                return None
+            raise
+
     async def delete(self, api_version: str, kind: str, namespace: str, name: str,
                      propagation: str = "Background", grace_period: int | None = None) -> bool:
         """Delete; ``False`` when it was already gone. ``grace_period=0`` removes a pod at once, as

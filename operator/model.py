@@ -10,6 +10,7 @@ Names and ports derived from a resource are in :mod:`.names`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from .auth_spec import AUTH_CONFIG_KEYS, Auth
 from .autoscale import Autoscale
 from .names import broker_group_name
 from .nodeloss import parse_duration
+from .tls_spec import Tls
 
 API_GROUP = "pyrocketmq.io"
 API_VERSION = "v1alpha1"
@@ -117,36 +119,6 @@ class Grpc:
     def from_spec(cls, spec: Mapping[str, Any] | None) -> Grpc:
         spec = spec or {}
         return cls(enabled=bool(spec.get("enabled", True)), port=int(spec.get("port", 8081)))
-
-
-@dataclass(frozen=True, slots=True)
-class Tls:
-    """``spec.tls``: serve TLS with the certificate in a Secret (``tls.crt``, ``tls.key``; ``ca.crt``
-    to check client certificates and, on brokers, the name servers' certificates)."""
-
-    secret_name: str = ""
-    mode: str = "enforcing"
-    """``enforcing`` (TLS only) or ``permissive`` (TLS and plain clients)."""
-    client_auth: str = "none"
-    """``none``, ``optional`` or ``require`` a client certificate signed by ``ca.crt``."""
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.secret_name)
-
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any] | None) -> Tls:
-        if not spec:
-            return cls()
-        name = str(spec.get("secretName") or "")
-        if not _DNS_NAME.fullmatch(name):
-            raise SpecError("spec.tls.secretName: name the Secret holding tls.crt and tls.key (a DNS name)")
-        mode, auth = str(spec.get("mode", "enforcing")), str(spec.get("clientAuth", "none"))
-        if mode not in ("enforcing", "permissive"):
-            raise SpecError(f"spec.tls.mode {mode!r}: use enforcing or permissive")
-        if auth not in ("none", "optional", "require"):
-            raise SpecError(f"spec.tls.clientAuth {auth!r}: use none, optional or require")
-        return cls(secret_name=name, mode=mode, client_auth=auth)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +236,7 @@ class NameServerModel:
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> NameServerModel:
-        spec = body.get("spec") or {}
+        spec, ref = body.get("spec") or {}, ObjectRef.from_body(body)
         replicas = int(spec.get("replicas", 2))
         if replicas < 1:
             raise SpecError(f"spec.replicas {replicas}: at least one name server is needed")
@@ -279,14 +251,14 @@ class NameServerModel:
             controller=controller,
             controller_storage=storage,
             replace_after=_replace_after(spec.get("nodeLoss")),
-            ref=ObjectRef.from_body(body),
+            ref=ref,
             replicas=replicas,
             image=spec.get("image") or None,
             image_pull_policy=spec.get("imagePullPolicy") or None,
             resources=_resources(spec.get("resources")),
             scheduling=Scheduling.from_spec(spec.get("scheduling")),
             metrics=Metrics.from_spec(spec.get("metrics")),
-            tls=Tls.from_spec(spec.get("tls")),
+            tls=_parsed(functools.partial(Tls.from_spec, resource=ref.name), spec.get("tls")),
             acl=Acl.from_spec(spec.get("acl")),
         )
 
@@ -428,7 +400,7 @@ class BrokerModel:
             metrics=metrics,
             grpc=grpc,
             force_scale_down=str(annotations.get(ANNOTATION_FORCE_SCALE_DOWN, "")).lower() == "true",
-            tls=Tls.from_spec(spec.get("tls")),
+            tls=_parsed(functools.partial(Tls.from_spec, resource=ref.name), spec.get("tls")),
             acl=Acl.from_spec(spec.get("acl")),
             auth=auth,
             namesrv_tls=bool(ns.get("tls", False)),

@@ -37,6 +37,7 @@ from .context import (
     write_status,
 )
 from .drain import ROLE_LABEL, drain_moves, handovers, role_labels, routed
+from .managed_tls import ensure_managed
 from .model import GROUP_VERSION, BrokerModel, ConsumerGroupModel, NameServerModel, TopicModel
 from .names import BROKER_PORT, group_index, namesrv_addresses
 from .nodeloss import master_pods
@@ -107,6 +108,7 @@ class NameServerReconcile:
 
     async def load(self) -> None:
         model = NameServerModel.from_body(self.body)
+        await ensure_managed(self.ctx, model)
         try:
             model = await read_nameserver_secrets(self.ctx.kube.get, model)
         except SecretError as e:
@@ -200,6 +202,7 @@ class BrokerReconcile:
         self.model = self.model.with_controller(controller)
         self.controller = controller
         self.admin_addr = ";".join(self.namesrv_addrs)
+        await ensure_managed(self.ctx, self.model)
         self.model, self.security = await broker_secrets(self.ctx, self.model)
 
     async def observe(self) -> None:

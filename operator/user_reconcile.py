@@ -75,9 +75,10 @@ class UserReconcile:
                for k, v in (("username", self.model.username), ("password", secrets.token_urlsafe(24)))}
         meta = {"name": self.model.secret_name, "namespace": ref.namespace,
                 "labels": owner_labels(ref, "user"), "ownerReferences": [owner_reference(ref)]}
-        _, stored = await self.ctx.kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
-                                               "type": "Opaque", "data": b64},
-                                              self.ctx.settings.field_manager, force=False)
+        stored = await self.ctx.kube.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
+                                             "type": "Opaque", "data": b64})
+        if stored is None:  # created meanwhile by someone else: theirs
+            raise ReconcileError("SecretConflict", f"Secret {self.model.secret_name} appeared meanwhile")
         self.ctx.event("Normal", "SecretCreated", f"Secret {self.model.secret_name} holds the password of "
                        f"user {self.model.username}")
         return stored

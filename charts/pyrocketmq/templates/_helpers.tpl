@@ -85,11 +85,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
   resources: ["persistentvolumeclaims"]
   verbs: ["list", "delete"]
 {{- if .Values.rbac.manageSecrets }}
-# User resources: their passwords are generated into Secrets the operator creates (and reads, with
-# the CA and admin accounts of spec.tls / spec.acl / spec.auth).
+# User resources and spec.tls.managed: passwords, CAs and certificates generated into Secrets the
+# operator creates and renews (and reads, with the CA and admin accounts of spec.tls / spec.acl / spec.auth).
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "create", "patch"]
+  verbs: ["get", "create", "update", "patch"]
 {{- else if .Values.rbac.readSecrets }}
 # spec.tls / spec.acl / spec.auth: the CA and the admin account the operator reaches TLS/ACL brokers with.
 - apiGroups: [""]

@@ -52,6 +52,23 @@ class FakeKube:
         self.objects[key] = stored
         return created, copy.deepcopy(stored)
 
+    async def create(self, obj):
+        key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if key in self.objects:
+            return None
+        self.objects[key] = stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = "1"
+        return copy.deepcopy(stored)
+
+    async def replace(self, obj):
+        key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+        version = (self.objects.get(key) or {}).get("metadata", {}).get("resourceVersion")
+        if version is None or version != obj["metadata"].get("resourceVersion"):
+            return None
+        self.objects[key] = stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = str(int(version) + 1)
+        return copy.deepcopy(stored)
+
     async def delete(self, api_version, kind, namespace, name, propagation="Background"):
         return self.objects.pop((kind, namespace, name), None) is not None
 
