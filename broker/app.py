@@ -175,6 +175,7 @@ class Broker:
                                      groups=self.groups, offsets=self.offsets, producers=self.producers,
                                      client=self.registrar.client,
                                      acl=self.acl.validator if self.acl is not None else None,
+                                     users=self.user_access,
                                      observers=EndpointObservers(self.metrics.grpc_call,
                                                                  self.metrics.grpc_receive_latency.observe)
                                      if self.metrics is not None else None)

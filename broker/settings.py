@@ -265,7 +265,7 @@ class BrokerSettings:
             slave_read_enable=get_bool("slaveReadEnable", False),
             property_filter=get_bool("enablePropertyFilter", False),
         )
-        auth = _auth(get, get_bool, network.grpc_port)
+        auth = _auth(get, get_bool)
         try:
             store = StoreSettings.from_conf(conf)
             if not store.delay_levels_ms:
@@ -352,8 +352,7 @@ def _acl_file(enabled: bool, path: str) -> str:
     return path
 
 
-def _auth(get: Callable[[str, str], str], get_bool: Callable[[str, bool], bool],
-          grpc_port: int | None) -> AuthSettings:
+def _auth(get: Callable[[str, str], str], get_bool: Callable[[str, bool], bool]) -> AuthSettings:
     def codes(key: str) -> frozenset[int]:
         raw = [c.strip() for c in get(key, "").split(",") if c.strip()]
         if not all(c.isdigit() for c in raw):
@@ -366,9 +365,6 @@ def _auth(get: Callable[[str, str], str], get_bool: Callable[[str, bool], bool],
                         inner_credentials=get("innerClientAuthenticationCredentials", ""),
                         authentication_whitelist=codes("authenticationWhitelist"),
                         authorization_whitelist=codes("authorizationWhitelist"))
-    if auth.enabled and grpc_port is not None:
-        raise ConfigError("authenticationEnabled/authorizationEnabled: ACL 2.0 covers the 4.x remoting "
-                          "port only; leave grpcListenPort out (or use aclEnable for the gRPC endpoint)")
     return auth
 
 

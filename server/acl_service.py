@@ -187,7 +187,8 @@ class UserAccess:
     def check(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
         ip = remote_ip(conn)
         username = cmd.ext_fields.get(ACCESS_KEY) or None
-        why = self.authenticate(cmd, username)
+        why = None if cmd.code in self.authentication_whitelist else self.authenticate(
+            username, lambda user: signed_by(cmd, user.password))
         if why is None and self.authorization and cmd.code not in self.authorization_whitelist:
             try:
                 asks = acl2_asks(self.rules, cmd, self.cluster)
@@ -200,10 +201,12 @@ class UserAccess:
         self.refused += 1
         return refuse(conn, cmd, ResponseCode.NO_PERMISSION, why, why)
 
-    def authenticate(self, cmd: RemotingCommand, username: str | None) -> str | None:
-        """Why ``cmd`` is not signed by an enabled user with its password, or None (also when
-        authentication is off or its code is white-listed)."""
-        if not self.authentication or cmd.code in self.authentication_whitelist:
+    def authenticate(self, username: str | None, signed: Callable[[User], bool]) -> str | None:
+        """Why a request naming ``username`` is not signed by an enabled user with its password
+        (Apache 5.3's words), or None (also when authentication is off). ``signed(user)`` checks the
+        transport's own signature: the 4.x fields' (:func:`~.acl.signed_by`) or the 5.x
+        ``authorization`` header's. White-listed codes are the caller's to skip."""
+        if not self.authentication:
             return None
         if not username:
             return "username cannot be null."
@@ -212,7 +215,7 @@ class UserAccess:
             return f"User:{username[:64]} is not found."
         if not user.enabled:
             return f"User:{username} is disabled."
-        if not signed_by(cmd, user.password):
+        if not signed(user):
             return "check signature failed."
         return None
 

@@ -13,6 +13,7 @@ from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.transport import Handler, call_handler
 from pyrocketmq.server.acl import AclValidator
+from pyrocketmq.server.acl_service import UserAccess
 
 from .auth import GrpcAccess
 from .clients import ClientRegistry, ClientSession
@@ -48,7 +49,7 @@ class GrpcEndpoint:
     def __init__(self, settings: BrokerSettings, *, handlers: Mapping[int, Handler], store: MessageStore,
                  topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
                  producers: ProducerManager, client: RemotingClient, acl: AclValidator | None = None,
-                 observers: EndpointObservers | None = None) -> None:
+                 users: UserAccess | None = None, observers: EndpointObservers | None = None) -> None:
         self.settings = settings
         self.handlers = handlers
         self.routes = RouteLookup(client, settings.network.namesrv_addrs, settings.network.grpc_port or 0)
@@ -56,7 +57,8 @@ class GrpcEndpoint:
         self._internal = ClientSession("%broker%", "127.0.0.1:0")
         self.pop = PopService(store, offsets, os.path.join(settings.store.config_dir, "popState.json"),
                               settings.identity.broker_name, self._send_back)
-        self.access = GrpcAccess(acl) if acl is not None else None
+        self.access = GrpcAccess(acl, users) if acl is not None or users is not None else None
+        """ACL 1.0 (``acl``, the plain_acl.yml accounts) and ACL 2.0 (``users``) on every call."""
         refusal = self._refusal if self.access is not None else None
         self.service = MessagingService(
             handlers=handlers, store=store, topics=topics, producers=producers, routes=self.routes,

@@ -113,8 +113,13 @@ def test_acl2_keys_are_apaches_and_kept_out_of_the_shown_config():
     assert not BrokerSettings.from_conf({}).auth.enabled
 
 
+def test_acl2_covers_the_grpc_endpoint_too():
+    s = BrokerSettings.from_conf({"authenticationEnabled": "true", "authorizationEnabled": "true",
+                                  "grpcListenPort": "0"})
+    assert s.auth.authentication_enabled and s.auth.authorization_enabled and s.network.grpc_port == 0
+
+
 @pytest.mark.parametrize(("conf", "message"), [
-    ({"authorizationEnabled": "true", "grpcListenPort": "0"}, "leave grpcListenPort out"),
     ({"authorizationWhitelist": "SEND"}, "authorizationWhitelist: expected request codes"),
     ({"authenticationEnabled": "yes"}, "authenticationEnabled='yes'"),
 ])
