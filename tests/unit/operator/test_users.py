@@ -100,7 +100,7 @@ def _secret(**data: str) -> dict:
 
 
 def test_spec_auth_turns_acl2_on_and_creates_the_super_user_at_the_first_start(tmp_path):
-    model = broker(auth={"secretName": "mq-root"}, grpc={"enabled": False})
+    model = broker(auth={"secretName": "mq-root"})
     conf = conf_dict(broker_conf(model, 0, NS))
     assert conf["authenticationEnabled"] == conf["authorizationEnabled"] == "true"
     assert "initAuthenticationUser" not in conf  # never in a ConfigMap
