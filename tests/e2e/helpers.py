@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from pyrocketmq.client import Message, ProducerSettings, SyncAdmin, SyncProducer, SyncPullConsumer
+from pyrocketmq.client import (
+    ClientSettings,
+    Message,
+    ProducerSettings,
+    SyncAdmin,
+    SyncProducer,
+    SyncPullConsumer,
+)
 from pyrocketmq.client.controller import controller_groups
 from pyrocketmq.client.errors import MQError
 from pyrocketmq.operator.drain import ROLE_LABEL
@@ -342,9 +349,12 @@ class Sender:
     """Sends from the node in a thread until stopped, keeping what was acknowledged and what failed."""
 
     def __init__(
-        self, namesrv: str, topic: str, pause: float = 0.02, send_timeout: float = 3.0, keys: int = 0
+        self, namesrv: str, topic: str, pause: float = 0.02, send_timeout: float = 3.0, keys: int = 0,
+        client: ClientSettings | None = None,
     ) -> None:
         self.namesrv, self.topic, self.pause, self.send_timeout = namesrv, topic, pause, send_timeout
+        self.client = client
+        """TLS or an account, when the cluster asks for them."""
         self.keys = keys
         """With keys: sends round-robin over that many sharding keys (an orderly topic), each body
         ``<topic>|<key>|<per-key sequence>``."""
@@ -369,7 +379,7 @@ class Sender:
 
     def _run(self) -> None:
         settings = ProducerSettings(send_timeout=self.send_timeout)
-        with SyncProducer(f"P_{secrets.token_hex(3)}", self.namesrv, settings) as producer:
+        with SyncProducer(f"P_{secrets.token_hex(3)}", self.namesrv, settings, self.client) as producer:
             i, seqs = 0, [0] * self.keys
             while not self._stop.is_set():
                 extra: dict[str, Any] = {}

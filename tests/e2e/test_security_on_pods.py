@@ -18,14 +18,18 @@ import yaml
 
 from pyrocketmq.client import ClientSettings, ClientTls, Message, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.client.errors import MQError
+from pyrocketmq.operator import certs
+from pyrocketmq.operator.managed_tls import CA_SECRET, CA_SERIAL, FORCE_RENEW
 from tests.e2e.conftest import E2EImages, upgrade_release
 from tests.e2e.helpers import (
+    Sender,
     broker_cr,
     condition,
     delete_namespace,
     get,
     nameserver_cr,
     pod_ip,
+    pod_ready,
     pods,
     topic_cr,
     topics_on,
@@ -253,3 +257,61 @@ def test_users_and_their_acls_from_user_resources_on_pods(secure):
     with SyncAdmin(namesrv, client=root) as admin:
         assert all("alice" not in users and "bob" in users for users in _users_on(admin, addrs))
     assert _try_send(namesrv, orders, _acl2_client(alice_pw, "alice")) != "sent"
+
+
+def _secret_text(kube: KubeCluster, ns: str, name: str, key: str) -> str:
+    return base64.b64decode(get(kube, "secret", name, ns)["data"][key]).decode()
+
+
+def _uids(kube: KubeCluster, ns: str, names: list[str]) -> dict[str, str]:
+    found = {p["metadata"]["name"]: p for p in pods(kube, ns)}
+    return {n: found[n]["metadata"]["uid"] if n in found and pod_ready(found[n]) else "" for n in names}
+
+
+@pytest.mark.timeout(900)
+def test_managed_certificates_renewed_and_rotated_while_a_client_sends(secure, tmp_path):
+    """spec.tls.managed: the operator's CA and server certificates; a forced CA renewal re-issues
+    every server certificate and rolls the pods while a client that trusts only the first CA
+    certificate sends throughout: no send fails."""
+    kube, ns, _certs, _images = secure
+    upgrade_release(kube, "rbac.manageSecrets=true")
+    for kind, name in (("broker", "users"), ("nameserver", "plain")):  # the previous test's: make room
+        kube.kubectl("delete", kind, name, "-n", ns, "--wait=false", "--ignore-not-found")
+    names = nameserver_cr("tlsns", replicas=1)
+    names["spec"]["tls"] = {"managed": True}
+    brokers = broker_cr("tlsbr", "tlsns", groups=2, replicas=1, tls={"managed": True})
+    brokers["spec"]["nameServer"]["tls"] = True
+    kube.apply(names, "-n", ns)
+    kube.apply(brokers, "-n", ns)
+    wait_ready(kube, "nameserver", "tlsns", ns, timeout=240)
+    wait_ready(kube, "broker", "tlsbr", ns, timeout=300)
+    old_ca = _secret_text(kube, ns, CA_SECRET, "ca.crt")
+    trust = tmp_path / "first-ca.crt"
+    trust.write_text(old_ca)
+    assert certs.signed_by(_secret_text(kube, ns, "tlsbr-tls", "tls.crt"), old_ca)
+    topic = f"Mtls_{secrets.token_hex(3)}"
+    kube.apply(topic_cr("mtls-topic", topic, "tlsbr", queues=2), "-n", ns)
+    wait_ready(kube, "topic", "mtls-topic", ns, timeout=90)
+    # From the node through the name servers' Service (its address outlives their pods).
+    namesrv = f"{kube.get('service', 'tlsns', '-n', ns)['spec']['clusterIP']}:9876"
+    client = ClientSettings(tls=ClientTls(enabled=True, trust_cert_path=str(trust), check_hostname=False),
+                            request_timeout=5, connect_timeout=3)  # fmt: skip
+    assert _try_send(namesrv, topic, ClientSettings(request_timeout=5, connect_timeout=3)) != "sent"
+    server_pods = ["tlsns-0", "tlsbr-0-0", "tlsbr-1-0"]
+    before = _uids(kube, ns, server_pods)
+    with Sender(namesrv, topic, pause=0.05, client=client) as sender:
+        sender.wait_for(20)
+        kube.kubectl("annotate", "secret", CA_SECRET, "-n", ns, f"{FORCE_RENEW}=true")
+        kube.wait_until(lambda: all(u and u != before[n] for n, u in _uids(kube, ns, server_pods).items()),
+                        600, "every server pod replaced and Ready", interval=2)  # fmt: skip
+        wait_ready(kube, "broker", "tlsbr", ns, timeout=180)
+        n = len(sender.acked)
+        sender.wait_for(n + 20)
+    new_ca = _secret_text(kube, ns, CA_SECRET, "ca.crt")
+    assert certs.info(new_ca).serial != certs.info(old_ca).serial
+    for leaf in ("tlsns-tls", "tlsbr-tls"):
+        cert = _secret_text(kube, ns, leaf, "tls.crt")
+        assert certs.signed_by(cert, old_ca) and get(kube, "secret", leaf, ns)["metadata"]["annotations"][
+            CA_SERIAL] == str(certs.info(new_ca).serial)
+    assert sender.failures == [], sender.failures[:5]
+    print(f"CA renewed and 3 server pods rolled: {len(sender.acked)} sends acknowledged, none failed")
