@@ -22,16 +22,16 @@ from pyrocketmq.remoting.message import pack_host
 from pyrocketmq.remoting.properties import ConfigError, read_properties
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.server.acl import AclConfigError
-from pyrocketmq.server.acl2 import AuthError
 from pyrocketmq.server.acl_service import (
     RELOAD_INTERVAL as ACL_RELOAD_INTERVAL,
     AccessControl,
     UserAccess,
     chained,
 )
+from pyrocketmq.server.auth_metadata import AuthMetadata
+from pyrocketmq.server.auth_processor import AuthProcessor
 from pyrocketmq.service import Service, Services
 
-from .auth_metadata import AuthMetadata
 from .client_manager import ConsumerManager, ProducerManager
 from .consumer_offset import ConsumerOffsetManager
 from .delay_service import ScheduleService
@@ -43,7 +43,6 @@ from .long_poll import PullHoldService
 from .metric_rows import readiness
 from .metrics import BrokerMetrics
 from .processors.admin import AdminProcessor
-from .processors.auth import AuthProcessor
 from .processors.client import ClientProcessor
 from .processors.consumer import ConsumerProcessor
 from .processors.offset import OffsetProcessor
@@ -100,13 +99,8 @@ class Broker:
                 self.acl = AccessControl(settings.network.acl_file)
             except AclConfigError as e:
                 raise ConfigError(str(e)) from None
-        self.auth_meta = AuthMetadata(config_dir)
+        self.auth_meta = AuthMetadata.open(config_dir, settings.auth)
         """ACL 2.0's users and ACLs (served by the AUTH_* requests whether or not they are enforced)."""
-        try:
-            self.auth_meta.load()
-            self.auth_meta.init_users(settings.auth.init_user, settings.auth.inner_credentials)
-        except AuthError as e:
-            raise ConfigError(str(e)) from None
         self.user_access: UserAccess | None = None
         """ACL 2.0 enforcement (``authenticationEnabled``/``authorizationEnabled``)."""
         if settings.auth.enabled:
@@ -283,7 +277,7 @@ class Broker:
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
             AuthProcessor(meta=self.auth_meta, super_caller=self.user_access.is_super_caller
-                          if self.user_access is not None else _anyone),
+                          if self.user_access is not None else None),
         )
         for processor in processors:
             processor.register(self.server)
@@ -428,10 +422,6 @@ class Broker:
 
 def _nothing() -> None:
     return None
-
-
-def _anyone(conn: object) -> bool:
-    return True
 
 
 def _parser() -> argparse.ArgumentParser:

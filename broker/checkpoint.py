@@ -15,9 +15,8 @@ import abc
 import logging
 from collections.abc import Iterable
 
+from pyrocketmq.server.config_file import write_json_file
 from pyrocketmq.service import Service, Services
-
-from .store.config_file import write_json_file
 
 log = logging.getLogger("pyrocketmq.broker")
 

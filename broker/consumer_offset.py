@@ -7,7 +7,7 @@ clients; the broker never invents one.
 
 from __future__ import annotations
 
-from .store.config_file import load_json_file, write_json_file
+from pyrocketmq.server.config_file import load_json_file, write_json_file
 
 
 class ConsumerOffsetManager:

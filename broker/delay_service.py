@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable, Iterator
 
 from pyrocketmq.remoting.names import SCHEDULE_TOPIC
+from pyrocketmq.server.config_file import load_json_file
 from pyrocketmq.service import Service
 
 from .checkpoint import CheckpointedService
 from .delay import correct_deliver_timestamp, delivered_inner, level_to_queue_id
-from .store.config_file import load_json_file
 from .store.consume_queue import FILLER_SIZE
 from .store.message_store import MessageStore
 from .store.values import PutMessageStatus

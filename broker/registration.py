@@ -20,6 +20,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.transport import RemotingError
+from pyrocketmq.server.auth_settings import outgoing_account
 
 if TYPE_CHECKING:
     from .settings import BrokerSettings
@@ -29,13 +30,12 @@ log = logging.getLogger("pyrocketmq.broker")
 
 
 def outgoing_client(settings: BrokerSettings) -> RemotingClient:
-    """A client for this broker's own requests: TLS and ACL signatures as configured."""
+    """A client for this broker's own requests: TLS as configured, signed with ACL 2.0's
+    ``innerClientAuthenticationCredentials`` when set, else ACL 1.0's ``accessKey``/``secretKey``."""
     n = settings.network
-    sign = (
-        functools.partial(acl_sign, access_key=n.access_key, secret_key=n.secret_key)
-        if n.access_key
-        else None
-    )
+    account = outgoing_account(settings.auth, n.access_key, n.secret_key)
+    sign = None if account is None else functools.partial(acl_sign, access_key=account[0],
+                                                          secret_key=account[1])
     return RemotingClient(ssl=n.client_tls.context(), sign=sign)
 
 

@@ -19,6 +19,7 @@ from pyrocketmq.remoting.limits import ConnectionLimits
 from pyrocketmq.remoting.names import DEFAULT_BROKER_PORT, check_broker_name
 from pyrocketmq.remoting.properties import ConfigError
 from pyrocketmq.remoting.tls import ClientTls, ServerTls, TlsConfigError
+from pyrocketmq.server.auth_settings import SECRET_AUTH_KEYS, AuthSettings, read_auth_settings
 
 from .store.settings import StoreSettings
 
@@ -150,33 +151,7 @@ class PullSettings:
     default, such consumers are told the broker does not support them."""
 
 
-@dataclass(frozen=True, slots=True)
-class AuthSettings:
-    """ACL 2.0 (users and ACLs, :mod:`pyrocketmq.server.acl2`), Apache 5.3's keys."""
-
-    authentication_enabled: bool = False
-    """``authenticationEnabled``: every request must be signed by an enabled user with its password."""
-    authorization_enabled: bool = False
-    """``authorizationEnabled``: what a request does must be allowed by its user's ACL (super users
-    may do anything)."""
-    init_user: str = field(default="", repr=False)
-    """``initAuthenticationUser``: ``{"username": ..., "password": ...}``, a super user created at
-    start when it does not exist."""
-    inner_credentials: str = field(default="", repr=False)
-    """``innerClientAuthenticationCredentials``: ``{"accessKey": ..., "secretKey": ...}``, the super
-    user the broker's own clients sign with, created likewise."""
-    authentication_whitelist: frozenset[int] = frozenset()
-    """``authenticationWhitelist``: request codes (comma-separated) nobody needs to sign."""
-    authorization_whitelist: frozenset[int] = frozenset()
-    """``authorizationWhitelist``: request codes no ACL is asked about."""
-
-    @property
-    def enabled(self) -> bool:
-        return self.authentication_enabled or self.authorization_enabled
-
-
-SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword",
-                         "initAuthenticationUser", "innerClientAuthenticationCredentials"})
+SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword"}) | SECRET_AUTH_KEYS
 """Settings never shown (GET_BROKER_CONFIG)."""
 
 
@@ -353,18 +328,7 @@ def _acl_file(enabled: bool, path: str) -> str:
 
 
 def _auth(get: Callable[[str, str], str], get_bool: Callable[[str, bool], bool]) -> AuthSettings:
-    def codes(key: str) -> frozenset[int]:
-        raw = [c.strip() for c in get(key, "").split(",") if c.strip()]
-        if not all(c.isdigit() for c in raw):
-            raise ConfigError(f"{key}: expected request codes separated by commas")
-        return frozenset(int(c) for c in raw)
-
-    auth = AuthSettings(authentication_enabled=get_bool("authenticationEnabled", False),
-                        authorization_enabled=get_bool("authorizationEnabled", False),
-                        init_user=get("initAuthenticationUser", ""),
-                        inner_credentials=get("innerClientAuthenticationCredentials", ""),
-                        authentication_whitelist=codes("authenticationWhitelist"),
-                        authorization_whitelist=codes("authorizationWhitelist"))
+    auth = read_auth_settings(get, get_bool)
     return auth
 
 

@@ -10,8 +10,7 @@ import orjson
 from pyrocketmq.remoting.body import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 from pyrocketmq.remoting.names import SYSTEM_GROUPS, check_group_name
 from pyrocketmq.server.config_checks import ConfigRefused, group_config_problem
-
-from .store.config_file import load_json_file, write_json_file
+from pyrocketmq.server.config_file import load_json_file, write_json_file
 
 log = logging.getLogger("pyrocketmq.broker")
 

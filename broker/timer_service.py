@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 from pyrocketmq.remoting.message import MessageExt, Prop
 from pyrocketmq.remoting.names import TIMER_TOPIC
+from pyrocketmq.server.config_file import load_json_file
 from pyrocketmq.service import Service
 
 from .checkpoint import CheckpointedService
 from .restore import restored, restored_in_real_topic
-from .store.config_file import load_json_file
 from .store.consume_queue import FILLER_SIZE
 from .store.message_store import MessageStore
 from .store.timer import REQUEST_KEYS

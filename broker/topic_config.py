@@ -28,8 +28,7 @@ from pyrocketmq.remoting.names import (
     is_system_topic,
 )
 from pyrocketmq.server.config_checks import ConfigRefused, topic_config_problem
-
-from .store.config_file import load_json_file, write_json_file
+from pyrocketmq.server.config_file import load_json_file, write_json_file
 
 log = logging.getLogger("pyrocketmq.broker")
 

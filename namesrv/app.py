@@ -19,14 +19,25 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from pyrocketmq.metrics_server import MetricsServer
 from pyrocketmq.remoting.acl_sign import sign as acl_sign
+from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.properties import ConfigError
 from pyrocketmq.remoting.server import RemotingServer
 from pyrocketmq.remoting.transport import Connection
 from pyrocketmq.server.acl import NAMESRV_ADMIN_CODES, AclConfigError, namesrv_needs
-from pyrocketmq.server.acl_service import RELOAD_INTERVAL as ACL_RELOAD_INTERVAL, AccessControl
+from pyrocketmq.server.acl_namesrv_table import NAMESRV_RULES
+from pyrocketmq.server.acl_service import (
+    RELOAD_INTERVAL as ACL_RELOAD_INTERVAL,
+    AccessControl,
+    UserAccess,
+    chained,
+)
+from pyrocketmq.server.auth_metadata import AuthMetadata
+from pyrocketmq.server.auth_processor import AuthProcessor
+from pyrocketmq.server.auth_settings import outgoing_account
 from pyrocketmq.service import Service
 
 from .controller.service import Controller
@@ -72,9 +83,7 @@ class NameServer:
                                          timeout_ms=self.settings.controller_broker_timeout_ms,
                                          self_id=self.settings.controller_self_id,
                                          peers=dict(self.settings.controller_peers) or None,
-                                         sign=functools.partial(acl_sign, access_key=self.settings.access_key,
-                                                                secret_key=self.settings.secret_key)
-                                         if self.settings.access_key else None)
+                                         sign=_signer(self.settings))
             for code, handler in self.controller.handlers().items():
                 self.server.register(code, handler)
             self.server.on_connection_closed(self.controller.connection_closed)
@@ -93,10 +102,32 @@ class NameServer:
                 self.acl = AccessControl(self.settings.acl_file, NAMESRV_ADMIN_CODES, namesrv_needs)
             except AclConfigError as e:
                 raise ConfigError(str(e)) from None
-            self.server.before = self.acl.check
             self._acl_reload = Service(
                 "ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL, logger=log
             )
+        self.auth_meta: AuthMetadata | None = None
+        """ACL 2.0's users and ACLs, kept beside the KV config (none without one); the AUTH_* requests
+        serve them whether or not they are enforced, as at the broker."""
+        self.user_access: UserAccess | None = None
+        """ACL 2.0 enforcement (``authenticationEnabled``/``authorizationEnabled``)."""
+        self._open_auth()
+        checks = [c.check for c in (self.acl, self.user_access) if c is not None]
+        if checks:
+            self.server.before = chained(*checks)  # with both on, a request passes both
+
+    def _open_auth(self) -> None:
+        auth, auth_dir = self.settings.auth, self.settings.auth_dir
+        if auth_dir is None:
+            return
+        self.auth_meta = AuthMetadata.open(auth_dir, auth)
+        if auth.enabled:
+            self.user_access = UserAccess(
+                self.auth_meta.user, self.auth_meta.acl, cluster="", rules=NAMESRV_RULES,
+                authentication=auth.authentication_enabled, authorization=auth.authorization_enabled,
+                authentication_whitelist=auth.authentication_whitelist,
+                authorization_whitelist=auth.authorization_whitelist)
+        AuthProcessor(meta=self.auth_meta, super_caller=self.user_access.is_super_caller
+                      if self.user_access is not None else None).register(self.server)
 
     @property
     def addr(self) -> str:
@@ -149,6 +180,13 @@ class NameServer:
         if removed:
             self.routes.events.info("connection %s closed (%s): brokers removed: %s", conn.remote_addr,
                                     conn.close_reason, ", ".join(removed[:20]))
+
+
+def _signer(settings: NamesrvSettings) -> Callable[[RemotingCommand], None] | None:
+    """How the controller signs its messages to the other instances (:func:`outgoing_account`)."""
+    account = outgoing_account(settings.auth, settings.access_key, settings.secret_key)
+    return None if account is None else functools.partial(acl_sign, access_key=account[0],
+                                                          secret_key=account[1])
 
 
 # -- command line ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pyrocketmq.remoting.limits import ConnectionLimits
 from pyrocketmq.remoting.names import DEFAULT_NAMESRV_PORT
 from pyrocketmq.remoting.properties import ConfigError, read_properties
 from pyrocketmq.remoting.tls import ServerTls, TlsConfigError
+from pyrocketmq.server.auth_settings import AuthSettings, read_auth_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +76,23 @@ class NamesrvSettings:
     other with, when the name servers check ACLs."""
     secret_key: str = field(default="", repr=False)
 
+    auth: AuthSettings = field(default_factory=AuthSettings)
+    """ACL 2.0 (``authenticationEnabled``, ``authorizationEnabled``, ``initAuthenticationUser``,
+    ``innerClientAuthenticationCredentials`` and the whitelists, read as the broker reads them): the
+    users and ACLs are kept beside the KV config (:attr:`auth_dir`), which ACL 2.0 therefore needs."""
+
     controller_broker_timeout_ms: int = 3000
     """``controllerBrokerTimeoutMs``: a master silent this long is replaced (at once when its connection
     closes)."""
 
     extra: dict[str, str] = field(default_factory=dict)
     """Keys present in the file that this name server does not use."""
+
+    @property
+    def auth_dir(self) -> str | None:
+        """Where ACL 2.0's users and ACLs are kept: the KV config's directory (None: in memory only,
+        and no users are kept)."""
+        return os.path.dirname(os.path.abspath(self.kv_config_path)) if self.kv_config_path else None
 
     @classmethod
     def from_conf(cls, conf: dict[str, str]) -> NamesrvSettings:
@@ -107,6 +119,11 @@ class NamesrvSettings:
         home = get("rocketmqHome")
         if kv_path is None and home is not None:
             kv_path = os.path.join(home, "namesrv", "kvConfig.json")
+        auth = read_auth_settings(lambda key, default: get(key) or default,
+                                  lambda key, default: _flag(key, get(key)) if get(key) else default)
+        if auth.enabled and kv_path is None:
+            raise ConfigError("authenticationEnabled/authorizationEnabled: the name server keeps users and "
+                              "ACLs beside its KV config: give kvConfigPath or rocketmqHome")
         return cls(
             listen_port=get_int("listenPort", DEFAULT_NAMESRV_PORT, 0, 65535),
             host=get("bindAddress") or "0.0.0.0",
@@ -131,6 +148,7 @@ class NamesrvSettings:
             controller_self_id=_self_id(get("controllerSelfId") or "n0", peers),
             access_key=get("accessKey") or "",
             secret_key=get("secretKey") or "",
+            auth=auth,
             controller_broker_timeout_ms=get_int("controllerBrokerTimeoutMs", 3000, 500, 600_000),
             extra={k: v for k, v in conf.items() if k not in used},
         )

@@ -19,7 +19,7 @@ carries no access key, names an unknown one, is not signed with its secret key, 
 request of a non-admin account, carries a field its code does not take, or needs a permission the
 account lacks on a topic or a group (a group is checked as its ``%RETRY%`` topic). What each
 request needs is :mod:`.acl_table`: the broker's requests by :data:`~.acl_table.BROKER_RULES`, the
-name server's by :data:`~.acl_table.NAMESRV_RULES` (admin for changes, :data:`NAMESRV_ADMIN_CODES`;
+name server's by :data:`~.acl_namesrv_table.NAMESRV_RULES` (admin for changes, :data:`NAMESRV_ADMIN_CODES`;
 a right on the topic for its route; fields that fit the code, as at the broker).
 
 Addresses: ``*`` (any), ``1.2.3.4``, ``1.2.3.*``, ``1.2.3.1-9`` (a range in any part) or
@@ -39,6 +39,7 @@ from pyrocketmq.remoting.acl_sign import ACCESS_KEY, SERVER_SKIPS, SIGNATURE, si
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.names import RETRY_GROUP_TOPIC_PREFIX
 
+from .acl_namesrv_table import NAMESRV_ADMIN_CODES as NAMESRV_ADMIN_CODES, namesrv_needs as namesrv_needs
 from .acl_perm import (
     ANY as ANY,
     DENY as DENY,
@@ -52,9 +53,7 @@ from .acl_perm import (
 )
 from .acl_table import (
     ADMIN_CODES as ADMIN_CODES,
-    NAMESRV_ADMIN_CODES as NAMESRV_ADMIN_CODES,
     RequestRefused,
-    namesrv_needs as namesrv_needs,
     needs as needs,
 )
 

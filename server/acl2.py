@@ -1,6 +1,6 @@
 """ACL 2.0 (Apache RocketMQ 5.3's authentication and authorization model): users, ACLs, resource
-matching and the decision. Pure: no I/O; the broker keeps users and ACLs in its config directory
-(:mod:`pyrocketmq.broker.auth_metadata`) and checks requests with :mod:`.acl_service`.
+matching and the decision. Pure: no I/O; the broker and the name server keep users and ACLs in their
+config directories (:mod:`.auth_metadata`) and check requests with :mod:`.acl_service`.
 
 A **user** has a name, a password (the secret key a client signs with), a type (``Super`` users
 skip authorization; ``Normal`` ones are judged by their ACL) and a status (``enable``/``disable``:
@@ -480,6 +480,9 @@ class Acts:
     any_topic: Actions = (Action.PUB, Action.SUB)
     cluster: Actions = ()
     """Non-empty: the request is judged on the cluster with these actions, whatever it names."""
+    cluster_of: Callable[[RemotingCommand], str | None] | None = None
+    """With ``cluster``: the cluster the request names (a name server serves many); None or empty:
+    the server's own, or every cluster (``Cluster:*``) on a name server."""
     names: Callable[[RemotingCommand], Needs] | None = None
     """For a code whose rule names nothing for ACL 1.0 (an admin code): what it acts on."""
 

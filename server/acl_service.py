@@ -163,8 +163,8 @@ class UserCaller:
 
 class UserAccess:
     """ACL 2.0 before every request (Apache 5.3's authentication, then authorization); ``users`` and
-    ``acls`` look a user and its ACL up by name (the broker's
-    :class:`~pyrocketmq.broker.auth_metadata.AuthMetadata`).
+    ``acls`` look a user and its ACL up by name (the server's
+    :class:`~.auth_metadata.AuthMetadata`).
 
     Example::
 

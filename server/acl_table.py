@@ -38,13 +38,8 @@ Producer groups need *any* right, not SUB: ACL 1.0 grants groups SUB or DENY in 
 producer group's DENY is what keeps an account out. The Java client heart-beats every process's
 inner producer (``CLIENT_INNER_PRODUCER``) along with its own groups; that one group is exempt.
 
-The name server has its own table, :data:`NAMESRV_RULES` (every code it and its controller register,
-``tests/unit/server/test_acl_namesrv_table.py``). What changes what it serves (registering,
-unregistering or keeping a broker alive, wiping a broker's write permission, deleting a topic,
-writing KV config, the controller's elections and consensus) needs an admin account. A topic's
-route needs a right on that topic (PUB or SUB, as Apache 5 asks; a retry topic's, on its group):
-an account kept out of a topic does not learn where it lives. The other reads (cluster, topic
-lists, KV config, the controller's metadata) need any authenticated account.
+The name server has its own table beside this one, :data:`~.acl_namesrv_table.NAMESRV_RULES`,
+read by the same :func:`rule_needs` and :func:`acl2_asks`.
 
 ACL 2.0 (:mod:`.acl2`) reads the same table: each rule's :class:`Acts` turns what its decoder names
 into Apache 5.3's resources and actions (``RemotingAuthorizationContextBuilder`` and the request
@@ -64,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pyrocketmq.remoting.acl_sign import ACL_FIELDS, UNIQUE_KEY_QUERY
 from pyrocketmq.remoting.auth_header import (
@@ -114,25 +110,29 @@ from pyrocketmq.remoting.header import (
     ViewMessageRequestHeader,
 )
 from pyrocketmq.remoting.message import Prop, SysFlag, transaction_type
-from pyrocketmq.remoting.names import AUTO_CREATE_TOPIC, TRANSACTION_GROUP_PREFIX
-from pyrocketmq.remoting.namesrv_header import (
-    DeleteKVConfigRequestHeader,
-    GetKVConfigRequestHeader,
-    GetKVListByNamespaceRequestHeader,
-    GetRouteInfoRequestHeader,
-    GetTopicsByClusterRequestHeader,
-    PutKVConfigRequestHeader,
-    QueryDataVersionRequestHeader,
-    RegisterBrokerRequestHeader,
-    UnRegisterBrokerRequestHeader,
-    WipeWritePermOfBrokerRequestHeader,
-)
+from pyrocketmq.remoting.names import TRANSACTION_GROUP_PREFIX
 
-from .acl2 import CLUSTER_GET, CLUSTER_UPDATE, GET, PUB_SUB, Action, Acts, Asks, Resource, translate
+from .acl2 import (
+    CLUSTER_GET,
+    CLUSTER_UPDATE,
+    GET,
+    PUB_SUB,
+    Action,
+    Acts,
+    Asks,
+    Resource,
+    ResourcePattern,
+    ResourceType,
+    translate,
+)
 from .acl_perm import ANY, INTERNAL_TOPICS, PUB, SUB, Needs, group_resource, is_group_resource
 
+_T = TypeVar("_T")
 INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 """Java ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: every Java client process heart-beats as it."""
+ALL_CLUSTERS = Resource(ResourceType.CLUSTER, None, ResourcePattern.ANY)
+"""What a name server request that spans every cluster (or names none) is judged on: only an entry
+for ``Cluster:*`` (or ``*``) covers it."""
 ALWAYS_TOLERATED = ACL_FIELDS | {"bname", "ReqT"}
 """Fields any request may carry: the ACL's own, ``bname`` (the broker name Java 4.9.5+ clients add
 to many headers) and ``ReqT`` (the request type a Java lite pull consumer adds to every request,
@@ -363,6 +363,20 @@ def _auth(header: type[Header], actions: Action) -> Rule:
     return Rule(header, admin=True, acts=Acts(cluster=(actions,)))
 
 
+AUTH_RULES: dict[int, Rule] = {
+    C.AUTH_CREATE_USER: _auth(UserRequestHeader, Action.UPDATE),
+    C.AUTH_UPDATE_USER: _auth(UserRequestHeader, Action.UPDATE),
+    C.AUTH_DELETE_USER: _auth(UserRequestHeader, Action.UPDATE),
+    C.AUTH_GET_USER: _auth(UserRequestHeader, Action.GET),
+    C.AUTH_LIST_USER: _auth(ListUsersRequestHeader, Action.GET),
+    C.AUTH_CREATE_ACL: _auth(AclRequestHeader, Action.UPDATE),
+    C.AUTH_UPDATE_ACL: _auth(AclRequestHeader, Action.UPDATE),
+    C.AUTH_DELETE_ACL: _auth(DeleteAclRequestHeader, Action.UPDATE),
+    C.AUTH_GET_ACL: _auth(AclRequestHeader, Action.GET),
+    C.AUTH_LIST_ACL: _auth(ListAclsRequestHeader, Action.GET),
+}
+"""ACL 2.0's administration codes, served by the broker and the name server alike."""
+
 _V2_SEND = frozenset({"n"})  # the broker name (4.9.5+): this broker is the one addressed
 
 BROKER_RULES: dict[int, Rule] = {
@@ -440,17 +454,7 @@ BROKER_RULES: dict[int, Rule] = {
     C.GET_TIMER_CHECK_POINT: Rule(None),  # the timer's progress (a slave's sync)
     C.GET_BROKER_CONFIG: Rule(None),  # the broker's settings, secrets left out
     C.GET_BROKER_RUNTIME_INFO: Rule(None),  # broker-wide counters
-    # -- ACL 2.0 administration
-    C.AUTH_CREATE_USER: _auth(UserRequestHeader, Action.UPDATE),
-    C.AUTH_UPDATE_USER: _auth(UserRequestHeader, Action.UPDATE),
-    C.AUTH_DELETE_USER: _auth(UserRequestHeader, Action.UPDATE),
-    C.AUTH_GET_USER: _auth(UserRequestHeader, Action.GET),
-    C.AUTH_LIST_USER: _auth(ListUsersRequestHeader, Action.GET),
-    C.AUTH_CREATE_ACL: _auth(AclRequestHeader, Action.UPDATE),
-    C.AUTH_UPDATE_ACL: _auth(AclRequestHeader, Action.UPDATE),
-    C.AUTH_DELETE_ACL: _auth(DeleteAclRequestHeader, Action.UPDATE),
-    C.AUTH_GET_ACL: _auth(AclRequestHeader, Action.GET),
-    C.AUTH_LIST_ACL: _auth(ListAclsRequestHeader, Action.GET),
+    **AUTH_RULES,
 }
 """Every request code the broker serves → its rule."""
 
@@ -458,62 +462,6 @@ ADMIN_CODES = frozenset(code for code, rule in BROKER_RULES.items() if rule.admi
 """The broker's admin requests: Apache ``PlainAccessValidator``'s, and GET_ALL_CONSUMER_OFFSET."""
 OPEN_CODES = frozenset(code for code, rule in BROKER_RULES.items() if rule.needs is None and not rule.admin)
 """The broker's requests that name no topic or group."""
-
-
-# -- the name server ------------------------------------------------------------------------------
-_TOPIC_RPC = frozenset({"lo", "ns", "nsd", "oway"})
-"""Apache 5's ``TopicRequestHeader`` fields beside ``bname`` (logical queue, namespace, namespaced,
-one-way), sent when a client sets them; nothing here reads them."""
-
-def _route(cmd: RemotingCommand) -> Needs:
-    """A topic's route: any right on the topic (Apache 5 asks the same), which for a retry topic
-    (``%RETRY%<group>``) is a right on its group. The auto-create template (``TBW102``) holds no
-    messages: a producer asks its route to send to a topic the brokers have not made yet, and its
-    send is checked against the topic it names."""
-    topic = GetRouteInfoRequestHeader.from_command(cmd).topic
-    return {} if topic == AUTO_CREATE_TOPIC else _needs((topic, ANY))
-
-
-NAMESRV_RULES: dict[int, Rule] = {
-    # -- brokers: what a broker (signing with an admin account) says about itself
-    C.REGISTER_BROKER: Rule(
-        RegisterBrokerRequestHeader,
-        admin=True,
-        tolerated=frozenset({"heartbeatTimeoutMillis", "enableActingMaster"}),
-    ),  # 5.x brokers'
-    C.UNREGISTER_BROKER: Rule(UnRegisterBrokerRequestHeader, admin=True),
-    C.QUERY_DATA_VERSION: Rule(
-        QueryDataVersionRequestHeader, admin=True
-    ),  # a sign of life: keeps a broker routed
-    C.WIPE_WRITE_PERM_OF_BROKER: Rule(WipeWritePermOfBrokerRequestHeader, admin=True),
-    # -- topics and KV config: changes
-    C.DELETE_TOPIC_IN_NAMESRV: Rule(
-        DeleteTopicRequestHeader, admin=True
-    ),  # topic, clusterName: as Java 5.x sends
-    C.PUT_KV_CONFIG: Rule(PutKVConfigRequestHeader, admin=True),
-    C.DELETE_KV_CONFIG: Rule(DeleteKVConfigRequestHeader, admin=True),
-    # -- reads: a topic's route needs a right on it; the rest, any authenticated account
-    C.GET_ROUTEINFO_BY_TOPIC: Rule(GetRouteInfoRequestHeader, _route, tolerated=_TOPIC_RPC),
-    C.GET_BROKER_CLUSTER_INFO: Rule(None),
-    C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: Rule(None),
-    C.GET_SYSTEM_TOPIC_LIST_FROM_NS: Rule(None),
-    C.GET_TOPICS_BY_CLUSTER: Rule(GetTopicsByClusterRequestHeader),
-    C.GET_KV_CONFIG: Rule(GetKVConfigRequestHeader),
-    C.GET_KVLIST_BY_NAMESPACE: Rule(GetKVListByNamespaceRequestHeader),
-    # -- the controller (enableControllerInNamesrv): JSON bodies, no header fields
-    C.CONTROLLER_BROKER_HEARTBEAT: Rule(None, admin=True),
-    C.CONTROLLER_ALTER_SYNC_STATE_SET: Rule(None, admin=True),
-    C.CONTROLLER_ELECT_MASTER: Rule(None, admin=True),
-    C.CONTROLLER_RAFT_VOTE: Rule(None, admin=True),  # between controller instances
-    C.CONTROLLER_RAFT_APPEND: Rule(None, admin=True),
-    C.CONTROLLER_GET_METADATA_INFO: Rule(None),
-}
-"""Every request code the name server (and its controller) serves → its rule; none names needs."""
-
-NAMESRV_ADMIN_CODES = frozenset(code for code, rule in NAMESRV_RULES.items() if rule.admin)
-"""The name server's requests that change what it serves (its controller's too): only admin accounts
-(brokers register with one; controller instances sign with ``accessKey``) may send them. Apache 4.9's
-name server checks nothing; with ``aclEnable`` ours does."""
 
 
 def rule_needs(rules: Mapping[int, Rule], cmd: RemotingCommand) -> Needs:
@@ -529,7 +477,7 @@ def rule_needs(rules: Mapping[int, Rule], cmd: RemotingCommand) -> Needs:
     return {} if rule.needs is None else _decoded(rule.needs, cmd)
 
 
-def _decoded(decode: Callable[[RemotingCommand], Needs], cmd: RemotingCommand) -> Needs:
+def _decoded(decode: Callable[[RemotingCommand], _T], cmd: RemotingCommand) -> _T:
     try:
         return decode(cmd)
     except RequestRefused:
@@ -539,14 +487,15 @@ def _decoded(decode: Callable[[RemotingCommand], Needs], cmd: RemotingCommand) -
 
 
 def acl2_asks(rules: Mapping[int, Rule], cmd: RemotingCommand, cluster: str) -> Asks:
-    """What ``cmd`` asks of ACL 2.0 by ``rules`` (see the module docstring); :class:`RequestRefused`
-    as :func:`rule_needs`."""
+    """What ``cmd`` asks of ACL 2.0 by ``rules`` (see the module docstring) on a server of ``cluster``
+    (empty: a name server, which serves every cluster); :class:`RequestRefused` as :func:`rule_needs`."""
     rule = rules.get(cmd.code)
     needed = rule_needs(rules, cmd)
     if rule is None:
         return []
     if rule.acts.cluster:
-        return [(Resource.cluster(cluster), rule.acts.cluster)]
+        named = _decoded(rule.acts.cluster_of, cmd) if rule.acts.cluster_of is not None else cluster
+        return [(Resource.cluster(named) if named else ALL_CLUSTERS, rule.acts.cluster)]
     if rule.acts.names is not None:
         needed = _decoded(rule.acts.names, cmd)
     return translate(rule.acts, needed)
@@ -554,11 +503,6 @@ def acl2_asks(rules: Mapping[int, Rule], cmd: RemotingCommand, cluster: str) -> 
 def needs(cmd: RemotingCommand) -> Needs:
     """What a broker request needs (:data:`BROKER_RULES`)."""
     return rule_needs(BROKER_RULES, cmd)
-
-
-def namesrv_needs(cmd: RemotingCommand) -> Needs:
-    """What a name server request needs (:data:`NAMESRV_RULES`): nothing but its fields fitting its code."""
-    return rule_needs(NAMESRV_RULES, cmd)
 
 
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import MessageDecodeError, MessageExt, decode_message
+from pyrocketmq.server.config_file import load_json_file, write_json_file
 
-from ..store.config_file import load_json_file, write_json_file
 from ..store.values import GetMessageStatus
 from .pop_state import Handle, Lease, PopTable, QueuePop
 

@@ -7,7 +7,7 @@ Files under ``storePathRootDir``::
     index/<yyyyMMddHHmmssSSS>                   key index (IndexFile), derived
     checkpoint                                  durable timestamps (Checkpoint)
     abort                                       exists while the store runs
-    config/                                     JSON configs of other components (config_file)
+    config/                                     JSON configs of other components (server.config_file)
 
 Threads: ``put_*``/``get_*``/offset queries/``delete_topics`` are called from ONE thread (the broker's
 event loop) and never block on the disk; the flush thread syncs files and runs SYNC_FLUSH callbacks;

@@ -10,7 +10,6 @@ import base64
 import orjson
 import pytest
 
-from pyrocketmq.broker.auth_metadata import AuthMetadata
 from pyrocketmq.broker.settings import BrokerSettings
 from pyrocketmq.operator.model import SpecError
 from pyrocketmq.operator.names import namesrv_addresses
@@ -19,6 +18,7 @@ from pyrocketmq.operator.render import broker_conf, render_broker
 from pyrocketmq.operator.security import SecretError, read_broker_secrets
 from pyrocketmq.operator.users import UserModel, broker_changes, custom_entries, undeclared_users
 from pyrocketmq.server.acl2 import acl_from_info, acl_to_info
+from pyrocketmq.server.auth_metadata import AuthMetadata
 
 from .conftest import SETTINGS, broker, by_kind, conf_dict
 
@@ -116,7 +116,7 @@ def test_spec_auth_turns_acl2_on_and_creates_the_super_user_at_the_first_start(t
     settings = BrokerSettings.from_conf(keys)
     assert settings.auth.enabled
     meta = AuthMetadata(str(tmp_path))
-    meta.init_users(settings.auth.init_user, settings.auth.inner_credentials)
+    meta.init_users(settings.auth)
     root = meta.user("root")
     assert root is not None and root.is_super and root.password == "s3cret=:#x"
     assert orjson.loads(keys["innerClientAuthenticationCredentials"])["secretKey"] == "s3cret=:#x"

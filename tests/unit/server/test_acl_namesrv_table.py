@@ -1,4 +1,4 @@
-"""The name server's ACL table (``NAMESRV_RULES`` in ``server/acl_table.py``), held up against the
+"""The name server's ACL table (``NAMESRV_RULES`` in ``server/acl_namesrv_table.py``), held up against the
 codes the name server and its controller register: admin accounts for what changes what it serves,
 any signed account for the reads, and, as at the broker, a request carrying a field its code does
 not take is refused (a signed request replayed under another code), while every field real peers
@@ -16,18 +16,21 @@ from pyrocketmq.remoting.acl_sign import sign
 from pyrocketmq.remoting.code import RequestCode as C, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.server.acl import AclValidator, parse_plain_acl
-from pyrocketmq.server.acl_table import NAMESRV_ADMIN_CODES, NAMESRV_RULES, RequestRefused, namesrv_needs
+from pyrocketmq.server.acl_namesrv_table import NAMESRV_ADMIN_CODES, NAMESRV_RULES, namesrv_needs
+from pyrocketmq.server.acl_table import RequestRefused
 
 # -- every code the name server registers has a rule -------------------------------------------
 
 
 def registered_codes(tmp_path) -> set[int]:
-    """The codes a name server with its controller on puts on its server."""
+    """The codes a name server with its controller on and a KV config (beside which it keeps ACL 2.0's
+    users) puts on its server."""
     from pyrocketmq.namesrv.app import NameServer
     from pyrocketmq.namesrv.settings import NamesrvSettings
 
     ns = NameServer(NamesrvSettings(listen_port=0, host="127.0.0.1", controller=True,
-                                    controller_store_path=str(tmp_path / "controller.json")))
+                                    controller_store_path=str(tmp_path / "controller.json"),
+                                    kv_config_path=str(tmp_path / "kvConfig.json")))
     return set(ns.server.handlers)
 
 
@@ -47,6 +50,7 @@ EXPECTED_ADMIN = {
     C.CONTROLLER_ELECT_MASTER,  # who is master
     C.CONTROLLER_RAFT_VOTE,
     C.CONTROLLER_RAFT_APPEND,  # between controller instances
+    *range(C.AUTH_CREATE_USER, C.AUTH_LIST_ACL + 1),  # ACL 2.0's users and ACLs
 }
 EXPECTED_OPEN = {
     C.GET_ROUTEINFO_BY_TOPIC,

@@ -28,7 +28,9 @@ from pyrocketmq.server.acl_table import ADMIN_CODES, BROKER_RULES, OPEN_CODES, R
 
 def registered_codes() -> set[int]:
     """The request codes the broker's processors register (each processor's ``register`` run on a
-    bare instance: it only hands its bound handlers over)."""
+    bare instance: it only hands its bound handlers over), the shared ACL 2.0 one among them."""
+    from pyrocketmq.server.auth_processor import AuthProcessor
+
     codes: set[int] = set()
 
     class Registry:
@@ -40,6 +42,7 @@ def registered_codes() -> set[int]:
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__ and callable(getattr(cls, "register", None)):
                 cls.register(object.__new__(cls), Registry())
+    AuthProcessor.register(object.__new__(AuthProcessor), Registry())
     return codes
 
 

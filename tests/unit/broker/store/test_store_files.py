@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from pyrocketmq.broker.store.checkpoint import Checkpoint
-from pyrocketmq.broker.store.config_file import load_json, read_with_backup, save_json, write_atomic
 from pyrocketmq.broker.store.mapped_file import MappedFile, parse_segment_name, segment_name
 from pyrocketmq.broker.store.mapped_file_queue import MappedFileQueue, StoreError
 from pyrocketmq.broker.store.settings import FlushDiskType, StoreSettings, parse_delay_levels
+from pyrocketmq.server.config_file import load_json, read_with_backup, save_json, write_atomic
 
 # -- MappedFile ----------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""ACL 2.0's users and ACLs, kept in the broker's config directory: ``config/users.json`` and
-``config/acls.json``, each written atomically (:mod:`.store.config_file`, mode 0600: the users
-file holds the passwords clients sign with) after every change and read at start.
+"""ACL 2.0's users and ACLs, kept in a server's config directory (the broker's ``config/``, the name
+server's where it keeps ``kvConfig.json``): ``users.json`` and ``acls.json``, each written
+atomically (:mod:`.config_file`, mode 0600: the users file holds the passwords clients sign with)
+after every change and read at start.
 
 ::
 
@@ -15,8 +16,9 @@ has (create and update alike); a delete names the user and, optionally, one reso
 Refusals are :class:`~pyrocketmq.server.acl2.AuthError` with Apache's words.
 
 The start creates the super user ``initAuthenticationUser`` (``{"username": ..., "password": ...}``)
-and the broker's own ``innerClientAuthenticationCredentials`` (``{"accessKey": ..., "secretKey":
-...}``) when they do not exist yet; a later change of those settings does not touch a stored user.
+and the server's own ``innerClientAuthenticationCredentials`` (``{"accessKey": ..., "secretKey":
+...}``, :mod:`.auth_settings`) when they do not exist yet; a later change of those settings does not
+touch a stored user.
 """
 
 from __future__ import annotations
@@ -25,15 +27,14 @@ import logging
 import os
 from typing import Any
 
-import orjson
+from pyrocketmq.remoting.properties import ConfigError
 
-from pyrocketmq.server.acl2 import (
+from .acl2 import (
     Acl,
     AuthError,
     PolicyType,
     Resource,
     User,
-    UserType,
     acl_from_info,
     acl_to_info,
     filter_acls,
@@ -41,18 +42,18 @@ from pyrocketmq.server.acl2 import (
     user_to_info,
     user_updated,
 )
+from .auth_settings import AuthSettings
+from .config_file import load_json, save_json
 
-from .store.config_file import load_json, save_json
-
-log = logging.getLogger("pyrocketmq.broker.auth")
+log = logging.getLogger("pyrocketmq.auth")
 USERS_FILE = "users.json"
 ACLS_FILE = "acls.json"
 SECRET_MODE = 0o600
 
 
 class AuthMetadata:
-    """The users and ACLs of one broker. ``user(name)`` and ``acl(name)`` are what the run-time check
-    reads (:class:`~pyrocketmq.server.acl_service.UserAccess`).
+    """The users and ACLs of one broker or name server. ``user(name)`` and ``acl(name)`` are what the
+    run-time check reads (:class:`~pyrocketmq.server.acl_service.UserAccess`).
 
     Example::
 
@@ -67,6 +68,18 @@ class AuthMetadata:
         self.users: dict[str, User] = {}
         self.acls: dict[str, Acl] = {}
         """By username."""
+
+    @classmethod
+    def open(cls, config_dir: str, settings: AuthSettings) -> AuthMetadata:
+        """The stored users and ACLs with the configured super users made (what a server's start
+        does); ConfigError when a file does not parse or a setting names no user."""
+        meta = cls(config_dir)
+        try:
+            meta.load()
+            meta.init_users(settings)
+        except AuthError as e:
+            raise ConfigError(str(e)) from None
+        return meta
 
     # -- loading ------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -89,22 +102,10 @@ class AuthMetadata:
         self.users, self.acls = users, acls
         log.info("ACL 2.0: %d users and %d ACLs loaded", len(users), len(acls))
 
-    def init_users(self, init_user: str = "", inner_credentials: str = "") -> None:
-        """Create the configured super users that do not exist yet (see the module docstring)."""
-        for key, raw, names in (("initAuthenticationUser", init_user, ("username", "password")),
-                                ("innerClientAuthenticationCredentials", inner_credentials,
-                                 ("accessKey", "secretKey"))):
-            if not raw.strip():
-                continue
-            try:
-                doc = orjson.loads(raw)
-                if not isinstance(doc, dict):
-                    raise ValueError("not a JSON object")
-                user = user_from_info({"username": doc.get(names[0]), "password": doc.get(names[1]),
-                                       "userType": UserType.SUPER.value})
-            except (ValueError, AuthError) as e:
-                shape = f'{{"{names[0]}": ..., "{names[1]}": ...}}'
-                raise AuthError(f"{key}: expected {shape}: {e}") from None
+    def init_users(self, settings: AuthSettings) -> None:
+        """Create the configured super users that do not exist yet (see the module docstring);
+        ConfigError for a setting that names none."""
+        for key, user in settings.super_users():
             if user.username not in self.users:
                 self.create_user(user)
                 log.info("ACL 2.0: super user %s created from %s", user.username, key)

@@ -1,4 +1,5 @@
-"""Small JSON config files (``topics.json``, ``consumerOffset.json`` …) written atomically.
+"""Small JSON config files of a server (the broker's ``topics.json``, ``consumerOffset.json`` …, the
+users and ACLs of :mod:`.auth_metadata`) written atomically.
 
 A save goes::
 
@@ -22,7 +23,7 @@ from typing import Any
 
 import orjson
 
-log = logging.getLogger("pyrocketmq.broker.store")
+log = logging.getLogger("pyrocketmq.server.config_file")
 
 BAK_SUFFIX = ".bak"
 TMP_SUFFIX = ".tmp"

@@ -1,8 +1,9 @@
 """ACL 2.0 administration: the ten AUTH_* requests (3001-3010, :mod:`pyrocketmq.remoting.auth_header`)
-over the broker's users and ACLs (:class:`~..auth_metadata.AuthMetadata`).
+over a server's users and ACLs (:class:`~.auth_metadata.AuthMetadata`); the broker and the name
+server each serve them over their own.
 
 Only a super user may send them while authentication is on (with it off, anyone may, as the
-broker knows no caller). A body that does not parse, or a user or ACL that is not well formed,
+server knows no caller). A body that does not parse, or a user or ACL that is not well formed,
 is answered INVALID_PARAMETER with what is wrong; what the stored users and ACLs refuse (a user
 that exists already, an ACL for an unknown user...) NO_PERMISSION with Apache's words, as Apache 5.3
 answers. Gets and lists answer an empty body when there is nothing to show.
@@ -28,7 +29,8 @@ from pyrocketmq.remoting.code import RequestCode as C, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import HeaderError
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
-from pyrocketmq.server.acl2 import (
+
+from .acl2 import (
     AuthError,
     PolicyType,
     Resource,
@@ -41,10 +43,9 @@ from pyrocketmq.server.acl2 import (
     user_to_info,
     user_updated,
 )
+from .auth_metadata import AuthMetadata
 
-from ..auth_metadata import AuthMetadata
-
-log = logging.getLogger("pyrocketmq.broker.auth")
+log = logging.getLogger("pyrocketmq.auth")
 
 
 class BadRequest(ValueError):
@@ -60,11 +61,13 @@ _HANDLERS = {
 
 
 class AuthProcessor:
-    """Example: ``AuthProcessor(meta=meta, super_caller=access.is_super_caller).register(server)``."""
+    """Example: ``AuthProcessor(meta=meta, super_caller=access.is_super_caller).register(server)``
+    (no ``super_caller``: ACL 2.0 is not enforced and anyone may)."""
 
-    def __init__(self, *, meta: AuthMetadata, super_caller: Callable[[Connection], bool]) -> None:
+    def __init__(self, *, meta: AuthMetadata,
+                 super_caller: Callable[[Connection], bool] | None = None) -> None:
         self.meta = meta
-        self.super_caller = super_caller
+        self.super_caller = super_caller or _anyone
 
     def register(self, server: HandlerRegistry) -> None:
         for code in _HANDLERS:
@@ -139,6 +142,10 @@ class AuthProcessor:
         h = ListAclsRequestHeader.from_command(cmd)
         acls = self.meta.list_acls(h.subject_filter, h.resource_filter)
         return orjson.dumps([acl_to_info(a) for a in acls]) if acls else None
+
+
+def _anyone(conn: Connection) -> bool:
+    return True
 
 
 def _username(cmd: RemotingCommand) -> str:

@@ -9,8 +9,10 @@ import stat
 
 import pytest
 
-from pyrocketmq.broker.auth_metadata import AuthMetadata
+from pyrocketmq.remoting.properties import ConfigError
 from pyrocketmq.server.acl2 import AuthError, PolicyType, Resource, User, UserType, acl_from_info
+from pyrocketmq.server.auth_metadata import AuthMetadata
+from pyrocketmq.server.auth_settings import AuthSettings
 
 
 def _acl(*resources: str, decision: str = "Allow"):
@@ -75,21 +77,19 @@ def test_apaches_rules_for_acls(tmp_path):
 
 def test_configured_super_users_are_made_once(tmp_path):
     meta = AuthMetadata(str(tmp_path))
-    meta.init_users('{"username": "root", "password": "root-pass"}',
-                    '{"accessKey": "inner", "secretKey": "inner-secret"}')
+    meta.init_users(AuthSettings(init_user='{"username": "root", "password": "root-pass"}',
+                                 inner_credentials='{"accessKey": "inner", "secretKey": "inner-secret"}'))
     assert meta.users["root"] == User("root", "root-pass", UserType.SUPER)
     assert meta.users["inner"] == User("inner", "inner-secret", UserType.SUPER)
     meta.update_user("root", {"password": "changed"})
-    again = AuthMetadata(str(tmp_path))
-    again.load()
-    again.init_users('{"username": "root", "password": "root-pass"}')
+    again = AuthMetadata.open(str(tmp_path), AuthSettings(init_user='{"username": "root", "password": "x"}'))
     assert again.users["root"].password == "changed"
 
 
 @pytest.mark.parametrize("raw", ['{"username": "root"}', "root:pass", "[1]"])
 def test_a_bad_initial_user_is_refused(tmp_path, raw):
-    with pytest.raises(AuthError, match="initAuthenticationUser"):
-        AuthMetadata(str(tmp_path)).init_users(raw)
+    with pytest.raises(ConfigError, match="initAuthenticationUser"):
+        AuthMetadata(str(tmp_path)).init_users(AuthSettings(init_user=raw))
 
 
 def test_a_broken_file_is_refused_with_its_name(tmp_path):
