@@ -45,3 +45,19 @@ def auth_conf(auth: Auth) -> dict[str, str]:
     """broker.conf keys turning ACL 2.0 on (the super user's credentials are added in the pod, from
     the Secret, never in a ConfigMap)."""
     return {"authenticationEnabled": "true", "authorizationEnabled": "true"} if auth.enabled else {}
+
+
+def namesrv_auth(auth: Auth, run_dir: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    r"""A name server's keys and environment for spec.auth: its users beside a KV config in
+    ``run_dir`` (the operator applies them again after a restart), the super user from the Secret
+    through the kubelet's ``$(VAR)`` expansion (never in the pod spec; the password may not hold
+    ``"`` or ``\``)."""
+    if not auth.enabled:
+        return {}, []
+    user = '"$(PYROCKETMQ_AUTH_USERNAME)"', '"$(PYROCKETMQ_AUTH_PASSWORD)"'
+    conf = {**auth_conf(auth), "kvConfigPath": f"{run_dir}/namesrv/kvConfig.json",
+            "initAuthenticationUser": f'{{"username":{user[0]},"password":{user[1]}}}',
+            "innerClientAuthenticationCredentials": f'{{"accessKey":{user[0]},"secretKey":{user[1]}}}'}
+    env = [{"name": f"PYROCKETMQ_AUTH_{key.upper()}", "valueFrom": {"secretKeyRef": {
+        "name": auth.secret_name, "key": key}}} for key in ("username", "password")]
+    return conf, env

@@ -214,6 +214,8 @@ class NameServerModel:
     scheduling: Scheduling = field(default_factory=Scheduling)
     metrics: Metrics = field(default_factory=Metrics)
     tls: Tls = field(default_factory=Tls)
+    auth: Auth = field(default_factory=Auth)
+    """``spec.auth``: ACL 2.0 (give it the Secret of its Brokers' spec.auth: they sign with it)."""
     acl: Acl = field(default_factory=Acl)
     """``spec.acl``: the name servers check every request against the Secret's ``plain_acl.yml``
     (reading routes needs an account; registering brokers, deleting topics, KV writes an admin one)."""
@@ -260,7 +262,15 @@ class NameServerModel:
             metrics=Metrics.from_spec(spec.get("metrics")),
             tls=_parsed(functools.partial(Tls.from_spec, resource=ref.name), spec.get("tls")),
             acl=Acl.from_spec(spec.get("acl")),
+            auth=_auth(spec),
         )
+
+
+def _auth(spec: Mapping[str, Any]) -> Auth:
+    auth = _parsed(Auth.from_spec, spec.get("auth"))
+    if auth.enabled and spec.get("acl"):
+        raise SpecError("spec.acl and spec.auth: choose one (ACL 1.0's plain_acl.yml or ACL 2.0's users)")
+    return auth
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,9 +389,7 @@ class BrokerModel:
                 f"spec.config: {', '.join(reserved)} are set by the operator (TLS and ACL come from "
                 "spec.tls, spec.acl and spec.auth)"
             )
-        auth = _parsed(Auth.from_spec, spec.get("auth"))
-        if auth.enabled and spec.get("acl"):
-            raise SpecError("spec.acl and spec.auth: choose one (ACL 1.0's plain_acl.yml or ACL 2.0's users)")
+        auth = _auth(spec)
         return cls(
             ref=ref,
             cluster_name=str(spec.get("clusterName") or ref.name),

@@ -4,7 +4,8 @@
 The password lives in a Secret (``spec.authentication.secretName``, by default the User's name, keys
 ``username`` and ``password``): one the user brought is used as it is; otherwise the operator
 creates it with a random password, owned by the User. Every broker of the cluster the name servers
-know (masters and slaves) is brought to the User's spec, and users no User declares are removed.
+know (masters and slaves) and, when they check ACL 2.0 too, every name server is brought to the
+User's spec, and users no User declares are removed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pyrocketmq.client import Admin
 
 from .context import Context, ReconcileError, run_steps, write_status
 from .kubeapi import KubeError
-from .model import GROUP_VERSION, BrokerModel, SpecError
+from .model import GROUP_VERSION, BrokerModel, NameServerModel, SpecError
+from .names import namesrv_addresses
 from .reconcile import ClusterTarget, resolve_cluster
 from .render.common import owner_labels, owner_reference
 from .rocketmq import RocketMQRefused, RocketMQUnavailable, admin_session, registered_groups
@@ -89,6 +91,7 @@ class UserReconcile:
         async with admin_session(target.admin_addr, self.ctx.settings.reconcile.admin_timeout,
                                  target.security) as admin:
             self.addrs = await broker_addrs(admin, target.cluster_name)
+            self.addrs += await auth_name_servers(self.ctx, model.ref.namespace, model.cluster_ref)
             for addr in self.addrs:
                 if await self._apply_on(admin, addr):
                     self.changed.append(addr)
@@ -147,6 +150,20 @@ async def auth_cluster(ctx: Context, namespace: str, broker: str, *,
     return target, {target.security.access_key}
 
 
+async def auth_name_servers(ctx: Context, namespace: str, broker: str) -> list[str]:
+    """The name servers of ``broker`` that check ACL 2.0 (a NameServer of this namespace with
+    spec.auth): they know the users too."""
+    body = await ctx.kube.get(GROUP_VERSION, "Broker", namespace, broker) or {}
+    name = BrokerModel.from_body(body).namesrv_name
+    ns_body = await ctx.kube.get(GROUP_VERSION, "NameServer", namespace, name) if name else None
+    if ns_body is None:
+        return []
+    model = NameServerModel.from_body(ns_body)
+    if not model.auth.enabled:
+        return []
+    return namesrv_addresses(model.ref.name, namespace, model.replicas, ctx.settings.render.cluster_domain)
+
+
 async def declared_users(ctx: Context, namespace: str, broker: str) -> set[str]:
     """The usernames the User resources of ``broker`` declare (those being deleted excepted)."""
     found = set()
@@ -196,6 +213,7 @@ async def delete_user_from_brokers(body: Mapping[str, Any], ctx: Context) -> Non
         async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout,
                                  target.security) as admin:
             addrs = await broker_addrs(admin, target.cluster_name)
+            addrs += await auth_name_servers(ctx, model.ref.namespace, model.cluster_ref)
             for addr in addrs:  # the user and its ACL (nothing where there is none)
                 await admin.delete_user(model.username, broker_addr=addr)
     except RocketMQUnavailable as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..auth_spec import namesrv_auth
 from ..model import NameServerModel
 from ..names import NAMESRV_PORT, headless_service_name, namesrv_addresses, service_domain
 from ..settings import RenderSettings
@@ -102,11 +103,13 @@ def _statefulset(
     model: NameServerModel, settings: RenderSettings, selector: dict[str, str]
 ) -> dict[str, Any]:
     ref = model.ref
-    conf = {**tls_conf(model.tls), **acl_conf(model.acl), **controller_conf(model, settings.cluster_domain)}
+    auth, auth_env = namesrv_auth(model.auth, RUN_MOUNT)
+    conf = {**tls_conf(model.tls), **acl_conf(model.acl), **auth,
+            **controller_conf(model, settings.cluster_domain)}
     args = ["namesrv", "--listen-port", str(NAMESRV_PORT), *(f"--set={k}={v}" for k, v in conf.items())]
     container = server_container(
         model, settings, "namesrv", args,
-        ports=[{"name": "remoting", "containerPort": NAMESRV_PORT, "protocol": "TCP"}], env=[],
+        ports=[{"name": "remoting", "containerPort": NAMESRV_PORT, "protocol": "TCP"}], env=auth_env,
         mounts=[{"name": "run", "mountPath": RUN_MOUNT}, {"name": "tmp", "mountPath": "/tmp"},
                 *([{"name": CONTROLLER_VOLUME, "mountPath": CONTROLLER_MOUNT}] if model.controller else [])],
     )

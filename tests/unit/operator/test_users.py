@@ -139,3 +139,33 @@ def test_the_operator_signs_with_the_super_user_of_spec_auth():
     store["mq-root"] = _secret(username="root")
     with pytest.raises(SecretError, match="needs username and password"):
         asyncio.run(read_broker_secrets(get, model))
+
+
+def test_a_name_server_with_spec_auth_reads_its_super_user_from_the_secret(tmp_path):
+    """The kubelet expands $(VAR) in the arguments; the name server parses what it gets."""
+    from pyrocketmq.namesrv.settings import NamesrvSettings
+    from pyrocketmq.operator.model import NameServerModel
+    from pyrocketmq.operator.render import render_nameserver
+
+    from .conftest import body
+
+    model = NameServerModel.from_body(body("NameServer", "names", replicas=1, auth={"secretName": "mq-root"},
+                                           controller={"enabled": False}))
+    [sts] = by_kind(render_nameserver(model, SETTINGS), "StatefulSet")
+    [container] = sts["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("valueFrom") for e in container["env"]}
+    assert env["PYROCKETMQ_AUTH_PASSWORD"] == {"secretKeyRef": {"name": "mq-root", "key": "password"}}
+    expanded = {"PYROCKETMQ_AUTH_USERNAME": "root", "PYROCKETMQ_AUTH_PASSWORD": "pw-1"}
+    conf = {}
+    for arg in container["args"]:
+        if arg.startswith("--set="):
+            key, _, value = arg[len("--set="):].partition("=")
+            for var, text in expanded.items():
+                value = value.replace(f"$({var})", text)
+            conf[key] = value
+    conf["kvConfigPath"] = str(tmp_path / "namesrv" / "kvConfig.json")
+    settings = NamesrvSettings.from_conf(conf)
+    assert settings.auth.enabled
+    meta = AuthMetadata(settings.auth_dir)
+    meta.init_users(settings.auth)
+    assert meta.user("root").password == "pw-1" and meta.user("root").is_super
