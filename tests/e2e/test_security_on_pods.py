@@ -221,7 +221,9 @@ def test_users_and_their_acls_from_user_resources_on_pods(secure):
     root = _acl2_client(root_pw, "root")
 
     # Master, slave and name server all know alice (a slave elected master would serve her at once).
-    addrs = alice["status"]["brokers"]
+    # from the node: a name server's DNS name as its pod's address
+    addrs = [f"{pod_ip(kube, ns, a.split('.')[0])}:{a.rsplit(':', 1)[1]}" if ".svc" in a else a
+             for a in alice["status"]["brokers"]]
     with SyncAdmin(namesrv, client=root) as admin:
         assert all("alice" in users and "bob" in users for users in _users_on(admin, addrs))
 
