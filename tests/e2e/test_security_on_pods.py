@@ -20,6 +20,8 @@ from pyrocketmq.client import ClientSettings, ClientTls, Message, SyncAdmin, Syn
 from pyrocketmq.client.errors import MQError
 from pyrocketmq.operator import certs
 from pyrocketmq.operator.managed_tls import CA_SECRET, CA_SERIAL, FORCE_RENEW
+from tests.conformance import maven
+from tests.conformance.jvm import JavaPrograms
 from tests.e2e.conftest import E2EImages, upgrade_release
 from tests.e2e.helpers import (
     Sender,
@@ -187,7 +189,7 @@ def _users_on(admin: SyncAdmin, addrs: list[str]) -> list[set[str]]:
 
 
 @pytest.mark.timeout(900)
-def test_users_and_their_acls_from_user_resources_on_pods(secure):
+def test_users_and_their_acls_from_user_resources_on_pods(secure, tmp_path):
     """ACL 2.0 from resources: a Broker with spec.auth, Users whose passwords the operator generates
     into Secrets, their ACLs on master and slave, applied live, pruned and deleted."""
     kube, ns, _certs, _images = secure
@@ -241,6 +243,15 @@ def test_users_and_their_acls_from_user_resources_on_pods(secure):
         kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 10, 60,
                         "alice reads her 10 messages")  # fmt: skip
     assert sorted(got) == sorted(f"a{i}".encode() for i in range(10))
+    # The unmodified Java client signs as alice (AclClientRPCHook): in where she may, out elsewhere.
+    java = JavaPrograms(maven.resolve(maven.CLIENT), log_dir=tmp_path / "java")
+    as_alice = {"acl.accessKey": "alice", "acl.secretKey": alice_pw}
+    sent_java = java.run("ProducerScenario", [namesrv, orders, 5, "sync", "pg_alice"], timeout=120,
+                         jvm_props=as_alice).json()  # fmt: skip
+    assert sent_java["errors"] == 0, [s.get("error") for s in sent_java["sent"] if "error" in s][:2]
+    refused_java = java.run("ProducerScenario", [namesrv, other, 1, "sync", "pg_alice"], timeout=120,
+                            jvm_props=as_alice).json()  # fmt: skip
+    assert refused_java["errors"] == 1
 
     # bob may publish only from 192.0.2.0/24; the rule edited away applies live, no pod replaced.
     assert "no permission" in _try_send(namesrv, orders, _acl2_client(bob_pw, "bob")).lower()
