@@ -330,6 +330,9 @@ def _install_release(kube: KubeCluster, images: E2EImages) -> None:
         "--set", f"image.repository={images.repository}", "--set", f"image.tag={images.tag}",
         "--set", "image.pullPolicy=Never", "--set", "operator.resyncInterval=10",
         "--set", "monitoring.scrapeConfigs.enabled=true",
+        # Users, managed certificates and the Secrets of spec.tls/acl/auth (least privilege, the
+        # default, is checked in tests/k8s/test_helm_chart.py, where no other test shares the release)
+        "--set", "rbac.manageSecrets=true",
         "--wait", "--timeout", "180s",
         timeout=240,
     )  # fmt: skip

@@ -433,3 +433,13 @@ def read_until(namesrv: str, topic: str, group: str, want: set[bytes], timeout: 
         while not want <= seen and time.monotonic() < deadline:
             seen.update(m.body for m in consumer.poll(timeout=2))
     return seen
+
+
+def try_send(namesrv: str, topic: str, settings: ClientSettings) -> str:
+    """``"sent"`` when one message goes through with these client settings, else the error's text."""
+    try:
+        with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv, client=settings) as producer:
+            producer.send(Message(topic, b"probe"))
+        return "sent"
+    except MQError as e:
+        return str(e)

@@ -81,12 +81,21 @@ def test_a_wrong_value_fails_with_a_message_naming_it(kube: KubeCluster, value: 
     assert done.returncode != 0 and named in done.stderr, done.stderr
 
 
-def test_reading_secrets_is_opt_in_and_get_only(kube: KubeCluster) -> None:
+def test_secrets_are_opt_in_read_or_managed(kube: KubeCluster) -> None:
     rendered = docs(
         kube.helm("template", "rel", str(CHART), "-n", "ops", "--set", "rbac.readSecrets=true").stdout
     )
     rules = next(d for d in rendered if d["kind"] == "ClusterRole")["rules"]
     assert [r["verbs"] for r in rules if "secrets" in r["resources"]] == [["get"]]
+    default = docs(kube.helm("template", "rel", str(CHART), "-n", "ops").stdout)
+    rules = next(d for d in default if d["kind"] == "ClusterRole")["rules"]
+    assert not [r for r in rules if "secrets" in r["resources"]]
+    managed = docs(
+        kube.helm("template", "rel", str(CHART), "-n", "ops", "--set", "rbac.manageSecrets=true").stdout
+    )
+    rules = next(d for d in managed if d["kind"] == "ClusterRole")["rules"]
+    secret_verbs = [r["verbs"] for r in rules if "secrets" in r["resources"]]
+    assert secret_verbs == [["get", "create", "update", "patch"]]
 
 
 def run_dev_cluster(kube: KubeCluster, op: OperatorProcess, namespace: str) -> None:
@@ -100,6 +109,21 @@ def run_dev_cluster(kube: KubeCluster, op: OperatorProcess, namespace: str) -> N
     assert "Forbidden" not in op.log() and "forbidden" not in op.log()
     # Deleting a Topic goes through the operator's finalizer (its delete handler, with the chart's rights).
     kube.kubectl("delete", "topic", "test-topic", "-n", namespace, "--timeout=30s")
+
+
+def secrets_need_opting_in(kube: KubeCluster, op: OperatorProcess, namespace: str) -> None:
+    """Least privilege: by default the operator may not read Secrets nor write them, and says which
+    value to set (a Broker's spec.tls Secret; a NameServer's managed certificate)."""
+    broker = {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "Broker", "metadata": {"name": "locked"},
+              "spec": {"nameServer": {"name": "dev"}, "tls": {"secretName": "locked-tls"}}}
+    names = {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "NameServer", "metadata": {"name": "managed"},
+             "spec": {"replicas": 1, "tls": {"managed": True}}}
+    kube.apply(broker, "-n", namespace)
+    kube.apply(names, "-n", namespace)
+    for kind, name, value in (("broker", "locked", "rbac.readSecrets=true"),
+                              ("nameserver", "managed", "rbac.manageSecrets=true")):
+        found = wait_condition(kube, kind, name, namespace, "Ready", "False", "SecretForbidden", op=op)
+        assert value in conditions(found)["Ready"]["message"], conditions(found)["Ready"]
 
 
 def test_install_upgrade_uninstall_and_run_with_the_charts_rbac(crds: KubeCluster, tmp_path: Path) -> None:  # noqa: F811
@@ -126,6 +150,7 @@ def test_install_upgrade_uninstall_and_run_with_the_charts_rbac(crds: KubeCluste
         op = OperatorProcess(kube, tmp_path, kubeconfig=sa, name="operator-sa").start()
         try:
             run_dev_cluster(kube, op, work_ns)
+            secrets_need_opting_in(kube, op, work_ns)
         finally:
             op.stop()
 

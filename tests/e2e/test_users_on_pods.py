@@ -1,0 +1,146 @@
+"""ACL 2.0 users from resources on real pods: a NameServer and a Broker (master + slave) with
+spec.auth and User resources whose passwords the operator generates into Secrets; their ACLs on master,
+slave and name server; Python and the unmodified Java client in where allowed and out elsewhere
+(deny, source addresses); edits applied live; users nobody declares pruned; a deleted User gone."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from pyrocketmq.client import ClientSettings, Message, SyncAdmin, SyncProducer, SyncPullConsumer
+from tests.conformance import maven
+from tests.conformance.jvm import JavaPrograms
+from tests.e2e.helpers import (
+    broker_cr,
+    delete_namespace,
+    get,
+    nameserver_cr,
+    pod_ip,
+    pods,
+    topic_cr,
+    try_send,
+    wait_ready,
+)
+from tests.k8s.cluster import KubeCluster
+
+
+@pytest.fixture(scope="module")
+def users_ns(node_cluster: KubeCluster, operator_release: str) -> Iterator[str]:
+    ns = node_cluster.create_namespace("e2e-users")
+    try:
+        yield ns
+    finally:
+        delete_namespace(node_cluster, ns)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+
+def _acl2_client(password: str, user: str) -> ClientSettings:
+    return ClientSettings(access_key=user, secret_key=password, request_timeout=5, connect_timeout=3)
+
+
+def _user_cr(name: str, acl: list[dict], **spec: object) -> dict:
+    return {"apiVersion": "pyrocketmq.io/v1alpha1", "kind": "User", "metadata": {"name": name},
+            "spec": {"clusterRef": {"name": "users"}, "acl": acl, **spec}}  # fmt: skip
+
+
+def _password(kube: KubeCluster, ns: str, secret: str) -> str:
+    data = kube.wait_until(lambda: (get(kube, "secret", secret, ns) or {}).get("data"), 60,
+                           f"Secret {secret}")
+    return base64.b64decode(data["password"]).decode()
+
+
+def _users_on(admin: SyncAdmin, addrs: list[str]) -> list[set[str]]:
+    return [{u["username"] for u in admin.list_users(broker_addr=a)} for a in addrs]
+
+
+@pytest.mark.timeout(900)
+def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, users_ns, tmp_path):
+    """ACL 2.0 from resources: a Broker with spec.auth, Users whose passwords the operator generates
+    into Secrets, their ACLs on master and slave, applied live, pruned and deleted."""
+    kube, ns = node_cluster, users_ns
+    root_pw = secrets.token_urlsafe(16)
+    kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mq-root"}, "type": "Opaque",
+                "data": {"username": _b64("root"), "password": _b64(root_pw)}}, "-n", ns)  # fmt: skip
+    names = nameserver_cr("plain", replicas=1)
+    names["spec"]["auth"] = {"secretName": "mq-root"}  # the name server checks ACL 2.0 too
+    kube.apply(names, "-n", ns)
+    kube.apply(broker_cr("users", "plain", groups=1, replicas=2, auth={"secretName": "mq-root"}), "-n", ns)
+    orders, other, group = (f"{p}_{secrets.token_hex(3)}" for p in ("Orders", "Other", "GID_ALICE"))
+    kube.apply(topic_cr("orders-topic", orders, "users", queues=2), "-n", ns)
+    kube.apply(topic_cr("other-topic", other, "users", queues=2), "-n", ns)
+    alice_acl = [{"resources": [f"Topic:{orders}"], "actions": ["Pub", "Sub"]},
+                 {"resources": [f"Group:{group}"], "actions": ["Sub"]},
+                 {"resources": ["Topic:*"], "actions": ["All"], "decision": "Deny"}]  # fmt: skip
+    kube.apply(_user_cr("alice", alice_acl), "-n", ns)
+    kube.apply(_user_cr("bob", [{"resources": [f"Topic:{orders}"], "actions": ["Pub"],
+                                 "sourceIps": ["192.0.2.0/24"]}]), "-n", ns)  # fmt: skip
+    wait_ready(kube, "broker", "users", ns, timeout=300)
+    for name in ("orders-topic", "other-topic"):
+        wait_ready(kube, "topic", name, ns, timeout=120)
+    alice = wait_ready(kube, "user", "alice", ns, timeout=120)
+    # master, slave and the name server
+    assert alice["status"]["secretName"] == "alice" and len(alice["status"]["brokers"]) == 3, alice["status"]
+    wait_ready(kube, "user", "bob", ns, timeout=60)
+    namesrv = f"{pod_ip(kube, ns, 'plain-0')}:9876"
+    alice_pw, bob_pw = _password(kube, ns, "alice"), _password(kube, ns, "bob")
+    root = _acl2_client(root_pw, "root")
+
+    # Master, slave and name server all know alice (a slave elected master would serve her at once).
+    # from the node: a name server's DNS name as its pod's address
+    addrs = [f"{pod_ip(kube, ns, a.split('.')[0])}:{a.rsplit(':', 1)[1]}" if ".svc" in a else a
+             for a in alice["status"]["brokers"]]
+    with SyncAdmin(namesrv, client=root) as admin:
+        assert all("alice" in users and "bob" in users for users in _users_on(admin, addrs))
+
+    # alice publishes and consumes where her ACL allows, nowhere else; a wrong password is refused.
+    with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv, client=_acl2_client(alice_pw, "alice")) as p:
+        sent = [p.send(Message(orders, f"a{i}".encode())).msg_id for i in range(10)]
+    assert len(sent) == 10
+    denied = try_send(namesrv, other, _acl2_client(alice_pw, "alice"))
+    assert "no permission" in denied.lower() and other in denied, denied  # no route for it
+    assert try_send(namesrv, orders, _acl2_client("wrong-password", "alice")) != "sent"
+    with SyncPullConsumer(group, namesrv, client=_acl2_client(alice_pw, "alice")) as consumer:
+        consumer.assign(consumer.fetch_queues(orders))
+        consumer.seek_to_begin()
+        got: list[bytes] = []
+        kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or len(got) >= 10, 60,
+                        "alice reads her 10 messages")  # fmt: skip
+    assert sorted(got) == sorted(f"a{i}".encode() for i in range(10))
+    # The unmodified Java client signs as alice (AclClientRPCHook): in where she may, out elsewhere.
+    java = JavaPrograms(maven.resolve(maven.CLIENT), log_dir=tmp_path / "java")
+    as_alice = {"acl.accessKey": "alice", "acl.secretKey": alice_pw}
+    sent_java = java.run("ProducerScenario", [namesrv, orders, 5, "sync", "pg_alice"], timeout=120,
+                         jvm_props=as_alice).json()  # fmt: skip
+    assert sent_java["errors"] == 0, [s.get("error") for s in sent_java["sent"] if "error" in s][:2]
+    refused_java = java.run("ProducerScenario", [namesrv, other, 1, "sync", "pg_alice"], timeout=120,
+                            jvm_props=as_alice).json()  # fmt: skip
+    assert refused_java["errors"] == 1
+
+    # bob may publish only from 192.0.2.0/24; the rule edited away applies live, no pod replaced.
+    assert "no permission" in try_send(namesrv, orders, _acl2_client(bob_pw, "bob")).lower()
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(kube, ns)}
+    # a user no User declares is pruned at bob's next reconcile
+    with SyncAdmin(namesrv, client=root) as admin:
+        admin.create_user("mallory", "mallory-password", broker_addr=addrs[0])
+    kube.apply(_user_cr("bob", [{"resources": [f"Topic:{orders}"], "actions": ["Pub"]}]), "-n", ns)
+    kube.wait_until(lambda: try_send(namesrv, orders, _acl2_client(bob_pw, "bob")) == "sent", 60,
+                    "bob may publish once his source rule is gone", interval=2)  # fmt: skip
+    with SyncAdmin(namesrv, client=root) as admin:
+        kube.wait_until(lambda: all("mallory" not in u for u in _users_on(admin, addrs)), 60,
+                        "mallory pruned")
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(kube, ns)}
+    assert after == before
+
+    # A deleted User leaves every broker.
+    kube.kubectl("delete", "user", "alice", "-n", ns, "--timeout=60s")
+    with SyncAdmin(namesrv, client=root) as admin:
+        assert all("alice" not in users and "bob" in users for users in _users_on(admin, addrs))
+    assert try_send(namesrv, orders, _acl2_client(alice_pw, "alice")) != "sent"
