@@ -145,10 +145,10 @@ def test_examples_apply_and_the_category_lists_every_kind(crds, ns):  # noqa: F8
             crds.kubectl("apply", "-n", ns, "-f", str(path))
     listed = crds.kubectl("get", "pyrocketmq", "-n", ns, "-o", "json").stdout
     kinds = sorted({item["kind"] for item in json.loads(listed)["items"]})
-    assert kinds == ["Broker", "ConsumerGroup", "NameServer", "Topic"]
+    assert kinds == ["Broker", "ConsumerGroup", "NameServer", "Topic", "User"]
     table = crds.kubectl("get", "rmqbr", "-n", ns).stdout
     assert table.split()[:6] == ["NAME", "CLUSTER", "GROUPS", "REPLICAS", "READY-GROUPS", "READY"]
-    for short in ("rmqns", "rmqt", "rmqcg"):
+    for short in ("rmqns", "rmqt", "rmqcg", "rmqu"):
         assert crds.kubectl("get", short, "-n", ns).returncode == 0
 
 
@@ -156,4 +156,4 @@ def test_every_example_document_is_a_known_kind():
     for path in sorted(EXAMPLES.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             assert doc["apiVersion"] == "pyrocketmq.io/v1alpha1"
-            assert doc["kind"] in {"NameServer", "Broker", "Topic", "ConsumerGroup"}
+            assert doc["kind"] in {"NameServer", "Broker", "Topic", "ConsumerGroup", "User"}
