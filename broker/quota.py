@@ -113,12 +113,15 @@ class Bucket:
 
     def charge(self, cost: float, now: float) -> float:
         """Take ``cost`` tokens; the seconds until the bucket is out of debt (0 when it is not)."""
-        elapsed = now - self.stamp
-        if elapsed > 0:
-            self.tokens = min(self.capacity, self.tokens + elapsed * self.rate)
+        tokens = self.tokens
+        if now > self.stamp:
+            tokens += (now - self.stamp) * self.rate
+            if tokens > self.capacity:
+                tokens = self.capacity
             self.stamp = now
-        self.tokens -= cost
-        return -self.tokens / self.rate if self.tokens < 0 else 0.0
+        tokens -= cost
+        self.tokens = tokens
+        return -tokens / self.rate if tokens < 0 else 0.0
 
 
 @dataclass(slots=True, eq=False)
@@ -205,14 +208,24 @@ class QuotaTable:
         if not meter.limited:
             return 0.0
         now = self.clock()
-        delay = 0.0
-        for bucket, cost in ((meter.produced, produced), (meter.consumed, consumed),
-                             (meter.requests, requests)):
-            if bucket is not None and cost:  # a debt of another kind does not hold this one back
-                delay = max(delay, bucket.charge(cost, now))
+        delay = 0.0  # the longest debt among the limits it cost something against
+        bucket = meter.produced
+        if bucket is not None and produced:
+            delay = bucket.charge(produced, now)
+        bucket = meter.consumed
+        if bucket is not None and consumed:
+            owed = bucket.charge(consumed, now)
+            if owed > delay:
+                delay = owed
+        bucket = meter.requests
+        if bucket is not None and requests:
+            owed = bucket.charge(requests, now)
+            if owed > delay:
+                delay = owed
         if delay <= 0.0:
             return 0.0
-        delay = min(delay, self.max_delay)
+        if delay > self.max_delay:
+            delay = self.max_delay
         meter.throttled += 1
         meter.throttle_seconds += delay
         return delay
