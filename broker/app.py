@@ -48,12 +48,15 @@ from .processors.consumer import ConsumerProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.quota import QuotaGate, QuotaProcessor
 from .processors.replication import ReplicationProcessor
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .processors.tools import ToolsProcessor
 from .processors.transaction import TransactionProcessor
 from .proxy.endpoint import EndpointObservers, GrpcEndpoint
+from .quota_metrics import register_quota_metrics
+from .quota_store import load_quotas
 from .registration import Registrar
 from .settings import BrokerRole, BrokerSettings
 from .stats import BrokerStats
@@ -110,6 +113,8 @@ class Broker:
                 authentication=a.authentication_enabled, authorization=a.authorization_enabled,
                 authentication_whitelist=a.authentication_whitelist,
                 authorization_whitelist=a.authorization_whitelist)
+        self.quotas = load_quotas(config_dir)
+        """Per-user quotas (:mod:`.quota`), enforced while authentication is on."""
         self.store: MessageStore | None = None
         self.schedule: ScheduleService | None = None
         self.timer: TimerService | None = None
@@ -149,6 +154,7 @@ class Broker:
         s = self.settings
         if self.metrics is not None:  # first: /healthz answers while the store recovers
             self.server.observer = self.metrics.requests
+            register_quota_metrics(self.metrics.registry, self.quotas.table, s.identity)
             self.metrics_server = MetricsServer(self.metrics.registry, self.not_ready_reason)
             port = await self.metrics_server.start(s.network.bind_address, s.network.metrics_port)
             log.info("metrics, /healthz and /readyz on http://%s:%d", s.network.bind_address, port)
@@ -278,9 +284,14 @@ class Broker:
             ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
             AuthProcessor(meta=self.auth_meta, super_caller=self.user_access.is_super_caller
                           if self.user_access is not None else None),
+            QuotaProcessor(quotas=self.quotas, super_caller=self.user_access.is_super_caller
+                           if self.user_access is not None else None),
         )
         for processor in processors:
             processor.register(self.server)
+        if settings.auth.authentication_enabled:  # the user of a request is known: its quota applies
+            gate = QuotaGate(self.quotas.table, skip=settings.auth.authentication_whitelist)
+            gate.install(self.server.handlers)
 
     def _start_services(self) -> None:
         s = self.settings

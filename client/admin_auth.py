@@ -118,3 +118,33 @@ class AdminAuth(AdminBase):
         fields = {k: v for k, v in (("subjectFilter", subject_filter), ("resourceFilter", resource_filter))
                   if v}
         return decode_list(await self._one(broker_addr, cluster, RequestCode.AUTH_LIST_ACL, fields))
+
+    # -- quotas (pyrocketmq's own: per-user limits, :mod:`pyrocketmq.broker.quota`) ---------------
+    async def set_user_quota(self, username: str, *, produced_bytes_per_second: float | None = None,
+                             consumed_bytes_per_second: float | None = None,
+                             requests_per_second: float | None = None, broker_addr: str | None = None,
+                             cluster: str | None = None) -> list[str]:
+        """Set the limits given of ``username`` (per second; 0 removes one, those not given stay);
+        returns the brokers that took it."""
+        limits = {"producedBytesPerSecond": produced_bytes_per_second,
+                  "consumedBytesPerSecond": consumed_bytes_per_second,
+                  "requestsPerSecond": requests_per_second}
+        body = {"username": username, **{k: v for k, v in limits.items() if v is not None}}
+        return await self._each(broker_addr, cluster, RequestCode.UPDATE_USER_QUOTA, {}, body)
+
+    async def get_user_quota(self, username: str, *, broker_addr: str | None = None,
+                             cluster: str | None = None) -> dict[str, Any] | None:
+        """The user's quota (from the first broker), None when it has none."""
+        addr = (await self.target_brokers(broker_addr, cluster))[0]
+        resp = await self._broker(addr, RequestCode.GET_USER_QUOTA, {}, orjson.dumps({"username": username}))
+        return orjson.loads(resp.payload) if resp.payload else None
+
+    async def delete_user_quota(self, username: str, *, broker_addr: str | None = None,
+                                cluster: str | None = None) -> list[str]:
+        return await self._each(broker_addr, cluster, RequestCode.DELETE_USER_QUOTA, {},
+                                {"username": username})
+
+    async def list_user_quotas(self, *, broker_addr: str | None = None,
+                               cluster: str | None = None) -> list[dict[str, Any]]:
+        raw = await self._one(broker_addr, cluster, RequestCode.LIST_USER_QUOTA, {})
+        return list(orjson.loads(raw)) if raw else []

@@ -375,9 +375,10 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
             parser = parsers[f"bench {args.bench_command}"]
             return asyncio.run(run_bench(args, parser, out))
         raise UsageError(root, f"unknown command {args.command!r}")
-    except UsageError as e:
+    except (UsageError, argparse.ArgumentTypeError) as e:  # the latter: a verb's check of its options
+        given = e.parser if isinstance(e, UsageError) else root
         usage: argparse.ArgumentParser = (
-            e.parser if e.parser is not root else _which_parser(args_list, parsers, root)
+            given if given is not root else _which_parser(args_list, parsers, root)
         )
         err.write(usage.format_usage())
         err.write(f"{usage.prog}: error: {e}\n")

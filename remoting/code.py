@@ -93,6 +93,11 @@ class RequestCode(IntEnum):
     AUTH_DELETE_ACL = 3008
     AUTH_GET_ACL = 3009
     AUTH_LIST_ACL = 3010
+    # per-user quotas (pyrocketmq's own, beyond Apache): JSON bodies, :mod:`pyrocketmq.broker.quota`
+    UPDATE_USER_QUOTA = 3101
+    GET_USER_QUOTA = 3102
+    DELETE_USER_QUOTA = 3103
+    LIST_USER_QUOTA = 3104
 
 
 class ResponseCode(IntEnum):

@@ -357,7 +357,7 @@ def _deleted_group(cmd: RemotingCommand) -> Needs:
     return _needs(_group(DeleteSubscriptionGroupRequestHeader.from_command(cmd).group_name))
 
 
-def _auth(header: type[Header], actions: Action) -> Rule:
+def _auth(header: type[Header] | None, actions: Action) -> Rule:
     """An ACL 2.0 administration code: admin accounts in ACL 1.0, the cluster in ACL 2.0 (whose
     handler also wants a super user)."""
     return Rule(header, admin=True, acts=Acts(cluster=(actions,)))
@@ -455,6 +455,11 @@ BROKER_RULES: dict[int, Rule] = {
     C.GET_BROKER_CONFIG: Rule(None),  # the broker's settings, secrets left out
     C.GET_BROKER_RUNTIME_INFO: Rule(None),  # broker-wide counters
     **AUTH_RULES,
+    # -- per-user quotas (JSON bodies; their handler also wants a super user)
+    C.UPDATE_USER_QUOTA: _auth(None, Action.UPDATE),
+    C.DELETE_USER_QUOTA: _auth(None, Action.UPDATE),
+    C.GET_USER_QUOTA: _auth(None, Action.GET),
+    C.LIST_USER_QUOTA: _auth(None, Action.GET),
 }
 """Every request code the broker serves → its rule."""
 

@@ -9,7 +9,8 @@ Where a verb goes — the module of the thing it acts on (its mqadmin name says 
 - ``cluster.py``: clusters and brokers — members, runtime figures, configuration, round trips,
   every topic's traffic;
 - ``controller.py``: controller mode — broker groups' masters and in-sync sets, elections;
-- ``acl.py``: ACL 2.0 — users and their ACLs.
+- ``acl.py``: ACL 2.0 — users and their ACLs;
+- ``quota.py``: per-user quotas — produced and consumed bytes, requests per second.
 
 A new kind of thing gets a module of its own and a line in
 :data:`SECTIONS`. Each module declares its verbs once, in its ``VERBS`` table (:class:`~.verb.Verb`:
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ..cli_common import Parser, _add_ns, client_settings
-from . import acl, cluster, controller, group, message, topic
+from . import acl, cluster, controller, group, message, quota, topic
 from .verb import Verb
 
 
@@ -46,6 +47,7 @@ SECTIONS = (
     Section("clusters and brokers", cluster.VERBS),
     Section("controller mode", controller.VERBS),
     Section("users and ACLs (ACL 2.0)", acl.VERBS),
+    Section("per-user quotas", quota.VERBS),
 )
 
 

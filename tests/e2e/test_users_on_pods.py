@@ -61,11 +61,10 @@ def _users_on(admin: SyncAdmin, addrs: list[str]) -> list[set[str]]:
     return [{u["username"] for u in admin.list_users(broker_addr=a)} for a in addrs]
 
 
-@pytest.mark.timeout(900)
-def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, users_ns, tmp_path):
-    """ACL 2.0 from resources: a Broker with spec.auth, Users whose passwords the operator generates
-    into Secrets, their ACLs on master and slave, applied live, pruned and deleted."""
-    kube, ns = node_cluster, users_ns
+def _deploy(kube: KubeCluster, ns: str) -> tuple[str, str, str, str]:
+    """A NameServer and a Broker (master + slave) with spec.auth, topics Orders_* and Other_*, and
+    Users alice (Orders_* and her group; every other topic denied) and bob (publish on Orders_*
+    from 192.0.2.0/24 only); returns root's password and the topic and group names."""
     root_pw = secrets.token_urlsafe(16)
     kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mq-root"}, "type": "Opaque",
                 "data": {"username": _b64("root"), "password": _b64(root_pw)}}, "-n", ns)  # fmt: skip
@@ -82,6 +81,15 @@ def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, users_ns
     kube.apply(_user_cr("alice", alice_acl), "-n", ns)
     kube.apply(_user_cr("bob", [{"resources": [f"Topic:{orders}"], "actions": ["Pub"],
                                  "sourceIps": ["192.0.2.0/24"]}]), "-n", ns)  # fmt: skip
+    return root_pw, orders, other, group
+
+
+@pytest.mark.timeout(900)
+def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, users_ns, tmp_path):
+    """ACL 2.0 from resources: a Broker with spec.auth, Users whose passwords the operator generates
+    into Secrets, their ACLs on master and slave, applied live, pruned and deleted."""
+    kube, ns = node_cluster, users_ns
+    root_pw, orders, other, group = _deploy(kube, ns)
     wait_ready(kube, "broker", "users", ns, timeout=300)
     for name in ("orders-topic", "other-topic"):
         wait_ready(kube, "topic", name, ns, timeout=120)

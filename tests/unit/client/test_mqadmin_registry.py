@@ -43,6 +43,7 @@ def test_the_verbs_are_those_the_cli_has_always_had() -> None:
         "getControllerMetaData", "getSyncStateSet", "electMaster",
         "createUser", "updateUser", "deleteUser", "getUser", "listUser",
         "createAcl", "updateAcl", "deleteAcl", "getAcl", "listAcl",
+        "updateUserQuota", "getUserQuota", "deleteUserQuota", "listUserQuota",
     }  # fmt: skip
 
 

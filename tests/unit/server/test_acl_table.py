@@ -52,6 +52,7 @@ EXPECTED_ADMIN = {
     C.UPDATE_BROKER_CONFIG,  # the broker's configuration
     C.GET_ALL_CONSUMER_OFFSET,  # every group's offsets at once (a slave's sync)
     *range(C.AUTH_CREATE_USER, C.AUTH_LIST_ACL + 1),  # ACL 2.0's users and ACLs
+    *range(C.UPDATE_USER_QUOTA, C.LIST_USER_QUOTA + 1),  # the users' quotas
 }
 EXPECTED_OPEN = {
     C.VIEW_MESSAGE_BY_ID,  # names a commitlog offset; its handler asks SUB on the topic it finds
