@@ -25,7 +25,7 @@ from .reconcile import ClusterTarget, resolve_cluster
 from .render.common import owner_labels, owner_reference
 from .rocketmq import RocketMQRefused, RocketMQUnavailable, admin_session, registered_groups
 from .status import Condition, merge_conditions, now_rfc3339
-from .users import UserModel, broker_changes, undeclared_users
+from .users import QUOTA_KEYS, UserModel, broker_changes, quota_change, undeclared_users
 
 RBAC_HINT = "install the chart with rbac.manageSecrets=true (User resources need it)"
 
@@ -90,12 +90,13 @@ class UserReconcile:
         declared = await declared_users(self.ctx, model.ref.namespace, model.cluster_ref)
         async with admin_session(target.admin_addr, self.ctx.settings.reconcile.admin_timeout,
                                  target.security) as admin:
-            self.addrs = await broker_addrs(admin, target.cluster_name)
-            self.addrs += await auth_name_servers(self.ctx, model.ref.namespace, model.cluster_ref)
+            brokers = await broker_addrs(admin, target.cluster_name)
+            self.addrs = brokers + await auth_name_servers(self.ctx, model.ref.namespace, model.cluster_ref)
             for addr in self.addrs:
-                if await self._apply_on(admin, addr):
+                quotas = addr in brokers  # the name servers serve no traffic to limit
+                if await self._apply_on(admin, addr, quotas):
                     self.changed.append(addr)
-                self.pruned += await prune(admin, addr, declared | {model.username}, self.keep)
+                self.pruned += await prune(admin, addr, declared | {model.username}, self.keep, quotas)
         if self.changed:
             self.ctx.event("Normal", "UserApplied", f"user {model.username} and its ACL on "
                            f"{', '.join(self.changed)}")
@@ -103,10 +104,21 @@ class UserReconcile:
             self.ctx.event("Normal", "UsersRemoved", "users no User declares removed: "
                            + ", ".join(sorted(set(self.pruned))))
 
-    async def _apply_on(self, admin: Admin, addr: str) -> bool:
+    async def _apply_on(self, admin: Admin, addr: str, quotas: bool) -> bool:
         model = self.model
+        quota = quota_change(model, await admin.get_user_quota(model.username, broker_addr=addr)) \
+            if quotas else None
+        if quota == "set":  # every limit, 0 for those not given: one not given any more goes
+            limits = {k: float(v) for k, v in model.quotas}
+            produced, consumed, requests = (limits.get(k, 0.0) for k in QUOTA_KEYS)
+            await admin.set_user_quota(model.username, produced_bytes_per_second=produced,
+                                       consumed_bytes_per_second=consumed, requests_per_second=requests,
+                                       broker_addr=addr)
+        elif quota == "delete":
+            await admin.delete_user_quota(model.username, broker_addr=addr)
         have_user = await admin.get_user(model.username, broker_addr=addr)
-        have_acl = await admin.get_acl(model.subject, broker_addr=addr)
+        # a server answers no ACL of a user it does not know (Apache: "The subject is not exist.")
+        have_acl = await admin.get_acl(model.subject, broker_addr=addr) if have_user is not None else None
         change = broker_changes(model, self.password, have_user, have_acl)
         if change.user == "create":
             await admin.create_user(model.username, self.password, model.user_type, broker_addr=addr)
@@ -117,7 +129,7 @@ class UserReconcile:
             await admin.put_acl(model.acl_info(change.put), broker_addr=addr, update=not change.new_acl)
         for resource in change.stale:
             await admin.delete_acl(model.subject, resource, broker_addr=addr)
-        return not change.empty
+        return not change.empty or quota is not None
 
     async def update_status(self) -> None:
         ref, model = self.model.ref, self.model
@@ -185,15 +197,21 @@ async def broker_addrs(admin: Admin, cluster: str) -> list[str]:
     return [addr for _, ids in sorted(groups.items()) for _, addr in sorted(ids.items())]
 
 
-async def prune(admin: Admin, addr: str, declared: set[str], keep: set[str]) -> list[str]:
-    """Remove from the broker at ``addr`` the users (and ACLs) not declared; returns their names."""
+async def prune(admin: Admin, addr: str, declared: set[str], keep: set[str],
+                quotas: bool = False) -> list[str]:
+    """Remove from the broker at ``addr`` the users (and ACLs, and with ``quotas`` their quotas) not
+    declared; returns their names."""
     listed = await admin.list_users(broker_addr=addr)
     # ACLs of users no longer there too (a broker drops a user's ACL with the user)
     listed += [{"username": s.partition(":")[2]} for a in await admin.list_acls(broker_addr=addr)
                if (s := str(a.get("subject") or "")).startswith("User:")]
+    if quotas:
+        listed += [{"username": q.get("username")} for q in await admin.list_user_quotas(broker_addr=addr)]
     gone = undeclared_users(listed, declared, keep)
     for name in gone:
         await admin.delete_user(name, broker_addr=addr)
+        if quotas:
+            await admin.delete_user_quota(name, broker_addr=addr)
     return gone
 
 

@@ -57,6 +57,10 @@ class AclRule:
         return cls(resources, actions, decision, ips)
 
 
+QUOTA_KEYS = ("producedBytesPerSecond", "consumedBytesPerSecond", "requestsPerSecond")
+"""``spec.quotas``: per-second limits every broker holds the user to (a throttled client is slowed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class UserModel:
     ref: ObjectRef
@@ -65,6 +69,8 @@ class UserModel:
     user_type: str = "Normal"
     secret_name: str = ""
     acl: tuple[AclRule, ...] = ()
+    quotas: tuple[tuple[str, int], ...] = ()
+    """The limits of ``spec.quotas`` that are set (above 0), by QUOTA_KEYS name."""
 
     @property
     def subject(self) -> str:
@@ -91,9 +97,15 @@ class UserModel:
                     raise SpecError(f"spec.acl[{i}]: {resource} is in spec.acl[{seen[resource]}] too; "
                                     "name each resource once (one decision per resource)")
                 seen[resource] = i
+        quotas = spec.get("quotas") or {}
+        for key, value in quotas.items():
+            if key not in QUOTA_KEYS or not isinstance(value, int) or value < 0:
+                raise SpecError(f"spec.quotas.{key} {value!r}: give {', '.join(QUOTA_KEYS)} as whole numbers "
+                                "per second (0: no limit)")
         return cls(
             ref=ref,
             cluster_ref=str((spec.get("clusterRef") or {}).get("name") or ""),
+            quotas=tuple((k, int(quotas[k])) for k in QUOTA_KEYS if quotas.get(k)),
             username=username,
             user_type=user_type,
             secret_name=str(authn.get("secretName") or ref.name),
@@ -164,3 +176,13 @@ def undeclared_users(listed: Iterable[Mapping[str, Any]], declared: set[str], ke
     """Users a broker listed that no User declares and that are not kept (the cluster's super user)."""
     return sorted({name for u in listed if (name := str(u.get("username") or "")) and name not in declared
                    and name not in keep})
+
+
+def quota_change(model: UserModel, have: Mapping[str, Any] | None) -> str | None:
+    """``set``, ``delete`` or None: what a broker's quota for the user (as GET_USER_QUOTA answered)
+    needs to match ``spec.quotas``."""
+    held = {k: float(v) for k in QUOTA_KEYS if (v := (have or {}).get(k))}
+    want = {k: float(v) for k, v in model.quotas}
+    if held == want:
+        return None
+    return "set" if want else "delete"

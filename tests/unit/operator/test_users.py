@@ -16,7 +16,13 @@ from pyrocketmq.operator.names import namesrv_addresses
 from pyrocketmq.operator.podconf import pod_conf
 from pyrocketmq.operator.render import broker_conf, render_broker
 from pyrocketmq.operator.security import SecretError, read_broker_secrets
-from pyrocketmq.operator.users import UserModel, broker_changes, custom_entries, undeclared_users
+from pyrocketmq.operator.users import (
+    UserModel,
+    broker_changes,
+    custom_entries,
+    quota_change,
+    undeclared_users,
+)
 from pyrocketmq.server.acl2 import acl_from_info, acl_to_info
 from pyrocketmq.server.auth_metadata import AuthMetadata
 
@@ -169,3 +175,15 @@ def test_a_name_server_with_spec_auth_reads_its_super_user_from_the_secret(tmp_p
     meta = AuthMetadata(settings.auth_dir)
     meta.init_users(settings.auth)
     assert meta.user("root").password == "pw-1" and meta.user("root").is_super
+
+
+def test_quotas_are_set_changed_and_removed_to_match_the_spec():
+    limited = user(quotas={"producedBytesPerSecond": 50000, "requestsPerSecond": 0})
+    assert limited.quotas == (("producedBytesPerSecond", 50000),)
+    assert quota_change(limited, None) == "set"
+    held = {"username": "alice", "producedBytesPerSecond": 50000.0, "consumedBytesPerSecond": 0}
+    assert quota_change(limited, held) is None
+    assert quota_change(user(quotas={"producedBytesPerSecond": 10}), held) == "set"
+    assert quota_change(user(), held) == "delete" and quota_change(user(), None) is None
+    with pytest.raises(SpecError, match="spec.quotas.bytes"):
+        user(quotas={"bytes": 1})
