@@ -7,6 +7,7 @@ Layout (``PYROCKETMQ_CACHE``, default ``~/.cache/pyrocketmq``)::
     <cache>/rocketmq-4.9.8/.resolved  marker: written last, holds the pom's hash
     <cache>/rocketmq-4.9.7/lib/*.jar  server side: rocketmq-namesrv + rocketmq-broker 4.9.7
     <cache>/rocketmq-4.9.7/.resolved
+    <cache>/rocketmq-tools-5.3.3/lib/*.jar  Apache 5.3's mqadmin (rocketmq-tools 5.3.3): ACL 2.0 commands
 
 Why two versions: Maven Central has no 4.9.8 ``rocketmq-namesrv``/``rocketmq-broker``/``rocketmq-example``
 jars (only client, tools, common, remoting, store... were published for 4.9.8). The servers therefore
@@ -52,6 +53,8 @@ CLIENT5 = Profile("client5", "5.0.8")
 SERVER5 = Profile("server5", "5.2.0")
 """Apache's 5.x name server and proxy (local mode: broker inside), the 5.x benchmark peer."""
 SERVER = Profile("server", SERVER_VERSION)
+TOOLS53 = Profile("tools53", "tools-5.3.3")
+"""Apache 5.3's mqadmin (rocketmq-tools 5.3.3 and its closure): the ACL 2.0 user and ACL commands."""
 
 
 def _pom_digest() -> str:
@@ -139,5 +142,5 @@ def classpath(lib: Path, *extra: Path) -> str:
 
 
 if __name__ == "__main__":  # python -m tests.conformance.maven: fetch every profile the tests use
-    for prof in (CLIENT, SERVER, CLIENT5, SERVER5):
+    for prof in (CLIENT, SERVER, CLIENT5, SERVER5, TOOLS53):
         print(prof.name, resolve(prof))
