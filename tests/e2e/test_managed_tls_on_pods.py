@@ -56,7 +56,8 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
     kube, ns = node_cluster, tls_ns
     names = nameserver_cr("tlsns", replicas=1)
     names["spec"]["tls"] = {"managed": True}
-    brokers = broker_cr("tlsbr", "tlsns", groups=2, replicas=1, replicationMode="ASYNC", tls={"managed": True})
+    brokers = broker_cr("tlsbr", "tlsns", groups=2, replicas=1, replicationMode="ASYNC",
+                        tls={"managed": True})
     brokers["spec"]["nameServer"]["tls"] = True
     kube.apply(names, "-n", ns)
     kube.apply(brokers, "-n", ns)
