@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -147,8 +148,38 @@ def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, users_ns
     after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(kube, ns)}
     assert after == before
 
+    _quota_slows_alice_not_bob(kube, ns, namesrv, orders, addrs[0], {"root": root_pw, "alice": alice_pw,
+                                                                      "bob": bob_pw})
+
     # A deleted User leaves every broker.
     kube.kubectl("delete", "user", "alice", "-n", ns, "--timeout=60s")
     with SyncAdmin(namesrv, client=root) as admin:
         assert all("alice" not in users and "bob" in users for users in _users_on(admin, addrs))
     assert try_send(namesrv, orders, _acl2_client(alice_pw, "alice")) != "sent"
+
+
+def _user_metric(text: str, name: str, user: str) -> float:
+    """The value of ``pyrocketmq_broker_user_<name>{..., user="<user>"}`` in a scrape (0 when absent)."""
+    prefix = f"pyrocketmq_broker_user_{name}{{"
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(prefix) and f'user="{user}"' in line)
+
+
+def _quota_slows_alice_not_bob(kube: KubeCluster, ns: str, namesrv: str, topic: str, master: str,
+                               passwords: dict[str, str]) -> None:
+    """spec.quotas: alice held to 8 KB/s of sends by every broker: slowed, never refused; bob, who
+    sends beside her, is not held back at all."""
+    kube.merge_patch("user", "alice", ns, {"spec": {"quotas": {"producedBytesPerSecond": 8000}}})
+    with SyncAdmin(namesrv, client=_acl2_client(passwords["root"], "root")) as admin:
+        kube.wait_until(lambda: (admin.get_user_quota("alice", broker_addr=master) or {})
+                        .get("producedBytesPerSecond"), 60, "alice's quota on the master")  # fmt: skip
+    body = b"q" * 1024
+    for user in ("alice", "bob"):
+        with SyncProducer(f"P_{secrets.token_hex(3)}", namesrv,
+                          client=_acl2_client(passwords[user], user)) as producer:
+            assert all(producer.send(Message(topic, body)).status.name == "SEND_OK" for _ in range(24))
+    url = f"http://{master.rsplit(':', 1)[0]}:5557/metrics"
+    scrape = urllib.request.urlopen(url, timeout=10).read().decode()
+    assert _user_metric(scrape, "throttle_seconds_total", "alice") > 0
+    assert _user_metric(scrape, "throttle_seconds_total", "bob") == 0
+    assert _user_metric(scrape, "produced_bytes_total", "bob") >= 24 * 1024
