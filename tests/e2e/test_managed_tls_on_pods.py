@@ -54,7 +54,9 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
     every server certificate and rolls the pods while a client that trusts only the first CA
     certificate sends throughout: no send fails."""
     kube, ns = node_cluster, tls_ns
-    names = nameserver_cr("tlsns", replicas=1)
+    # Two name servers, rolled one at a time: a restarted one knows no broker until they register
+    # again, the other answers the clients meanwhile.
+    names = nameserver_cr("tlsns", replicas=2)
     names["spec"]["tls"] = {"managed": True}
     brokers = broker_cr("tlsbr", "tlsns", groups=2, replicas=1, replicationMode="ASYNC",
                         tls={"managed": True})
@@ -75,7 +77,7 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
     client = ClientSettings(tls=ClientTls(enabled=True, trust_cert_path=str(trust), check_hostname=False),
                             request_timeout=5, connect_timeout=3)  # fmt: skip
     assert try_send(namesrv, topic, ClientSettings(request_timeout=5, connect_timeout=3)) != "sent"
-    server_pods = ["tlsns-0", "tlsbr-0-0", "tlsbr-1-0"]
+    server_pods = ["tlsns-0", "tlsns-1", "tlsbr-0-0", "tlsbr-1-0"]
     before = _uids(kube, ns, server_pods)
     with Sender(namesrv, topic, pause=0.05, client=client) as sender:
         sender.wait_for(20)
@@ -92,4 +94,4 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
         assert certs.signed_by(cert, old_ca) and get(kube, "secret", leaf, ns)["metadata"]["annotations"][
             CA_SERIAL] == str(certs.info(new_ca).serial)
     assert sender.failures == [], sender.failures[:5]
-    print(f"CA renewed and 3 server pods rolled: {len(sender.acked)} sends acknowledged, none failed")
+    print(f"CA renewed and 4 server pods rolled: {len(sender.acked)} sends acknowledged, none failed")

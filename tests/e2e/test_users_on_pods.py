@@ -76,7 +76,7 @@ def _deploy(kube: KubeCluster, ns: str) -> tuple[str, str, str, str]:
     orders, other, group = (f"{p}_{secrets.token_hex(3)}" for p in ("Orders", "Other", "GID_ALICE"))
     kube.apply(topic_cr("orders-topic", orders, "users", queues=2), "-n", ns)
     kube.apply(topic_cr("other-topic", other, "users", queues=2), "-n", ns)
-    alice_acl = [{"resources": [f"Topic:{orders}"], "actions": ["Pub", "Sub"]},
+    alice_acl = [{"resources": [f"Topic:{orders}"], "actions": ["Pub", "Sub", "Get"]},  # Get: queue extents
                  {"resources": [f"Group:{group}"], "actions": ["Sub"]},
                  {"resources": ["Topic:*"], "actions": ["All"], "decision": "Deny"}]  # fmt: skip
     kube.apply(_user_cr("alice", alice_acl), "-n", ns)
