@@ -211,9 +211,10 @@ class Broker:
         controller_mode = s.controller.enabled
         if s.identity.role == BrokerRole.SLAVE:  # controller mode: every replica starts as a slave
             self.ha_client = HAClient(store, self._ha_master_addr,
-                                      s.identity.replica_id if controller_mode else None)
+                                      s.identity.replica_id if controller_mode else None,
+                                      tls_context=s.network.peer_tls.context())
         if s.identity.role != BrokerRole.SLAVE or controller_mode:
-            self.ha_server = HAServer(store, min_in_sync=s.controller.min_in_sync_replicas)
+            self.ha_server = HAServer(store, min_in_sync=s.controller.min_in_sync_replicas, tls=s.network.tls)
             await self.ha_server.start(s.network.bind_address, self.port + 1)
         self.topics.persist()
         self.topics.on_change = self.registrar.register_soon

@@ -97,6 +97,9 @@ class NetworkSettings:
     """``tls.server.*``: TLS on the client-facing ports (see :mod:`pyrocketmq.remoting.tls`)."""
     client_tls: ClientTls = field(default_factory=ClientTls)
     """``tls.enable`` and ``tls.client.*``: TLS to the name servers."""
+    peer_tls: ClientTls = field(default_factory=ClientTls)
+    """A slave's TLS to its master's HA port: on with ``tls.server.mode=enforcing``, with this broker's
+    certificate (:meth:`ServerTls.peer_client`)."""
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     """``serverMaxConnections`` (10000), ``serverMaxRequestsInFlight`` (65536 per connection),
     ``serverMaxQueuedBytes`` (64 MiB of unread answers per connection), ``serverFrameTimeoutSeconds``
@@ -208,6 +211,7 @@ class BrokerSettings:
         metrics_port = get_int("metricsPort", int(os.environ.get("PYROCKETMQ_METRICS_PORT", "0") or 0))
         if not 0 <= metrics_port <= 65535 or (metrics_port and metrics_port == port):
             raise ConfigError(f"metricsPort={metrics_port}: expected 0 (off) or a port other than listenPort")
+        server_tls, client_tls, peer_tls = _network_tls(conf, used)
         network = NetworkSettings(
             listen_port=port, bind_address=get("bindAddress", "0.0.0.0"),
             broker_ip=get("brokerIP1", "127.0.0.1"), namesrv_addrs=addrs,
@@ -218,7 +222,7 @@ class BrokerSettings:
             limits=_limits(get_int),
             acl_file=_acl_file(get_bool("aclEnable", False), get("aclConfigFile", "")),
             access_key=get("accessKey", ""), secret_key=get("secretKey", ""),
-            tls=_tls(conf, used, ServerTls.from_conf), client_tls=_tls(conf, used, ClientTls.from_conf),
+            tls=server_tls, client_tls=client_tls, peer_tls=peer_tls,
             metrics_port=metrics_port, ha_master_address=get("haMasterAddress", ""),
             master_service_addr=_host_port("masterServiceAddr", get("masterServiceAddr", "")),
             grpc_port=_grpc_port(get("grpcListenPort", ""), port, metrics_port),
@@ -262,6 +266,19 @@ def _tls(conf: dict[str, str], used: set[str], read: Callable[[dict[str, str]], 
         return read(conf)
     except TlsConfigError as e:
         raise ConfigError(str(e)) from None
+
+
+def _network_tls(conf: dict[str, str], used: set[str]) -> tuple[ServerTls, ClientTls, ClientTls]:
+    """``tls.server.*``, ``tls.client.*`` and what the two make of a slave's TLS to its master."""
+    server, client = _tls(conf, used, ServerTls.from_conf), _tls(conf, used, ClientTls.from_conf)
+
+    def peer(_: dict[str, str]) -> ClientTls:
+        tls = server.peer_client(client)
+        tls.context()  # a trust or certificate file that does not load fails at start, named
+        server.peer_context()
+        return tls
+
+    return server, client, _tls(conf, used, peer)
 
 
 def _controller(get: Callable[[str, str], str], get_int: Callable[[str, int], int],

@@ -83,7 +83,8 @@ class NameServer:
                                          timeout_ms=self.settings.controller_broker_timeout_ms,
                                          self_id=self.settings.controller_self_id,
                                          peers=dict(self.settings.controller_peers) or None,
-                                         sign=_signer(self.settings))
+                                         sign=_signer(self.settings),
+                                         tls_context=self.settings.peer_tls.context())
             for code, handler in self.controller.handlers().items():
                 self.server.register(code, handler)
             self.server.on_connection_closed(self.controller.connection_closed)

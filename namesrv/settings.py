@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pyrocketmq.remoting.limits import ConnectionLimits
 from pyrocketmq.remoting.names import DEFAULT_NAMESRV_PORT
 from pyrocketmq.remoting.properties import ConfigError, read_properties
-from pyrocketmq.remoting.tls import ServerTls, TlsConfigError
+from pyrocketmq.remoting.tls import ClientTls, ServerTls, TlsConfigError
 from pyrocketmq.server.auth_settings import AuthSettings, read_auth_settings
 
 
@@ -45,6 +45,11 @@ class NamesrvSettings:
 
     tls: ServerTls = field(default_factory=ServerTls)
     """``tls.server.*``: TLS for clients and brokers (see :mod:`pyrocketmq.remoting.tls`)."""
+
+    peer_tls: ClientTls = field(default_factory=ClientTls)
+    """The controller's TLS to the other controller instances: on with ``tls.server.mode=enforcing``,
+    with this server's certificate, trusting ``tls.client.trustCertPath`` or ``tls.server.trustCertPath``
+    (:meth:`ServerTls.peer_client`)."""
 
     acl_file: str | None = None
     """``aclConfigFile`` when ``aclEnable=true``: every request must be signed by an account of this
@@ -131,7 +136,7 @@ class NamesrvSettings:
             scan_interval_ms=get_int("scanNotActiveBrokerInterval", 10_000, 100, 3_600_000),
             broker_expiry_ms=get_int("brokerChannelExpiredTime", 120_000, 1_000, 86_400_000),
             server_channel_max_idle_s=get_int("serverChannelMaxIdleTimeSeconds", 120, 0, 86_400),
-            tls=_server_tls(conf, used),
+            tls=(tls := _server_tls(conf, used)), peer_tls=_peer_tls(conf, tls),
             limits=ConnectionLimits(
                 max_connections=get_int("serverMaxConnections", 10_000, 0, 1_000_000),
                 max_in_flight=get_int("serverMaxRequestsInFlight", 65_536, 0, 10_000_000),
@@ -226,6 +231,15 @@ def _env_port(name: str) -> int:
     if not raw.isdigit() or int(raw) > 65535:
         raise ConfigError(f"{name}={raw!r}: expected a port 0..65535")
     return int(raw)
+
+
+def _peer_tls(conf: dict[str, str], server: ServerTls) -> ClientTls:
+    try:
+        peer = server.peer_client(ClientTls.from_conf(conf))
+        peer.context()  # a trust file that does not load fails at start, named
+    except TlsConfigError as e:
+        raise ConfigError(str(e)) from None
+    return peer
 
 
 def _server_tls(conf: dict[str, str], used: set[str]) -> ServerTls:

@@ -177,7 +177,7 @@ class RemotingServer:
             host, port = sock.getpeername()[:2]
             peer = f"{host}:{port}"
         try:
-            first = await asyncio.wait_for(_first_byte(sock), SNIFF_TIMEOUT)
+            first = await asyncio.wait_for(first_byte(sock), SNIFF_TIMEOUT)
             if first is None:  # connected and left without a byte: a TCP probe
                 sock.close()
                 return
@@ -216,7 +216,7 @@ class RemotingServer:
             self._server = None
 
 
-async def _first_byte(sock: socket.socket) -> int | None:
+async def first_byte(sock: socket.socket) -> int | None:
     """The first byte the peer sends, peeked (it stays unread); None if it closes first."""
     loop = asyncio.get_running_loop()
     readable: asyncio.Future[None] = loop.create_future()

@@ -16,6 +16,15 @@ Clients (the Python client's ``ClientSettings.tls``, a broker talking to name se
 ``tls.client.trustCertPath`` (or the system's CAs) unless ``tls.client.authServer=false`` (Apache's
 test mode, which trusts any server) — the chain, and the host name too with
 ``tls.client.verifyHostname=true``; ``tls.client.certPath``/``keyPath`` give a client certificate.
+
+Between the servers themselves (a slave streaming its master's commitlog from the HA port, the
+controllers' Raft messages to each other): TLS when the server's ``tls.server.mode`` is
+``enforcing``, plain otherwise, both ways with the certificate the server serves with (a server and
+client certificate). :meth:`ServerTls.peer_client` is the connecting side: the peer's chain is checked
+against ``tls.client.trustCertPath``, else ``tls.server.trustCertPath``, else the system's CAs (as the
+remoting client), never its host name (peers are reached by pod IP); ``tls.client.authServer=false``
+trusts any peer. :meth:`ServerTls.peer_context` is the accepting side (the HA port): it asks for the
+peer's certificate and checks it against ``tls.server.trustCertPath`` when that is set.
 """
 
 from __future__ import annotations
@@ -112,6 +121,36 @@ class ServerTls:
                     f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}"
                 ) from None
         return ctx
+
+    def peer_context(self) -> ssl.SSLContext | None:
+        """The accepting side of a peer's connection (a slave's, on the HA port): None with TLS
+        disabled, else :meth:`context` requiring a client certificate that chains to
+        ``tls.server.trustCertPath`` when that is set (peers present the certificate they serve with)."""
+        if not self.enabled:
+            return None
+        ctx = self.context()
+        if self.trust_cert_path and ctx.verify_mode != ssl.CERT_REQUIRED:
+            try:
+                ctx.load_verify_locations(self.trust_cert_path)
+            except (OSError, ssl.SSLError) as e:
+                raise TlsConfigError(
+                    f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}"
+                ) from None
+            ctx.verify_mode = ssl.CERT_REQUIRED
+        return ctx
+
+    def peer_client(self, client: ClientTls | None = None) -> ClientTls:
+        """The connecting side toward a peer (a slave to its master's HA port, a controller to the
+        others): TLS only when this server enforces it, presenting this server's certificate; the
+        trust from ``client`` (``tls.client.*``), else ``tls.server.trustCertPath``; host names unchecked."""
+        if self.mode is not TlsMode.ENFORCING:
+            return ClientTls()
+        client = client or ClientTls()
+        return ClientTls(
+            enabled=True, trust_cert_path=client.trust_cert_path or self.trust_cert_path,
+            verify=client.verify, check_hostname=False, cert_path=self.cert_path, key_path=self.key_path,
+            key_password=self.key_password,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,18 +10,28 @@ Slave (``HAClient``): connects to the master's HA address (``haMasterAddress``, 
 name server returned), reports its commitlog max offset at once, after each batch and every 5 s,
 appends each frame at exactly its offset (``MessageStore.append_replica``; a gap closes the
 connection) and reconnects after any error. The layout is drawn in ``frame``.
+
+TLS (see :mod:`pyrocketmq.remoting.tls`): a master whose ``tls.server.mode`` is ``enforcing`` serves
+the HA port over TLS only (a plain slave's connection fails its handshake and is closed), one in
+``permissive`` mode serves TLS to a slave whose first byte is a handshake record and plain to the
+others (an offset report never starts with 0x16); a slave connects over TLS when its own mode is
+``enforcing``, presenting its certificate. The servers of one deployment share the mode.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import PutMessageStatus
+from pyrocketmq.remoting.server import HANDSHAKE_TIMEOUT, first_byte
+from pyrocketmq.remoting.tls import TLS_HANDSHAKE, ServerTls, TlsMode
 
 from .ack_table import AckTable
 from .frame import (
@@ -44,13 +54,20 @@ HOUSEKEEPING_INTERVAL = 20.0
 SLAVE_FALL_BEHIND_MAX = 256 * 1024 * 1024
 """``haSlaveFallbehindMax``: a slave further behind than this does not count for SYNC_MASTER."""
 RECONNECT_DELAY = 1.0
+SNIFF_TIMEOUT = 10.0
+"""Permissive TLS: how long an accepted connection may stay silent before its first byte decides."""
 
 
 class HAServer:
     """The master side. ``wait_for_slave(end_offset, timeout)`` is the SYNC_MASTER hook."""
 
-    def __init__(self, store: MessageStore, *, min_in_sync: int = 1) -> None:
+    def __init__(self, store: MessageStore, *, min_in_sync: int = 1, tls: ServerTls | None = None) -> None:
         self.store = store
+        self.tls = tls or ServerTls()
+        self._ssl = self.tls.peer_context()
+        self._listener: socket.socket | None = None  # with TLS, connections are accepted here
+        self._accepting: asyncio.Task[None] | None = None
+        self._opening: set[asyncio.Task[None]] = set()
         self.min_in_sync = min_in_sync
         """Controller mode: the smallest in-sync set (master included) a SYNC_MASTER writes with."""
         self.table = AckTable()
@@ -61,9 +78,57 @@ class HAServer:
         self._conns: set[asyncio.Task[None]] = set()
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host, port)
-        bound: int = self._server.sockets[0].getsockname()[1]
+        if self._ssl is None:
+            self._server = await asyncio.start_server(self._serve, host, port)
+            bound: int = self._server.sockets[0].getsockname()[1]
+            return bound
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, port), family=family, backlog=128)
+        self._listener.setblocking(False)
+        self._accepting = asyncio.get_running_loop().create_task(self._accept(self._listener))
+        bound = self._listener.getsockname()[1]
         return bound
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listener)
+            except OSError as e:  # out of descriptors, say: the listener stays
+                log.warning("HA port: accept failed: %s", e)
+                await asyncio.sleep(0.1)
+                continue
+            task = loop.create_task(self._open(sock))
+            self._opening.add(task)
+            task.add_done_callback(self._opening.discard)
+
+    async def _open(self, sock: socket.socket) -> None:
+        """Serve an accepted socket over TLS (enforcing, or a first byte opening a handshake) or plain."""
+        loop = asyncio.get_running_loop()
+        peer = "?"
+        try:
+            host, port = sock.getpeername()[:2]
+            peer = f"{host}:{port}"
+            use_tls = self.tls.mode is TlsMode.ENFORCING
+            if not use_tls:
+                first = await asyncio.wait_for(first_byte(sock), SNIFF_TIMEOUT)
+                if first is None:  # a TCP probe
+                    sock.close()
+                    return
+                use_tls = first == TLS_HANDSHAKE
+            reader = asyncio.StreamReader()
+            protocol = asyncio.StreamReaderProtocol(reader, self._serve)
+            await loop.connect_accepted_socket(
+                lambda: protocol, sock, ssl=self._ssl if use_tls else None,
+                ssl_handshake_timeout=HANDSHAKE_TIMEOUT if use_tls else None,
+            )
+        except ssl.SSLError as e:
+            log.warning("HA connection from %s refused: TLS handshake failed: %s", peer,
+                        getattr(e, "verify_message", None) or e.reason or e)
+            sock.close()
+        except (OSError, TimeoutError, ConnectionError) as e:
+            log.info("HA connection from %s closed before serving it: %s", peer, str(e) or type(e).__name__)
+            sock.close()
 
     def notify(self) -> None:
         """New commitlog data: wake the writer loops."""
@@ -205,6 +270,16 @@ class HAServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+            await asyncio.gather(self._accepting, return_exceptions=True)
+            self._accepting = None
+        for task in list(self._opening):
+            task.cancel()
+        await asyncio.gather(*self._opening, return_exceptions=True)
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         for t in list(self._conns):
             t.cancel()
         if self._conns:
@@ -218,9 +293,12 @@ class HAClient:
     """The slave side: ``run()`` until cancelled; ``master_addr()`` says where to connect."""
 
     def __init__(
-        self, store: MessageStore, master_addr: Callable[[], str | None], replica_id: int | None = None
+        self, store: MessageStore, master_addr: Callable[[], str | None], replica_id: int | None = None,
+        *, tls_context: ssl.SSLContext | None = None,
     ) -> None:
         self.store = store
+        self.ssl = tls_context
+        """TLS to the master (its own ``tls.server.mode`` enforcing, see the module docstring)."""
         self.master_addr = master_addr
         self.replica_id = replica_id
         """Controller mode: named to the master first, so its acknowledgements count for the in-sync set."""
@@ -239,6 +317,9 @@ class HAClient:
             return
         try:
             await self._session(addr)
+        except ssl.SSLError as e:
+            log.warning("HA link to master %s: TLS handshake failed: %s", addr,
+                        getattr(e, "verify_message", None) or e.reason or e)
         except (ConnectionError, OSError, FrameError) as e:
             log.info("HA link to master %s: %s", addr, e)
         except TimeoutError:
@@ -248,7 +329,9 @@ class HAClient:
 
     async def _session(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(
+            host, int(port), ssl=self.ssl, server_hostname=host if self.ssl is not None else None,
+        ), 3.0 if self.ssl is None else 5.0)
         store = self.store
         self._writer = writer
         try:

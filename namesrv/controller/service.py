@@ -25,7 +25,11 @@ A leader answers only while it holds a **lease**: a majority acknowledged it les
 shortest election timeout ago, counted from when it asked (no other leader can be elected sooner).
 So an instance that was frozen or cut off while leading, and comes back still believing it leads,
 answers CONTROLLER_NOT_LEADER instead of its stale view until it hears the newer leader.
-Between instances: CONTROLLER_RAFT_VOTE and CONTROLLER_RAFT_APPEND (bodies: :mod:`.raft`'s).
+Between instances: CONTROLLER_RAFT_VOTE and CONTROLLER_RAFT_APPEND (bodies: :mod:`.raft`'s), on the
+name servers' remoting port: with ``tls.server.mode=enforcing`` over TLS both ways (the port accepts
+nothing else; this instance connects with its server certificate, see
+:meth:`pyrocketmq.remoting.tls.ServerTls.peer_client`), so a plain instance can neither reach the
+others nor be reached by them.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import json
 import logging
 import os
 import random
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -99,7 +104,8 @@ class Controller:
 
     def __init__(self, store_path: str | None, *, timeout_ms: int = 3000, scan_interval_ms: int = 500,
                  self_id: str = "n0", peers: dict[str, str] | None = None, clock: Callable[[], int] = _ms,
-                 sign: Callable[[RemotingCommand], None] | None = None) -> None:
+                 sign: Callable[[RemotingCommand], None] | None = None,
+                 tls_context: ssl.SSLContext | None = None) -> None:
         self.state = ControllerState(timeout_ms)
         self._events = RateLimitedLog(log, burst=50)  # what brokers' requests make the controller log
         self.store_path = store_path
@@ -107,7 +113,8 @@ class Controller:
         self.self_id = self_id
         self.peers = dict(peers or {self_id: ""})
         self.raft = RaftNode(self_id, list(self.peers))
-        self.client = RemotingClient(connect_timeout=RPC_TIMEOUT, sign=sign)
+        self.client = RemotingClient(connect_timeout=RPC_TIMEOUT, sign=sign, ssl=tls_context)
+        """To the other instances: TLS (``tls_context``) when this name server enforces it."""
         self._conns: dict[Connection, set[tuple[str, int]]] = {}
         self._committed = ""
         self._waiters: dict[int, asyncio.Future[bool]] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 
 import pytest
 
@@ -149,3 +150,41 @@ def test_a_broker_checks_the_name_servers_chain_and_the_host_name_only_on_reques
     assert (
         ClientTls(enabled=True, trust_cert_path=str(certs.ca)).context().check_hostname is True
     )  # the client API: strict
+
+
+# -- between servers (replication, the controllers' Raft) -----------------------------------------
+def test_peers_speak_tls_only_when_the_server_enforces_it(certs):
+    assert server_tls(certs, "permissive").peer_client() == ClientTls()
+    assert ServerTls().peer_client().context() is None and ServerTls().peer_context() is None
+    peer = server_tls(certs, "enforcing").peer_client()
+    assert (peer.enabled, peer.verify, peer.check_hostname) == (True, True, False)
+    assert (peer.cert_path, peer.key_path, peer.trust_cert_path) == (
+        str(certs.server_cert), str(certs.server_key), str(certs.ca))
+    # tls.client.trustCertPath wins; tls.client.authServer=false trusts any peer
+    client = ClientTls.from_conf({"tls.client.trustCertPath": str(certs.other_ca),
+                                  "tls.client.authServer": "false"})
+    peer = server_tls(certs, "enforcing").peer_client(client)
+    assert (peer.trust_cert_path, peer.verify) == (str(certs.other_ca), False)
+    ctx = peer.context()
+    assert ctx is not None and ctx.verify_mode == ssl.CERT_NONE
+    # no trust file at all: the system's CAs, as the remoting client
+    bare = ServerTls.from_conf({"tls.server.mode": "enforcing", "tls.server.certPath": str(certs.server_cert),
+                                "tls.server.keyPath": str(certs.server_key)})
+    assert bare.peer_client().trust_cert_path == "" and bare.peer_client().context() is not None
+
+
+def test_the_accepting_side_asks_peers_for_a_certificate_when_it_has_a_trust_file(certs):
+    ctx = server_tls(certs, "enforcing").peer_context()
+    assert ctx is not None and ctx.verify_mode == ssl.CERT_REQUIRED
+    bare = ServerTls.from_conf({"tls.server.mode": "enforcing", "tls.server.certPath": str(certs.server_cert),
+                                "tls.server.keyPath": str(certs.server_key)})
+    ctx = bare.peer_context()
+    assert ctx is not None and ctx.verify_mode == ssl.CERT_NONE
+
+
+def test_a_server_certificate_is_accepted_as_a_peers_client_certificate(certs):
+    """The remoting server asking for client certificates accepts a peer presenting its server one."""
+    tls = server_tls(certs, "enforcing", auth="require")
+    [answer] = run_against(tls, tls.peer_client())
+    assert answer == "pong tls=True"
+
