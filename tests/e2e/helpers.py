@@ -345,6 +345,21 @@ def mq_fixture(
     return mq
 
 
+def namespace_fixture(prefix: str) -> Any:
+    """A test module's ``ns`` fixture (``ns = namespace_fixture("e2e-x")``): a namespace of its own
+    once the chart is installed, deleted after the module."""
+
+    @pytest.fixture(scope="module", name="ns")
+    def ns(node_cluster: KubeCluster, operator_release: str) -> Iterator[str]:
+        name = node_cluster.create_namespace(prefix)
+        try:
+            yield name
+        finally:
+            delete_namespace(node_cluster, name)
+
+    return ns
+
+
 class Sender:
     """Sends from the node in a thread until stopped, keeping what was acknowledged and what failed."""
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,9 +16,9 @@ from pyrocketmq.operator.managed_tls import CA_SECRET, CA_SERIAL, FORCE_RENEW
 from tests.e2e.helpers import (
     Sender,
     broker_cr,
-    delete_namespace,
     get,
     nameserver_cr,
+    namespace_fixture,
     pod_ready,
     pods,
     topic_cr,
@@ -28,14 +27,7 @@ from tests.e2e.helpers import (
 )
 from tests.k8s.cluster import KubeCluster
 
-
-@pytest.fixture(scope="module")
-def tls_ns(node_cluster: KubeCluster, operator_release: str) -> Iterator[str]:
-    ns = node_cluster.create_namespace("e2e-mtls")
-    try:
-        yield ns
-    finally:
-        delete_namespace(node_cluster, ns)
+ns = namespace_fixture("e2e-mtls")
 
 
 
@@ -49,11 +41,11 @@ def _uids(kube: KubeCluster, ns: str, names: list[str]) -> dict[str, str]:
 
 
 @pytest.mark.timeout(900)
-def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_cluster, tls_ns, tmp_path):
+def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_cluster, ns, tmp_path):
     """spec.tls.managed: the operator's CA and server certificates; a forced CA renewal re-issues
     every server certificate and rolls the pods while a client that trusts only the first CA
     certificate sends throughout: no send fails."""
-    kube, ns = node_cluster, tls_ns
+    kube = node_cluster
     # Two name servers, rolled one at a time: a restarted one knows no broker until they register
     # again, the other answers the clients meanwhile.
     names = nameserver_cr("tlsns", replicas=2)

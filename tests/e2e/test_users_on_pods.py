@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import secrets
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,9 +16,9 @@ from tests.conformance import maven
 from tests.conformance.jvm import JavaPrograms
 from tests.e2e.helpers import (
     broker_cr,
-    delete_namespace,
     get,
     nameserver_cr,
+    namespace_fixture,
     pod_ip,
     pods,
     topic_cr,
@@ -28,14 +27,7 @@ from tests.e2e.helpers import (
 )
 from tests.k8s.cluster import KubeCluster
 
-
-@pytest.fixture(scope="module")
-def users_ns(node_cluster: KubeCluster, operator_release: str) -> Iterator[str]:
-    ns = node_cluster.create_namespace("e2e-users")
-    try:
-        yield ns
-    finally:
-        delete_namespace(node_cluster, ns)
+ns = namespace_fixture("e2e-users")
 
 
 def _b64(text: str) -> str:
@@ -86,10 +78,10 @@ def _deploy(kube: KubeCluster, ns: str) -> tuple[str, str, str, str]:
 
 
 @pytest.mark.timeout(900)
-def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, users_ns, tmp_path):
+def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, ns, tmp_path):
     """ACL 2.0 from resources: a Broker with spec.auth, Users whose passwords the operator generates
     into Secrets, their ACLs on master and slave, applied live, pruned and deleted."""
-    kube, ns = node_cluster, users_ns
+    kube = node_cluster
     root_pw, orders, other, group = _deploy(kube, ns)
     wait_ready(kube, "broker", "users", ns, timeout=300)
     for name in ("orders-topic", "other-topic"):
