@@ -342,7 +342,8 @@ class Producer:
                 last_error, last_broker = e, mq.broker_name
                 if e.retriable:
                     log.info("send to %s failed (%s); %s", mq, e, "retrying" if attempts > 1 else "giving up")
-                    await self._after_failure(e, payload.topic)
+                    if await self._after_failure(e, payload.topic) and fixed is None:
+                        info = await self._fresh_info(payload.topic, info)
                     left = timeout - (time.monotonic() - begin)
                     pause = failover_pause(e, settling, left) if attempts > 1 else 0.0
                     if pause:  # a master handing over: wait for the new one, not counted as an attempt
@@ -369,9 +370,20 @@ class Producer:
             return last_result
         raise gave_up(payload.topic, timeout, tried, last_error)
 
-    async def _after_failure(self, error: MQError, topic: str) -> None:  # gone, not master, silent: failover?
+    async def _after_failure(self, error: MQError, topic: str) -> bool:  # gone, not master, silent: failover?
+        """Refresh ``topic``'s route when the broker seems gone; True when it did."""
         if isinstance(error, BROKER_GONE):
             await self.instance.refresh_after_failure(topic)
+            return True
+        return False
+
+    async def _fresh_info(self, topic: str, info: TopicPublishInfo) -> TopicPublishInfo:
+        """The route just refreshed, so the next attempt goes where the brokers are now (a broker pod
+        started again elsewhere); ``info`` if there is none."""
+        try:
+            return await self._publish_info(topic)
+        except MQError:
+            return info
 
     def _record(self, broker: str, started: float, *, failed: bool) -> None:
         if self.settings.latency_fault_enabled:

@@ -484,3 +484,17 @@ def test_a_broker_whose_master_left_the_route_is_skipped_for_another() -> None:
     assert fake.calls and all(broker != "a" for broker, _, _ in fake.calls)
     assert fake.refreshed  # the route is asked again after such a failure
     assert NoMasterError("x").retriable and isinstance(NoMasterError("x"), MQClientError)
+
+
+def test_a_retry_after_a_gone_broker_takes_the_refreshed_route() -> None:
+    """Brokers restarted elsewhere (a rolling update): the cached route names only gone ones; the
+    route refreshed after the first failure names the new broker, and the retry goes there."""
+    fake = FakeInstance({"a": [MQConnectionError("refused")] * 5}, [MessageQueue("T", "a", 0)])
+
+    async def refresh(topic):
+        fake.refreshed.append(topic)
+        fake.infos[topic] = TopicPublishInfo(topic, [MessageQueue("T", "z", 0)], counter=_Counter(0))
+
+    fake.refresh_after_failure = refresh  # type: ignore[method-assign]  # the route changes on refresh
+    res = asyncio.run(_producer(fake).send(Message("T", b"x")))
+    assert res.status is SendStatus.SEND_OK and [c[0] for c in fake.calls] == ["a", "z"]
