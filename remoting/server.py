@@ -5,21 +5,21 @@ and connections whose frame has taken longer than ``frame_timeout_s`` since its 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-import ssl
 from collections.abc import Callable
 
 from pyrocketmq.service import Service
 
 from .limits import ConnectionLimits, UnprovenBytes
-from .tls import TLS_HANDSHAKE, ServerTls, TlsMode
+from .listener import (
+    HANDSHAKE_TIMEOUT as HANDSHAKE_TIMEOUT,  # re-exported, as first_byte: both were defined here
+    Listener,
+    first_byte as first_byte,
+)
+from .tls import ServerTls
 from .transport import BeforeRequest, Connection, Handler, RequestObserver, log, peer_log
 
 SNIFF_TIMEOUT = 30.0
 """Seconds a new connection of a TLS-capable server may take to send its first byte."""
-HANDSHAKE_TIMEOUT = 10.0
-"""Seconds a TLS handshake may take (Netty's ``SslHandler`` default); the gRPC port uses it too."""
 
 
 class RemotingServer:
@@ -39,7 +39,7 @@ class RemotingServer:
         self.before = before
         """Checks each request before its handler (the broker's ACL); set before :meth:`serve`."""
         self.tls = tls or ServerTls()
-        self._ssl = self.tls.context() if self.tls.enabled else None
+        ssl_context = self.tls.context() if self.tls.enabled else None
         self.limits = limits or ConnectionLimits()
         self.unproven = UnprovenBytes(self.limits.max_unproven_bytes)
         """Bytes of partial frames held for connections with no request accepted yet, all together."""
@@ -53,9 +53,10 @@ class RemotingServer:
         """Told about every request answered (metrics); set before :meth:`serve`: connections
         accepted earlier keep the observer they were made with."""
         self._server: asyncio.AbstractServer | None = None
-        self._listener: socket.socket | None = None  # TLS-capable servers accept themselves
-        self._accepting: asyncio.Task[None] | None = None
-        self._opening: set[asyncio.Task[None]] = set()
+        self._listener = None if ssl_context is None else Listener(  # TLS-capable servers accept themselves
+            name, self._make_connection, ssl_context, self.tls.mode, refused=self._refused, log=log,
+            backlog=1024, sniff_timeout=SNIFF_TIMEOUT,
+        )
         self._close_listeners: list[Callable[[Connection], None]] = []
         self.port = 0
 
@@ -93,16 +94,13 @@ class RemotingServer:
         """Bind (and, with ``serve``, accept). ``serve=False`` learns the port before accepting:
         connections are refused until :meth:`serve` is called."""
         loop = asyncio.get_running_loop()
-        if self._ssl is None:
+        if self._listener is None:
             self._server = await loop.create_server(
                 self._make_connection, host, port, reuse_address=True, backlog=1024, start_serving=serve
             )
             self.port = self._server.sockets[0].getsockname()[1]
         else:
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            self._listener = socket.create_server((host, port), family=family, backlog=1024, reuse_port=False)
-            self._listener.setblocking(False)
-            self.port = self._listener.getsockname()[1]
+            self.port = self._listener.bind(host, port)
             if serve:
                 await self.serve()
         timeouts = [t for t in (self.idle_timeout, self.limits.frame_timeout_s) if t]
@@ -151,47 +149,12 @@ class RemotingServer:
     async def serve(self) -> None:
         if self._server is not None:
             await self._server.start_serving()
-        elif self._listener is not None and self._accepting is None:
-            self._accepting = asyncio.get_running_loop().create_task(self._accept(self._listener))
+        elif self._listener is not None:
+            self._listener.serve()
 
-    # -- TLS-capable accepting -------------------------------------------------------------------
-    async def _accept(self, listener: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                sock, _ = await loop.sock_accept(listener)
-            except OSError as e:  # out of descriptors, say: the listener stays, the peer is gone
-                log.warning("%s: accept failed: %s", self.name, e)
-                await asyncio.sleep(0.1)
-                continue
-            task = loop.create_task(self._open(sock))
-            self._opening.add(task)
-            task.add_done_callback(self._opening.discard)
-
-    async def _open(self, sock: socket.socket) -> None:
-        """Serve one accepted socket: over TLS when it starts with a handshake (or always, when
-        enforcing), in the clear otherwise (permissive)."""
-        loop = asyncio.get_running_loop()
-        peer = "?"
-        with contextlib.suppress(OSError):
-            host, port = sock.getpeername()[:2]
-            peer = f"{host}:{port}"
-        try:
-            first = await asyncio.wait_for(first_byte(sock), SNIFF_TIMEOUT)
-            if first is None:  # connected and left without a byte: a TCP probe
-                sock.close()
-                return
-            use_tls = self.tls.mode is TlsMode.ENFORCING or first == TLS_HANDSHAKE
-            await loop.connect_accepted_socket(
-                self._make_connection,
-                sock,
-                ssl=self._ssl if use_tls else None,
-                ssl_handshake_timeout=HANDSHAKE_TIMEOUT if use_tls else None,
-            )
-        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
-            peer_log.warning("%s: closing connection from %s before serving it: %s", self.name, peer,
-                             str(e) or type(e).__name__)
-            sock.close()
+    def _refused(self, peer: str, e: OSError) -> None:
+        peer_log.warning("%s: closing connection from %s before serving it: %s", self.name, peer,
+                         str(e) or type(e).__name__)
 
     async def stop(self) -> None:
         if self._sweep is not None:
@@ -199,40 +162,10 @@ class RemotingServer:
             self._sweep = None
         if self._server is not None:
             self._server.close()
-        if self._accepting is not None:
-            self._accepting.cancel()
-            await asyncio.gather(self._accepting, return_exceptions=True)
-            self._accepting = None
-        for task in list(self._opening):
-            task.cancel()
-        await asyncio.gather(*self._opening, return_exceptions=True)
         if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+            await self._listener.stop()
         for conn in list(self.connections):
             conn.close("server stopping")
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
-
-
-async def first_byte(sock: socket.socket) -> int | None:
-    """The first byte the peer sends, peeked (it stays unread); None if it closes first."""
-    loop = asyncio.get_running_loop()
-    readable: asyncio.Future[None] = loop.create_future()
-    fd = sock.fileno()
-
-    def ready() -> None:
-        if not readable.done():
-            readable.set_result(None)
-
-    loop.add_reader(fd, ready)
-    try:
-        await readable
-    finally:
-        loop.remove_reader(fd)
-    try:
-        first = sock.recv(1, socket.MSG_PEEK)
-    except ConnectionResetError:
-        return None
-    return first[0] if first else None

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -30,8 +29,8 @@ from typing import Any
 
 from pyrocketmq.broker.store.message_store import MessageStore
 from pyrocketmq.broker.store.values import PutMessageStatus
-from pyrocketmq.remoting.server import HANDSHAKE_TIMEOUT, first_byte
-from pyrocketmq.remoting.tls import TLS_HANDSHAKE, ServerTls, TlsMode
+from pyrocketmq.remoting.listener import Listener
+from pyrocketmq.remoting.tls import ServerTls
 
 from .ack_table import AckTable
 from .frame import (
@@ -64,10 +63,11 @@ class HAServer:
     def __init__(self, store: MessageStore, *, min_in_sync: int = 1, tls: ServerTls | None = None) -> None:
         self.store = store
         self.tls = tls or ServerTls()
-        self._ssl = self.tls.peer_context()
-        self._listener: socket.socket | None = None  # with TLS, connections are accepted here
-        self._accepting: asyncio.Task[None] | None = None
-        self._opening: set[asyncio.Task[None]] = set()
+        ssl_context = self.tls.peer_context()
+        self._listener = None if ssl_context is None else Listener(  # with TLS, connections are accepted here
+            "HA port", self._stream_protocol, ssl_context, self.tls.mode, refused=_refused, log=log,
+            backlog=128, sniff_timeout=SNIFF_TIMEOUT, sniff_enforcing=False,
+        )
         self.min_in_sync = min_in_sync
         """Controller mode: the smallest in-sync set (master included) a SYNC_MASTER writes with."""
         self.table = AckTable()
@@ -78,57 +78,15 @@ class HAServer:
         self._conns: set[asyncio.Task[None]] = set()
 
     async def start(self, host: str, port: int) -> int:
-        if self._ssl is None:
+        if self._listener is None:
             self._server = await asyncio.start_server(self._serve, host, port)
             bound: int = self._server.sockets[0].getsockname()[1]
             return bound
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server((host, port), family=family, backlog=128)
-        self._listener.setblocking(False)
-        self._accepting = asyncio.get_running_loop().create_task(self._accept(self._listener))
-        bound = self._listener.getsockname()[1]
-        return bound
+        return self._listener.start(host, port)
 
-    async def _accept(self, listener: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                sock, _ = await loop.sock_accept(listener)
-            except OSError as e:  # out of descriptors, say: the listener stays
-                log.warning("HA port: accept failed: %s", e)
-                await asyncio.sleep(0.1)
-                continue
-            task = loop.create_task(self._open(sock))
-            self._opening.add(task)
-            task.add_done_callback(self._opening.discard)
-
-    async def _open(self, sock: socket.socket) -> None:
-        """Serve an accepted socket over TLS (enforcing, or a first byte opening a handshake) or plain."""
-        loop = asyncio.get_running_loop()
-        peer = "?"
-        try:
-            host, port = sock.getpeername()[:2]
-            peer = f"{host}:{port}"
-            use_tls = self.tls.mode is TlsMode.ENFORCING
-            if not use_tls:
-                first = await asyncio.wait_for(first_byte(sock), SNIFF_TIMEOUT)
-                if first is None:  # a TCP probe
-                    sock.close()
-                    return
-                use_tls = first == TLS_HANDSHAKE
-            reader = asyncio.StreamReader()
-            protocol = asyncio.StreamReaderProtocol(reader, self._serve)
-            await loop.connect_accepted_socket(
-                lambda: protocol, sock, ssl=self._ssl if use_tls else None,
-                ssl_handshake_timeout=HANDSHAKE_TIMEOUT if use_tls else None,
-            )
-        except ssl.SSLError as e:
-            log.warning("HA connection from %s refused: TLS handshake failed: %s", peer,
-                        getattr(e, "verify_message", None) or e.reason or e)
-            sock.close()
-        except (OSError, TimeoutError, ConnectionError) as e:
-            log.info("HA connection from %s closed before serving it: %s", peer, str(e) or type(e).__name__)
-            sock.close()
+    def _stream_protocol(self) -> asyncio.StreamReaderProtocol:
+        """One slave's connection as the streams :meth:`_serve` reads and writes (``start_server``'s own)."""
+        return asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._serve)
 
     def notify(self) -> None:
         """New commitlog data: wake the writer loops."""
@@ -270,16 +228,8 @@ class HAServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        if self._accepting is not None:
-            self._accepting.cancel()
-            await asyncio.gather(self._accepting, return_exceptions=True)
-            self._accepting = None
-        for task in list(self._opening):
-            task.cancel()
-        await asyncio.gather(*self._opening, return_exceptions=True)
         if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+            await self._listener.stop()
         for t in list(self._conns):
             t.cancel()
         if self._conns:
@@ -287,6 +237,15 @@ class HAServer:
         if self._timer is not None:
             self._timer.cancel()
         self.table.fail_all()
+
+
+def _refused(peer: str, e: OSError) -> None:
+    """Report a slave's connection closed before it was served (a failed handshake, say)."""
+    if isinstance(e, ssl.SSLError):
+        log.warning("HA connection from %s refused: TLS handshake failed: %s", peer,
+                    getattr(e, "verify_message", None) or e.reason or e)
+    else:
+        log.info("HA connection from %s closed before serving it: %s", peer, str(e) or type(e).__name__)
 
 
 class HAClient:

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from pyrocketmq.remoting.server import HANDSHAKE_TIMEOUT
+from pyrocketmq.remoting.listener import HANDSHAKE_TIMEOUT
 from pyrocketmq.remoting.tls import ServerTls, TlsMode
 
 from .auth import Access
