@@ -126,6 +126,9 @@ class Listener:
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
             self.refused(peer, e)
             sock.close()
+        except asyncio.CancelledError:  # stopping before it was served: the socket goes now
+            sock.close()
+            raise
 
 
 async def first_byte(sock: socket.socket) -> int | None:
