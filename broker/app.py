@@ -57,7 +57,7 @@ from .processors.transaction import TransactionProcessor
 from .proxy.endpoint import EndpointObservers, GrpcEndpoint
 from .quota_metrics import register_quota_metrics
 from .quota_store import load_quotas
-from .registration import Registrar
+from .registration import CATCH_UP_INTERVAL, Registrar
 from .settings import BrokerRole, BrokerSettings
 from .stats import BrokerStats
 from .store.message_store import MessageStore
@@ -302,6 +302,7 @@ class Broker:
                         first_wait=False))
         add(Service("name-server registration", self.registrar.register_all,
                     s.network.register_interval_ms / 1000))
+        add(Service("name-server catch-up", self.registrar.catch_up, CATCH_UP_INTERVAL))
         if self.acl is not None:
             add(Service("ACL file reload", self.acl.reload_if_changed, ACL_RELOAD_INTERVAL))
         if self.ha_client is not None and self.slave_sync is not None:

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pyrocketmq.broker")
 
+CATCH_UP_INTERVAL = 2.0
+"""Seconds between checks that every name server holds this broker's registration."""
+
 
 def outgoing_client(settings: BrokerSettings) -> RemotingClient:
     """A client for this broker's own requests: TLS as configured, signed with ACL 2.0's
@@ -170,6 +173,15 @@ class Registrar:
                 )
             except RemotingError as e:
                 log.info("unregistering from %s failed: %s", addr, e)
+
+    async def catch_up(self) -> None:
+        """Register now when a name server has not taken this broker's registration yet or its
+        connection closed since (it stopped: a new one at its address, a restarted pod, knows no
+        broker): a name server that starts learns every broker within seconds, not at the next
+        period."""
+        addrs = self.settings.network.namesrv_addrs
+        if any(a not in self.registered or not self.client.connected(a) for a in addrs):
+            await self.register_all()
 
     def register_soon(self) -> None:
         """Topic change: register within a moment (changes in one burst share one registration)."""

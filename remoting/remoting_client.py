@@ -109,6 +109,11 @@ class RemotingClient:
             self.sign(cmd)
         conn.invoke_oneway(cmd)
 
+    def connected(self, addr: str) -> bool:
+        """A connection to ``addr`` is open (none was made, or the peer closed it: False)."""
+        conn = self._conns.get(addr)
+        return conn is not None and not conn.closed
+
     def close_connection(self, addr: str) -> None:
         conn = self._conns.pop(addr, None)
         if conn is not None:
