@@ -80,6 +80,9 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
         n = len(sender.acked)
         sender.wait_for(n + 20)
     new_ca = _secret_text(kube, ns, CA_SECRET, "ca.crt")
+    for name in (CA_SECRET, "tlsns-tls", "tlsbr-tls"):  # what the README shows
+        found = certs.info(_secret_text(kube, ns, name, "ca.crt" if name == CA_SECRET else "tls.crt"))
+        print(f"{name}: {found.subject}, serial {found.serial:x}, until {found.not_after:%Y-%m-%d}")
     assert certs.info(new_ca).serial != certs.info(old_ca).serial
     for leaf in ("tlsns-tls", "tlsbr-tls"):
         cert = _secret_text(kube, ns, leaf, "tls.crt")

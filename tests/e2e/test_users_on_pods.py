@@ -90,6 +90,7 @@ def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, ns, tmp_
     # master, slave and the name server
     assert alice["status"]["secretName"] == "alice" and len(alice["status"]["brokers"]) == 3, alice["status"]
     wait_ready(kube, "user", "bob", ns, timeout=60)
+    print(kube.kubectl("get", "rmqu", "-n", ns).stdout)  # what the README shows
     namesrv = f"{pod_ip(kube, ns, 'plain-0')}:9876"
     alice_pw, bob_pw = _password(kube, ns, "alice"), _password(kube, ns, "bob")
     root = _acl2_client(root_pw, "root")
