@@ -230,10 +230,11 @@ async def delete_user_from_brokers(body: Mapping[str, Any], ctx: Context) -> Non
     try:
         async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout,
                                  target.security) as admin:
-            addrs = await broker_addrs(admin, target.cluster_name)
-            addrs += await auth_name_servers(ctx, model.ref.namespace, model.cluster_ref)
-            for addr in addrs:  # the user and its ACL (nothing where there is none)
-                await admin.delete_user(model.username, broker_addr=addr)
+            brokers = await broker_addrs(admin, target.cluster_name)
+            for addr in brokers + await auth_name_servers(ctx, model.ref.namespace, model.cluster_ref):
+                await admin.delete_user(model.username, broker_addr=addr)  # and its ACL (if any)
+                if addr in brokers:
+                    await admin.delete_user_quota(model.username, broker_addr=addr)
     except RocketMQUnavailable as e:
         if e.reason == "ClusterNotReady":
             return
