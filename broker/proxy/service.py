@@ -47,6 +47,7 @@ from .convert import (
     transaction_group,
 )
 from .pb import definition_pb2 as pb, service_pb2 as spb
+from .queue_select import QueueChooser
 from .routes import RouteLookup, RouteUnavailable
 
 if TYPE_CHECKING:
@@ -131,6 +132,8 @@ class MessagingService:
         self.access = access
         """The check every RPC passes, applied to what a Telemetry stream announces (None: no access
         control)."""
+        self.queues = QueueChooser()
+        """Picks each send's queue (the request's ``queue_id`` is not trusted, as in Apache's proxy)."""
 
     def seen(self, rpc: str, code: pb.Code) -> None:
         if self.on_call is not None:
@@ -266,7 +269,9 @@ class MessagingService:
         if not request.messages:
             self.seen("SendMessage", pb.BAD_REQUEST)
             return spb.SendMessageResponse(status=status(pb.BAD_REQUEST, "no message to send"))
-        entries = [await self._send_one(session, m) for m in request.messages]
+        chosen: dict[str, int] = {}
+        entries = [await self._send_one(session, m, self._queue_of(request, m, chosen))
+                   for m in request.messages]
         first = entries[0].status
         overall = (
             first
@@ -276,10 +281,23 @@ class MessagingService:
         self.seen("SendMessage", overall.code)
         return spb.SendMessageResponse(status=overall, entries=entries)
 
-    async def _send_one(self, session: ClientSession, message: pb.Message) -> spb.SendResultEntry:
+    def _queue_of(self, request: spb.SendMessageRequest, message: pb.Message, chosen: dict[str, int]) -> int:
+        """The queue of ``message`` among this broker's write queues of its topic: one per topic and
+        request, by the message group's hash for a request of one FIFO message, else round-robin."""
+        topic = message.topic.name
+        if topic not in chosen:
+            config = self.topics.get(topic)
+            sp = message.system_properties
+            group = sp.message_group if len(request.messages) == 1 and sp.HasField("message_group") else None
+            chosen[topic] = self.queues.choose(topic, config.write_queue_nums if config else 0, group)
+        return chosen[topic]
+
+    async def _send_one(
+        self, session: ClientSession, message: pb.Message, queue_id: int
+    ) -> spb.SendResultEntry:
         message_id = message.system_properties.message_id
         try:
-            out = outgoing(message, message.system_properties.queue_id, int(time.time() * 1000))
+            out = outgoing(message, queue_id, int(time.time() * 1000))
         except Refused as e:
             return spb.SendResultEntry(status=status(e.code, str(e)), message_id=message_id)
         config = self.topics.get(out.topic)
