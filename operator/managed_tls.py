@@ -83,8 +83,9 @@ async def ensure_certificates(ctx: Context, ref: ObjectRef, tls: Tls, services: 
 async def _ensure_ca(ctx: Context, namespace: str) -> dict[str, Any]:
     kube, now = ctx.kube, _now()
     secret = await kube.get("v1", "Secret", namespace, CA_SECRET)
+    ca_name = f"pyrocketmq cluster CA {namespace}"
     if secret is None:
-        cert, key = certs.new_ca(f"pyrocketmq cluster CA {namespace}", now, CA_VALIDITY_DAYS)
+        cert, key = certs.new_ca(ca_name, now, CA_VALIDITY_DAYS)
         body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                 "metadata": {"name": CA_SECRET, "namespace": namespace,
                              "labels": {"app.kubernetes.io/managed-by": "pyrocketmq-operator"}},
@@ -106,9 +107,7 @@ async def _ensure_ca(ctx: Context, namespace: str) -> dict[str, Any]:
     forced = _forced(secret)
     if not forced and not certs.due(certs.info(cert), now, CA_RENEWAL_DAYS):
         return secret
-    renewed, _ = certs.new_ca(
-        certs.info(cert).subject.split("CN=", 1)[-1].split(",", 1)[0], now, CA_VALIDITY_DAYS, key
-    )
+    renewed, _ = certs.new_ca(ca_name, now, CA_VALIDITY_DAYS, key)
     trust = certs.bundle([renewed, _decoded(secret, "ca-bundle.crt") or cert], now)
     meta = dict(secret["metadata"])
     meta["annotations"] = {k: v for k, v in (meta.get("annotations") or {}).items() if k != FORCE_RENEW}

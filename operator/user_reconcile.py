@@ -48,7 +48,7 @@ class UserReconcile:
 
     async def resolve_cluster(self) -> None:
         ns = self.model.ref.namespace
-        target, self.keep = await auth_cluster(self.ctx, ns, self.model.cluster_ref)
+        target, self.keep, self.name_servers = await auth_cluster(self.ctx, ns, self.model.cluster_ref)
         assert target is not None  # None only for a deletion
         self.target = target
 
@@ -91,7 +91,7 @@ class UserReconcile:
         async with admin_session(target.admin_addr, self.ctx.settings.reconcile.admin_timeout,
                                  target.security) as admin:
             brokers = await broker_addrs(admin, target.cluster_name)
-            self.addrs = brokers + await auth_name_servers(self.ctx, model.ref.namespace, model.cluster_ref)
+            self.addrs = brokers + self.name_servers
             for addr in self.addrs:
                 quotas = addr in brokers  # the name servers serve no traffic to limit
                 if await self._apply_on(admin, addr, quotas):
@@ -148,25 +148,23 @@ class UserReconcile:
 
 
 async def auth_cluster(ctx: Context, namespace: str, broker: str, *,
-                       for_delete: bool = False) -> tuple[ClusterTarget | None, set[str]]:
-    """The Broker cluster of a User (it must have spec.auth) and the users kept there whatever the
-    User resources say (its super user)."""
+                       for_delete: bool = False) -> tuple[ClusterTarget | None, set[str], list[str]]:
+    """The Broker cluster of a User (it must have spec.auth), the users kept there whatever the
+    User resources say (its super user), and its name servers that check ACL 2.0 too."""
     target = await resolve_cluster(ctx, namespace, broker, for_delete=for_delete)
     if target is None:
-        return None, set()
+        return None, set(), []
     body = await ctx.kube.get(GROUP_VERSION, "Broker", namespace, broker) or {}
     model = BrokerModel.from_body(body)
     if not model.auth.enabled:
         raise ReconcileError("AuthNotEnabled", f"Broker {broker!r} has no spec.auth: turn ACL 2.0 on there "
                              "(spec.auth.secretName) for its brokers to know users")
-    return target, {target.security.access_key}
+    return target, {target.security.access_key}, await auth_name_servers(ctx, namespace, model.namesrv_name)
 
 
-async def auth_name_servers(ctx: Context, namespace: str, broker: str) -> list[str]:
-    """The name servers of ``broker`` that check ACL 2.0 (a NameServer of this namespace with
-    spec.auth): they know the users too."""
-    body = await ctx.kube.get(GROUP_VERSION, "Broker", namespace, broker) or {}
-    name = BrokerModel.from_body(body).namesrv_name
+async def auth_name_servers(ctx: Context, namespace: str, name: str | None) -> list[str]:
+    """The addresses of NameServer ``name`` (of this namespace) when it checks ACL 2.0 (spec.auth):
+    they know the users too."""
     ns_body = await ctx.kube.get(GROUP_VERSION, "NameServer", namespace, name) if name else None
     if ns_body is None:
         return []
@@ -222,7 +220,8 @@ async def delete_user_from_brokers(body: Mapping[str, Any], ctx: Context) -> Non
     except SpecError:
         return
     try:
-        target, keep = await auth_cluster(ctx, model.ref.namespace, model.cluster_ref, for_delete=True)
+        target, keep, name_servers = await auth_cluster(ctx, model.ref.namespace, model.cluster_ref,
+                                                        for_delete=True)
     except ReconcileError:
         return  # the Broker has no ACL 2.0 (any more): no broker holds the user
     if target is None or model.username in keep:
@@ -231,7 +230,7 @@ async def delete_user_from_brokers(body: Mapping[str, Any], ctx: Context) -> Non
         async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout,
                                  target.security) as admin:
             brokers = await broker_addrs(admin, target.cluster_name)
-            for addr in brokers + await auth_name_servers(ctx, model.ref.namespace, model.cluster_ref):
+            for addr in brokers + name_servers:
                 await admin.delete_user(model.username, broker_addr=addr)  # and its ACL (if any)
                 if addr in brokers:
                     await admin.delete_user_quota(model.username, broker_addr=addr)

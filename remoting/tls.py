@@ -114,13 +114,16 @@ class ServerTls:
                 raise TlsConfigError(
                     "tls.server.need.client.auth needs tls.server.trustCertPath (the clients' CA)"
                 )
-            try:
-                ctx.load_verify_locations(self.trust_cert_path)
-            except (OSError, ssl.SSLError) as e:
-                raise TlsConfigError(
-                    f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}"
-                ) from None
+            self._load_trust(ctx)
         return ctx
+
+    def _load_trust(self, ctx: ssl.SSLContext) -> None:
+        try:
+            ctx.load_verify_locations(self.trust_cert_path)
+        except (OSError, ssl.SSLError) as e:
+            raise TlsConfigError(
+                f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}"
+            ) from None
 
     def peer_context(self) -> ssl.SSLContext | None:
         """The accepting side of a peer's connection (a slave's, on the HA port): None with TLS
@@ -130,12 +133,7 @@ class ServerTls:
             return None
         ctx = self.context()
         if self.trust_cert_path and ctx.verify_mode != ssl.CERT_REQUIRED:
-            try:
-                ctx.load_verify_locations(self.trust_cert_path)
-            except (OSError, ssl.SSLError) as e:
-                raise TlsConfigError(
-                    f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}"
-                ) from None
+            self._load_trust(ctx)
             ctx.verify_mode = ssl.CERT_REQUIRED
         return ctx
 
