@@ -83,6 +83,18 @@ def _ready(kube: KubeCluster, node: str) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
+def _ready_endpoints(kube: KubeCluster, ns: str) -> set[str]:
+    """The pod addresses the echo Service's EndpointSlices list as ready."""
+    slices = kube.get("endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=echo")["items"]
+    return {
+        address
+        for endpoint_slice in slices
+        for endpoint in endpoint_slice.get("endpoints") or []
+        if (endpoint.get("conditions") or {}).get("ready")
+        for address in endpoint["addresses"]
+    }
+
+
 @pytest.fixture(scope="module")
 def echoes(node_cluster: KubeCluster, images: E2EImages) -> Iterator[tuple[str, dict[str, str]]]:
     """One echo pod per node, and a Service over all of them: (namespace, {node: pod IP})."""
@@ -99,6 +111,8 @@ def echoes(node_cluster: KubeCluster, images: E2EImages) -> Iterator[tuple[str, 
             "wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "app=echo", "--timeout=120s", timeout=150
         )
         ips = {node: kube.get("pod", pod, "-n", ns)["status"]["podIP"] for node, pod in names.items()}
+        kube.wait_until(lambda: _ready_endpoints(kube, ns) == set(ips.values()), timeout=60,
+                        what="the echo Service's endpoints")  # fmt: skip
         yield ns, ips
     finally:
         for node in names:  # whatever a failed test left
@@ -124,8 +138,13 @@ def test_pods_reach_pods_on_other_nodes_services_and_dns(node_cluster: KubeClust
         others = [o for o in lk_config.nodes(NODES) if o != node]
         for other in others:
             assert _ask_from(node_cluster, ns, f"echo-{node.index}", ips[other.name]) == f"echo-{other.index}"
-        # the Service by name: CoreDNS on the control plane, kube-proxy's rules on this node
-        assert _ask_from(node_cluster, ns, f"echo-{node.index}", f"echo.{ns}.svc").startswith("echo-")
+        # the Service by name: CoreDNS on the control plane, kube-proxy's rules on this node, which
+        # follow the Service's endpoints within kube-proxy's sync period
+        answer = ""
+        deadline = time.monotonic() + 20
+        while not answer.startswith("echo-") and time.monotonic() < deadline:
+            answer = _ask_from(node_cluster, ns, f"echo-{node.index}", f"echo.{ns}.svc")
+        assert answer.startswith("echo-"), (node.name, answer)
 
 
 def test_the_host_reaches_a_service_through_its_cluster_ip(node_cluster: KubeCluster, echoes) -> None:
