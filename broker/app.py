@@ -107,12 +107,8 @@ class Broker:
         self.user_access: UserAccess | None = None
         """ACL 2.0 enforcement (``authenticationEnabled``/``authorizationEnabled``)."""
         if settings.auth.enabled:
-            a = settings.auth
-            self.user_access = UserAccess(
-                self.auth_meta.user, self.auth_meta.acl, cluster=ident.cluster_name,
-                authentication=a.authentication_enabled, authorization=a.authorization_enabled,
-                authentication_whitelist=a.authentication_whitelist,
-                authorization_whitelist=a.authorization_whitelist)
+            self.user_access = UserAccess.from_settings(settings.auth, self.auth_meta,
+                                                        cluster=ident.cluster_name)
         self.quotas = load_quotas(config_dir)
         """Per-user quotas (:mod:`.quota`), enforced while authentication is on."""
         self.store: MessageStore | None = None

@@ -122,11 +122,7 @@ class NameServer:
             return
         self.auth_meta = AuthMetadata.open(auth_dir, auth)
         if auth.enabled:
-            self.user_access = UserAccess(
-                self.auth_meta.user, self.auth_meta.acl, cluster="", rules=NAMESRV_RULES,
-                authentication=auth.authentication_enabled, authorization=auth.authorization_enabled,
-                authentication_whitelist=auth.authentication_whitelist,
-                authorization_whitelist=auth.authorization_whitelist)
+            self.user_access = UserAccess.from_settings(auth, self.auth_meta, cluster="", rules=NAMESRV_RULES)
         AuthProcessor(meta=self.auth_meta, super_caller=self.user_access.is_super_caller
                       if self.user_access is not None else None).register(self.server)
 

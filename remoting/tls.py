@@ -20,11 +20,13 @@ test mode, which trusts any server) — the chain, and the host name too with
 Between the servers themselves (a slave streaming its master's commitlog from the HA port, the
 controllers' Raft messages to each other): TLS when the server's ``tls.server.mode`` is
 ``enforcing``, plain otherwise, both ways with the certificate the server serves with (a server and
-client certificate). :meth:`ServerTls.peer_client` is the connecting side: the peer's chain is checked
-against ``tls.client.trustCertPath``, else ``tls.server.trustCertPath``, else the system's CAs (as the
-remoting client), never its host name (peers are reached by pod IP); ``tls.client.authServer=false``
-trusts any peer. :meth:`ServerTls.peer_context` is the accepting side (the HA port): it asks for the
-peer's certificate and checks it against ``tls.server.trustCertPath`` when that is set.
+client certificate). Both sides check the other's chain against the *peer trust*:
+``tls.client.trustCertPath``, else ``tls.server.trustCertPath``, else (connecting) the system's CAs.
+:meth:`ServerTls.peer_client` is the connecting side, never checking the host name (peers are reached
+by pod IP); ``tls.client.authServer=false`` trusts any peer. :meth:`ServerTls.peer_context` is the
+accepting side (the HA port): it requires the peer's certificate when a peer trust is set. So a
+server whose ``tls.server.trustCertPath`` also trusts the clients' CA (their certificates name users,
+see :mod:`pyrocketmq.server.cert_users`) still takes only its peers' certificates on the HA port.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class ServerTls:
     key_password: str = ""
     need_client_auth: str = "none"
     trust_cert_path: str = ""
+    peer_trust_path: str = ""
+    """What peers' certificates must chain to: ``tls.client.trustCertPath``, else ``trust_cert_path``."""
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, str]) -> ServerTls:
@@ -92,6 +96,8 @@ class ServerTls:
             mode=TlsMode(raw_mode or "permissive"), cert_path=cert, key_path=key,
             key_password=(conf.get("tls.server.keyPassword") or "").strip(), need_client_auth=auth,
             trust_cert_path=(conf.get("tls.server.trustCertPath") or "").strip(),
+            peer_trust_path=(conf.get("tls.client.trustCertPath") or conf.get("tls.server.trustCertPath")
+                             or "").strip(),
         )
         tls.context()  # fail at start, naming the file, rather than at the first connection
         return tls
@@ -100,7 +106,7 @@ class ServerTls:
     def enabled(self) -> bool:
         return self.mode is not TlsMode.DISABLED
 
-    def context(self) -> ssl.SSLContext:
+    def _context(self, trust: str, verify: ssl.VerifyMode) -> ssl.SSLContext:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         try:
@@ -108,34 +114,34 @@ class ServerTls:
         except (OSError, ssl.SSLError) as e:
             raise TlsConfigError(f"cannot load tls.server.certPath={self.cert_path} / tls.server.keyPath="
                                  f"{self.key_path}: {e}") from None
-        ctx.verify_mode = _CLIENT_AUTH[self.need_client_auth]
-        if ctx.verify_mode != ssl.CERT_NONE:
-            if not self.trust_cert_path:
+        ctx.verify_mode = verify
+        if verify != ssl.CERT_NONE:
+            if not trust:
                 raise TlsConfigError(
                     "tls.server.need.client.auth needs tls.server.trustCertPath (the clients' CA)"
                 )
-            self._load_trust(ctx)
+            self._load_trust(ctx, trust)
         return ctx
 
-    def _load_trust(self, ctx: ssl.SSLContext) -> None:
+    @staticmethod
+    def _load_trust(ctx: ssl.SSLContext, path: str) -> None:
         try:
-            ctx.load_verify_locations(self.trust_cert_path)
+            ctx.load_verify_locations(path)
         except (OSError, ssl.SSLError) as e:
-            raise TlsConfigError(
-                f"cannot load tls.server.trustCertPath={self.trust_cert_path}: {e}"
-            ) from None
+            raise TlsConfigError(f"cannot load the trusted CA file {path}: {e}") from None
+
+    def context(self) -> ssl.SSLContext:
+        return self._context(self.trust_cert_path, _CLIENT_AUTH[self.need_client_auth])
 
     def peer_context(self) -> ssl.SSLContext | None:
         """The accepting side of a peer's connection (a slave's, on the HA port): None with TLS
-        disabled, else :meth:`context` requiring a client certificate that chains to
-        ``tls.server.trustCertPath`` when that is set (peers present the certificate they serve with)."""
+        disabled, else the server's context requiring a client certificate that chains to the peer
+        trust when one is set (peers present the certificate they serve with)."""
         if not self.enabled:
             return None
-        ctx = self.context()
-        if self.trust_cert_path and ctx.verify_mode != ssl.CERT_REQUIRED:
-            self._load_trust(ctx)
-            ctx.verify_mode = ssl.CERT_REQUIRED
-        return ctx
+        if not self.peer_trust_path:
+            return self.context()
+        return self._context(self.peer_trust_path, ssl.CERT_REQUIRED)
 
     def peer_client(self, client: ClientTls | None = None) -> ClientTls:
         """The connecting side toward a peer (a slave to its master's HA port, a controller to the
@@ -145,7 +151,7 @@ class ServerTls:
             return ClientTls()
         client = client or ClientTls()
         return ClientTls(
-            enabled=True, trust_cert_path=client.trust_cert_path or self.trust_cert_path,
+            enabled=True, trust_cert_path=client.trust_cert_path or self.peer_trust_path,
             verify=client.verify, check_hostname=False, cert_path=self.cert_path, key_path=self.key_path,
             key_password=self.key_password,
         )

@@ -509,6 +509,12 @@ class Connection(asyncio.Protocol):
         cmd.flag |= 0x2
         self.write(cmd)
 
+    def peer_certificate(self) -> bytes | None:
+        """The certificate (DER) the peer presented on this TLS connection and the handshake verified;
+        None in the clear or without one."""
+        ssl_object = self._transport.get_extra_info("ssl_object") if self._transport else None
+        return ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+
     @property
     def write_buffer_size(self) -> int:
         return self._transport.get_write_buffer_size() if self._transport else 0

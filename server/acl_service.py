@@ -38,6 +38,9 @@ from .acl import (
 from .acl2 import Acl, Asks, User, decide, translate
 from .acl_perm import Needs
 from .acl_table import BROKER_RULES, RequestRefused, Rule, acl2_asks
+from .auth_metadata import AuthMetadata
+from .auth_settings import AuthSettings
+from .cert_users import CertUsers
 
 log = logging.getLogger("pyrocketmq.acl")
 _refusals = RateLimitedLog(log)
@@ -47,6 +50,8 @@ CALLER = "acl.account"
 """``Connection.attrs`` key: the :class:`~.acl.Account` the connection's current request was let in
 with; None for a white-listed address; absent when no ACL checks the connection."""
 USER = "acl2.user"
+CERT_USER = "acl2.cert_user"
+"""``Connection.attrs`` key: the user the connection's client certificate names (None: none)."""
 """``Connection.attrs`` key: the :class:`UserCaller` the current request was let in as under ACL 2.0."""
 
 
@@ -177,18 +182,34 @@ class UserAccess:
                  cluster: str, authentication: bool, authorization: bool,
                  authentication_whitelist: frozenset[int] = frozenset(),
                  authorization_whitelist: frozenset[int] = frozenset(),
-                 rules: Mapping[int, Rule] = BROKER_RULES) -> None:
+                 rules: Mapping[int, Rule] = BROKER_RULES, cert_users: CertUsers | None = None) -> None:
         self.users, self.acls, self.cluster, self.rules = users, acls, cluster, rules
+        self.cert_users = cert_users or CertUsers([])
         self.authentication, self.authorization = authentication, authorization
         self.authentication_whitelist = authentication_whitelist
         self.authorization_whitelist = authorization_whitelist
         self.refused = 0
 
+    @classmethod
+    def from_settings(cls, auth: AuthSettings, meta: AuthMetadata, *, cluster: str,
+                      rules: Mapping[int, Rule] = BROKER_RULES) -> UserAccess:
+        """The enforcement a server's ACL 2.0 keys ask for, over its users and ACLs."""
+        return cls(meta.user, meta.acl, cluster=cluster, rules=rules,
+                   authentication=auth.authentication_enabled, authorization=auth.authorization_enabled,
+                   authentication_whitelist=auth.authentication_whitelist,
+                   authorization_whitelist=auth.authorization_whitelist, cert_users=auth.cert_users())
+
     def check(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
         ip = remote_ip(conn)
         username = cmd.ext_fields.get(ACCESS_KEY) or None
-        why = None if cmd.code in self.authentication_whitelist else self.authenticate(
-            username, lambda user: signed_by(cmd, user.password))
+        by_certificate = username is None and bool(self.cert_users)
+        if by_certificate:  # unsigned: the user the client certificate names, if any
+            username = self.certificate_user(conn)
+
+        def signed(user: User) -> bool:
+            return by_certificate or signed_by(cmd, user.password)
+
+        why = None if cmd.code in self.authentication_whitelist else self.authenticate(username, signed)
         if why is None and self.authorization and cmd.code not in self.authorization_whitelist:
             try:
                 asks = acl2_asks(self.rules, cmd, self.cluster)
@@ -200,6 +221,14 @@ class UserAccess:
             return None
         self.refused += 1
         return refuse(conn, cmd, ResponseCode.NO_PERMISSION, why, why)
+
+    def certificate_user(self, conn: Connection) -> str | None:
+        """The user ``conn``'s TLS client certificate names (:mod:`.cert_users`), judged once per
+        connection; None without one."""
+        if CERT_USER not in conn.attrs:
+            conn.attrs[CERT_USER] = self.cert_users.username(conn.peer_certificate())
+        found = conn.attrs[CERT_USER]
+        return found if isinstance(found, str) else None
 
     def authenticate(self, username: str | None, signed: Callable[[User], bool]) -> str | None:
         """Why a request naming ``username`` is not signed by an enabled user with its password

@@ -11,6 +11,10 @@ name server (``namesrv.conf``). Pure: no I/O.
                                            broker registering with the name servers), made likewise
     authenticationWhitelist=34,11          request codes nobody needs to sign
     authorizationWhitelist=                request codes no ACL is asked about
+    authenticationCertificateCaPath=/etc/pyrocketmq/tls/clients-ca.crt
+                                           a TLS client certificate these CAs issued authenticates
+                                           the user its common name names (requests without an
+                                           AccessKey; see :mod:`.cert_users`)
 
 A bad value is refused at load (:class:`~pyrocketmq.remoting.properties.ConfigError` naming the key).
 
@@ -30,6 +34,7 @@ import orjson
 from pyrocketmq.remoting.properties import ConfigError
 
 from .acl2 import AuthError, User, UserType, user_from_info
+from .cert_users import CA_PATH_KEY, CertUsers
 
 INIT_USER = "initAuthenticationUser"
 INNER_CREDENTIALS = "innerClientAuthenticationCredentials"
@@ -57,6 +62,10 @@ class AuthSettings:
     """``authenticationWhitelist``: request codes (comma-separated) nobody needs to sign."""
     authorization_whitelist: frozenset[int] = frozenset()
     """``authorizationWhitelist``: request codes no ACL is asked about."""
+    certificate_ca_path: str = ""
+    """``authenticationCertificateCaPath``: PEM CA certificates whose client certificates authenticate
+    the users their common names name (a request that carries no AccessKey, on a TLS connection
+    that presented such a certificate)."""
 
     @property
     def enabled(self) -> bool:
@@ -70,6 +79,11 @@ class AuthSettings:
             if raw.strip():
                 out.append((key, _super_user(key, raw)))
         return out
+
+    def cert_users(self) -> CertUsers:
+        """Who the client certificates of ``authenticationCertificateCaPath`` are (nobody unset);
+        ConfigError for a file that does not load."""
+        return CertUsers.from_file(self.certificate_ca_path) if self.certificate_ca_path else CertUsers([])
 
     @property
     def inner_account(self) -> tuple[str, str] | None:
@@ -105,8 +119,10 @@ def read_auth_settings(get: Callable[[str, str], str], get_bool: Callable[[str, 
                         authorization_enabled=get_bool("authorizationEnabled", False),
                         init_user=get(INIT_USER, ""), inner_credentials=get(INNER_CREDENTIALS, ""),
                         authentication_whitelist=codes("authenticationWhitelist"),
-                        authorization_whitelist=codes("authorizationWhitelist"))
+                        authorization_whitelist=codes("authorizationWhitelist"),
+                        certificate_ca_path=get(CA_PATH_KEY, "").strip())
     auth.super_users()  # refused at load, not at start
+    auth.cert_users()
     return auth
 
 

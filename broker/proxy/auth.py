@@ -234,13 +234,15 @@ class GrpcAccess:
         self.validator = validator
         self.users = users
 
-    def refusal(self, metadata: Iterable[tuple[str, Any]], remote_ip: str, request: Any) -> pb.Status | None:
+    def refusal(self, metadata: Iterable[tuple[str, Any]], remote_ip: str, request: Any,
+                peer_cert: bytes | None = None) -> pb.Status | None:
+        """``peer_cert``: the PEM client certificate the TLS handshake verified, if any."""
         headers = {str(k).lower(): str(v) for k, v in metadata}
         refused = None
         if self.validator is not None:
             refused = self._account_refusal(self.validator, headers, remote_ip, request)
         if refused is None and self.users is not None:
-            refused = self._user_refusal(self.users, headers, remote_ip, request)
+            refused = self._user_refusal(self.users, headers, remote_ip, request, peer_cert)
         return refused
 
     @staticmethod
@@ -262,10 +264,12 @@ class GrpcAccess:
         return None if problem is None else pb.Status(code=pb.FORBIDDEN, message=f"AclException: {problem}")
 
     @staticmethod
-    def _user_refusal(users: UserAccess, headers: dict[str, str], remote_ip: str,
-                      request: Any) -> pb.Status | None:
+    def _user_refusal(users: UserAccess, headers: dict[str, str], remote_ip: str, request: Any,
+                      peer_cert: bytes | None) -> pb.Status | None:
         header, date_time = headers.get("authorization", ""), headers.get("x-mq-date-time", "")
-        username, sig = None, ""
+        by_certificate = not header and bool(users.cert_users)  # unsigned: the client certificate's user
+        username = users.cert_users.username_pem(peer_cert) if by_certificate else None
+        sig = ""
         try:
             if header and not date_time:
                 raise HeaderError("datetime is null.")
@@ -274,7 +278,9 @@ class GrpcAccess:
         except HeaderError as e:
             if users.authentication:
                 return pb.Status(code=USER_REFUSED, message=str(e))
-        why = users.authenticate(username or None, lambda user: signed_with(user.password, date_time, sig))
+        why = users.authenticate(
+            username or None, lambda user: by_certificate or signed_with(user.password, date_time, sig)
+        )
         if why is None and users.authorization and request is not None:
             try:
                 why = users.judge(username or None, user_asks(request), remote_ip)

@@ -89,8 +89,10 @@ class GrpcEndpoint:
 
     def _refusal(self, request: object, context: Any) -> pb.Status | None:
         assert self.access is not None
+        peer_certs = (context.auth_context() or {}).get("x509_pem_cert") or [None]
         refusal = self.access.refusal(
-            context.invocation_metadata() or (), peer_of(context).rpartition(":")[0].strip("[]"), request
+            context.invocation_metadata() or (), peer_of(context).rpartition(":")[0].strip("[]"), request,
+            peer_cert=peer_certs[0],
         )
         if refusal is not None:
             log.warning("5.x call from %s refused: %s", peer_of(context), refusal.message)
