@@ -17,7 +17,7 @@ from typing import Any
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 AUTH_CONFIG_KEYS = frozenset({"authenticationEnabled", "authorizationEnabled", "initAuthenticationUser",
-                              "innerClientAuthenticationCredentials"})
+                              "innerClientAuthenticationCredentials", "authenticationCertificateCaPath"})
 """broker.conf keys spec.auth sets (so spec.config may not)."""
 
 

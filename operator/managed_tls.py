@@ -1,24 +1,33 @@
-"""``spec.tls.managed``: the namespace's cluster CA and each NameServer's or Broker's server
-certificate, kept in Secrets by the operator (see :mod:`.certs` for the rules).
+"""``spec.tls.managed``: the namespace's two CAs and the certificates they issue, kept in Secrets by
+the operator (see :mod:`.certs` for the rules).
 
-- ``pyrocketmq-cluster-ca`` (not owned: every managed resource of the namespace shares it): ``ca.crt``
-  (the current CA certificate), ``ca.key``, ``ca-bundle.crt`` (every CA certificate still valid, the
-  trust clients should use). Renewed, with its key, ``CA_RENEWAL_DAYS`` before it expires or when
-  annotated ``pyrocketmq.io/force-renew: "true"``.
-- ``<resource>-tls`` (owned by the resource, ``kubernetes.io/tls``): ``tls.crt``, ``tls.key`` and
-  ``ca.crt`` (the bundle). Issued again when it is due, its names changed, the CA was renewed since
-  (annotation ``pyrocketmq.io/ca-serial``), or it is annotated ``pyrocketmq.io/force-renew``.
+- ``pyrocketmq-cluster-ca`` issues the servers' certificates, ``pyrocketmq-clients-ca`` the client
+  certificates of TLS Users (their common name is the user). Neither is owned: every managed resource
+  of the namespace shares them. Keys: ``ca.crt`` (the current CA certificate), ``ca.key``,
+  ``ca-bundle.crt`` (every CA certificate still valid: what to trust). Renewed, with its key,
+  ``CA_RENEWAL_DAYS`` before it expires or when annotated ``pyrocketmq.io/force-renew: "true"``.
+- ``<resource>-tls`` (owned by the NameServer or Broker, ``kubernetes.io/tls``): ``tls.crt``,
+  ``tls.key``, ``ca.crt`` (the cluster bundle: what its clients and peers trust), ``clients-ca.crt``
+  (the clients bundle: whose certificates name users) and ``trust.crt`` (both: what the server
+  accepts client certificates from).
+- A TLS User's Secret (owned by the User, ``kubernetes.io/tls``): ``tls.crt``, ``tls.key``, ``ca.crt``
+  (the cluster bundle, to trust the servers) and ``username``.
 
-A new certificate changes the Secret's hash on the pod template, so the pods roll one at a time (a
-Broker's groups one after another) and pick it up. Writes are optimistic (create, or replace at the
-version read): two reconcilers racing on the CA leave one CA, the other retries.
+A certificate is issued again when it is due, its names changed, its CA was renewed since (annotation
+``pyrocketmq.io/ca-serial``), the bundles it carries changed, or it is annotated
+``pyrocketmq.io/force-renew``. A new server certificate changes the Secret's hash on the pod
+template, so the pods roll one at a time (a Broker's groups one after another) and pick it up. Writes
+are optimistic (create, or replace at the version read): two reconcilers racing on a CA leave one CA,
+the other retries.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import certs
@@ -30,6 +39,7 @@ from .render.common import owner_labels, owner_reference
 from .tls_spec import Tls
 
 CA_SECRET = "pyrocketmq-cluster-ca"
+CLIENTS_CA_SECRET = "pyrocketmq-clients-ca"
 CA_VALIDITY_DAYS = 1825
 CA_RENEWAL_DAYS = 60
 FORCE_RENEW = "pyrocketmq.io/force-renew"
@@ -66,42 +76,69 @@ async def ensure_managed(ctx: Context, model: NameServerModel | BrokerModel) -> 
 
 
 async def ensure_certificates(ctx: Context, ref: ObjectRef, tls: Tls, services: Sequence[str]) -> None:
-    """The CA and ``ref``'s server certificate as the rules say (a ReconcileError if it may not)."""
+    """The CAs and ``ref``'s server certificate as the rules say (a ReconcileError if it may not)."""
+    with _secrets_allowed(ref.namespace):
+        ca, clients = await _ensure_cas(ctx, ref.namespace)
+        cluster_trust, clients_trust = _decoded(ca, "ca-bundle.crt"), _decoded(clients, "ca-bundle.crt")
+        leaf = Leaf(ref, tls.secret_name, f"{ref.name}.{ref.namespace}", "tls",
+                    certs.server_names(ref.namespace, ctx.settings.render.cluster_domain, services),
+                    {"ca.crt": cluster_trust, "clients-ca.crt": clients_trust,
+                     "trust.crt": cluster_trust + clients_trust})  # fmt: skip
+        await _ensure_leaf(ctx, leaf, tls, ca, "server certificate", "the pods roll to pick it up")
+
+
+async def ensure_client_certificate(ctx: Context, ref: ObjectRef, secret_name: str, username: str,
+                                    tls: Tls) -> None:
+    """A TLS User's certificate (common name ``username``) from the clients' CA, in ``secret_name``
+    (validity and renewal as the cluster's ``tls``)."""
+    with _secrets_allowed(ref.namespace):
+        ca, clients = await _ensure_cas(ctx, ref.namespace)
+        leaf = Leaf(ref, secret_name, username, "user", (),
+                    {"ca.crt": _decoded(ca, "ca-bundle.crt"), "username": username})
+        await _ensure_leaf(ctx, leaf, tls, clients, f"client certificate of user {username}",
+                           "applications mounting it should restart to pick it up")
+
+
+@contextlib.contextmanager
+def _secrets_allowed(namespace: str) -> Iterator[None]:
     try:
-        ca = await _ensure_ca(ctx, ref.namespace)
-        names = certs.server_names(ref.namespace, ctx.settings.render.cluster_domain, services)
-        await _ensure_server(ctx, ref, tls, ca, names)
+        yield
     except KubeError as e:
         if e.status == 403:
             raise ReconcileError(
                 "SecretForbidden",
-                f"the operator may not create or update Secrets in {ref.namespace}: {RBAC_HINT}",
+                f"the operator may not create or update Secrets in {namespace}: {RBAC_HINT}",
             ) from None
         raise
 
 
-async def _ensure_ca(ctx: Context, namespace: str) -> dict[str, Any]:
+async def _ensure_cas(ctx: Context, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    cluster = await _ensure_ca(ctx, namespace, CA_SECRET, "cluster")
+    return cluster, await _ensure_ca(ctx, namespace, CLIENTS_CA_SECRET, "clients")
+
+
+async def _ensure_ca(ctx: Context, namespace: str, secret_name: str, kind: str) -> dict[str, Any]:
     kube, now = ctx.kube, _now()
-    secret = await kube.get("v1", "Secret", namespace, CA_SECRET)
-    ca_name = f"pyrocketmq cluster CA {namespace}"
+    secret = await kube.get("v1", "Secret", namespace, secret_name)
+    ca_name = f"pyrocketmq {kind} CA {namespace}"
     if secret is None:
         cert, key = certs.new_ca(ca_name, now, CA_VALIDITY_DAYS)
         body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                "metadata": {"name": CA_SECRET, "namespace": namespace,
+                "metadata": {"name": secret_name, "namespace": namespace,
                              "labels": {"app.kubernetes.io/managed-by": "pyrocketmq-operator"}},
                 "data": _encoded({"ca.crt": cert, "ca.key": key, "ca-bundle.crt": cert})}  # fmt: skip
         created = await kube.create(body)
         if created is not None:
-            ctx.event("Normal", "CACreated", f"cluster CA created in Secret {CA_SECRET}")
+            ctx.event("Normal", "CACreated", f"{kind} CA created in Secret {secret_name}")
             return created
-        secret = await kube.get("v1", "Secret", namespace, CA_SECRET)  # another reconcile made it first
+        secret = await kube.get("v1", "Secret", namespace, secret_name)  # another reconcile made it first
         if secret is None:
-            raise ReconcileError("CAConflict", f"Secret {CA_SECRET} was created and deleted meanwhile")
+            raise ReconcileError("CAConflict", f"Secret {secret_name} was created and deleted meanwhile")
     cert, key = _decoded(secret, "ca.crt"), _decoded(secret, "ca.key")
     if not cert or not key:
         raise ReconcileError(
             "CAIncomplete",
-            f"Secret {CA_SECRET} lacks ca.crt or ca.key: delete it for a "
+            f"Secret {secret_name} lacks ca.crt or ca.key: delete it for a "
             "new CA (every managed certificate is then issued again)",
         )
     forced = _forced(secret)
@@ -119,78 +156,89 @@ async def _ensure_ca(ctx: Context, namespace: str) -> dict[str, Any]:
         }
     )
     if replaced is None:
-        raise ReconcileError("CAConflict", f"Secret {CA_SECRET} changed while it was renewed; retrying")
+        raise ReconcileError("CAConflict", f"Secret {secret_name} changed while it was renewed; retrying")
     ctx.event(
         "Normal",
         "CARenewed",
-        f"cluster CA renewed (same key{', forced' if forced else ''}); "
+        f"{kind} CA renewed (same key{', forced' if forced else ''}); "
         f"certificates issued by it are issued again",
     )
     return replaced
 
 
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A certificate to keep in a Secret owned by ``owner``: its subject, DNS names and the other keys
+    written beside ``tls.crt`` and ``tls.key`` (trust bundles)."""
+
+    owner: ObjectRef
+    secret_name: str
+    common_name: str
+    component: str
+    dns_names: Sequence[str]
+    data: Mapping[str, str]
+
+
 def _reasons(
-    leaf: Mapping[str, Any] | None,
-    ca: Mapping[str, Any],
-    tls: Tls,
-    names: Sequence[str],
-    now: datetime.datetime,
+    found: Mapping[str, Any] | None, ca: Mapping[str, Any], tls: Tls, leaf: Leaf, now: datetime.datetime
 ) -> list[str]:
-    if leaf is None:
+    if found is None:
         return ["new"]
-    cert = _decoded(leaf, "tls.crt")
-    if not cert or not _decoded(leaf, "tls.key"):
+    cert = _decoded(found, "tls.crt")
+    if not cert or not _decoded(found, "tls.key"):
         return ["incomplete"]
     ca_cert = _decoded(ca, "ca.crt")
-    found = certs.info(cert)
-    annotations = (leaf.get("metadata") or {}).get("annotations") or {}
+    held = certs.info(cert)
+    annotations = (found.get("metadata") or {}).get("annotations") or {}
     checks = [
-        ("forced", _forced(leaf)),
-        ("due", certs.due(found, now, tls.renewal_days)),
+        ("forced", _forced(found)),
+        ("due", certs.due(held, now, tls.renewal_days)),
         ("CA renewed", annotations.get(CA_SERIAL) != str(certs.info(ca_cert).serial)),
         ("other CA", not certs.signed_by(cert, ca_cert)),
-        ("names changed", sorted(found.dns_names) != sorted(names)),
-        ("trust changed", _decoded(leaf, "ca.crt") != _decoded(ca, "ca-bundle.crt")),
+        ("names changed", sorted(held.dns_names) != sorted(leaf.dns_names)),
+        ("trust changed", any(_decoded(found, k) != v for k, v in leaf.data.items())),
     ]
     return [why for why, hit in checks if hit]
 
 
-async def _ensure_server(
-    ctx: Context, ref: ObjectRef, tls: Tls, ca: Mapping[str, Any], names: Sequence[str]
+async def _ensure_leaf(
+    ctx: Context, leaf: Leaf, tls: Tls, ca: Mapping[str, Any], what: str, then: str
 ) -> None:
-    kube, now = ctx.kube, _now()
-    leaf = await kube.get("v1", "Secret", ref.namespace, tls.secret_name)
-    reasons = _reasons(leaf, ca, tls, names, now)
+    kube, now, namespace = ctx.kube, _now(), leaf.owner.namespace
+    found = await kube.get("v1", "Secret", namespace, leaf.secret_name)
+    if found is not None and found.get("type") != "kubernetes.io/tls":
+        raise ReconcileError(
+            "SecretNotTls",
+            f"Secret {leaf.secret_name} is not a kubernetes.io/tls Secret: delete it (the operator "
+            "creates it) or name another Secret",
+        )
+    reasons = _reasons(found, ca, tls, leaf, now)
     if not reasons:
         return
     ca_cert = _decoded(ca, "ca.crt")
     cert, key = certs.issue(
-        ca_cert, _decoded(ca, "ca.key"), f"{ref.name}.{ref.namespace}", names, now, tls.validity_days
+        ca_cert, _decoded(ca, "ca.key"), leaf.common_name, leaf.dns_names, now, tls.validity_days
     )
     meta: dict[str, Any] = {
-        "name": tls.secret_name,
-        "namespace": ref.namespace,
-        "labels": owner_labels(ref, "tls"),
+        "name": leaf.secret_name,
+        "namespace": namespace,
+        "labels": owner_labels(leaf.owner, leaf.component),
         "annotations": {CA_SERIAL: str(certs.info(ca_cert).serial)},
-        "ownerReferences": [owner_reference(ref)],
+        "ownerReferences": [owner_reference(leaf.owner)],
     }
     body = {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "kubernetes.io/tls",
         "metadata": meta,
-        "data": _encoded({"tls.crt": cert, "tls.key": key, "ca.crt": _decoded(ca, "ca-bundle.crt")}),
+        "data": _encoded({"tls.crt": cert, "tls.key": key, **leaf.data}),
     }
-    if leaf is None:
+    if found is None:
         done = await kube.create(body)
     else:
-        meta["resourceVersion"] = (leaf.get("metadata") or {}).get("resourceVersion")
+        meta["resourceVersion"] = (found.get("metadata") or {}).get("resourceVersion")
         done = await kube.replace(body)
     if done is None:
-        raise ReconcileError("CertificateConflict", f"Secret {tls.secret_name} changed meanwhile; retrying")
-    ctx.event(
-        "Normal",
-        "CertificateIssued",
-        f"server certificate in Secret {tls.secret_name} issued "
-        f"({', '.join(reasons)}); the pods roll to pick it up",
-    )
+        raise ReconcileError("CertificateConflict", f"Secret {leaf.secret_name} changed meanwhile; retrying")
+    ctx.event("Normal", "CertificateIssued",
+              f"{what} in Secret {leaf.secret_name} issued ({', '.join(reasons)}); {then}")  # fmt: skip

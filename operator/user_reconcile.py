@@ -3,7 +3,9 @@
 
 The password lives in a Secret (``spec.authentication.secretName``, by default the User's name, keys
 ``username`` and ``password``): one the user brought is used as it is; otherwise the operator
-creates it with a random password, owned by the User. Every broker of the cluster the name servers
+creates it with a random password, owned by the User. A ``tls`` User's Secret holds instead a client
+certificate the operator issues from the namespace's clients CA and renews (the Broker must have
+``spec.tls.managed``; :mod:`.managed_tls`). Every broker of the cluster the name servers
 know (masters and slaves) and, when they check ACL 2.0 too, every name server is brought to the
 User's spec, and users no User declares are removed.
 """
@@ -13,18 +15,20 @@ from __future__ import annotations
 import base64
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyrocketmq.client import Admin
 
 from .context import Context, ReconcileError, run_steps, write_status
 from .kubeapi import KubeError
+from .managed_tls import ensure_client_certificate
 from .model import GROUP_VERSION, BrokerModel, NameServerModel, SpecError
 from .names import namesrv_addresses
 from .reconcile import ClusterTarget, resolve_cluster
 from .render.common import owner_labels, owner_reference
 from .rocketmq import RocketMQRefused, RocketMQUnavailable, admin_session, registered_groups
 from .status import Condition, merge_conditions, now_rfc3339
+from .tls_spec import Tls
 from .users import QUOTA_KEYS, UserModel, broker_changes, quota_change, undeclared_users
 
 RBAC_HINT = "install the chart with rbac.manageSecrets=true (User resources need it)"
@@ -47,14 +51,22 @@ class UserReconcile:
             raise SpecError("spec.clusterRef.name: name the Broker whose brokers this user signs in to")
 
     async def resolve_cluster(self) -> None:
-        ns = self.model.ref.namespace
-        target, self.keep, self.name_servers = await auth_cluster(self.ctx, ns, self.model.cluster_ref)
-        assert target is not None  # None only for a deletion
-        self.target = target
+        found = await auth_cluster(self.ctx, self.model.ref.namespace, self.model.cluster_ref)
+        assert found.target is not None  # None only for a deletion
+        self.target: ClusterTarget = found.target
+        self.keep, self.name_servers, self.tls = found.keep, found.name_servers, found.tls
 
     async def credentials(self) -> None:
-        """The Secret's password; a new Secret with a random one when there is none."""
+        """A TLS user's certificate, issued or renewed; else the Secret's password (a new Secret with a
+        random one when there is none)."""
         ref, name = self.model.ref, self.model.secret_name
+        self.password: str | None = None
+        if self.model.by_certificate:
+            if not self.tls.managed:
+                raise ReconcileError("TlsNotManaged", f"Broker {self.model.cluster_ref!r} has no spec.tls."
+                                     "managed: a tls User's certificate comes from the operator's clients CA")
+            await ensure_client_certificate(self.ctx, ref, name, self.model.username, self.tls)
+            return
         try:
             secret = await self.ctx.kube.get("v1", "Secret", ref.namespace, name)
             if secret is None:
@@ -120,8 +132,9 @@ class UserReconcile:
         # a server answers no ACL of a user it does not know (Apache: "The subject is not exist.")
         have_acl = await admin.get_acl(model.subject, broker_addr=addr) if have_user is not None else None
         change = broker_changes(model, self.password, have_user, have_acl)
-        if change.user == "create":
-            await admin.create_user(model.username, self.password, model.user_type, broker_addr=addr)
+        if change.user == "create":  # a TLS user's password: random, handed to nobody
+            await admin.create_user(model.username, self.password or secrets.token_urlsafe(24),
+                                    model.user_type, broker_addr=addr)
         elif change.user == "update":
             await admin.update_user(model.username, self.password, model.user_type, "enable",
                                     broker_addr=addr)
@@ -147,19 +160,28 @@ class UserReconcile:
         })
 
 
-async def auth_cluster(ctx: Context, namespace: str, broker: str, *,
-                       for_delete: bool = False) -> tuple[ClusterTarget | None, set[str], list[str]]:
-    """The Broker cluster of a User (it must have spec.auth), the users kept there whatever the
-    User resources say (its super user), and its name servers that check ACL 2.0 too."""
+class AuthCluster(NamedTuple):
+    target: ClusterTarget | None
+    keep: set[str]
+    """Users kept whatever the User resources say (the cluster's super user)."""
+    name_servers: list[str]
+    """Its name servers that check ACL 2.0 too."""
+    tls: Tls
+    """The Broker's spec.tls (a managed one issues TLS Users' certificates)."""
+
+
+async def auth_cluster(ctx: Context, namespace: str, broker: str, *, for_delete: bool = False) -> AuthCluster:
+    """The Broker cluster of a User (it must have spec.auth)."""
     target = await resolve_cluster(ctx, namespace, broker, for_delete=for_delete)
     if target is None:
-        return None, set(), []
+        return AuthCluster(None, set(), [], Tls())
     body = await ctx.kube.get(GROUP_VERSION, "Broker", namespace, broker) or {}
     model = BrokerModel.from_body(body)
     if not model.auth.enabled:
         raise ReconcileError("AuthNotEnabled", f"Broker {broker!r} has no spec.auth: turn ACL 2.0 on there "
                              "(spec.auth.secretName) for its brokers to know users")
-    return target, {target.security.access_key}, await auth_name_servers(ctx, namespace, model.namesrv_name)
+    return AuthCluster(target, {target.security.access_key},
+                       await auth_name_servers(ctx, namespace, model.namesrv_name), model.tls)
 
 
 async def auth_name_servers(ctx: Context, namespace: str, name: str | None) -> list[str]:
@@ -220,8 +242,8 @@ async def delete_user_from_brokers(body: Mapping[str, Any], ctx: Context) -> Non
     except SpecError:
         return
     try:
-        target, keep, name_servers = await auth_cluster(ctx, model.ref.namespace, model.cluster_ref,
-                                                        for_delete=True)
+        target, keep, name_servers, _ = await auth_cluster(ctx, model.ref.namespace, model.cluster_ref,
+                                                           for_delete=True)
     except ReconcileError:
         return  # the Broker has no ACL 2.0 (any more): no broker holds the user
     if target is None or model.username in keep:

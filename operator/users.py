@@ -1,5 +1,6 @@
-"""The ``User`` resource: an ACL 2.0 user of a Broker cluster (spec.auth), its password in a Secret
-and its ACL entries, and what to change on a broker to make it so. Pure: no I/O.
+"""The ``User`` resource: an ACL 2.0 user of a Broker cluster (spec.auth), its credential in a Secret
+(a password, or a TLS client certificate of the clients' CA) and its ACL entries, and what to change
+on a broker to make it so. Pure: no I/O.
 
 On every broker of the cluster (masters and slaves, so a slave elected master already has them) the
 user exists with the Secret's password and its type, and its ``Custom`` policy holds exactly the
@@ -20,6 +21,7 @@ from .model import ObjectRef, SpecError
 ACTIONS = ("All", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List")
 DECISIONS = ("Allow", "Deny")
 USER_TYPES = ("Normal", "Super")
+AUTH_TYPES = ("secretKey", "tls")
 RESOURCE = re.compile(r"^(\*|(Cluster|Namespace|Topic|Group):(\*|[A-Za-z0-9%|_\-]+\*?))$")
 """A resource as Apache 5.3 writes it: ``Topic:orders``, a prefix ``Topic:pay*``, ``Topic:*``, ``*``."""
 USERNAME = re.compile(r"^[A-Za-z0-9_\-.]{1,64}$")
@@ -71,6 +73,13 @@ class UserModel:
     acl: tuple[AclRule, ...] = ()
     quotas: tuple[tuple[str, int], ...] = ()
     """The limits of ``spec.quotas`` that are set (above 0), by QUOTA_KEYS name."""
+    auth_type: str = "secretKey"
+    """``secretKey`` (a password in the Secret) or ``tls`` (a client certificate of the clients' CA in
+    the Secret; the password on the brokers is random and handed to nobody)."""
+
+    @property
+    def by_certificate(self) -> bool:
+        return self.auth_type == "tls"
 
     @property
     def subject(self) -> str:
@@ -87,8 +96,9 @@ class UserModel:
         if user_type not in USER_TYPES:
             raise SpecError(f"spec.userType {user_type!r}: use Normal or Super")
         authn = spec.get("authentication") or {}
-        if str(authn.get("type", "secretKey")) != "secretKey":
-            raise SpecError(f"spec.authentication.type {authn.get('type')!r}: use secretKey")
+        auth_type = str(authn.get("type", "secretKey"))
+        if auth_type not in AUTH_TYPES:
+            raise SpecError(f"spec.authentication.type {auth_type!r}: use secretKey or tls")
         rules = tuple(AclRule.from_spec(r, f"spec.acl[{i}]") for i, r in enumerate(spec.get("acl") or ()))
         seen: dict[str, int] = {}
         for i, rule in enumerate(rules):
@@ -109,6 +119,7 @@ class UserModel:
             username=username,
             user_type=user_type,
             secret_name=str(authn.get("secretName") or ref.name),
+            auth_type=auth_type,
             acl=rules,
         )
 
@@ -156,12 +167,14 @@ class BrokerChanges:
         return self.user is None and not self.put and not self.stale
 
 
-def broker_changes(model: UserModel, password: str, have_user: Mapping[str, Any] | None,
+def broker_changes(model: UserModel, password: str | None, have_user: Mapping[str, Any] | None,
                    have_acl: Mapping[str, Any] | None) -> BrokerChanges:
-    """How to bring one broker's user and ACL (as its AUTH_GET_USER/AUTH_GET_ACL answered) to ``model``."""
+    """How to bring one broker's user and ACL (as its AUTH_GET_USER/AUTH_GET_ACL answered) to ``model``
+    (``password`` None: a TLS user's, whatever the broker holds)."""
     if have_user is None:
         user: str | None = "create"
-    elif (have_user.get("password") != password or str(have_user.get("userType")) != model.user_type
+    elif ((password is not None and have_user.get("password") != password)
+          or str(have_user.get("userType")) != model.user_type
           or str(have_user.get("userStatus", "enable")).lower() != "enable"):
         user = "update"
     else:

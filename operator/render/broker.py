@@ -104,7 +104,7 @@ def broker_conf(model: BrokerModel, index: int, namesrv_addrs: Sequence[str]) ->
 
 def security_conf(model: BrokerModel) -> dict[str, str]:
     """broker.conf keys of spec.tls, spec.nameServer.tls, spec.acl and spec.auth."""
-    conf = tls_conf(model.tls)
+    conf = tls_conf(model.tls, users=model.auth.enabled)
     if model.namesrv_tls:
         conf["tls.enable"] = "true"
         if model.tls.enabled:  # the name servers' certificates are checked against the same ca.crt

@@ -264,13 +264,21 @@ def acl_conf(acl: Any) -> dict[str, str]:
     return {"aclEnable": "true", "aclConfigFile": f"{ACL_MOUNT}/{ACL_FILE_KEY}"} if acl.enabled else {}
 
 
-def tls_conf(tls: Any) -> dict[str, str]:
-    """The ``tls.server.*`` keys serving the certificate of ``spec.tls`` (a model ``Tls``)."""
+def tls_conf(tls: Any, users: bool = False) -> dict[str, str]:
+    """The ``tls.server.*`` keys serving the certificate of ``spec.tls`` (a model ``Tls``). With
+    ``users`` (ACL 2.0 on) and a managed certificate, client certificates of the clients' CA name
+    users (TLS Users): asked for (optional unless ``clientAuth: require``), accepted from both CAs, a
+    user named only by the clients' ones; peers trust the cluster CA alone."""
     if not tls.enabled:
         return {}
     conf = {"tls.server.mode": tls.mode, "tls.server.certPath": f"{TLS_MOUNT}/tls.crt",
             "tls.server.keyPath": f"{TLS_MOUNT}/tls.key", "tls.server.need.client.auth": tls.client_auth}
-    if tls.client_auth != "none":
+    if tls.managed and users:
+        conf.update({"tls.server.need.client.auth": "require" if tls.client_auth == "require" else "optional",
+                     "tls.server.trustCertPath": f"{TLS_MOUNT}/trust.crt",
+                     "tls.client.trustCertPath": f"{TLS_MOUNT}/ca.crt",
+                     "authenticationCertificateCaPath": f"{TLS_MOUNT}/clients-ca.crt"})  # fmt: skip
+    elif tls.client_auth != "none":
         conf["tls.server.trustCertPath"] = f"{TLS_MOUNT}/ca.crt"
     return conf
 

@@ -104,7 +104,7 @@ def _statefulset(
 ) -> dict[str, Any]:
     ref = model.ref
     auth, auth_env = namesrv_auth(model.auth, RUN_MOUNT)
-    conf = {**tls_conf(model.tls), **acl_conf(model.acl), **auth,
+    conf = {**tls_conf(model.tls, users=model.auth.enabled), **acl_conf(model.acl), **auth,
             **controller_conf(model, settings.cluster_domain)}
     args = ["namesrv", "--listen-port", str(NAMESRV_PORT), *(f"--set={k}={v}" for k, v in conf.items())]
     container = server_container(

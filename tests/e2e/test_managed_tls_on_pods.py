@@ -1,19 +1,22 @@
 """Certificates the operator manages (spec.tls.managed) on real pods: a NameServer and a Broker
-(2 groups) serving TLS with certificates issued from the namespace's cluster CA; a forced CA renewal
-issues every server certificate again and rolls the pods one at a time while a client that trusts
-only the first CA certificate sends throughout: no send fails."""
+(2 groups) with ACL 2.0 serving TLS with certificates issued from the namespace's cluster CA, and a
+TLS User whose client certificate, from the clients' CA, is its only credential. A forced CA renewal
+issues every server certificate again and rolls the pods one at a time while that user's client,
+trusting only the first CA certificate, sends throughout: no send fails."""
 
 from __future__ import annotations
 
 import base64
 import secrets
+from pathlib import Path
 
 import pytest
 
 from pyrocketmq.client import ClientSettings, ClientTls
 from pyrocketmq.operator import certs
-from pyrocketmq.operator.managed_tls import CA_SECRET, CA_SERIAL, FORCE_RENEW
+from pyrocketmq.operator.managed_tls import CA_SECRET, CA_SERIAL, CLIENTS_CA_SECRET, FORCE_RENEW
 from tests.e2e.helpers import (
+    GROUP,
     Sender,
     broker_cr,
     get,
@@ -31,6 +34,10 @@ ns = namespace_fixture("e2e-mtls")
 
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def _secret_text(kube: KubeCluster, ns: str, name: str, key: str) -> str:
     return base64.b64decode(get(kube, "secret", name, ns)["data"][key]).decode()
 
@@ -40,35 +47,63 @@ def _uids(kube: KubeCluster, ns: str, names: list[str]) -> dict[str, str]:
     return {n: found[n]["metadata"]["uid"] if n in found and pod_ready(found[n]) else "" for n in names}
 
 
+def _user_client(kube: KubeCluster, ns: str, secret: str, folder: Path, trust: Path) -> ClientSettings:
+    """Client settings presenting the certificate in a TLS User's Secret (and signing nothing)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for key in ("tls.crt", "tls.key"):
+        (folder / key).write_text(_secret_text(kube, ns, secret, key))
+    tls = ClientTls(enabled=True, trust_cert_path=str(trust), check_hostname=False,
+                    cert_path=str(folder / "tls.crt"), key_path=str(folder / "tls.key"))  # fmt: skip
+    return ClientSettings(tls=tls, request_timeout=5, connect_timeout=3)
+
+
 @pytest.mark.timeout(900)
 def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_cluster, ns, tmp_path):
-    """spec.tls.managed: the operator's CA and server certificates; a forced CA renewal re-issues
-    every server certificate and rolls the pods while a client that trusts only the first CA
-    certificate sends throughout: no send fails."""
+    """spec.tls.managed: the operator's CAs, server certificates and a TLS User's client certificate;
+    a forced CA renewal re-issues every server certificate and rolls the pods while the user's client,
+    which trusts only the first CA certificate, sends throughout: no send fails."""
     kube = node_cluster
+    root_pw = secrets.token_urlsafe(16)
+    kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mq-root"}, "type": "Opaque",
+                "data": {"username": _b64("root"), "password": _b64(root_pw)}}, "-n", ns)  # fmt: skip
     # Two name servers, rolled one at a time: a restarted one knows no broker until they register
     # again, the other answers the clients meanwhile.
     names = nameserver_cr("tlsns", replicas=2)
     names["spec"]["tls"] = {"managed": True}
+    names["spec"]["auth"] = {"secretName": "mq-root"}
     brokers = broker_cr("tlsbr", "tlsns", groups=2, replicas=1, replicationMode="ASYNC",
-                        tls={"managed": True})
+                        tls={"managed": True}, auth={"secretName": "mq-root"})
     brokers["spec"]["nameServer"]["tls"] = True
     kube.apply(names, "-n", ns)
     kube.apply(brokers, "-n", ns)
+    topic, other = (f"{p}_{secrets.token_hex(3)}" for p in ("Mtls", "Closed"))
+    kube.apply(topic_cr("mtls-topic", topic, "tlsbr", queues=2), "-n", ns)
+    kube.apply(topic_cr("closed-topic", other, "tlsbr", queues=1), "-n", ns)
+    app = {"clusterRef": {"name": "tlsbr"}, "authentication": {"type": "tls", "secretName": "app-cert"},
+           "acl": [{"resources": [f"Topic:{topic}"], "actions": ["Pub"]}]}  # fmt: skip
+    kube.apply({"apiVersion": GROUP, "kind": "User", "metadata": {"name": "app"}, "spec": app}, "-n", ns)
     wait_ready(kube, "nameserver", "tlsns", ns, timeout=240)
     wait_ready(kube, "broker", "tlsbr", ns, timeout=300)
+    for name in ("mtls-topic", "closed-topic"):
+        wait_ready(kube, "topic", name, ns, timeout=90)
+    wait_ready(kube, "user", "app", ns, timeout=120)
     old_ca = _secret_text(kube, ns, CA_SECRET, "ca.crt")
     trust = tmp_path / "first-ca.crt"
     trust.write_text(old_ca)
     assert certs.signed_by(_secret_text(kube, ns, "tlsbr-tls", "tls.crt"), old_ca)
-    topic = f"Mtls_{secrets.token_hex(3)}"
-    kube.apply(topic_cr("mtls-topic", topic, "tlsbr", queues=2), "-n", ns)
-    wait_ready(kube, "topic", "mtls-topic", ns, timeout=90)
+    user_cert = _secret_text(kube, ns, "app-cert", "tls.crt")
+    assert certs.signed_by(user_cert, _secret_text(kube, ns, CLIENTS_CA_SECRET, "ca.crt"))
+    assert "CN=app" in certs.info(user_cert).subject
     # From the node through the name servers' Service (its address outlives their pods).
     namesrv = f"{kube.get('service', 'tlsns', '-n', ns)['spec']['clusterIP']}:9876"
-    client = ClientSettings(tls=ClientTls(enabled=True, trust_cert_path=str(trust), check_hostname=False),
+    client = _user_client(kube, ns, "app-cert", tmp_path / "app", trust)
+    plain = ClientSettings(request_timeout=5, connect_timeout=3)
+    assert try_send(namesrv, topic, plain) != "sent"  # TLS only
+    nobody = ClientSettings(tls=ClientTls(enabled=True, trust_cert_path=str(trust), check_hostname=False),
                             request_timeout=5, connect_timeout=3)  # fmt: skip
-    assert try_send(namesrv, topic, ClientSettings(request_timeout=5, connect_timeout=3)) != "sent"
+    assert "username cannot be null" in try_send(namesrv, topic, nobody)  # no certificate, no signature
+    assert "no permission" in try_send(namesrv, other, client).lower()  # the user's ACL holds
+    assert try_send(namesrv, topic, client) == "sent"
     server_pods = ["tlsns-0", "tlsns-1", "tlsbr-0-0", "tlsbr-1-0"]
     before = _uids(kube, ns, server_pods)
     with Sender(namesrv, topic, pause=0.05, client=client) as sender:
@@ -80,8 +115,8 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
         n = len(sender.acked)
         sender.wait_for(n + 20)
     new_ca = _secret_text(kube, ns, CA_SECRET, "ca.crt")
-    for name in (CA_SECRET, "tlsns-tls", "tlsbr-tls"):  # what the README shows
-        found = certs.info(_secret_text(kube, ns, name, "ca.crt" if name == CA_SECRET else "tls.crt"))
+    for name in (CA_SECRET, CLIENTS_CA_SECRET, "tlsns-tls", "tlsbr-tls", "app-cert"):  # what the README shows
+        found = certs.info(_secret_text(kube, ns, name, "ca.crt" if name.endswith("-ca") else "tls.crt"))
         print(f"{name}: {found.subject}, serial {found.serial:x}, until {found.not_after:%Y-%m-%d}")
     assert certs.info(new_ca).serial != certs.info(old_ca).serial
     for leaf in ("tlsns-tls", "tlsbr-tls"):
@@ -89,4 +124,5 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
         assert certs.signed_by(cert, old_ca) and get(kube, "secret", leaf, ns)["metadata"]["annotations"][
             CA_SERIAL] == str(certs.info(new_ca).serial)
     assert sender.failures == [], sender.failures[:5]
-    print(f"CA renewed and 4 server pods rolled: {len(sender.acked)} sends acknowledged, none failed")
+    print(f"CA renewed and 4 server pods rolled: {len(sender.acked)} sends of user app (by its certificate) "
+          "acknowledged, none failed")

@@ -3,18 +3,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
+import logging
 
 import pytest
 from cryptography import x509
 
 from pyrocketmq.operator import certs
-from pyrocketmq.operator.managed_tls import CA_SECRET, CA_SERIAL, FORCE_RENEW
-from pyrocketmq.operator.model import SpecError
-from pyrocketmq.operator.render.common import ANNOTATION_SECRETS_HASH
+from pyrocketmq.operator.context import Context, ReconcileError
+from pyrocketmq.operator.managed_tls import (
+    CA_SECRET,
+    CA_SERIAL,
+    CLIENTS_CA_SECRET,
+    FORCE_RENEW,
+    ensure_client_certificate,
+)
+from pyrocketmq.operator.model import BrokerModel, ObjectRef, SpecError
+from pyrocketmq.operator.render import broker_conf
+from pyrocketmq.operator.render.common import ANNOTATION_SECRETS_HASH, TLS_MOUNT
+from pyrocketmq.operator.settings import OperatorSettings
+from pyrocketmq.operator.tls_spec import Tls
+from pyrocketmq.server.cert_users import CertUsers
 
-from .conftest import body, broker
+from .conftest import body, broker, conf_dict
 from .test_reconcile import FakeKube, run
 
 NOW = datetime.datetime(2026, 11, 29, tzinfo=datetime.UTC)
@@ -26,12 +39,16 @@ def _data(kube: FakeKube, name: str, key: str) -> str:
 
 def _pod_hash(kube: FakeKube, sts: str) -> str:
     return kube.objects[("StatefulSet", "prod", sts)]["spec"]["template"]["metadata"]["annotations"][
-        ANNOTATION_SECRETS_HASH]
+        ANNOTATION_SECRETS_HASH
+    ]
 
 
 def _public(pem: str) -> bytes:
-    return x509.load_pem_x509_certificate(pem.encode()).public_key().public_bytes(
-        certs.serialization.Encoding.PEM, certs.serialization.PublicFormat.SubjectPublicKeyInfo)
+    return (
+        x509.load_pem_x509_certificate(pem.encode())
+        .public_key()
+        .public_bytes(certs.serialization.Encoding.PEM, certs.serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
 
 
 def test_a_managed_name_server_gets_a_ca_and_a_certificate_for_its_names_once():
@@ -94,3 +111,79 @@ def test_managed_and_a_secret_of_ones_own_exclude_each_other():
     with pytest.raises(SpecError, match="renewalDays"):
         broker(tls={"managed": True, "validityDays": 10, "renewalDays": 10})
     assert broker(tls={"managed": True}).tls.secret_name == "orders-tls"
+
+
+def _ctx(kube: FakeKube, events: list) -> Context:
+    return Context(kube=kube, settings=OperatorSettings(), event=lambda *e: events.append(e),  # type: ignore[arg-type]
+                   log=logging.getLogger("test"))  # fmt: skip
+
+
+def _der(pem: str) -> bytes:
+    return x509.load_pem_x509_certificate(pem.encode()).public_bytes(certs.serialization.Encoding.DER)
+
+
+def test_a_tls_user_gets_a_client_certificate_of_the_clients_ca_that_names_it_on_the_servers():
+    kube, events = FakeKube(), []
+    kube.add(body("NameServer", "names", replicas=1))
+    kube.add(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": "root", "namespace": "prod"},
+            "data": {
+                "username": base64.b64encode(b"root").decode(),
+                "password": base64.b64encode(b"pw").decode(),
+            },
+        }
+    )
+    orders = body(
+        "Broker", "orders", nameServer={"name": "names"}, tls={"managed": True}, auth={"secretName": "root"}
+    )
+    run(kube, orders)
+    user_ref = ObjectRef("User", "alice", "prod", "uid-alice", 1)
+    asyncio.run(ensure_client_certificate(_ctx(kube, events), user_ref, "alice-cert", "alice", Tls(
+        secret_name="orders-tls", managed=True)))  # fmt: skip
+    secret = kube.objects[("Secret", "prod", "alice-cert")]
+    assert (
+        secret["type"] == "kubernetes.io/tls" and secret["metadata"]["ownerReferences"][0]["name"] == "alice"
+    )
+    cert, clients_ca = _data(kube, "alice-cert", "tls.crt"), _data(kube, CLIENTS_CA_SECRET, "ca.crt")
+    assert certs.signed_by(cert, clients_ca) and not certs.signed_by(cert, _data(kube, CA_SECRET, "ca.crt"))
+    assert _data(kube, "alice-cert", "ca.crt") == _data(
+        kube, CA_SECRET, "ca-bundle.crt"
+    )  # trusts the servers
+    # what the brokers are given: the clients' bundle names users, the servers' certificates name nobody
+    assert _data(kube, "orders-tls", "trust.crt") == _data(kube, "orders-tls", "ca.crt") + _data(
+        kube, "orders-tls", "clients-ca.crt"
+    )
+    users = CertUsers.from_pem(_data(kube, "orders-tls", "clients-ca.crt"))
+    assert users.username(_der(cert)) == "alice"
+    assert users.username(_der(_data(kube, "orders-tls", "tls.crt"))) is None
+    conf = conf_dict(broker_conf(BrokerModel.from_body(orders), 0, ["names-0.names-headless.prod.svc:9876"]))
+    assert (conf["tls.server.need.client.auth"], conf["authenticationCertificateCaPath"]) == (
+        "optional",
+        f"{TLS_MOUNT}/clients-ca.crt",
+    )
+    assert conf["tls.server.trustCertPath"].endswith("/trust.crt") and conf[
+        "tls.client.trustCertPath"
+    ].endswith("/ca.crt")  # peers: the cluster CA alone
+    # nothing due: the same certificate; the clients CA renewed: issued again
+    asyncio.run(ensure_client_certificate(_ctx(kube, events), user_ref, "alice-cert", "alice", Tls(
+        secret_name="orders-tls", managed=True)))  # fmt: skip
+    assert _data(kube, "alice-cert", "tls.crt") == cert
+    kube.objects[("Secret", "prod", CLIENTS_CA_SECRET)]["metadata"]["annotations"] = {FORCE_RENEW: "true"}
+    asyncio.run(ensure_client_certificate(_ctx(kube, events), user_ref, "alice-cert", "alice", Tls(
+        secret_name="orders-tls", managed=True)))  # fmt: skip
+    assert _data(kube, "alice-cert", "tls.crt") != cert
+    assert {"CARenewed", "CertificateIssued"} <= {e[1] for e in events}
+
+
+def test_a_secret_of_another_type_is_not_overwritten_with_a_certificate():
+    kube, events = FakeKube(), []
+    kube.add({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": "alice", "namespace": "prod"}, "data": {}})  # fmt: skip
+    with pytest.raises(ReconcileError, match="not a kubernetes.io/tls Secret"):
+        ref = ObjectRef("User", "alice", "prod", "u", 1)
+        tls = Tls(secret_name="x-tls", managed=True)
+        asyncio.run(ensure_client_certificate(_ctx(kube, events), ref, "alice", "alice", tls))

@@ -58,7 +58,7 @@ def test_a_user_defaults_to_its_name_a_normal_type_and_a_secret_of_its_name():
      "spec.acl[0].decision"),
     ({"userType": "Root"}, "spec.userType"),
     ({"username": "a b"}, "spec.username"),
-    ({"authentication": {"type": "tls"}}, "spec.authentication.type"),
+    ({"authentication": {"type": "certificate"}}, "spec.authentication.type"),
 ])
 def test_a_spec_that_cannot_be_applied_names_its_field(spec, words):
     with pytest.raises(SpecError, match=words.replace("[", r"\[").replace("]", r"\]")):
@@ -82,6 +82,17 @@ def test_changes_for_a_new_a_changed_and_a_disabled_user():
     assert broker_changes(model, "pw", old, None).user == "update"
     disabled = {**old, "password": "pw", "userStatus": "disable"}
     assert broker_changes(model, "pw", disabled, None).user == "update"
+
+
+def test_a_tls_users_password_on_the_brokers_is_its_own_business():
+    """A TLS user's brokers hold a random password handed to nobody: a resync never changes it, but
+    still its type and status."""
+    model = user(authentication={"type": "tls", "secretName": "alice-cert"}, acl=ALICE_ACL)
+    assert model.by_certificate and model.secret_name == "alice-cert"
+    held = {"username": "alice", "password": "whatever", "userType": "Normal", "userStatus": "enable"}
+    assert broker_changes(model, None, held, None).user is None
+    assert broker_changes(model, None, {**held, "userType": "Super"}, None).user == "update"
+    assert broker_changes(model, None, None, None).user == "create"
 
 
 def test_changed_entries_are_put_first_and_stale_ones_removed():
