@@ -30,12 +30,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import certs
+from . import ca_key, certs
 from .context import Context, ReconcileError
 from .kubeapi import KubeError
 from .model import BrokerModel, NameServerModel, ObjectRef
 from .names import headless_service_name, master_service_name
-from .render.common import owner_labels, owner_reference
+from .render.common import (
+    LABEL_COMPONENT,
+    LABEL_MANAGED_BY,
+    LABEL_NAME,
+    MANAGED_BY,
+    owner_labels,
+    owner_reference,
+)
 from .tls_spec import Tls
 
 CA_SECRET = "pyrocketmq-cluster-ca"
@@ -141,6 +148,11 @@ async def _ensure_ca(ctx: Context, namespace: str, secret_name: str, kind: str) 
             f"Secret {secret_name} lacks ca.crt or ca.key: delete it for a "
             "new CA (every managed certificate is then issued again)",
         )
+    annotations = (secret.get("metadata") or {}).get("annotations") or {}
+    if _decoded(secret, ca_key.NEXT_KEY):
+        return await _maybe_promote(ctx, secret, kind)
+    if annotations.get(ca_key.REPLACE_KEY) == "true":
+        return await _start_key_replacement(ctx, secret, kind, ca_name)
     forced = _forced(secret)
     if not forced and not certs.due(certs.info(cert), now, CA_RENEWAL_DAYS):
         return secret
@@ -164,6 +176,72 @@ async def _ensure_ca(ctx: Context, namespace: str, secret_name: str, kind: str) 
         f"certificates issued by it are issued again",
     )
     return replaced
+
+
+async def _replace_ca_secret(ctx: Context, secret: Mapping[str, Any], data: Mapping[str, str],
+                             annotations: Mapping[str, str]) -> dict[str, Any]:
+    """``secret`` with ``data`` and ``annotations`` (optimistic: a ReconcileError if it changed)."""
+    meta = {**secret["metadata"], "annotations": dict(annotations)}
+    replaced = await ctx.kube.replace({**secret, "metadata": meta, "data": _encoded(data)})
+    if replaced is None:
+        raise ReconcileError("CAConflict", f"Secret {meta['name']} changed meanwhile; retrying")
+    return replaced
+
+
+async def _start_key_replacement(ctx: Context, secret: Mapping[str, Any], kind: str,
+                                 ca_name: str) -> dict[str, Any]:
+    """Step 1 of :mod:`.ca_key`: a new key and CA certificate aside, trusted beside the old."""
+    now = _now()
+    cert, key = certs.new_ca(ca_name, now, CA_VALIDITY_DAYS)
+    old = {k: _decoded(secret, k) for k in ("ca.crt", "ca.key", "ca-bundle.crt")}
+    trust = certs.bundle([cert, old["ca-bundle.crt"] or old["ca.crt"]], now)
+    annotations = dict((secret.get("metadata") or {}).get("annotations") or {})
+    after = ca_key.rfc3339(now + ca_key.grace(annotations))
+    annotations = {k: v for k, v in annotations.items() if k != ca_key.REPLACE_KEY}
+    done = await _replace_ca_secret(ctx, secret, {**old, "ca-bundle.crt": trust, ca_key.NEXT_CERT: cert,
+                                                  ca_key.NEXT_KEY: key},
+                                    {**annotations, ca_key.PROMOTE_AFTER: after})  # fmt: skip
+    ctx.event("Normal", "CAKeyReplacementStarted", f"{kind} CA: a new key, trusted beside the old one from "
+              f"now on; it issues the certificates once every pod trusts it, not before {after}")  # fmt: skip
+    return done
+
+
+async def _mounted_certificates(ctx: Context, namespace: str,
+                                pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The managed server certificate Secrets ``pods`` mount, by name (read one by one: the
+    operator may get Secrets, not list them)."""
+    names = {v["secret"]["secretName"] for p in pods for v in (p.get("spec") or {}).get("volumes") or ()
+             if v.get("secret")}  # fmt: skip
+    found = {}
+    for name in sorted(names):
+        secret = await ctx.kube.get("v1", "Secret", namespace, name)
+        labels = ((secret or {}).get("metadata") or {}).get("labels") or {}
+        ours = (labels.get(LABEL_MANAGED_BY), labels.get(LABEL_COMPONENT)) == (MANAGED_BY, "tls")
+        if secret is not None and ours:
+            found[name] = secret
+    return found
+
+
+async def _maybe_promote(ctx: Context, secret: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """Step 2 of :mod:`.ca_key`: the new key becomes the CA's once every pod trusts it."""
+    kube, namespace, now = ctx.kube, secret["metadata"]["namespace"], _now()
+    next_cert = _decoded(secret, ca_key.NEXT_CERT)
+    pods = await kube.list("v1", "Pod", namespace, {LABEL_NAME: "pyrocketmq"})
+    leaves = await _mounted_certificates(ctx, namespace, pods)
+    trust_key = "ca.crt" if kind == "cluster" else "clients-ca.crt"
+    carries = {n: next_cert.strip() in _decoded(s, trust_key) for n, s in leaves.items()}
+    annotations = (secret.get("metadata") or {}).get("annotations") or {}
+    waiting = ca_key.waiting_for(pods, leaves, carries, annotations.get(ca_key.PROMOTE_AFTER), now)
+    if waiting is not None:
+        ctx.log.info("%s CA key replacement: waiting for %s", kind, waiting)
+        return dict(secret)
+    data = {"ca.crt": next_cert, "ca.key": _decoded(secret, ca_key.NEXT_KEY),
+            "ca-bundle.crt": certs.bundle([next_cert, _decoded(secret, "ca-bundle.crt")], now)}  # fmt: skip
+    done = await _replace_ca_secret(ctx, secret, data, {k: v for k, v in annotations.items()
+                                                        if k != ca_key.PROMOTE_AFTER})  # fmt: skip
+    ctx.event("Normal", "CAKeyReplaced", f"{kind} CA: the new key issues the certificates from now on; "
+              "they are issued again and the pods roll")  # fmt: skip
+    return done
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +301,7 @@ async def _ensure_leaf(
         "name": leaf.secret_name,
         "namespace": namespace,
         "labels": owner_labels(leaf.owner, leaf.component),
-        "annotations": {CA_SERIAL: str(certs.info(ca_cert).serial)},
+        "annotations": {CA_SERIAL: str(certs.info(ca_cert).serial), ca_key.ISSUED_AT: ca_key.rfc3339(now)},
         "ownerReferences": [owner_reference(leaf.owner)],
     }
     body = {

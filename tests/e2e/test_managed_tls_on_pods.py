@@ -13,15 +13,19 @@ from pathlib import Path
 import pytest
 
 from pyrocketmq.client import ClientSettings, ClientTls
-from pyrocketmq.operator import certs
+from pyrocketmq.operator import ca_key, certs
 from pyrocketmq.operator.managed_tls import CA_SECRET, CA_SERIAL, CLIENTS_CA_SECRET, FORCE_RENEW
+from tests.conformance import maven
+from tests.conformance.jvm import JAVA_SOURCES, JavaPrograms
 from tests.e2e.helpers import (
     GROUP,
     Sender,
     broker_cr,
     get,
+    group_cr,
     nameserver_cr,
     namespace_fixture,
+    pod_ip,
     pod_ready,
     pods,
     topic_cr,
@@ -42,6 +46,11 @@ def _secret_text(kube: KubeCluster, ns: str, name: str, key: str) -> str:
     return base64.b64decode(get(kube, "secret", name, ns)["data"][key]).decode()
 
 
+def _data(kube: KubeCluster, ns: str, name: str) -> dict[str, str]:
+    """A Secret's keys, decoded."""
+    return {k: base64.b64decode(v).decode() for k, v in (get(kube, "secret", name, ns)["data"] or {}).items()}
+
+
 def _uids(kube: KubeCluster, ns: str, names: list[str]) -> dict[str, str]:
     found = {p["metadata"]["name"]: p for p in pods(kube, ns)}
     return {n: found[n]["metadata"]["uid"] if n in found and pod_ready(found[n]) else "" for n in names}
@@ -57,7 +66,36 @@ def _user_client(kube: KubeCluster, ns: str, secret: str, folder: Path, trust: P
     return ClientSettings(tls=tls, request_timeout=5, connect_timeout=3)
 
 
-@pytest.mark.timeout(900)
+def _official_5x_client_with_credentials_over_tls(kube: KubeCluster, ns: str, topic: str, tmp: Path) -> None:
+    """The official Java 5.x client from the node on a broker pod's gRPC port (spec.grpc), over TLS
+    with a secretKey User's credentials: it sends and receives where the user's ACL allows; with a
+    wrong password it is refused."""
+    group = f"G5_{secrets.token_hex(3)}"
+    kube.apply(group_cr("g5", group, "tlsbr"), "-n", ns)
+    acl = [{"resources": [f"Topic:{topic}", f"Group:{group}"], "actions": ["Pub", "Sub"]}]
+    kube.apply({"apiVersion": GROUP, "kind": "User", "metadata": {"name": "app5"},
+                "spec": {"clusterRef": {"name": "tlsbr"}, "acl": acl}}, "-n", ns)  # fmt: skip
+    wait_ready(kube, "consumergroup", "g5", ns, timeout=90)
+    wait_ready(kube, "user", "app5", ns, timeout=120)
+    java5 = JavaPrograms(maven.resolve(maven.CLIENT5), log_dir=tmp / "java5",
+                         sources=JAVA_SOURCES.with_name("java5"))  # fmt: skip
+    java5.compile()
+    endpoint = f"{pod_ip(kube, ns, 'tlsbr-0-0')}:8081"
+    password = _secret_text(kube, ns, "app5", "password")
+    app5 = {"tls": "true", "acl.accessKey": "app5", "acl.secretKey": password}
+    sent = java5.run("Producer5Scenario", [endpoint, topic, "normal", 3], timeout=120, jvm_props=app5).json()
+    assert sent["errors"] == [] and len(sent["sent"]) == 3, sent
+    got = java5.run("Consumer5Scenario", [endpoint, topic, group, "simple", 3, 30], timeout=120,
+                    jvm_props=app5).json()  # fmt: skip
+    assert {s["messageId"] for s in sent["sent"]} <= {d["messageId"] for d in got["deliveries"]}, got
+    wrong = java5.run("Producer5Scenario", [endpoint, topic, "normal", 1], timeout=120,
+                      jvm_props={**app5, "acl.secretKey": "not-the-password"})  # fmt: skip
+    assert "check signature failed." in wrong.stdout + wrong.stderr, wrong.stdout[-500:]
+    print(f"official Java 5.x client over TLS as user app5: 3 sent, {len(got['deliveries'])} received; "
+          "a wrong password refused")
+
+
+@pytest.mark.timeout(1500)
 def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_cluster, ns, tmp_path):
     """spec.tls.managed: the operator's CAs, server certificates and a TLS User's client certificate;
     a forced CA renewal re-issues every server certificate and rolls the pods while the user's client,
@@ -104,6 +142,7 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
     assert "username cannot be null" in try_send(namesrv, topic, nobody)  # no certificate, no signature
     assert "no permission" in try_send(namesrv, other, client).lower()  # the user's ACL holds
     assert try_send(namesrv, topic, client) == "sent"
+    _official_5x_client_with_credentials_over_tls(kube, ns, topic, tmp_path)
     server_pods = ["tlsns-0", "tlsns-1", "tlsbr-0-0", "tlsbr-1-0"]
     before = _uids(kube, ns, server_pods)
     with Sender(namesrv, topic, pause=0.05, client=client) as sender:
@@ -126,3 +165,46 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
     assert sender.failures == [], sender.failures[:5]
     print(f"CA renewed and 4 server pods rolled: {len(sender.acked)} sends of user app (by its certificate) "
           "acknowledged, none failed")
+    _key_replaced_while_sending(kube, ns, namesrv, topic, trust, tmp_path, server_pods)
+
+
+def _key_replaced_while_sending(kube: KubeCluster, ns: str, namesrv: str, topic: str, first_trust: Path,
+                                tmp: Path, server_pods: list[str]) -> None:
+    """pyrocketmq.io/replace-key: the new CA is trusted everywhere first (pods roll), then issues every
+    certificate (pods roll again). A client trusting only the old CA sends through the first step;
+    restarted with the new bundle from its Secret, it sends through the second: no send fails."""
+    kube.kubectl("annotate", "secret", CA_SECRET, "-n", ns, f"{ca_key.REPLACE_KEY}=true",
+                 f"{ca_key.GRACE}=0")  # fmt: skip
+    before = _uids(kube, ns, server_pods)
+    old_client = Sender(namesrv, topic, pause=0.05, client=_user_client(kube, ns, "app-cert", tmp / "old",
+                                                                        first_trust)).__enter__()  # fmt: skip
+    try:
+        next_ca = kube.wait_until(lambda: _data(kube, ns, CA_SECRET).get(ca_key.NEXT_CERT, ""), 60,
+                                  "the new CA aside")  # fmt: skip
+        kube.wait_until(lambda: next_ca in _secret_text(kube, ns, "app-cert", "ca.crt"), 120,
+                        "the user's Secret trusting the new CA")  # fmt: skip
+        bundle = tmp / "bundle.crt"
+        bundle.write_text(_secret_text(kube, ns, "app-cert", "ca.crt"))
+        restarted = _user_client(kube, ns, "app-cert", tmp / "new", bundle)
+        new_client = Sender(namesrv, topic, pause=0.05, client=restarted).__enter__()
+        new_client.wait_for(10)
+        old_client.wait_for(len(old_client.acked) + 10)
+    finally:
+        old_client.__exit__()  # the application restarted with the new bundle
+    try:
+        kube.wait_until(lambda: _secret_text(kube, ns, CA_SECRET, "ca.crt") == next_ca, 600,
+                        "the new key promoted once every pod trusts it", interval=2)  # fmt: skip
+        promoted = _uids(kube, ns, server_pods)
+        assert all(promoted[n] != before[n] for n in server_pods), (before, promoted)  # step 1 rolled all
+        kube.wait_until(lambda: all(certs.signed_by(_secret_text(kube, ns, leaf, "tls.crt"), next_ca)
+                                    for leaf in ("tlsns-tls", "tlsbr-tls")), 120, "issued by the new key")
+        kube.wait_until(lambda: all(u and u != promoted[n] for n, u in _uids(kube, ns, server_pods).items()),
+                        600, "every server pod replaced again and Ready", interval=2)  # fmt: skip
+        wait_ready(kube, "broker", "tlsbr", ns, timeout=180)
+        new_client.wait_for(len(new_client.acked) + 20)
+    finally:
+        new_client.__exit__()
+    assert old_client.failures == [] and new_client.failures == [], (old_client.failures[:3],
+                                                                     new_client.failures[:3])  # fmt: skip
+    print(f"CA key replaced, 4 server pods rolled twice: {len(old_client.acked)} sends trusting the old CA, "
+          f"then {len(new_client.acked)} trusting the bundle, none failed")

@@ -8,10 +8,14 @@ from __future__ import annotations
 import base64
 import secrets
 import urllib.request
+from collections.abc import Callable
 
 import pytest
 
 from pyrocketmq.client import ClientSettings, Message, SyncAdmin, SyncProducer, SyncPullConsumer
+from pyrocketmq.client.errors import MQBrokerError, MQClientError
+from pyrocketmq.remoting.body import SubscriptionGroupConfig
+from pyrocketmq.remoting.code import ResponseCode
 from tests.conformance import maven
 from tests.conformance.jvm import JavaPrograms
 from tests.e2e.helpers import (
@@ -74,7 +78,73 @@ def _deploy(kube: KubeCluster, ns: str) -> tuple[str, str, str, str]:
     kube.apply(_user_cr("alice", alice_acl), "-n", ns)
     kube.apply(_user_cr("bob", [{"resources": [f"Topic:{orders}"], "actions": ["Pub"],
                                  "sourceIps": ["192.0.2.0/24"]}]), "-n", ns)  # fmt: skip
+    kube.apply(_user_cr("carol", CAROL_ACL), "-n", ns)
     return root_pw, orders, other, group
+
+
+CAROL_ACL = [
+    {"resources": ["Topic:Mx_*"], "actions": ["Pub", "Sub", "Create", "Delete", "Get"]},
+    {"resources": ["Topic:Mx_deny"], "actions": ["All"], "decision": "Deny"},  # beats the prefix
+    {"resources": ["Group:GX_*"], "actions": ["Sub", "Create", "Delete"]},
+    {"resources": ["Cluster:*"], "actions": ["Get", "List", "Update"]},
+]
+"""carol: each action on each resource kind, allowed here and refused elsewhere."""
+
+
+def _refusal(fn: Callable[[], object]) -> str:
+    """'' when ``fn`` went through, else the refusal's words (any other error fails the test)."""
+    try:
+        fn()
+        return ""
+    except MQBrokerError as e:
+        assert e.code == ResponseCode.NO_PERMISSION, e
+        return e.remark or str(e)
+    except MQClientError as e:  # a route refused by the name server
+        assert "no permission" in str(e).lower(), e
+        return str(e)
+
+
+def _every_action_both_ways(kube: KubeCluster, ns: str, namesrv: str, master: str, passwords: dict) -> None:
+    """Every action on Topic, Group and Cluster resources, once allowed and once refused; a Deny on
+    a name beating an Allow on its prefix."""
+    carol, alice = _acl2_client(passwords["carol"], "carol"), _acl2_client(passwords["alice"], "alice")
+    topic = f"Mx_{secrets.token_hex(3)}"
+    with SyncAdmin(namesrv, client=carol) as admin, SyncAdmin(namesrv, client=alice) as other:
+        # Create, on Topic and Group
+        assert _refusal(lambda: admin.create_topic(topic, broker_addr=master, write_queues=1)) == ""
+        assert "Topic:Zz_new" in _refusal(lambda: admin.create_topic("Zz_new", broker_addr=master))
+        assert "Topic:Mx_deny" in _refusal(lambda: admin.create_topic("Mx_deny", broker_addr=master))
+        def create_group(name: str) -> str:
+            return _refusal(lambda: admin.create_subscription_group(SubscriptionGroupConfig(group_name=name),
+                                                                    broker_addr=master))  # fmt: skip
+
+        assert create_group("GX_1") == "" and "Group:GY_1" in create_group("GY_1")
+        kube.wait_until(lambda: _refusal(lambda: admin.topic_route(topic)) == "", 60, f"a route for {topic}")
+        # Pub and Sub (the deny: no route either), Get (offsets)
+        assert try_send(namesrv, topic, carol) == "sent"
+        assert "no permission" in try_send(namesrv, "Mx_deny", carol).lower()
+        with SyncPullConsumer("GX_1", namesrv, client=carol) as consumer:
+            queues = consumer.fetch_queues(topic)
+            consumer.assign(queues)
+            consumer.seek_to_begin()
+            got: list[bytes] = []
+            kube.wait_until(lambda: got.extend(m.body for m in consumer.poll(timeout=2)) or got, 60,
+                            "carol reads what she sent")  # fmt: skip
+            assert admin.max_offset(queues[0]) >= 1
+        assert "Topic:" in _refusal(lambda: other.max_offset(queues[0]))  # alice: Topic:* denied
+        # List and Get on the cluster (name server), Update (broker config)
+        assert topic in admin.topic_list() and admin.cluster_info().broker_addr_table
+        assert "Cluster:" in _refusal(other.topic_list) and "Cluster:" in _refusal(other.cluster_info)
+        value = admin.broker_config(master).get("fileReservedTime") or "72"
+        assert _refusal(lambda: admin.update_broker_config(master, "fileReservedTime", value)) == ""
+        assert "Cluster:UsersCluster" in _refusal(
+            lambda: other.update_broker_config(master, "fileReservedTime", value))
+        # Delete, on Group and Topic
+        assert _refusal(lambda: admin.delete_subscription_group("GX_1", master)) == ""
+        assert "Group:GID_" in _refusal(lambda: admin.delete_subscription_group(passwords["group"], master))
+        assert _refusal(lambda: admin.delete_topic(topic, "UsersCluster")) == ""
+    print("carol: Pub, Sub, Create, Delete, Get on Topic; Sub, Create, Delete on Group; Get, List, Update on "
+          "Cluster allowed, and each refused where her ACL (or alice's) does not grant it")
 
 
 @pytest.mark.timeout(900)
@@ -141,6 +211,8 @@ def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, ns, tmp_
     after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(kube, ns)}
     assert after == before
 
+    _every_action_both_ways(kube, ns, namesrv, addrs[0], {"alice": alice_pw, "group": group,
+                                                          "carol": _password(kube, ns, "carol")})
     _quota_slows_alice_not_bob(kube, ns, namesrv, orders, addrs[0], {"root": root_pw, "alice": alice_pw,
                                                                       "bob": bob_pw})
 

@@ -11,7 +11,7 @@ import logging
 import pytest
 from cryptography import x509
 
-from pyrocketmq.operator import certs
+from pyrocketmq.operator import ca_key, certs
 from pyrocketmq.operator.context import Context, ReconcileError
 from pyrocketmq.operator.managed_tls import (
     CA_SECRET,
@@ -187,3 +187,59 @@ def test_a_secret_of_another_type_is_not_overwritten_with_a_certificate():
         ref = ObjectRef("User", "alice", "prod", "u", 1)
         tls = Tls(secret_name="x-tls", managed=True)
         asyncio.run(ensure_client_certificate(_ctx(kube, events), ref, "alice", "alice", tls))
+
+
+def _pod(name: str, secret: str, created: str, ready: bool = True) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "prod", "creationTimestamp": created,
+                         "labels": {"app.kubernetes.io/name": "pyrocketmq"}},
+            "spec": {"volumes": [{"name": "tls", "secret": {"secretName": secret}}]},
+            "status": {"conditions": [{"type": "Ready", "status": str(ready)}]}}  # fmt: skip
+
+
+def test_a_ca_key_is_replaced_in_two_steps_never_issuing_what_a_pod_does_not_trust():
+    kube = FakeKube()
+    names = body("NameServer", "names", replicas=1, tls={"managed": True})
+    run(kube, names)
+    old_ca, old_leaf = _data(kube, CA_SECRET, "ca.crt"), _data(kube, "names-tls", "tls.crt")
+    kube.objects[("Pod", "prod", "names-0")] = _pod("names-0", "names-tls", "2020-01-01T00:00:00Z")
+    kube.objects[("Secret", "prod", CA_SECRET)]["metadata"]["annotations"] = {
+        ca_key.REPLACE_KEY: "true",
+        ca_key.GRACE: "0",
+    }
+    events = run(kube, names)
+    # 1. the new CA is trusted beside the old one; certificates still come from the old key
+    new_ca = _data(kube, CA_SECRET, ca_key.NEXT_CERT)
+    assert _public(new_ca) != _public(old_ca) and _data(kube, CA_SECRET, "ca.crt") == old_ca
+    assert new_ca in _data(kube, "names-tls", "ca.crt") and old_ca in _data(kube, "names-tls", "ca.crt")
+    assert certs.signed_by(_data(kube, "names-tls", "tls.crt"), old_ca)
+    assert "CAKeyReplacementStarted" in {e[1] for e in events}
+    # the pod started before its Secret trusted the new CA: no promotion yet
+    run(kube, names)
+    assert _data(kube, CA_SECRET, "ca.crt") == old_ca and _data(kube, CA_SECRET, ca_key.NEXT_KEY)
+    # 2. once the pod restarted with it (and is Ready), the new key issues every certificate
+    kube.objects[("Pod", "prod", "names-0")] = _pod(
+        "names-0", "names-tls", "2099-01-01T00:00:00Z", ready=False
+    )
+    run(kube, names)
+    assert _data(kube, CA_SECRET, "ca.crt") == old_ca  # not Ready yet
+    kube.objects[("Pod", "prod", "names-0")] = _pod("names-0", "names-tls", "2099-01-01T00:00:00Z")
+    events = run(kube, names)
+    assert _data(kube, CA_SECRET, "ca.crt") == new_ca
+    assert ca_key.NEXT_KEY not in kube.objects[("Secret", "prod", CA_SECRET)]["data"]
+    leaf = _data(kube, "names-tls", "tls.crt")
+    assert leaf != old_leaf and certs.signed_by(leaf, new_ca) and not certs.signed_by(leaf, old_ca)
+    assert old_ca in _data(kube, "names-tls", "ca.crt")  # still trusted until it expires
+    assert {"CAKeyReplaced", "CertificateIssued"} <= {e[1] for e in events}
+
+
+def test_the_promotion_waits_for_the_grace_period_every_secret_and_every_pod():
+    now = datetime.datetime(2026, 11, 29, 12, tzinfo=datetime.UTC)
+    leaves = {"a-tls": {"metadata": {"annotations": {ca_key.ISSUED_AT: "2026-11-29T11:00:00Z"}}}}
+    fresh = _pod("a-0", "a-tls", "2026-11-29T11:00:05Z")
+    assert "grace" in ca_key.waiting_for([fresh], leaves, {"a-tls": True}, "2026-11-29T13:00:00Z", now)
+    assert "a-tls" in ca_key.waiting_for([fresh], leaves, {"a-tls": False}, None, now)
+    stale = _pod("a-1", "a-tls", "2026-11-29T10:59:59Z")
+    assert "pod a-1" in ca_key.waiting_for([fresh, stale], leaves, {"a-tls": True}, None, now)
+    other = _pod("x-0", "unrelated", "2020-01-01T00:00:00Z")  # mounts no managed certificate
+    assert ca_key.waiting_for([fresh, other], leaves, {"a-tls": True}, "2026-11-29T11:30:00Z", now) is None
