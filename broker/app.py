@@ -49,6 +49,7 @@ from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
 from .processors.quota import QuotaGate, QuotaProcessor
+from .processors.recall import RecallProcessor
 from .processors.replication import ReplicationProcessor
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
@@ -279,6 +280,7 @@ class Broker:
                            consumers=consumers, store=store, stats=stats, producers=producers),
             transactions,
             ReplicationProcessor(offsets=offsets, schedule=self.schedule, timer=self.timer),
+            RecallProcessor(settings=settings, topics=topics, store=store),
             AuthProcessor(meta=self.auth_meta, super_caller=self.user_access.is_super_caller
                           if self.user_access is not None else None),
             QuotaProcessor(quotas=self.quotas, super_caller=self.user_access.is_super_caller

@@ -53,6 +53,7 @@ HOT_KEYS: dict[str, HotKey] = {
     "cleanFileForciblyEnable": HotKey("retention", "clean_file_forcibly_enable", _bool),
     "syncFlushTimeout": HotKey("flush", "sync_flush_timeout", _int_in(1, 600_000)),
     "timerMaxDelaySec": HotKey("", "timer_max_delay_sec", _int_in(1, 10 * 365 * 86_400)),
+    "recallMessageEnable": HotKey("", "recall_message_enable", _bool),
     "maxMsgsNumBatch": HotKey("index", "max_msgs_num_batch", _int_in(1, 10_000)),
     "defaultQueryMaxNum": HotKey("index", "default_query_max_num", _int_in(1, 10_000)),
 }

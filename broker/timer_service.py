@@ -14,6 +14,13 @@ missed (at least once, as the delay levels). An entry pending longer than ``roll
 *rolled*: a fresh copy goes to the head of the timer queue and the old entry is done — so ``low``
 keeps moving, the done set stays small and the commitlog's retention never takes a pending
 message's only copy (RocketMQ 5 rolls long timers the same way).
+
+Recalls (RocketMQ 5.3.2+): each turn first reads the recall markers (the timer topic's queue 1, see
+:mod:`.timer_recall`) into a :class:`~.timer_recall.RecallBook`, all of them before anything is
+delivered, and a due entry whose real topic and ``UNIQ_KEY`` the book names is done without being
+delivered. A recall is accepted only for a message not yet due (the recall processor checks it on
+this same event loop), so the marker is always read before its message falls due. The book is
+saved in the checkpoint under ``recall``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from .store.consume_queue import FILLER_SIZE
 from .store.message_store import MessageStore
 from .store.timer import REQUEST_KEYS
 from .store.values import MessageInner, PutMessageStatus
+from .timer_recall import RECALL_QUEUE, RecallBook, recall_key
 
 log = logging.getLogger("pyrocketmq.broker")
 
@@ -125,8 +133,12 @@ class TimerService(CheckpointedService):
         """Next timer-queue offset to load into the heap."""
         self.heap: list[tuple[int, int, int, int]] = []
         """(due ms, queue offset, commitlog offset, loaded at ms)."""
+        self.recalls = RecallBook()
+        """The recalled messages not yet passed (read from the recall markers)."""
         self.delivered_count = 0
         self.rolled_count = 0
+        self.recalled_count = 0
+        """Due entries dropped because they were recalled."""
         self._last_roll_check = 0
 
     # -- persistence ------------------------------------------------------------------------------
@@ -137,19 +149,26 @@ class TimerService(CheckpointedService):
         except (TypeError, ValueError, IndexError) as e:
             log.warning("%s: unreadable (%s); timer messages are read again from the start", self.path, e)
             self.progress = TimerProgress()
+        try:
+            self.recalls = RecallBook.from_json(doc.get("recall"))
+        except (TypeError, ValueError) as e:
+            log.warning(
+                "%s: recalls unreadable (%s); recall markers are read again from the start", self.path, e
+            )
+            self.recalls = RecallBook()
         self.scan = self.progress.low
         self.heap = []
 
     def adopt(self, doc: dict[str, object]) -> None:
         """A slave takes its master's progress (so it delivers from there once it is master itself)."""
-        progress = TimerProgress.from_json(doc)
-        if progress.as_json() == self.progress.as_json():
+        progress, recalls = TimerProgress.from_json(doc), RecallBook.from_json(doc.get("recall"))
+        if progress.as_json() == self.progress.as_json() and recalls == self.recalls:
             return
-        self.progress, self.scan, self.heap = progress, progress.low, []
+        self.progress, self.scan, self.heap, self.recalls = progress, progress.low, [], recalls
         self.persist(force=True)
 
     def progress_json(self) -> dict[str, object]:
-        return self.progress.as_json()
+        return {**self.progress.as_json(), "recall": self.recalls.as_json()}
 
     @property
     def pending(self) -> int:
@@ -172,6 +191,8 @@ class TimerService(CheckpointedService):
             self._dirty = True
         elif self.scan > cq.max_offset:  # the queue lost its tail (a torn commitlog after a crash)
             self.scan = cq.max_offset
+        if not self._read_recalls():
+            return 0  # markers still to read: nothing is delivered before they are all known
         now = self.clock()
         loaded = 0
         while self.scan < cq.max_offset and loaded < BATCH:
@@ -194,6 +215,8 @@ class TimerService(CheckpointedService):
             heapq.heappop(self.heap)
             self._done(offset)
             fired += 1
+        if self.recalls and self.scan >= cq.max_offset:  # every stored entry is loaded: prune
+            self._dirty |= self.recalls.prune(self.heap[0][0] if self.heap else None) > 0
         if now - self._last_roll_check >= ROLL_CHECK_MS:
             self._last_roll_check = now
             self._roll(now)
@@ -203,12 +226,35 @@ class TimerService(CheckpointedService):
             return max(0.0, min(IDLE_WAIT_S, (self.heap[0][0] - now) / 1000))
         return IDLE_WAIT_S
 
+    def _read_recalls(self) -> bool:
+        """Read new recall markers into the book (at most BATCH); whether all are read."""
+        cq = self.store.find_consume_queue(TIMER_TOPIC, RECALL_QUEUE)
+        if cq is None:
+            return True
+        book = self.recalls
+        book.scan = min(max(book.scan, cq.min_offset), cq.max_offset)  # retention; a torn tail
+        end = min(cq.max_offset, book.scan + BATCH)
+        while book.scan < end:
+            unit = cq.get(book.scan)
+            if unit is not None and unit[1] != FILLER_SIZE:
+                marker = self.store.look_message(unit[0])
+                key = None if marker is None else marker.properties.get(Prop.TIMER_DEL_UNIQKEY)
+                if key:
+                    book.add(key, unit[2])
+                else:
+                    log.warning("recall queue entry %d: no recall marker there; skipped", book.scan)
+            book.scan += 1
+            self._dirty = True
+        return book.scan >= cq.max_offset
+
     def _done(self, offset: int) -> None:
         self.progress.mark(offset)
         self._dirty = True
 
     def _deliver(self, offset: int, phys: int, now: int) -> bool:
         msg = self.store.look_message(phys)
+        if msg is not None and self.recalls and self._recalled(msg):
+            return True
         inner = None if msg is None else delivered(msg, now)
         if inner is None:
             log.error(
@@ -225,6 +271,18 @@ class TimerService(CheckpointedService):
             )
             return False
         self.delivered_count += 1
+        return True
+
+    def _recalled(self, msg: MessageExt) -> bool:
+        props = msg.properties
+        if recall_key(props.get(Prop.REAL_TOPIC, ""), props.get(Prop.UNIQ_KEY, "")) not in self.recalls:
+            return False
+        self.recalled_count += 1
+        log.info(
+            "timer: message %s of %s was recalled; not delivered",
+            props.get(Prop.UNIQ_KEY),
+            props.get(Prop.REAL_TOPIC),
+        )
         return True
 
     def _roll(self, now: int) -> None:

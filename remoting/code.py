@@ -72,6 +72,8 @@ class RequestCode(IntEnum):
     UPDATE_NAMESRV_CONFIG = 318
     QUERY_DATA_VERSION = 322
     ADD_WRITE_PERM_OF_BROKER = 327
+    RECALL_MESSAGE = 370
+    """Apache RocketMQ 5.3.2+: recall a timer message before it is due (:mod:`.recall_handle`)."""
     GET_BROKER_RUNTIME_INFO = 28
     GET_TIMER_CHECK_POINT = 60
     """RocketMQ 5's slave sync of the timer's progress (our body: the ``timerCheckpoint.json`` document)."""
@@ -136,6 +138,8 @@ class ResponseCode(IntEnum):
     CONSUME_MSG_TIMEOUT = 207
     NO_MESSAGE = 208
     FLOW_CONTROL = 215
+    ILLEGAL_OPERATION = 604
+    """Apache RocketMQ 5.3.2+: an operation that cannot apply (a recall handle that does not fit)."""
     CONTROLLER_NOT_LEADER = 2007
     """pyrocketmq's controller: this instance does not lead; the remark names the leader if known."""
 

@@ -272,6 +272,8 @@ class SendMessageResponseHeader(Header):
     queue_id: int
     queue_offset: Long
     transaction_id: str | None = None
+    recall_handle: str | None = None
+    """A timer message's recall handle (Apache 5.3.2+, :mod:`.recall_handle`)."""
 
     def to_ext(self) -> dict[str, str]:
         ext = Header.to_ext(self)
@@ -279,6 +281,21 @@ class SendMessageResponseHeader(Header):
         ext["MSG_REGION"] = "DefaultRegion"
         ext["TRACE_ON"] = "true"
         return ext
+
+
+@dataclass(frozen=True, slots=True)
+class RecallMessageRequestHeader(Header):
+    """RECALL_MESSAGE (370): the topic the recalled message is bound for and its recall handle."""
+
+    topic: str
+    recall_handle: str
+    producer_group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallMessageResponseHeader(Header):
+    msg_id: str
+    """The recalled message's id (its ``UNIQ_KEY``, as the handle names it)."""
 
 
 # -- pull and offsets ---------------------------------------------------------------------------

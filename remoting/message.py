@@ -153,6 +153,8 @@ class Prop:
     TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
     TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
     TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
+    TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
+    """A recall marker's ``<topic>+<message id>``: the timer message it takes back."""
 
 
 KEY_SEPARATOR = " "

@@ -13,6 +13,7 @@ The broker's model, by family (``SUB`` on a group is the right on ``%RETRY%<grou
 
 - send (10, 310, 320): PUB on the topic; into ``%RETRY%<g>``, SUB on group g instead; a
   transactional (prepared) send also needs any right on its producer group, which will own it.
+  RECALL_MESSAGE (370) needs PUB on the topic (Apache 5.3.2, both ACLs).
 - pull and consume: PULL_MESSAGE needs SUB on the topic and the group; HEART_BEAT SUB on each
   consumer group and subscribed topic and any right (PUB or SUB, not DENY) on each producer group
   (it receives that group's transaction check-backs); CONSUMER_SEND_MSG_BACK SUB on the group (and
@@ -101,6 +102,7 @@ from pyrocketmq.remoting.header import (
     QueryConsumerOffsetRequestHeader,
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    RecallMessageRequestHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SendMessageRequestHeader,
@@ -208,6 +210,10 @@ def _send(cmd: RemotingCommand) -> Needs:
     prepared = transaction_type(h.sys_flag) == SysFlag.TRANSACTION_PREPARED
     return _needs((h.topic, SUB if is_group_resource(h.topic) else PUB),  # %RETRY%<g>: group g's own
                   _group(h.producer_group if prepared else None, ANY))
+
+
+def _recall(cmd: RemotingCommand) -> Needs:
+    return _needs((RecallMessageRequestHeader.from_command(cmd).topic, PUB))
 
 
 def _pull(cmd: RemotingCommand) -> Needs:
@@ -384,6 +390,7 @@ BROKER_RULES: dict[int, Rule] = {
     C.SEND_MESSAGE: Rule(SendMessageRequestHeader, _send),
     C.SEND_MESSAGE_V2: Rule(SendMessageRequestHeader, _send, tolerated=_V2_SEND),
     C.SEND_BATCH_MESSAGE: Rule(SendMessageRequestHeader, _send, tolerated=_V2_SEND),
+    C.RECALL_MESSAGE: Rule(RecallMessageRequestHeader, _recall),
     # -- pull and consume
     C.PULL_MESSAGE: Rule(PullMessageRequestHeader, _pull),
     C.CONSUMER_SEND_MSG_BACK: Rule(

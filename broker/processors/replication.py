@@ -36,7 +36,7 @@ class ReplicationProcessor:
         server.register(RequestCode.GET_TIMER_CHECK_POINT, self.handle_timer_checkpoint)
 
     def handle_timer_checkpoint(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-        doc = self.timer.progress.as_json() if self.timer is not None else {}
+        doc = self.timer.progress_json() if self.timer is not None else {}
         return cmd.response(ResponseCode.SUCCESS, body=dumps(doc))
 
     def handle_all_consumer_offsets(self, conn: Connection, cmd: RemotingCommand) -> HandlerResult:

@@ -5,7 +5,8 @@ TBW102), queue id in range, body size; then one store put. The stored properties
 producer's encoded properties with ``CLUSTER`` appended as bytes: nothing is re-encoded per message.
 With SYNC_FLUSH and ``WAIT=true`` the answer waits for the group commit that covers the message:
 the handler returns a future (no task per message) that the transport answers from, kept by
-:class:`~.durable.DurableWaiters` (one queue, one timer, one hand-back per sync).
+:class:`~.durable.DurableWaiters` (one queue, one timer, one hand-back per sync). A message the store
+holds for the timer is answered with its ``recallHandle`` (Apache 5.3.2+, :func:`recall_handle`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pyrocketmq.remoting.names import (
     check_topic_name,
     dlq_topic,
 )
+from pyrocketmq.remoting.recall_handle import RecallHandle
 from pyrocketmq.remoting.transport import Connection, HandlerRegistry, HandlerResult
 
 from ..delay import DLQ_QUEUE_NUMS
@@ -194,7 +196,12 @@ class SendProcessor(BrokerServices):
             if problem is not None:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, problem)
             result = self.store.put_message(half_inner(msg) if is_prepared(sys_flag) else msg)
-        return self._answer(holder, cmd, result, topic, queue_id, wait, message_type(props).lower())
+        handle = (
+            None
+            if batch
+            else recall_handle(topic, props, result.timer_due_ms, self.settings.identity.broker_name)
+        )
+        return self._answer(holder, cmd, result, topic, queue_id, wait, message_type(props).lower(), handle)
 
     @staticmethod
     def _type_problem(topic: str, topic_type: str | None, props: dict[str, str],
@@ -283,6 +290,7 @@ class SendProcessor(BrokerServices):
         queue_id: int,
         wait: bool,
         kind: str,
+        handle: str | None = None,
     ) -> HandlerResult:
         """The send's answer: at once, or once the flush / the slave covers the message (``holder``: the
         connection that keeps the request until the sync; None: the answer is a future)."""
@@ -298,6 +306,8 @@ class SendProcessor(BrokerServices):
             "MSG_REGION": "DefaultRegion",
             "TRACE_ON": "true",
         }
+        if handle is not None:
+            response.ext_fields["recallHandle"] = handle
         end = result.wrote_offset + result.wrote_bytes
         if not wait:
             return response
@@ -351,6 +361,16 @@ class SendProcessor(BrokerServices):
         if flushed is not None:
             flushed.add_done_callback(done)
         return out
+
+
+def recall_handle(topic: str, props: dict[str, str], due_ms: int, broker_name: str) -> str | None:
+    """The recall handle of a single send the store held for the timer until ``due_ms`` (0: it did
+    not); None for one without a message id or sent to a retry topic, as Apache's
+    ``attachRecallHandle`` (a batch gets none either)."""
+    message_id = props.get(Prop.UNIQ_KEY)
+    if not due_ms or not message_id or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return None
+    return RecallHandle.of(topic, broker_name, due_ms, message_id).encode()
 
 
 async def published_first(

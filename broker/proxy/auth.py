@@ -14,7 +14,8 @@ both models, as :mod:`pyrocketmq.server.acl_table` is for the 4.x requests:
 =================================  ==========================  =====================================
 RPC                                ACL 1.0 (topic, group)      ACL 2.0 (Apache 5.3's gRPC builder)
 =================================  ==========================  =====================================
-SendMessage, EndTransaction        PUB on the topic            Pub on the topic
+SendMessage, EndTransaction,       PUB on the topic            Pub on the topic
+RecallMessage
 QueryRoute                         any right on the topic      Pub or Sub on the topic
 ReceiveMessage, AckMessage,        SUB on the topic and group  Sub on the group and the topic
 ForwardMessageToDeadLetterQueue,
@@ -141,6 +142,10 @@ def _end(request: spb.EndTransactionRequest) -> Needs:
     return {request.topic.name: PUB}
 
 
+def _recall(request: spb.RecallMessageRequest) -> Needs:  # Apache 5.3.2: PUB / Pub on the topic
+    return {request.topic.name: PUB}
+
+
 def _route(request: spb.QueryRouteRequest) -> Needs:  # a route: any right on its topic, as at the name server
     return {request.topic.name: ANY}
 
@@ -193,6 +198,7 @@ RPC_RULES: dict[type, RpcRule] = {
     spb.TelemetryCommand: RpcRule(_telemetry),
     spb.SendMessageRequest: RpcRule(_send, _send_asks),
     spb.EndTransactionRequest: RpcRule(_end),
+    spb.RecallMessageRequest: RpcRule(_recall),
     spb.QueryRouteRequest: RpcRule(_route),
     spb.ReceiveMessageRequest: RpcRule(_receive, _receive_asks),
     spb.AckMessageRequest: RpcRule(_consume),

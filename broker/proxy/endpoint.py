@@ -62,7 +62,7 @@ class GrpcEndpoint:
         refusal = self._refusal if self.access is not None else None
         self.service = MessagingService(
             handlers=handlers, store=store, topics=topics, producers=producers, routes=self.routes,
-            clients=self.clients, groups=groups, access=refusal,
+            clients=self.clients, groups=groups, access=refusal, broker_name=settings.identity.broker_name,
             terms=ClientTerms(settings.store.max_message_size, settings.store.delay_levels_ms[2:]),
             on_call=observers.on_call if observers is not None else None)
         self.consume = ConsumeRpcs(

@@ -81,6 +81,19 @@ class RouteLookup:
             out.append(QueueSpan(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, host, port))
         return out
 
+    async def master_of(self, topic: str, broker_name: str) -> str | None:
+        """The remoting address of the master of ``broker_name`` that ``topic``'s route names, or None
+        (not asked from the cache: the recalls that need it are few)."""
+        resp = await self._ask(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if resp.code != ResponseCode.SUCCESS or not resp.body:
+            return None
+        masters = (
+            b.broker_addrs.get(MASTER_ID)
+            for b in TopicRouteData.from_json(resp.payload).broker_datas
+            if b.broker_name == broker_name
+        )
+        return next((addr for addr in masters if addr), None)
+
     async def endpoint(self, broker_addr: str) -> tuple[str, int]:
         """The gRPC ``(host, port)`` of the broker at remoting address ``broker_addr``."""
         now = time.monotonic()

@@ -56,6 +56,7 @@ def _handlers(service: MessagingService, consume: ConsumeRpcs,
         "EndTransaction": unary(
             service.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse
         ),
+        "RecallMessage": unary(service.recall_message, spb.RecallMessageRequest, spb.RecallMessageResponse),
         "NotifyClientTermination": unary(
             service.notify_client_termination,
             spb.NotifyClientTerminationRequest,

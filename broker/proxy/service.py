@@ -1,10 +1,11 @@
 """``apache.rocketmq.v2.MessagingService`` in the broker process (RocketMQ 5's proxy, local mode).
 
 Each call is answered by the broker's own 4.x processors: a SendMessage becomes a SEND_MESSAGE
-request and an EndTransaction an END_TRANSACTION, dispatched in-process to the handler the remoting
-server would have called. So a 5.x send passes the same checks (topic, permission, size, message
-type, timer limits), lands in the same store and waits on the same flush and replication as a 4.x
-one, and the two kinds of clients share topics and groups.
+request, an EndTransaction an END_TRANSACTION and a RecallMessage a RECALL_MESSAGE (:mod:`.recall`),
+dispatched in-process to the handler the remoting server would have called (a recall for another
+broker goes to that broker's remoting port). So a 5.x send passes the same checks (topic,
+permission, size, message type, timer limits), lands in the same store and waits on the same flush
+and replication as a 4.x one, and the two kinds of clients share topics and groups.
 
 Every answer is gRPC OK with the outcome in the body's ``status`` (what the official clients
 expect); a call the broker cannot take (a slave, say) says why in that status.
@@ -29,7 +30,7 @@ from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.message import Prop
 from pyrocketmq.remoting.msg_id import decode_offset_msg_id
-from pyrocketmq.remoting.transport import Handler, call_handler
+from pyrocketmq.remoting.transport import Handler, RemotingError, call_handler
 
 from ..transaction import COMMIT, ROLLBACK
 from .auth import Access
@@ -48,6 +49,7 @@ from .convert import (
 )
 from .pb import definition_pb2 as pb, service_pb2 as spb
 from .queue_select import QueueChooser
+from .recall import recall_answer, recall_request
 from .routes import RouteLookup, RouteUnavailable
 
 if TYPE_CHECKING:
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pyrocketmq.broker.proxy")
 
+RECALL_TIMEOUT = 3.0
+"""Seconds a recall forwarded to another broker waits for its answer (Apache's proxy: 2 s)."""
 PYTHON_LANGUAGE = 6
 """LanguageCode the 4.x producer table shows for 5.x clients (Java's LanguageCode has no GRPC)."""
 
@@ -118,6 +122,7 @@ class MessagingService:
         groups: SubscriptionGroupManager | None = None,
         on_call: Callable[[str, str], None] | None = None,
         access: Access | None = None,
+        broker_name: str = "",
     ) -> None:
         self.handlers = handlers
         self.store = store
@@ -132,6 +137,8 @@ class MessagingService:
         self.access = access
         """The check every RPC passes, applied to what a Telemetry stream announces (None: no access
         control)."""
+        self.broker_name = broker_name
+        """This broker's name: a recall handle naming another broker is forwarded to it."""
         self.queues = QueueChooser()
         """Picks each send's queue (the request's ``queue_id`` is not trusted, as in Apache's proxy)."""
 
@@ -317,7 +324,8 @@ class MessagingService:
             return spb.SendResultEntry(status=status(code_of(code, remark), remark), message_id=message_id)
         fields = resp.ext_fields
         entry = spb.SendResultEntry(status=status(pb.OK), message_id=message_id,
-                                    offset=int(fields.get("queueOffset") or 0))
+                                    offset=int(fields.get("queueOffset") or 0),
+                                    recall_handle=str(fields.get("recallHandle") or ""))
         if out.sys_flag:
             entry.transaction_id = str(fields.get("msgId") or "")
         return entry
@@ -359,3 +367,35 @@ class MessagingService:
         if resp is None or resp.code == ResponseCode.SUCCESS:
             return status(pb.OK)
         return status(code_of(resp.code, resp.remark), resp.remark or "")
+
+    async def recall_message(
+        self, request: spb.RecallMessageRequest, context: Any
+    ) -> spb.RecallMessageResponse:
+        session = self._session(context)
+        config = self.topics.get(request.topic.name)
+        topic_type = config.message_type if config is not None else None
+        cmd = recall_request(request.topic.name, request.recall_handle, topic_type)
+        if isinstance(cmd, pb.Status):
+            answer, message_id = cmd, ""
+        else:
+            answer, message_id = recall_answer(await self._recall_at(session, cmd))
+        self.seen("RecallMessage", answer.code)
+        return spb.RecallMessageResponse(status=answer, message_id=message_id)
+
+    async def _recall_at(self, session: ClientSession, cmd: RemotingCommand) -> RemotingCommand | None:
+        """RECALL_MESSAGE answered by the broker its handle names: this one, or the master of another
+        one of the topic's route, over the remoting port (as Apache's proxy in cluster mode; a client
+        sends every recall to its own endpoint). A broker no route names answers here (refused)."""
+        name, topic = cmd.ext_fields["bname"], cmd.ext_fields["topic"]
+        addr = None
+        if name != self.broker_name:
+            try:
+                addr = await self.routes.master_of(topic, name)
+            except RouteUnavailable as e:
+                log.info("recall for %s: no route (%s); answered here", name, e)
+        if addr is None:
+            return await self._dispatch(session, cmd)
+        try:
+            return await self.routes.client.invoke(addr, cmd, RECALL_TIMEOUT)
+        except RemotingError as e:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"recall failed, {name} did not answer: {e}")

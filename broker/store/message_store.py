@@ -278,7 +278,8 @@ class MessageStore:
         A message with ``DELAY`` > 0 (and no prepared/rollback transaction bits) is stored in
         ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` instead (levels above the highest clamp to it),
         with ``REAL_TOPIC``/``REAL_QID`` naming where the schedule service delivers it when due.
-        A timer message (:mod:`.timer`) due later goes to ``rmq_sys_wheel_timer`` queue 0 likewise.
+        A timer message (:mod:`.timer`) due later goes to ``rmq_sys_wheel_timer`` queue 0 likewise
+        (the result's ``timer_due_ms`` says when it is due).
         """
         if not self._running:
             return PutResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
@@ -302,6 +303,7 @@ class MessageStore:
             except TimerRefused as e:
                 log.warning("put refused: %s", e)
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        due = int(msg.properties.get(Prop.TIMER_OUT_MS) or 0) if msg.topic == TIMER_TOPIC else 0
         rec, status = encode_inner(msg, now, self.store_host_bytes)
         if rec is None:
             return PutResult(status)
@@ -322,7 +324,7 @@ class MessageStore:
             self.dispatch.dispatch_checked(DispatchRequest(
                 msg.topic, msg.queue_id, qoff, phys, size, tags, now, msg.properties, msg.sys_flag, True, cq))
         msg_id = create_offset_msg_id(msg.store_host or self.store_host_bytes, phys)
-        return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now)
+        return PutResult(PutMessageStatus.PUT_OK, phys, size, msg_id, qoff, 1, now, due)
 
     def timer_problem(self, msg: MessageInner) -> str | None:
         """Why :meth:`put_message` would refuse the timer ``msg`` asks for (RocketMQ 5's "timer message

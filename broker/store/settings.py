@@ -97,6 +97,9 @@ class StoreSettings:
     __STARTDELIVERTIME) until due; off, they are delivered at once."""
     timer_max_delay_sec: int = 259_200
     """``timerMaxDelaySec``: the furthest ahead a timer message may be due (3 days, as RocketMQ 5)."""
+    recall_message_enable: bool = False
+    """``recallMessageEnable``: take recalls of timer messages not yet due (RECALL_MESSAGE, 5.x
+    RecallMessage); off, as in Apache RocketMQ 5.3.2+, a recall is refused."""
     access_message_in_memory_max_ratio: int = 40
     """``accessMessageInMemoryMaxRatio``: percent of RAM behind the head still counted as "in memory"."""
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024

@@ -11,6 +11,9 @@ Otherwise the broker stores the message in ``rmq_sys_wheel_timer`` queue 0 with 
 ``REAL_QID`` / ``TIMER_OUT_MS`` (its due time, also the consume-queue unit's tags code), and the
 timer service (:mod:`pyrocketmq.broker.timer_service`) puts it back in its topic when due. Further ahead than
 ``timerMaxDelaySec`` is refused, as RocketMQ 5 refuses it.
+
+The timer topic's other queues hold records the store stores as they come (the recall markers of
+:mod:`pyrocketmq.broker.timer_recall`, whose ``TIMER_OUT_MS`` is their tags code too).
 """
 
 from __future__ import annotations

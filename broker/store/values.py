@@ -110,6 +110,8 @@ class PutResult:
     """Logical offset of the (first) message in its consume queue."""
     message_count: int = 0
     store_timestamp: int = 0
+    timer_due_ms: int = 0
+    """When the store held the message in the timer topic: its due time (epoch ms); else 0."""
 
     @property
     def ok(self) -> bool:

@@ -118,6 +118,8 @@ def test_pulls_need_sub_on_topic_and_group():
 @pytest.mark.parametrize(("cmd", "asks"), [
     (wire.send_v2("orders", b"x"), [(Resource.topic("orders"), (Action.PUB,))]),
     (wire.send_v2("%RETRY%cg", b"x"), [(Resource.group("cg"), (Action.SUB,))]),
+    (RemotingCommand.request(RequestCode.RECALL_MESSAGE, {"topic": "orders", "recallHandle": "h"}),
+     [(Resource.topic("orders"), (Action.PUB,))]),
     (_pull("t", "cg"), [(Resource.topic("t"), (Action.SUB,)), (Resource.group("cg"), (Action.SUB,))]),
     (wire.create_topic("t"), [(Resource.topic("t"), (Action.CREATE,))]),
     (RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "cg", "topic": "t",

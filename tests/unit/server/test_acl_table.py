@@ -169,6 +169,12 @@ CASES = [
     Case("send V1 into a group's retry topic", C.SEND_MESSAGE, send_v1(grp(G)), {grp(G): SUB}),
     Case("send V2 into a group's retry topic", C.SEND_MESSAGE_V2, send_v2(grp(G)), {grp(G): SUB}),
     Case("send a transactional half message", C.SEND_MESSAGE_V2, send_v2(sys_flag=4), {T: PUB, grp(PG): ANY}),
+    Case(
+        "recall a timer message (Java's 5.3.2 client)",
+        C.RECALL_MESSAGE,
+        {"producerGroup": PG, "topic": T, "recallHandle": "djE", "bname": "broker-a"},
+        {T: PUB},
+    ),
     # pull and consume
     Case("pull", C.PULL_MESSAGE, PULL, {T: SUB, grp(G): SUB}),
     Case("send back", C.CONSUMER_SEND_MSG_BACK, {"offset": 0, "group": G, "delayLevel": 0}, {grp(G): SUB}),

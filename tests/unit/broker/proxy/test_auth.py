@@ -29,6 +29,7 @@ def test_needs_by_request():
     )
     assert needs(receive) == {"T": SUB, "%RETRY%G": SUB}
     assert needs(spb.QueryRouteRequest(topic=pb.Resource(name="T"))) == {"T": ANY}
+    assert needs(spb.RecallMessageRequest(topic=pb.Resource(name="T"), recall_handle="h")) == {"T": PUB}
 
 
 def test_needs_of_what_a_telemetry_stream_announces():

@@ -37,6 +37,7 @@ def _queue(topic: str) -> pb.MessageQueue:
     (spb.SendMessageRequest(messages=[pb.Message(topic=_r("T")), pb.Message(topic=_r("U"))]),
      [(T, PUB), (Resource.topic("U"), PUB)]),
     (spb.EndTransactionRequest(topic=_r("T")), [(T, PUB)]),
+    (spb.RecallMessageRequest(topic=_r("T"), recall_handle="h"), [(T, PUB)]),
     (spb.QueryRouteRequest(topic=_r("T")), [(T, (Action.PUB, Action.SUB))]),
     (spb.ReceiveMessageRequest(group=_r("G"), message_queue=_queue("T")), [(G, SUB), (T, SUB)]),
     (spb.AckMessageRequest(group=_r("G"), topic=_r("T")), [(G, SUB), (T, SUB)]),
