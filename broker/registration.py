@@ -18,6 +18,7 @@ from pyrocketmq.remoting.acl_sign import sign as acl_sign
 from pyrocketmq.remoting.body import RegisterBrokerBody
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
+from pyrocketmq.remoting.log_limit import RateLimitedLog
 from pyrocketmq.remoting.remoting_client import RemotingClient
 from pyrocketmq.remoting.transport import RemotingError
 from pyrocketmq.server.auth_settings import outgoing_account
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from .topic_config import TopicConfigManager
 
 log = logging.getLogger("pyrocketmq.broker")
+_unconfirmed = RateLimitedLog(log, burst=1, window=60.0)
+"""The name-server catch-up asks every 2 s: say it once a minute while the role stays unconfirmed."""
 
 CATCH_UP_INTERVAL = 2.0
 """Seconds between checks that every name server holds this broker's registration."""
@@ -100,7 +103,7 @@ class Registrar:
     async def register_all(self) -> int:
         """Register with every name server now; how many accepted."""
         if self.settings.identity.broker_id == 0 and self.role_fresh is not None and not self.role_fresh():
-            log.info("not registering as master: the role is not confirmed by a controller lately")
+            _unconfirmed.info("not registering as master: the role is not confirmed by a controller lately")
             return 0
         body = RegisterBrokerBody(
             topic_config_serialize_wrapper=self.topics.wrapper(), filter_server_list=[]

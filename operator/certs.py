@@ -11,6 +11,7 @@ the names they must carry changed. Keys are ECDSA P-256.
 from __future__ import annotations
 
 import datetime
+import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -101,9 +102,10 @@ def issue(
     dns_names: Sequence[str],
     now: datetime.datetime,
     days: int,
+    ips: Sequence[str] = (),
 ) -> tuple[str, str]:
-    """A server (and client) certificate for ``dns_names`` signed by the CA, and its key (PEM). It
-    never outlives the CA certificate."""
+    """A server (and client) certificate for ``dns_names`` (and ``ips``) signed by the CA, and its key
+    (PEM). It never outlives the CA certificate."""
     ca_cert = x509.load_pem_x509_certificate(ca_cert_pem.encode())
     ca_key = _load_key(ca_key_pem)
     key = ec.generate_private_key(ec.SECP256R1())
@@ -117,7 +119,12 @@ def issue(
         .not_valid_before(now - BACKDATE)
         .not_valid_after(until)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(n) for n in dns_names] + [x509.IPAddress(ipaddress.ip_address(a)) for a in ips]
+            ),
+            critical=False,
+        )
         .add_extension(
             x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
             critical=False,
