@@ -20,13 +20,14 @@ from typing import Any, NamedTuple
 from pyrocketmq.client import Admin
 
 from .context import Context, ReconcileError, run_steps, write_status
+from .deletion import delete_on_cluster
 from .kubeapi import KubeError
 from .managed_tls import ensure_client_certificate
 from .model import GROUP_VERSION, BrokerModel, NameServerModel, SpecError
 from .names import namesrv_addresses
 from .reconcile import ClusterTarget, resolve_cluster
 from .render.common import owner_labels, owner_reference
-from .rocketmq import RocketMQRefused, RocketMQUnavailable, admin_session, registered_groups
+from .rocketmq import admin_session, registered_groups
 from .status import Condition, merge_conditions, now_rfc3339
 from .tls_spec import Tls
 from .users import QUOTA_KEYS, UserModel, broker_changes, quota_change, undeclared_users
@@ -248,21 +249,17 @@ async def delete_user_from_brokers(body: Mapping[str, Any], ctx: Context) -> Non
         return  # the Broker has no ACL 2.0 (any more): no broker holds the user
     if target is None or model.username in keep:
         return
-    try:
-        async with admin_session(target.admin_addr, ctx.settings.reconcile.admin_timeout,
-                                 target.security) as admin:
-            brokers = await broker_addrs(admin, target.cluster_name)
-            for addr in brokers + name_servers:
-                await admin.delete_user(model.username, broker_addr=addr)  # and its ACL (if any)
-                if addr in brokers:
-                    await admin.delete_user_quota(model.username, broker_addr=addr)
-    except RocketMQUnavailable as e:
-        if e.reason == "ClusterNotReady":
-            return
-        raise ReconcileError(e.reason, f"cannot delete user {model.username}: {e}") from None
-    except RocketMQRefused as e:
-        raise ReconcileError("BrokerRefused", f"cannot delete user {model.username}: {e}") from None
-    ctx.event("Normal", "UserDeleted", f"user {model.username} deleted from cluster {target.cluster_name}")
+
+    async def remove(admin: Admin) -> None:
+        brokers = await broker_addrs(admin, target.cluster_name)
+        for addr in brokers + name_servers:
+            await admin.delete_user(model.username, broker_addr=addr)  # and its ACL (if any)
+            if addr in brokers:
+                await admin.delete_user_quota(model.username, broker_addr=addr)
+
+    if await delete_on_cluster(ctx, target, f"user {model.username}", remove):
+        ctx.event("Normal", "UserDeleted",
+                  f"user {model.username} deleted from cluster {target.cluster_name}")  # fmt: skip
 
 
 async def reconcile_user(body: Mapping[str, Any], ctx: Context) -> None:
