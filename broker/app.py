@@ -173,6 +173,7 @@ class Broker:
                                      client=self.registrar.client,
                                      acl=self.acl.validator if self.acl is not None else None,
                                      users=self.user_access,
+                                     quotas=self.quotas.table if s.auth.authentication_enabled else None,
                                      observers=EndpointObservers(self.metrics.grpc_call,
                                                                  self.metrics.grpc_receive_latency.observe)
                                      if self.metrics is not None else None)

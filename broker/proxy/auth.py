@@ -54,6 +54,7 @@ from pyrocketmq.server.acl_service import UserAccess
 from pyrocketmq.server.acl_table import RequestRefused
 
 from .pb import definition_pb2 as pb, service_pb2 as spb
+from .quota_meter import CALLER
 
 ALGORITHM = "MQv2-HMAC-SHA1"
 USER_REFUSED = pb.UNAUTHORIZED
@@ -292,4 +293,7 @@ class GrpcAccess:
                 why = users.judge(username or None, user_asks(request), remote_ip)
             except RequestRefused as e:
                 why = str(e)
-        return None if why is None else pb.Status(code=USER_REFUSED, message=why)
+        if why is None:
+            CALLER.set(username or None)  # whose quota the call counts against
+            return None
+        return pb.Status(code=USER_REFUSED, message=why)

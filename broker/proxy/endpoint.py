@@ -15,11 +15,13 @@ from pyrocketmq.remoting.transport import Handler, call_handler
 from pyrocketmq.server.acl import AclValidator
 from pyrocketmq.server.acl_service import UserAccess
 
+from ..quota import QuotaTable
 from .auth import GrpcAccess
 from .clients import ClientRegistry, ClientSession
 from .consume import ConsumeRpcs
 from .pb import definition_pb2 as pb
 from .pop import PopService
+from .quota_meter import GrpcMeter
 from .routes import RouteLookup
 from .server import GrpcServer
 from .service import ClientTerms, MessagingService, peer_of
@@ -49,7 +51,8 @@ class GrpcEndpoint:
     def __init__(self, settings: BrokerSettings, *, handlers: Mapping[int, Handler], store: MessageStore,
                  topics: TopicConfigManager, groups: SubscriptionGroupManager, offsets: ConsumerOffsetManager,
                  producers: ProducerManager, client: RemotingClient, acl: AclValidator | None = None,
-                 users: UserAccess | None = None, observers: EndpointObservers | None = None) -> None:
+                 users: UserAccess | None = None, quotas: QuotaTable | None = None,
+                 observers: EndpointObservers | None = None) -> None:
         self.settings = settings
         self.handlers = handlers
         self.routes = RouteLookup(client, settings.network.namesrv_addrs, settings.network.grpc_port or 0)
@@ -76,7 +79,8 @@ class GrpcEndpoint:
             seen=self.service.seen,
             observe_receive=observers.observe_receive if observers is not None else None,
         )
-        self.server = GrpcServer(self.service, self.consume, refusal)
+        self.server = GrpcServer(self.service, self.consume, refusal,
+                                 GrpcMeter(quotas) if quotas is not None else None)  # fmt: skip
         self.broker_addr = ""
 
     @property

@@ -19,6 +19,7 @@ from pyrocketmq.remoting.tls import ServerTls, TlsMode
 
 from .auth import Access
 from .consume import ConsumeRpcs
+from .quota_meter import GrpcMeter
 from .service import MessagingService
 
 log = logging.getLogger("pyrocketmq.broker.proxy")
@@ -28,13 +29,13 @@ MAX_MESSAGE_BYTES = 130 * 1024 * 1024
 """Largest gRPC message taken or sent (a 4 MiB body is far below; RocketMQ's proxy allows 130 MiB)."""
 
 
-def _handlers(service: MessagingService, consume: ConsumeRpcs,
-              access: Access | None) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
+def _handlers(service: MessagingService, consume: ConsumeRpcs, access: Access | None,
+              meter: GrpcMeter | None = None) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
     from .pb import service_pb2 as spb
 
     def unary(fn: Callable[..., Any], request: Any, response: Any) -> grpc.RpcMethodHandler[Any, Any]:
         return grpc.unary_unary_rpc_method_handler(
-            guarded(fn, response, access), request_deserializer=request.FromString,
+            guarded(fn, response, access, meter), request_deserializer=request.FromString,
             response_serializer=response.SerializeToString)
 
     def streaming(
@@ -44,7 +45,7 @@ def _handlers(service: MessagingService, consume: ConsumeRpcs,
             grpc.stream_stream_rpc_method_handler if client_stream else grpc.unary_stream_rpc_method_handler
         )
         return make(
-            guarded_stream(fn, response, access, client_stream),
+            guarded_stream(fn, response, access, client_stream, meter),
             request_deserializer=request.FromString,
             response_serializer=response.SerializeToString,
         )
@@ -89,10 +90,11 @@ def _handlers(service: MessagingService, consume: ConsumeRpcs,
 
 
 def guarded(
-    fn: Callable[..., Awaitable[Any]], response: Any, access: Access | None
+    fn: Callable[..., Awaitable[Any]], response: Any, access: Access | None, meter: GrpcMeter | None = None
 ) -> Callable[..., Awaitable[Any]]:
-    """``fn`` behind the access check, answering a status INTERNAL_SERVER_ERROR (logged) instead of
-    raising: a bug or an unexpected request reaches the client as an ordinary failed call."""
+    """``fn`` behind the access check (and the caller's quota, ``meter``), answering a status
+    INTERNAL_SERVER_ERROR (logged) instead of raising: a bug or an unexpected request reaches the
+    client as an ordinary failed call."""
     from .convert import status
     from .pb import definition_pb2 as pb
 
@@ -100,6 +102,8 @@ def guarded(
         refused = access(request, context) if access is not None else None
         if refused is not None:
             return response(status=refused)
+        if meter is not None:
+            await meter.call(request)
         try:
             return await fn(request, context)
         except Exception as e:
@@ -110,7 +114,7 @@ def guarded(
 
 
 def guarded_stream(fn: Callable[..., AsyncIterator[Any]], response: Any, access: Access | None,
-                   client_stream: bool) -> Callable[..., AsyncIterator[Any]]:
+                   client_stream: bool, meter: GrpcMeter | None = None) -> Callable[..., AsyncIterator[Any]]:
     """A streaming ``fn`` behind the access check (a Telemetry stream is checked here on who opens it;
     what it announces is checked by the service, message by message)."""
 
@@ -119,7 +123,11 @@ def guarded_stream(fn: Callable[..., AsyncIterator[Any]], response: Any, access:
         if refused is not None:
             yield response(status=refused)
             return
+        if meter is not None:
+            await meter.call(None if client_stream else request)
         async for item in fn(request, context):
+            if meter is not None and not client_stream:
+                await meter.item(item)
             yield item
 
     return call
@@ -143,10 +151,12 @@ def credentials(tls: ServerTls) -> grpc.ServerCredentials:
 
 
 class GrpcServer:
-    def __init__(self, service: MessagingService, consume: ConsumeRpcs, access: Access | None = None) -> None:
+    def __init__(self, service: MessagingService, consume: ConsumeRpcs, access: Access | None = None,
+                 meter: GrpcMeter | None = None) -> None:
         self.service = service
         self.consume = consume
         self.access = access
+        self.meter = meter
         self.server: grpc.aio.Server | None = None
         self.port = 0
 
@@ -170,7 +180,7 @@ class GrpcServer:
         server.add_generic_rpc_handlers(
             (
                 grpc.method_handlers_generic_handler(
-                    SERVICE, _handlers(self.service, self.consume, self.access)
+                    SERVICE, _handlers(self.service, self.consume, self.access, self.meter)
                 ),
             )
         )
