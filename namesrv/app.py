@@ -48,6 +48,8 @@ from .route_info import RouteInfoManager
 from .settings import NamesrvSettings
 
 log = logging.getLogger("pyrocketmq.namesrv")
+AUTH_SEEDED = ("pyrocketmq", "authSeeded")
+"""The KV config entry an operator writes once it has given a started name server its users."""
 
 
 class NameServer:
@@ -66,6 +68,7 @@ class NameServer:
         self.settings = settings or NamesrvSettings()
         self.routes = RouteInfoManager()
         self.kv = KVConfigManager(self.settings.kv_config_path)
+        self._started = time.monotonic()
         self.processor = NamesrvProcessor(self.routes, self.kv)
         self.server = RemotingServer(
             "namesrv",
@@ -126,6 +129,16 @@ class NameServer:
         AuthProcessor(meta=self.auth_meta, super_caller=self.user_access.is_super_caller
                       if self.user_access is not None else None).register(self.server)
 
+    def _not_ready(self) -> str | None:
+        """Why ``/readyz`` says not ready (None: ready)."""
+        if not self.port:
+            return "starting"
+        wait = self.settings.auth_seed_wait_ms
+        if (wait and self.settings.auth.enabled and self.kv.get(*AUTH_SEEDED) is None
+                and (time.monotonic() - self._started) * 1000 < wait):
+            return "waiting for its users (authSeedWaitMs)"
+        return None
+
     @property
     def addr(self) -> str:
         host = self.settings.host
@@ -137,9 +150,7 @@ class NameServer:
         if self.controller is not None:
             self.controller.load()
         if self.metrics is not None:
-            self.metrics_server = MetricsServer(
-                self.metrics.registry, lambda: None if self.port else "starting"
-            )
+            self.metrics_server = MetricsServer(self.metrics.registry, self._not_ready)
             mport = await self.metrics_server.start(self.settings.host, self.settings.metrics_port)
             log.info("metrics, /healthz and /readyz on http://%s:%d", self.settings.host, mport)
         self.port = await self.server.start(self.settings.host, self.settings.listen_port)

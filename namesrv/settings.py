@@ -60,6 +60,12 @@ class NamesrvSettings:
     """``metricsPort``: HTTP port of ``/metrics``, ``/healthz`` and ``/readyz`` (0 = not served);
     when the key is absent, ``PYROCKETMQ_METRICS_PORT`` (what the operator's pods set)."""
 
+    auth_seed_wait_ms: int = 0
+    """``authSeedWaitMs``: with ACL 2.0 on, ``/readyz`` answers not ready until a super user wrote the KV
+    config entry ``pyrocketmq``/``authSeeded`` (an operator that has just given this name server its
+    users: until then it would refuse their routes), or this many ms passed since the start; 0: ready
+    once serving."""
+
     controller: bool = False
     """``enableControllerInNamesrv``: also serve the controller of controller-mode broker groups
     (elections, in-sync sets; see :mod:`pyrocketmq.namesrv.controller`)."""
@@ -146,6 +152,7 @@ class NamesrvSettings:
             ),
             acl_file=_acl_file(get("aclEnable"), get("aclConfigFile"), home),
             metrics_port=get_int("metricsPort", _env_port("PYROCKETMQ_METRICS_PORT"), 0, 65535),
+            auth_seed_wait_ms=get_int("authSeedWaitMs", 0, 0, 3_600_000),
             controller=_flag("enableControllerInNamesrv", get("enableControllerInNamesrv")),
             controller_store_path=get("controllerStorePath") or os.path.join(
                 home or os.path.expanduser("~"), "controller" if home else "store/controller", "state.json"),

@@ -17,8 +17,12 @@ from typing import Any
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 AUTH_CONFIG_KEYS = frozenset({"authenticationEnabled", "authorizationEnabled", "initAuthenticationUser",
-                              "innerClientAuthenticationCredentials", "authenticationCertificateCaPath"})
+                              "innerClientAuthenticationCredentials", "authenticationCertificateCaPath",
+                              "authSeedWaitMs"})
 """broker.conf keys spec.auth sets (so spec.config may not)."""
+SEED_WAIT_MS = 30_000
+"""``authSeedWaitMs`` of name servers with spec.auth: Ready once the operator has given a started one
+its users (:mod:`.namesrv_seed`), or after this long (no Broker uses it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,7 @@ def namesrv_auth(auth: Auth, run_dir: str) -> tuple[dict[str, str], list[dict[st
         return {}, []
     user = '"$(PYROCKETMQ_AUTH_USERNAME)"', '"$(PYROCKETMQ_AUTH_PASSWORD)"'
     conf = {**auth_conf(auth), "kvConfigPath": f"{run_dir}/namesrv/kvConfig.json",
+            "authSeedWaitMs": str(SEED_WAIT_MS),  # Ready once the operator gave it its users
             "initAuthenticationUser": f'{{"username":{user[0]},"password":{user[1]}}}',
             "innerClientAuthenticationCredentials": f'{{"accessKey":{user[0]},"secretKey":{user[1]}}}'}
     env = [{"name": f"PYROCKETMQ_AUTH_{key.upper()}", "valueFrom": {"secretKeyRef": {

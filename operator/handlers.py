@@ -38,8 +38,11 @@ from .kubeapi import KubeClient, KubeError, load_configuration
 from .master_follower import MasterFollower
 from .metrics import OperatorMetrics
 from .model import API_GROUP, API_VERSION, GROUP_VERSION
+from .names import NAMESRV_PORT
+from .namesrv_seed import seed_name_server, starting
 from .reconcile import reconcile as reconcile_kind
-from .render.common import LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY
+from .render.common import LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY
+from .rocketmq import RocketMQRefused, RocketMQUnavailable
 from .settings import OperatorSettings
 from .status import all_ready, condition_of, statefulset_rolled_out
 from .user_reconcile import delete_user_from_brokers, reconcile_user
@@ -62,6 +65,10 @@ FINALIZER = "pyrocketmq.io/finalizer"
 ANNOTATION_PREFIX = "operator.pyrocketmq.io"
 
 
+SEED_TRIES = 30
+"""Seconds a starting name server pod is tried for its users (it may not listen yet)."""
+
+
 @dataclass(slots=True)
 class Runtime:
     """What one operator run shares between its handlers (kept in kopf's memo)."""
@@ -74,6 +81,8 @@ class Runtime:
     """One lock per object (by uid): kopf's handlers and the StatefulSet trigger never overlap."""
     follower: MasterFollower | None = None
     follower_task: asyncio.Task[None] | None = None
+    seeded: set[str] = field(default_factory=set)
+    """Name server pods (by uid) given their users (:mod:`.namesrv_seed`)."""
 
 
 async def login() -> kopf.ConnectionInfo | None:
@@ -246,6 +255,22 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
         broker = await _rolling_broker(memo["runtime"], body, type)
         if broker is not None:
             await _run("statefulset", reconcile, broker, memo, 0, logger)
+
+    @kopf.on.event("", "v1", "pods", labels={LABEL_COMPONENT: "namesrv", LABEL_NAME: "pyrocketmq"},
+                   registry=registry)  # fmt: skip
+    async def namesrv_pod(body: kopf.Body, type: str | None, memo: Any, logger: kopf.Logger,
+                          **_: Any) -> None:
+        # a started name server knows no user until given them: seed it before it is Ready
+        runtime: Runtime = memo["runtime"]
+        uid = str(body["metadata"].get("uid"))
+        if type == "DELETED":
+            runtime.seeded.discard(uid)
+            return
+        if runtime.kube is None or not starting(body) or uid in runtime.seeded:
+            return
+        runtime.seeded.add(uid)
+        await _seed(runtime, body, logger)
+
     @kopf.on.event(API_GROUP, API_VERSION, "brokers", registry=registry)
     async def broker_gone(body: kopf.Body, type: str | None, memo: Any, **_: Any) -> None:
         follower = memo["runtime"].follower
@@ -269,6 +294,23 @@ async def _rolling_broker(
     if not rolling or rolling.get("status") != "True" or rolling.get("reason") != "RollingUpdate":
         return None
     return broker
+
+
+async def _seed(runtime: Runtime, pod: Mapping[str, Any], logger: kopf.Logger) -> None:
+    """Seed a starting name server pod (:mod:`.namesrv_seed`), trying for a while: its process may
+    not listen yet."""
+    meta = pod["metadata"]
+    addr = f"{pod['status']['podIP']}:{NAMESRV_PORT}"
+    ctx = _context(runtime, dict(pod), logger)
+    for _ in range(SEED_TRIES):
+        try:
+            name = str((meta.get("labels") or {}).get(LABEL_INSTANCE))
+            users = await seed_name_server(ctx, str(meta.get("namespace")), name, addr)
+            logger.info("name server %s seeded with %d users", meta.get("name"), users)
+            return
+        except (ReconcileError, RocketMQRefused, RocketMQUnavailable) as e:
+            logger.info("seeding name server %s: %s", meta.get("name"), e)
+            await asyncio.sleep(1.0)
 
 
 async def _owner_broker(kube: KubeClient, sts: Mapping[str, Any]) -> Mapping[str, Any] | None:

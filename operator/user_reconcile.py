@@ -107,7 +107,7 @@ class UserReconcile:
             self.addrs = brokers + self.name_servers
             for addr in self.addrs:
                 quotas = addr in brokers  # the name servers serve no traffic to limit
-                if await self._apply_on(admin, addr, quotas):
+                if await self.apply_on(admin, addr, quotas):
                     self.changed.append(addr)
                 self.pruned += await prune(admin, addr, declared | {model.username}, self.keep, quotas)
         if self.changed:
@@ -117,7 +117,7 @@ class UserReconcile:
             self.ctx.event("Normal", "UsersRemoved", "users no User declares removed: "
                            + ", ".join(sorted(set(self.pruned))))
 
-    async def _apply_on(self, admin: Admin, addr: str, quotas: bool) -> bool:
+    async def apply_on(self, admin: Admin, addr: str, quotas: bool) -> bool:
         model = self.model
         quota = quota_change(model, await admin.get_user_quota(model.username, broker_addr=addr)) \
             if quotas else None

@@ -77,10 +77,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 # Readiness and addresses of name server and broker pods; with failover each broker pod is
 # labelled with its elected role (its group's master budget holds a drain until it hands over);
 # a replica lost with its node (spec.nodeLoss) is deleted with its claims, and the StatefulSet
-# starts it on a healthy node.
+# starts it on a healthy node. A name server pod that starts is watched, to give it its users
+# before it is Ready.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "delete", "patch"]
+  verbs: ["get", "list", "watch", "delete", "patch"]
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["list", "delete"]

@@ -147,3 +147,25 @@ def test_pyrocketmq_controller_is_a_name_server_with_the_controller(capsys):
 
     assert main(["controller", "--listen-port", "0", "-p"]) == 0
     assert "controller=True" in capsys.readouterr().out
+
+
+def test_with_acl2_and_auth_seed_wait_it_is_ready_once_given_its_users(tmp_path, monkeypatch):
+    from pyrocketmq.namesrv import app as app_module
+
+    conf = {"authenticationEnabled": "true", "kvConfigPath": str(tmp_path / "kv.json"),
+            "authSeedWaitMs": "5000",
+            "initAuthenticationUser": '{"username":"root","password":"pw"}'}  # fmt: skip
+    server = app_module.NameServer(NamesrvSettings.from_conf(conf))
+    server.port = 9876  # serving
+    now = [100.0]
+    monkeypatch.setattr(app_module.time, "monotonic", lambda: now[0])
+    server._started = 100.0
+    assert "users" in (server._not_ready() or "")
+    server.kv.put(*app_module.AUTH_SEEDED, "true")  # the operator's mark
+    assert server._not_ready() is None
+    other_kv = {**conf, "kvConfigPath": str(tmp_path / "b.json")}
+    fresh = app_module.NameServer(NamesrvSettings.from_conf(other_kv))
+    fresh.port, fresh._started = 9876, 100.0
+    assert fresh._not_ready() is not None
+    now[0] = 106.0  # nobody came within authSeedWaitMs: ready anyway
+    assert fresh._not_ready() is None
