@@ -6,7 +6,9 @@ A :class:`ClientInstance` owns what producers, consumers and admins of one proce
 - the name-server list, with failover: a request goes to the last name server that answered,
   and on a transport failure to the next one in the list;
 - the route cache: ``TopicRouteData`` per topic, refreshed every ``poll_namesrv_interval`` for the
-  topics in use and on demand, turned into publish info (write queues) and subscribe queues
+  topics in use, on demand, and every second for ``SETTLE_SECONDS`` after a broker failed for the
+  topic (a rolling restart moves brokers one after another: each new address is learnt before the
+  next broker goes), turned into publish info (write queues) and subscribe queues
   (read queues) by :mod:`.route`; the broker address table (name → id → address) is merged from
   every cached route;
 - heartbeats every ``heartbeat_interval`` to every master (and to slaves too once a consumer is
@@ -70,6 +72,9 @@ from .route import (
 from .settings import ClientSettings, split_namesrv_addr
 
 log = logging.getLogger("pyrocketmq.client")
+SETTLE_SECONDS = 30.0
+"""How long after a broker failed for a topic its route keeps being refreshed often."""
+SETTLE_INTERVAL = 1.0
 
 
 class ConsumerHooks(Protocol):
@@ -133,6 +138,8 @@ class ClientInstance(QueueOffsets):
         self.routes: dict[str, TopicRouteData] = {}
         self.publish_infos: dict[str, TopicPublishInfo] = {}
         self._failure_refresh: dict[str, float] = {}
+        self._unsettled: dict[str, float] = {}
+        """Topic → until when its route is refreshed every SETTLE_INTERVAL (a broker failed for it)."""
         """topic → monotonic time of its last route refresh after a failed request."""
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.broker_versions: dict[str, int] = {}
@@ -199,6 +206,8 @@ class ClientInstance(QueueOffsets):
         self._started = True
         self._services.add(Service(f"client {self.client_id}: route refresh", self.refresh_routes,
                                    lambda: self.settings.poll_namesrv_interval, logger=log))
+        self._services.add(Service(f"client {self.client_id}: unsettled routes", self.refresh_unsettled,
+                                   lambda: SETTLE_INTERVAL, logger=log))
         self._services.add(Service(f"client {self.client_id}: heartbeat", self.send_heartbeat_to_all,
                                    lambda: self.settings.heartbeat_interval, logger=log))
         self._services.start()
@@ -371,10 +380,25 @@ class ClientInstance(QueueOffsets):
             except (MQConnectionError, MQTimeoutError, MQBrokerError) as e:
                 log.warning("client %s: route refresh of %s failed: %s", self.client_id, topic, e)
 
+    async def refresh_unsettled(self) -> None:
+        """Every SETTLE_INTERVAL: the routes of topics a broker failed for lately, so a broker that
+        comes back at a new address (a pod replaced during a roll) is found before the 30 s timer, and
+        before the next broker of the roll goes away."""
+        now = time.monotonic()
+        for topic, until in sorted(self._unsettled.items()):
+            if until < now:
+                del self._unsettled[topic]
+                continue
+            try:
+                await self.update_route(topic)
+            except (MQConnectionError, MQTimeoutError, MQBrokerError) as e:
+                log.info("client %s: route refresh of unsettled %s: %s", self.client_id, topic, e)
+
     async def refresh_after_failure(self, topic: str) -> None:
         """A broker refused or dropped a request: refresh ``topic``'s route now (at most every 0.5 s per
         topic), so a master elected after a failover is found without waiting for the 30 s timer."""
         now = time.monotonic()
+        self._unsettled[topic] = now + SETTLE_SECONDS
         if now - self._failure_refresh.get(topic, 0.0) < 0.5:
             return
         self._failure_refresh[topic] = now

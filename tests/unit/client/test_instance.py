@@ -193,3 +193,26 @@ def test_acquire_shares_per_loop_and_name_servers() -> None:
         return same, still_open, a._closed
 
     assert asyncio.run(go()) == (True, True, True)
+
+
+def test_a_topic_a_broker_failed_for_is_refreshed_every_second_for_a_while(monkeypatch) -> None:
+    from pyrocketmq.client import instance as instance_module
+
+    async def go() -> list[str]:
+        i = inst()
+        refreshed: list[str] = []
+
+        async def update_route(topic: str) -> None:
+            refreshed.append(topic)
+
+        monkeypatch.setattr(i, "update_route", update_route)
+        now = [1000.0]
+        monkeypatch.setattr(instance_module.time, "monotonic", lambda: now[0])
+        await i.refresh_after_failure("Orders")  # once now, then every second for SETTLE_SECONDS
+        await i.refresh_unsettled()
+        now[0] += instance_module.SETTLE_SECONDS + 1
+        await i.refresh_unsettled()  # settled: not again, and forgotten
+        await i.refresh_unsettled()
+        return refreshed
+
+    assert asyncio.run(go()) == ["Orders", "Orders"]
