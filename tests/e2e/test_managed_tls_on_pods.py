@@ -85,7 +85,8 @@ def _official_5x_client_with_credentials_over_tls(kube: KubeCluster, ns: str, to
     app5 = {"tls": "true", "acl.accessKey": "app5", "acl.secretKey": password}
     sent = java5.run("Producer5Scenario", [endpoint, topic, "normal", 3], timeout=120, jvm_props=app5).json()
     assert sent["errors"] == [] and len(sent["sent"]) == 3, sent
-    got = java5.run("Consumer5Scenario", [endpoint, topic, group, "simple", 3, 30], timeout=120,
+    # 4: these 3 and the probe the user's client sent before
+    got = java5.run("Consumer5Scenario", [endpoint, topic, group, "simple", 4, 30], timeout=120,
                     jvm_props=app5).json()  # fmt: skip
     assert {s["messageId"] for s in sent["sent"]} <= {d["messageId"] for d in got["deliveries"]}, got
     wrong = java5.run("Producer5Scenario", [endpoint, topic, "normal", 1], timeout=120,
