@@ -133,3 +133,18 @@ def test_bad_requests_get_their_status_codes(brokers):
         with pytest.raises(grpc.RpcError):
             raw(b"\xff\xff\xff", timeout=5)
     assert _call(endpoint, "Heartbeat", spb.HeartbeatRequest(), spb.HeartbeatResponse).status.code == pb.OK
+
+
+def test_an_rpc_not_served_answers_unimplemented_and_is_logged_once(brokers):
+    _, started, ports = brokers
+    endpoint = f"127.0.0.1:{ports[0]}"
+    request = spb.GetOffsetRequest(group=pb.Resource(name="G5"))
+    for _ in range(2):
+        with pytest.raises(grpc.RpcError) as err:
+            _call(endpoint, "GetOffset", request, spb.GetOffsetResponse)
+        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    deadline = time.time() + 5
+    while time.time() < deadline and "GetOffset" not in started[0].log_text():
+        time.sleep(0.1)
+    logged = [line for line in started[0].log_text().splitlines() if "GetOffset" in line]
+    assert len(logged) == 1 and "not served (UNIMPLEMENTED)" in logged[0] and "it-client" in logged[0], logged
