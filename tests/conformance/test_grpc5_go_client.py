@@ -10,7 +10,9 @@ from tests.conformance import goclient5, maven, polyglot5
 from tests.conformance.conftest import missing_prerequisite
 from tests.conformance.grpc5 import start_grpc_cluster
 
-pytestmark = pytest.mark.conformance
+# one worker runs the module's tests (its fixture runs the client once); the first test's setup
+# builds the client: a cold run downloads the Go modules and compiles the client (~30 s alone)
+pytestmark = [pytest.mark.conformance, pytest.mark.xdist_group("grpc5-go"), pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,9 @@ from tests.conformance import maven, nodeclient5, polyglot5
 from tests.conformance.conftest import missing_prerequisite
 from tests.conformance.grpc5 import start_grpc_cluster
 
-pytestmark = pytest.mark.conformance
+# one worker runs the module's tests (its fixture runs the client once); the first test's setup
+# builds the client: a cold run installs the client from the npm registry
+pytestmark = [pytest.mark.conformance, pytest.mark.xdist_group("grpc5-nodejs"), pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")

@@ -162,5 +162,6 @@ def result(py5, cluster, tmp_path_factory):
     return polyglot5.judge(cluster, "Py5Lang", cmd, home=tmp_path_factory.mktemp("py5-polyglot-home"))
 
 
+@pytest.mark.xdist_group("grpc5-python-polyglot")  # one worker: the scenario runs once
 class TestPythonClient(polyglot5.ClientChecks):
     """The scenario the Go, Node.js and Rust clients run too."""

@@ -10,7 +10,9 @@ from tests.conformance import maven, polyglot5, rustclient5
 from tests.conformance.conftest import missing_prerequisite
 from tests.conformance.grpc5 import start_grpc_cluster
 
-pytestmark = pytest.mark.conformance
+# one worker runs the module's tests (its fixture runs the client once); the first test's setup
+# builds the client: a cold run downloads the crates and compiles the client (~2 min alone on 2 cores)
+pytestmark = [pytest.mark.conformance, pytest.mark.xdist_group("grpc5-rust"), pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")
