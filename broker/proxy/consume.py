@@ -42,8 +42,26 @@ DEFAULT_INVISIBLE_MS = 30_000
 AUTO_RENEW_MS = 60_000
 """Invisible time of an auto-renewed lease (RocketMQ's proxy renews push consumers' messages likewise)."""
 MAX_LONG_POLLING_MS = 30_000
+DEADLINE_RESERVE = 0.2
+"""Seconds before a receive's gRPC deadline by which an empty long poll answers "no message"."""
 TICK = 1.0
 """Seconds between looks at expired leases while a receive waits."""
+
+
+def polling_time(asked_ms: int, remaining: float | None) -> float:
+    """Seconds an empty receive waits for messages: what the request asks, at most
+    ``MAX_LONG_POLLING_MS``, and over early enough for the answer to reach the client before its gRPC
+    deadline (``remaining`` seconds; None: no deadline). Apache's proxy caps it at the time remaining
+    too; Rust's 5.0.0 client sets its deadline to the polling time itself, so an answer sent at the end
+    of the full poll would come too late and the client would see DEADLINE_EXCEEDED, not "no message".
+
+    >>> polling_time(20_000, 3.0)
+    2.8
+    """
+    polling = min(max(asked_ms, 0), MAX_LONG_POLLING_MS) / 1000
+    if remaining is not None:
+        polling = min(polling, max(remaining - DEADLINE_RESERVE, 0.0))
+    return polling
 
 
 class ConsumeRpcs:
@@ -156,7 +174,7 @@ class ConsumeRpcs:
             )
             return
         began = time.perf_counter()
-        polling = (
+        asked = (
             request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
         )
         popped = await self._receive(
@@ -167,7 +185,7 @@ class ConsumeRpcs:
             config.consume_message_orderly,
             config.retry_max_times + 1,
             flt,
-            min(max(polling, 0), MAX_LONG_POLLING_MS) / 1000,
+            polling_time(asked, context.time_remaining()),
         )
         if not popped:
             self._seen("ReceiveMessage", pb.MESSAGE_NOT_FOUND)

@@ -148,3 +148,22 @@ def test_an_rpc_not_served_answers_unimplemented_and_is_logged_once(brokers):
         time.sleep(0.1)
     logged = [line for line in started[0].log_text().splitlines() if "GetOffset" in line]
     assert len(logged) == 1 and "not served (UNIMPLEMENTED)" in logged[0] and "it-client" in logged[0], logged
+
+
+def test_an_empty_receive_answers_before_the_clients_deadline(brokers):
+    _, started, ports = brokers
+    endpoint = f"127.0.0.1:{ports[0]}"
+    _admin(started[0].addr, wire.create_topic("Empty5", 1))
+    request = spb.ReceiveMessageRequest(
+        group=pb.Resource(name="GEmpty5"), message_queue=pb.MessageQueue(topic=pb.Resource(name="Empty5")),
+        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"), batch_size=1)
+    request.invisible_duration.FromSeconds(10)
+    request.long_polling_timeout.FromSeconds(2)  # Rust's 5.0.0 client: its deadline is the polling time
+    with grpc.insecure_channel(endpoint) as channel:
+        fn = channel.unary_stream(SERVICE + "ReceiveMessage",
+                                  request_serializer=spb.ReceiveMessageRequest.SerializeToString,
+                                  response_deserializer=spb.ReceiveMessageResponse.FromString)
+        began = time.monotonic()
+        answers = list(fn(request, metadata=[("x-mq-client-id", "it-client")], timeout=2))
+    assert [a.status.code for a in answers] == [pb.MESSAGE_NOT_FOUND]
+    assert 1.0 < time.monotonic() - began < 2.0
