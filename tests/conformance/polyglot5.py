@@ -7,10 +7,11 @@ Each language has a small program of ours (``go5/``, ``node5/``, ``rust5/``, ``p
 
 sends COUNT plain messages (bodies ``p-<i>``) to PLAIN_TOPIC, then PER_GROUP rounds of one FIFO message
 per group of GROUPS (``<group>#<i>``, the groups interleaved) to FIFO_TOPIC, then receives everything
-back with a SimpleConsumer of CONSUMER_GROUP (acking each), and prints one JSON document as its last
-stdout line::
+back with a SimpleConsumer of CONSUMER_GROUP (acking each), receives once more from the queues now
+empty, and prints one JSON document as its last stdout line::
 
-    {"client": "...", "plain": [SENT], "fifo": [SENT], "received": [RECEIVED], "errors": ["..."]}
+    {"client": "...", "plain": [SENT], "fifo": [SENT], "received": [RECEIVED], "errors": ["..."],
+     "emptyWait": seconds the last receive took to say "no message"}
     SENT     = {"messageId", "body", "group"?, "offset"? (receipt's queue offset), "clientQueue"?}
     RECEIVED = {"messageId", "topic", "body", "group", "attempt"}
 
@@ -19,7 +20,8 @@ Where each message landed is read back from the broker (4.x pulls of the stored 
 the one the client addressed, not the one the endpoint chose (it picks, as Apache's proxy does:
 ``broker/proxy/queue_select.py``). The checks: plain sends spread evenly over the 4 queues, each FIFO
 group in the one queue Apache's proxy would choose and in send order, everything received once (FIFO
-groups in order), no error, and no RPC the endpoint does not serve.
+groups in order), an empty receive long-polls and then says "no message" (no error), no error at
+all, and no RPC the endpoint does not serve.
 
 ``cached_build`` is how each language's client is installed once into the cache (``PYROCKETMQ_CACHE``):
 a file lock, and a marker holding the digest of what was built, written last.
@@ -177,7 +179,8 @@ class Outcome:
         told = f" (the client addressed queues {dict(sorted(addressed.items()))})" if addressed else ""
         return (f"{self.out.get('client')}: plain messages per queue {self.spread()}{told}, FIFO group -> "
                 f"queue {self.fifo_queues()}, received {len(self.out['received'])} of "
-                f"{len(self.out['plain']) + len(self.out['fifo'])}, errors {len(self.out['errors'])}")
+                f"{len(self.out['plain']) + len(self.out['fifo'])}, an empty receive took "
+                f"{self.out.get('emptyWait', 0):.1f} s, errors {len(self.out['errors'])}")
 
 
 def judge(cluster: GrpcCluster, prefix: str, cmd: Sequence[str], *, home: Path,
@@ -234,6 +237,13 @@ class ClientChecks:
         for group in GROUPS:
             order = [r["body"] for r in out["received"] if r["group"] == group]
             assert order == [f"{group}#{i}" for i in range(PER_GROUP)], (group, order)
+
+    def test_an_empty_receive_long_polls_then_says_no_message(self, result: Outcome) -> None:
+        """The last receive finds nothing: it waits (the clients ask 3 s; Go's asks nothing and waits
+        as against Apache's proxy), then ends with "no message", not an error nor a time-out."""
+        out = result.out
+        assert [e for e in out["errors"] if e.startswith("receive")] == [], out["errors"]
+        assert 1.0 <= out["emptyWait"] <= SECONDS, out["emptyWait"]
 
     def test_every_rpc_the_client_called_is_served(self, result: Outcome) -> None:
         unserved = [line for line in result.broker_log.splitlines() if UNSERVED in line]

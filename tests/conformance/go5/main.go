@@ -1,6 +1,6 @@
 // The official RocketMQ 5.x Go client (github.com/apache/rocketmq-clients/golang/v5) against a gRPC
 // endpoint: COUNT plain sends, FIFO sends of several message groups interleaved, then a SimpleConsumer
-// that receives (and acks) all of them.
+// that receives (and acks) all of them, then receives once more from the empty queues.
 //
 //	scenario ENDPOINT PLAIN_TOPIC FIFO_TOPIC CONSUMER_GROUP COUNT GROUPS PER_GROUP SECONDS
 //
@@ -43,6 +43,8 @@ type report struct {
 	Fifo     []sent     `json:"fifo"`
 	Received []received `json:"received"`
 	Errors   []string   `json:"errors"`
+	// EmptyWait is how long (seconds) the last receive, on empty queues, took to say "no message"
+	EmptyWait float64 `json:"emptyWait"`
 }
 
 func send(producer rmq.Producer, topic, body, group string) (sent, error) {
@@ -89,6 +91,28 @@ func produce(cfg *rmq.Config, out *report, plain, fifo string, count int, groups
 	return nil
 }
 
+func receiveOnce(consumer rmq.SimpleConsumer, out *report) {
+	views, err := consumer.Receive(context.Background(), 16, 20*time.Second)
+	if err != nil {
+		if status, ok := rmq.AsErrRpcStatus(err); !ok || status.GetCode() != int32(v2.Code_MESSAGE_NOT_FOUND) {
+			out.Errors = append(out.Errors, fmt.Sprintf("receive: %v", err))
+			time.Sleep(200 * time.Millisecond)
+		}
+		return
+	}
+	for _, v := range views {
+		group := ""
+		if g := v.GetMessageGroup(); g != nil {
+			group = *g
+		}
+		out.Received = append(out.Received, received{MessageID: v.GetMessageId(), Topic: v.GetTopic(),
+			Body: string(v.GetBody()), Group: group, Attempt: v.GetDeliveryAttempt()})
+		if err := consumer.Ack(context.Background(), v); err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("ack %s: %v", v.GetMessageId(), err))
+		}
+	}
+}
+
 func consume(cfg *rmq.Config, out *report, topics []string, want int, seconds float64) error {
 	subs := map[string]*rmq.FilterExpression{}
 	for _, t := range topics {
@@ -105,27 +129,12 @@ func consume(cfg *rmq.Config, out *report, topics []string, want int, seconds fl
 	defer consumer.GracefulStop()
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
 	for len(out.Received) < want && time.Now().Before(deadline) {
-		views, err := consumer.Receive(context.Background(), 16, 20*time.Second)
-		if err != nil {
-			if status, ok := rmq.AsErrRpcStatus(err); ok && status.GetCode() == int32(v2.Code_MESSAGE_NOT_FOUND) {
-				continue
-			}
-			out.Errors = append(out.Errors, fmt.Sprintf("receive: %v", err))
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		for _, v := range views {
-			group := ""
-			if g := v.GetMessageGroup(); g != nil {
-				group = *g
-			}
-			out.Received = append(out.Received, received{MessageID: v.GetMessageId(), Topic: v.GetTopic(),
-				Body: string(v.GetBody()), Group: group, Attempt: v.GetDeliveryAttempt()})
-			if err := consumer.Ack(context.Background(), v); err != nil {
-				out.Errors = append(out.Errors, fmt.Sprintf("ack %s: %v", v.GetMessageId(), err))
-			}
-		}
+		receiveOnce(consumer, out)
 	}
+	// one more, on queues now empty: "no message" (not an error, not a duplicate) once the poll is over
+	began := time.Now()
+	receiveOnce(consumer, out)
+	out.EmptyWait = time.Since(began).Seconds()
 	return nil
 }
 

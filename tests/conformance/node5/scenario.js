@@ -1,6 +1,6 @@
 // The official RocketMQ 5.x Node.js client (npm rocketmq-client-nodejs) against a gRPC endpoint: COUNT
 // plain sends, FIFO sends of several message groups interleaved, then a SimpleConsumer that receives
-// (and acks) all of them.
+// (and acks) all of them, then receives once more from the empty queues.
 //
 //   node scenario.js ENDPOINT PLAIN_TOPIC FIFO_TOPIC CONSUMER_GROUP COUNT GROUPS PER_GROUP SECONDS
 //
@@ -45,6 +45,26 @@ async function produce(endpoint, out, plain, fifo, count, groups, perGroup) {
   }
 }
 
+async function receiveOnce(consumer, out) {
+  let views;
+  try {
+    views = await consumer.receive(16, 20000);
+  } catch (err) {
+    out.errors.push(`receive: ${err}`);
+    await new Promise(resolve => setTimeout(resolve, 200));
+    return;
+  }
+  for (const v of views) {
+    out.received.push({ messageId: v.messageId, topic: v.topic, body: v.body.toString(),
+      group: v.messageGroup || '', attempt: v.deliveryAttempt });
+    try {
+      await consumer.ack(v);
+    } catch (err) {
+      out.errors.push(`ack ${v.messageId}: ${err}`);
+    }
+  }
+}
+
 async function consume(endpoint, out, group, topics, want, seconds) {
   const subscriptions = new Map(topics.map(t => [ t, '*' ]));
   const consumer = new SimpleConsumer({ endpoints: endpoint, consumerGroup: group, subscriptions,
@@ -53,24 +73,12 @@ async function consume(endpoint, out, group, topics, want, seconds) {
   const deadline = Date.now() + seconds * 1000;
   try {
     while (out.received.length < want && Date.now() < deadline) {
-      let views;
-      try {
-        views = await consumer.receive(16, 20000);
-      } catch (err) {
-        out.errors.push(`receive: ${err}`);
-        await new Promise(resolve => setTimeout(resolve, 200));
-        continue;
-      }
-      for (const v of views) {
-        out.received.push({ messageId: v.messageId, topic: v.topic, body: v.body.toString(),
-          group: v.messageGroup || '', attempt: v.deliveryAttempt });
-        try {
-          await consumer.ack(v);
-        } catch (err) {
-          out.errors.push(`ack ${v.messageId}: ${err}`);
-        }
-      }
+      await receiveOnce(consumer, out);
     }
+    // one more, on queues now empty: "no message" (not an error, not a duplicate) once the poll is over
+    const began = Date.now();
+    await receiveOnce(consumer, out);
+    out.emptyWait = (Date.now() - began) / 1000;
   } finally {
     await consumer.shutdown();
   }

@@ -174,8 +174,22 @@ def push(endpoint, topic, group, count, seconds, fail_attempts):
     return {"sent": [], "deliveries": deliveries, "errors": []}
 
 
+def receive_once(consumer, out):
+    try:
+        msgs = consumer.receive(16, 20)
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        out["errors"].append(f"receive: {e!r}")
+        return
+    for msg in msgs or ():
+        out["received"].append({"messageId": msg.message_id, "topic": msg.topic,
+                                "body": msg.body.decode(errors="replace"),
+                                "group": msg.message_group or "", "attempt": msg.delivery_attempt})
+        consumer.ack(msg)
+
+
 def polyglot(endpoint, plain, fifo, group, count, groups, per_group, seconds):
-    """Plain sends, FIFO sends of the groups interleaved, then a SimpleConsumer receiving all back."""
+    """Plain sends, FIFO sends of the groups interleaved, then a SimpleConsumer receiving all back (and
+    once more from the empty queues)."""
     out = {"client": "rocketmq-python-client", "plain": [], "fifo": [], "received": [], "errors": []}
     producer = Producer(config(endpoint), (plain, fifo))
     producer.startup()
@@ -205,16 +219,10 @@ def polyglot(endpoint, plain, fifo, group, count, groups, per_group, seconds):
     deadline = time.time() + float(seconds)
     try:
         while time.time() < deadline and len(out["received"]) < want:
-            try:
-                msgs = consumer.receive(16, 20)
-            except Exception as e:  # noqa: BLE001
-                out["errors"].append(f"receive: {e!r}")
-                continue
-            for msg in msgs or ():
-                out["received"].append({"messageId": msg.message_id, "topic": msg.topic,
-                                        "body": msg.body.decode(errors="replace"),
-                                        "group": msg.message_group or "", "attempt": msg.delivery_attempt})
-                consumer.ack(msg)
+            receive_once(consumer, out)
+        began = time.time()
+        receive_once(consumer, out)  # on queues now empty: "no message", once the poll is over
+        out["emptyWait"] = time.time() - began
     finally:
         consumer.shutdown()
     return out
