@@ -118,7 +118,9 @@ func consume(cfg *rmq.Config, out *report, topics []string, want int, seconds fl
 	for _, t := range topics {
 		subs[t] = rmq.SUB_ALL
 	}
-	consumer, err := rmq.NewSimpleConsumer(cfg, rmq.WithSimpleAwaitDuration(3*time.Second),
+	// the receive asks no polling time: the endpoint (as Apache's proxy) waits until the call's deadline,
+	// awaitDuration + the request timeout, less half the request timeout: 1 s + 3 s - 1.5 s here
+	consumer, err := rmq.NewSimpleConsumer(cfg, rmq.WithSimpleAwaitDuration(time.Second),
 		rmq.WithSimpleSubscriptionExpressions(subs))
 	if err != nil {
 		return err
