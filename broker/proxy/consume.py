@@ -42,8 +42,33 @@ DEFAULT_INVISIBLE_MS = 30_000
 AUTO_RENEW_MS = 60_000
 """Invisible time of an auto-renewed lease (RocketMQ's proxy renews push consumers' messages likewise)."""
 MAX_LONG_POLLING_MS = 30_000
+DEADLINE_RESERVE = 0.2
+"""Seconds before a receive's gRPC deadline by which an empty long poll answers "no message"."""
 TICK = 1.0
 """Seconds between looks at expired leases while a receive waits."""
+
+
+def polling_time(asked_ms: int | None, remaining: float | None, request_timeout: float = 0.0) -> float:
+    """Seconds an empty receive waits for messages, over early enough for the answer to reach the
+    client before its gRPC deadline (``remaining`` seconds; None: no deadline), as Apache's proxy does:
+
+    * what the request asks (``asked_ms``), at most ``MAX_LONG_POLLING_MS``;
+    * a request that asks nothing (Go's SimpleConsumer announces its wait in its settings only) waits
+      for its deadline less half the client's ``request_timeout`` (seconds, from its settings);
+    * never past the deadline: Rust's 5.0.0 client sets its deadline to the polling time itself, so an
+      answer sent at the end of a full poll would come too late (DEADLINE_EXCEEDED, not "no message").
+
+    >>> polling_time(20_000, 3.0)
+    2.8
+    >>> polling_time(None, 6.0, request_timeout=3.0)
+    4.5
+    """
+    if asked_ms is None:
+        asked_ms = MAX_LONG_POLLING_MS if remaining is None else int((remaining - request_timeout / 2) * 1000)
+    polling = min(max(asked_ms, 0), MAX_LONG_POLLING_MS) / 1000
+    if remaining is not None:
+        polling = min(polling, max(remaining - DEADLINE_RESERVE, 0.0))
+    return polling
 
 
 class ConsumeRpcs:
@@ -156,9 +181,6 @@ class ConsumeRpcs:
             )
             return
         began = time.perf_counter()
-        polling = (
-            request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
-        )
         popped = await self._receive(
             group,
             topic,
@@ -167,7 +189,7 @@ class ConsumeRpcs:
             config.consume_message_orderly,
             config.retry_max_times + 1,
             flt,
-            min(max(polling, 0), MAX_LONG_POLLING_MS) / 1000,
+            self._polling(request, session, context),
         )
         if not popped:
             self._seen("ReceiveMessage", pb.MESSAGE_NOT_FOUND)
@@ -192,6 +214,15 @@ class ConsumeRpcs:
         stamp = spb.ReceiveMessageResponse()
         stamp.delivery_timestamp.FromMilliseconds(int(time.time() * 1000))
         yield stamp
+
+    @staticmethod
+    def _polling(request: spb.ReceiveMessageRequest, session: ClientSession, context: Any) -> float:
+        asked = None
+        if request.HasField("long_polling_timeout"):
+            asked = request.long_polling_timeout.ToMilliseconds()
+        settings = session.settings
+        timeout = settings.request_timeout.ToMilliseconds() / 1000 if settings is not None else 0.0
+        return polling_time(asked, context.time_remaining(), timeout)
 
     def _receive_problem(self, group: str, topic: str) -> tuple[str | None, pb.Code]:
         if not group:

@@ -2,7 +2,9 @@
 
 The service is registered as a generic handler built from the protobuf classes (no generated
 ``_pb2_grpc`` stubs): each implemented RPC maps its full name to a method of
-:class:`~.service.MessagingService`; the RPCs it does not serve answer gRPC UNIMPLEMENTED.
+:class:`~.service.MessagingService`; the RPCs it does not serve answer gRPC UNIMPLEMENTED, and the
+first call of each such method is logged (a second generic handler, consulted only when the first has
+no handler for the method, so the served RPCs pay nothing for it).
 """
 
 from __future__ import annotations
@@ -133,6 +135,25 @@ def guarded_stream(fn: Callable[..., AsyncIterator[Any]], response: Any, access:
     return call
 
 
+class Unserved(grpc.GenericRpcHandler):
+    """The handler of last resort: logs the first call of each method nobody serves (which client, which
+    language), then leaves it to gRPC to answer UNIMPLEMENTED."""
+
+    LIMIT = 256
+    """Method names logged at most (they are the callers' strings: the set must not grow without end)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> None:
+        method = str(handler_call_details.method)
+        if method not in self.seen and len(self.seen) < self.LIMIT:
+            self.seen.add(method)
+            meta = {k: v for k, v in handler_call_details.invocation_metadata or () if isinstance(v, str)}
+            log.warning("gRPC %s (client %s, language %s): not served (UNIMPLEMENTED)", method,
+                        meta.get("x-mq-client-id", "?"), meta.get("x-mq-language", "?"))
+
+
 def credentials(tls: ServerTls) -> grpc.ServerCredentials:
     """gRPC server credentials from the broker's ``tls.server.*`` files (PEM; the key unencrypted)."""
     if tls.key_password:
@@ -182,6 +203,7 @@ class GrpcServer:
                 grpc.method_handlers_generic_handler(
                     SERVICE, _handlers(self.service, self.consume, self.access, self.meter)
                 ),
+                Unserved(),
             )
         )
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -1,7 +1,9 @@
 """The official RocketMQ 5.x Python client (rocketmq-python-client 5.1.2 from PyPI, in a virtualenv of
 its own) against the broker's 5.x endpoint: sends of every message type, SimpleConsumer receive/ack,
-redelivery and change of invisible duration, PushConsumer retries. Sends are judged on what the
-broker stored (4.x pulls); receives on what the client was handed."""
+redelivery and change of invisible duration, PushConsumer retries, and the scenario every language's
+client runs (``polyglot5``: plain sends spread over all queues, each FIFO group in the queue Apache's
+proxy picks). Sends are judged on what the broker stored (4.x pulls); receives on what the client was
+handed."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conformance import maven, pyclient5
+from tests.conformance import maven, polyglot5, pyclient5
 from tests.conformance.conftest import missing_prerequisite
 from tests.conformance.grpc5 import make_topic, read_topic, start_grpc_cluster
 
@@ -152,3 +154,14 @@ def test_fifo_push_consumer_keeps_each_group_in_order_through_failures(py5, clus
     for group, seq in by_group.items():
         expected = [(i, a, a == 2) for i in range(int(group[-1]), 9, 3) for a in (1, 2)]
         assert seq == expected, (group, seq)
+
+
+@pytest.fixture(scope="module")
+def result(py5, cluster, tmp_path_factory):
+    cmd = [str(pyclient5.python()), str(pyclient5.SCENARIO), "polyglot"]
+    return polyglot5.judge(cluster, "Py5Lang", cmd, home=tmp_path_factory.mktemp("py5-polyglot-home"))
+
+
+@pytest.mark.xdist_group("grpc5-python-polyglot")  # one worker: the scenario runs once
+class TestPythonClient(polyglot5.ClientChecks):
+    """The scenario the Go, Node.js and Rust clients run too."""

@@ -133,3 +133,41 @@ def test_bad_requests_get_their_status_codes(brokers):
         with pytest.raises(grpc.RpcError):
             raw(b"\xff\xff\xff", timeout=5)
     assert _call(endpoint, "Heartbeat", spb.HeartbeatRequest(), spb.HeartbeatResponse).status.code == pb.OK
+
+
+def test_an_rpc_not_served_answers_unimplemented_and_is_logged_once(brokers):
+    _, started, ports = brokers
+    endpoint = f"127.0.0.1:{ports[0]}"
+    request = spb.GetOffsetRequest(group=pb.Resource(name="G5"))
+    for _ in range(2):
+        with pytest.raises(grpc.RpcError) as err:
+            _call(endpoint, "GetOffset", request, spb.GetOffsetResponse)
+        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    deadline = time.time() + 5
+    while time.time() < deadline and "GetOffset" not in started[0].log_text():
+        time.sleep(0.1)
+    logged = [line for line in started[0].log_text().splitlines() if "GetOffset" in line]
+    assert len(logged) == 1 and "not served (UNIMPLEMENTED)" in logged[0] and "it-client" in logged[0], logged
+
+
+# Rust's 5.0.0 client sets its deadline to its polling time; Go's SimpleConsumer asks no polling time (it
+# long-polls, against Apache's proxy, until its deadline less half its request timeout)
+@pytest.mark.parametrize("asked", [2, None], ids=["deadline-is-the-polling-time", "no-polling-time"])
+def test_an_empty_receive_waits_but_answers_before_the_clients_deadline(brokers, asked):
+    _, started, ports = brokers
+    endpoint = f"127.0.0.1:{ports[0]}"
+    _admin(started[0].addr, wire.create_topic("Empty5", 1))
+    request = spb.ReceiveMessageRequest(
+        group=pb.Resource(name="GEmpty5"), message_queue=pb.MessageQueue(topic=pb.Resource(name="Empty5")),
+        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"), batch_size=1)
+    request.invisible_duration.FromSeconds(10)
+    if asked is not None:
+        request.long_polling_timeout.FromSeconds(asked)
+    with grpc.insecure_channel(endpoint) as channel:
+        fn = channel.unary_stream(SERVICE + "ReceiveMessage",
+                                  request_serializer=spb.ReceiveMessageRequest.SerializeToString,
+                                  response_deserializer=spb.ReceiveMessageResponse.FromString)
+        began = time.monotonic()
+        answers = list(fn(request, metadata=[("x-mq-client-id", "it-client")], timeout=2))
+    assert [a.status.code for a in answers] == [pb.MESSAGE_NOT_FOUND]
+    assert 1.0 < time.monotonic() - began < 2.0

@@ -8,6 +8,8 @@ Runs under the client's own virtualenv (tests/conformance/pyclient5.py), not the
              | tx-checker (answers check-backs with COMMIT until COUNT were asked or ARG seconds passed)
     scenario.py ENDPOINT TOPIC simple GROUP COUNT SECONDS [INVISIBLE_S] [ack|noack|change]
     scenario.py ENDPOINT TOPIC push GROUP COUNT SECONDS [FAIL_ATTEMPTS]
+    scenario.py polyglot ENDPOINT PLAIN_TOPIC FIFO_TOPIC CONSUMER_GROUP COUNT GROUPS PER_GROUP SECONDS
+        the scenario every language's client runs (tests/conformance/polyglot5.py prints its own format)
 
 Prints one JSON document as the last stdout line: {"sent": [...], "deliveries": [...], "errors": [...]}.
 """
@@ -172,7 +174,64 @@ def push(endpoint, topic, group, count, seconds, fail_attempts):
     return {"sent": [], "deliveries": deliveries, "errors": []}
 
 
+def receive_once(consumer, out):
+    try:
+        msgs = consumer.receive(16, 20)
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        out["errors"].append(f"receive: {e!r}")
+        return
+    for msg in msgs or ():
+        out["received"].append({"messageId": msg.message_id, "topic": msg.topic,
+                                "body": msg.body.decode(errors="replace"),
+                                "group": msg.message_group or "", "attempt": msg.delivery_attempt})
+        consumer.ack(msg)
+
+
+def polyglot(endpoint, plain, fifo, group, count, groups, per_group, seconds):
+    """Plain sends, FIFO sends of the groups interleaved, then a SimpleConsumer receiving all back (and
+    once more from the empty queues)."""
+    out = {"client": "rocketmq-python-client", "plain": [], "fifo": [], "received": [], "errors": []}
+    producer = Producer(config(endpoint), (plain, fifo))
+    producer.startup()
+    todo = [(plain, f"p-{i}", None) for i in range(int(count))]
+    todo += [(fifo, f"{g}#{i}", g) for i in range(int(per_group)) for g in groups.split(",")]
+    try:
+        for topic, body, message_group in todo:
+            msg = Message()
+            msg.topic, msg.body, msg.tag = topic, body.encode(), "TagA"
+            if message_group:
+                msg.message_group = message_group
+            try:
+                receipt = producer.send(msg)
+            except Exception as e:  # noqa: BLE001 - reported to the test
+                out["errors"].append(f"{body}: {e!r}")
+                continue
+            sent = {"messageId": receipt.message_id, "body": body, "offset": int(receipt.offset)}
+            if message_group:
+                sent["group"] = message_group
+            out["fifo" if message_group else "plain"].append(sent)
+    finally:
+        producer.shutdown()
+    want = len(out["plain"]) + len(out["fifo"])
+    subscriptions = {plain: FilterExpression(), fifo: FilterExpression()}
+    consumer = SimpleConsumer(config(endpoint), group, subscriptions, await_duration=3)
+    consumer.startup()
+    deadline = time.time() + float(seconds)
+    try:
+        while time.time() < deadline and len(out["received"]) < want:
+            receive_once(consumer, out)
+        began = time.time()
+        receive_once(consumer, out)  # on queues now empty: "no message", once the poll is over
+        out["emptyWait"] = time.time() - began
+    finally:
+        consumer.shutdown()
+    return out
+
+
 def main(argv):
+    if argv[0] == "polyglot":
+        print(json.dumps(polyglot(*argv[1:])), flush=True)
+        return
     endpoint, topic, kind = argv[0], argv[1], argv[2]
     if kind == "produce":
         out = produce(endpoint, topic, argv[3], int(argv[4]), argv[5] if len(argv) > 5 else "0")
