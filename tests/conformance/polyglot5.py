@@ -1,7 +1,7 @@
-"""One scenario for every official RocketMQ 5.x client language (Go, Node.js, Rust, Python ...) against
+"""One scenario for every official RocketMQ 5.x client language (Go, Rust, Python ...) against
 the broker's gRPC endpoint, and the checks that judge it the same way for each.
 
-Each language has a small program of ours (``go5/``, ``node5/``, ``rust5/``, ``python5/``) that takes
+Each language has a small program of ours (``go5/``, ``rust5/``, ``python5/``) that takes
 
     ENDPOINT PLAIN_TOPIC FIFO_TOPIC CONSUMER_GROUP COUNT GROUPS PER_GROUP SECONDS
 

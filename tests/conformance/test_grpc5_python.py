@@ -164,4 +164,4 @@ def result(py5, cluster, tmp_path_factory):
 
 @pytest.mark.xdist_group("grpc5-python-polyglot")  # one worker: the scenario runs once
 class TestPythonClient(polyglot5.ClientChecks):
-    """The scenario the Go, Node.js and Rust clients run too."""
+    """The scenario the Go and Rust clients run too."""

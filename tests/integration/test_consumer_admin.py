@@ -20,6 +20,7 @@ from pyrocketmq.remoting.body import (
     MessageQueue,
     ResetOffsetBody,
     SubscriptionData,
+    TopicRouteData,
 )
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -323,7 +324,8 @@ def test_reset_offset_cli_with_no_consumer_online_stores_the_offsets(broker, nam
     asyncio.run(run())
 
 
-async def _until_route(namesrv_addr: str, topic: str) -> bool:
+async def _until_route(namesrv_addr: str, topic: str, brokers: int = 1) -> bool:
+    """Whether the name server routes ``topic`` to at least ``brokers`` brokers within 15 s."""
     client = RemotingClient()
     try:
         deadline = time.monotonic() + 15
@@ -331,7 +333,8 @@ async def _until_route(namesrv_addr: str, topic: str) -> bool:
             r = await client.invoke(
                 namesrv_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), 5
             )
-            if r.code == ResponseCode.SUCCESS:
+            ok = r.code == ResponseCode.SUCCESS
+            if ok and len(TopicRouteData.from_json(r.payload).broker_datas) >= brokers:
                 return True
             await asyncio.sleep(0.1)
         return False
@@ -401,6 +404,7 @@ def test_consumer_progress_of_a_topic_covers_a_broker_the_group_never_heartbeat(
                 ).code == 0
             await consumer.heartbeat(broker.addr)
             assert await _until_route(namesrv.addr, "%RETRY%" + group)
+            assert await _until_route(namesrv.addr, topic, brokers=2)  # both brokers registered it
             out = io.StringIO()
             args = ["admin", "consumerProgress", "-n", namesrv.addr, "-g", group, "-t", topic]
             code = await asyncio.get_running_loop().run_in_executor(
