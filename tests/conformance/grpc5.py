@@ -4,8 +4,12 @@ a 4.x read-back of what the 5.x clients stored (so the test judges the stored me
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
@@ -44,6 +48,21 @@ def start_grpc_cluster(tmp: Path, **broker_conf: object) -> GrpcCluster:
         ns.stop()
         raise
     return GrpcCluster(ns, broker, grpc_port)
+
+
+def cluster_fixture(name: str, **broker_conf: object) -> Any:
+    """A test module's ``cluster`` fixture: a :class:`GrpcCluster` of its own (``broker_conf`` as for
+    :func:`start_grpc_cluster`), stopped after the module."""
+
+    @pytest.fixture(scope="module", name="cluster")
+    def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcCluster]:
+        c = start_grpc_cluster(tmp_path_factory.mktemp(name), **broker_conf)
+        try:
+            yield c
+        finally:
+            c.stop()
+
+    return cluster
 
 
 def admin(addr: str, cmd: RemotingCommand, ssl: object = None) -> RemotingCommand:

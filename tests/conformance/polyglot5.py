@@ -35,14 +35,17 @@ import os
 import shutil
 import subprocess
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pyrocketmq.broker.proxy.queue_select import group_queue
 from tests.conformance import maven, probe
-from tests.conformance.grpc5 import GrpcCluster, admin, make_topic, read_topic
+from tests.conformance.grpc5 import GrpcCluster, admin, make_topic, read_topic, start_grpc_cluster
+from tests.helpers.prereq import missing_prerequisite
 
 COUNT = 40
 QUEUES = 4
@@ -136,11 +139,11 @@ def arguments(cluster: GrpcCluster, topics: Topics) -> list[str]:
             str(PER_GROUP), str(SECONDS)]
 
 
-def run(cmd: Sequence[str], *, home: Path, env: dict[str, str] | None = None, timeout: float = 120) -> dict:
+def run(cmd: Sequence[str], *, home: Path, timeout: float = 120) -> dict:
     """Run a scenario program (``HOME`` = ``home``: the clients log under ``~/logs``); its last stdout
     line is the JSON document returned."""
     home.mkdir(parents=True, exist_ok=True)
-    full_env = dict(os.environ, **(env or {}), HOME=str(home))
+    full_env = dict(os.environ, HOME=str(home))
     full_env.pop("PYTHONPATH", None)
     proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=full_env,
                           start_new_session=True)
@@ -183,17 +186,35 @@ class Outcome:
                 f"{self.out.get('emptyWait', 0):.1f} s, errors {len(self.out['errors'])}")
 
 
-def judge(cluster: GrpcCluster, prefix: str, cmd: Sequence[str], *, home: Path,
-          env: dict[str, str] | None = None) -> Outcome:
+def judge(cluster: GrpcCluster, prefix: str, cmd: Sequence[str], *, home: Path) -> Outcome:
     """Run the scenario on ``cluster`` (topics named after ``prefix``) and read back what was stored."""
     topics = prepare(cluster, prefix)
-    out = run([*cmd, *arguments(cluster, topics)], home=home, env=env, timeout=SECONDS + 80)
+    out = run([*cmd, *arguments(cluster, topics)], home=home, timeout=SECONDS + 80)
     stored = {}
     for topic in (topics.plain, topics.fifo):
         for m in read_topic(cluster.broker.addr, topic, QUEUES):
             stored[m.properties["UNIQ_KEY"]] = (m.queue_id, m.queue_offset, m.body.decode())
     result = Outcome(topics, out, stored, cluster.broker.log_text())
     print(result.summary())  # shown with -s / -rA: the spread each client got
+    return result
+
+
+def outcome_fixture(language: str, command: Callable[[], Sequence[str]]) -> Any:
+    """A test module's ``result`` fixture: ``command()`` builds or installs the client (a missing
+    toolchain: :func:`~tests.helpers.prereq.missing_prerequisite`), then the scenario runs once
+    on a cluster of the module's own."""
+    @pytest.fixture(scope="module", name="result")
+    def result(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcome]:
+        try:
+            cmd = command()
+        except maven.PrerequisiteMissing as exc:
+            missing_prerequisite("conformance", str(exc))
+        cluster = start_grpc_cluster(tmp_path_factory.mktemp(f"grpc5-{language.lower()}"))
+        try:
+            yield judge(cluster, language, cmd, home=tmp_path_factory.mktemp(f"{language.lower()}5-home"))
+        finally:
+            cluster.stop()
+
     return result
 
 

@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance import goclient5, maven, polyglot5
-from tests.conformance.conftest import missing_prerequisite
-from tests.conformance.grpc5 import start_grpc_cluster
+from tests.conformance import goclient5, polyglot5
 
 # one worker runs the module's tests (its fixture runs the client once); the first test's setup
 # builds the client: a cold run downloads the Go modules and compiles the client (~30 s alone)
 pytestmark = [pytest.mark.conformance, pytest.mark.xdist_group("grpc5-go"), pytest.mark.timeout(900)]
 
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    try:
-        cmd = goclient5.command()
-    except maven.PrerequisiteMissing as exc:
-        missing_prerequisite(str(exc))
-    cluster = start_grpc_cluster(tmp_path_factory.mktemp("grpc5-go"))
-    try:
-        yield polyglot5.judge(cluster, "Go", cmd, home=tmp_path_factory.mktemp("go5-home"))
-    finally:
-        cluster.stop()
+result = polyglot5.outcome_fixture("Go", goclient5.command)
 
 
 class TestGoClient(polyglot5.ClientChecks):

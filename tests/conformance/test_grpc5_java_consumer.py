@@ -15,20 +15,14 @@ import pytest
 from pyrocketmq.remoting.client_bodies import SubscriptionGroupConfig
 from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
-from tests.conformance.grpc5 import admin, make_topic, read_topic, start_grpc_cluster
+from tests.conformance.grpc5 import admin, cluster_fixture, make_topic, read_topic, start_grpc_cluster
 from tests.integration.procs import start_broker
 
 pytestmark = pytest.mark.conformance
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # retries 1 s apart (the retry delays are the delay levels from the third on)
-    c = start_grpc_cluster(tmp_path_factory.mktemp("grpc5-consumer"), messageDelayLevel="1s 1s 1s 1s 2s 2s")
-    try:
-        yield c
-    finally:
-        c.stop()
+# retries 1 s apart (the retry delays are the delay levels from the third on)
+cluster = cluster_fixture("grpc5-consumer", messageDelayLevel="1s 1s 1s 1s 2s 2s")
 
 
 def _run(

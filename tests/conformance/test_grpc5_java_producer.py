@@ -10,20 +10,13 @@ import time
 
 import pytest
 
-from tests.conformance.grpc5 import GrpcCluster, make_topic, read_topic, start_grpc_cluster
+from tests.conformance.grpc5 import GrpcCluster, cluster_fixture, make_topic, read_topic
 
 pytestmark = pytest.mark.conformance
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # transactions: check every second, a half message is checked once 3 s old
-    c = start_grpc_cluster(tmp_path_factory.mktemp("grpc5-java"), transactionCheckInterval=1000,
-                           transactionTimeOut=3000)
-    try:
-        yield c
-    finally:
-        c.stop()
+# transactions: check every second, a half message is checked once 3 s old
+cluster = cluster_fixture("grpc5-java", transactionCheckInterval=1000, transactionTimeOut=3000)
 
 
 def _send(java5, cluster: GrpcCluster, topic: str, mode: str, count: int, extra: object = 0) -> dict:

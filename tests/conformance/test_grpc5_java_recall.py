@@ -9,18 +9,12 @@ from __future__ import annotations
 import pytest
 
 from pyrocketmq.remoting.recall_handle import decode_recall_handle
-from tests.conformance.grpc5 import make_topic, read_topic, start_grpc_cluster
+from tests.conformance.grpc5 import cluster_fixture, make_topic, read_topic
 
 pytestmark = pytest.mark.conformance
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_grpc_cluster(tmp_path_factory.mktemp("grpc5-recall"), recallMessageEnable="true")
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = cluster_fixture("grpc5-recall", recallMessageEnable="true")
 
 
 def test_a_recalled_delayed_message_never_reaches_a_simple_consumer(java5, cluster):

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conformance import maven, polyglot5, pyclient5
 from tests.conformance.conftest import missing_prerequisite
-from tests.conformance.grpc5 import make_topic, read_topic, start_grpc_cluster
+from tests.conformance.grpc5 import cluster_fixture, make_topic, read_topic
 
 pytestmark = pytest.mark.conformance
 
@@ -28,14 +28,8 @@ def py5(tmp_path_factory):
     return lambda args, timeout=120: pyclient5.run(args, home=home, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_grpc_cluster(tmp_path_factory.mktemp("grpc5-python"), messageDelayLevel="1s 1s 1s 1s 2s 2s",
-                           transactionCheckInterval=1000, transactionTimeOut=3000)
-    try:
-        yield c
-    finally:
-        c.stop()
+cluster = cluster_fixture("grpc5-python", messageDelayLevel="1s 1s 1s 1s 2s 2s",
+                         transactionCheckInterval=1000, transactionTimeOut=3000)
 
 
 def _produce(py5, cluster, topic: str, mode: str, count: int, arg: object = 0) -> list[dict]:

@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance import maven, polyglot5, rustclient5
-from tests.conformance.conftest import missing_prerequisite
-from tests.conformance.grpc5 import start_grpc_cluster
+from tests.conformance import polyglot5, rustclient5
 
 # one worker runs the module's tests (its fixture runs the client once); the first test's setup
 # builds the client: a cold run downloads the crates and compiles the client (~2 min alone on 2 cores)
 pytestmark = [pytest.mark.conformance, pytest.mark.xdist_group("grpc5-rust"), pytest.mark.timeout(1800)]
 
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    try:
-        cmd = rustclient5.command()
-    except maven.PrerequisiteMissing as exc:
-        missing_prerequisite(str(exc))
-    cluster = start_grpc_cluster(tmp_path_factory.mktemp("grpc5-rust"))
-    try:
-        yield polyglot5.judge(cluster, "Rust", cmd, home=tmp_path_factory.mktemp("rust5-home"))
-    finally:
-        cluster.stop()
+result = polyglot5.outcome_fixture("Rust", rustclient5.command)
 
 
 class TestRustClient(polyglot5.ClientChecks):
