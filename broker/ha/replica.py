@@ -16,8 +16,10 @@ and epoch to the controller and applies the answer (the group's view, see
   time is a SYNC_MASTER send acknowledged without every member the controller could elect.
 - **told someone else is master**: a master steps down at once (sends refused, slave links
   dropped, master services stopped); then, before following the new master, the log is cut where
-  the history says its epoch ended (``state.truncate_point``) — the unreplicated tail of a deposed
-  master is logged and dropped, never served — and replication restarts from there.
+  the history says its epoch ended (``truncate_point``) — the unreplicated tail of a deposed
+  master, or of a slave that received more of the last epoch than the replica elected, is logged
+  and dropped, never served — and replication restarts from there. That point is the new master's
+  epoch start: until the controller has recorded it, the replica follows nobody.
 - the controller unreachable: a slave keeps following; a master keeps serving while it reaches
   an in-sync slave (the controllers lost: sends are still acknowledged by every member the
   controller could elect). A master that reaches neither a controller (for ``FENCE_AFTER_S``) nor
@@ -56,16 +58,26 @@ SLAVE_SILENT_S = 2 * HEARTBEAT_INTERVAL
 ``HEARTBEAT_INTERVAL``; a cut cable leaves the socket open until the housekeeping closes it)."""
 
 
-def truncate_point(history: list[tuple[int, int]], epoch: int, max_offset: int) -> int:
-    """Where a log following ``epoch`` and ending at ``max_offset`` is cut before following the master:
-    the start of the first later epoch of ``history`` when the log reaches past it, else its end.
+def truncate_point(history: list[tuple[int, int]], epoch: int, max_offset: int) -> int | None:
+    """Where a log following ``epoch`` and ending at ``max_offset`` is cut before following the master
+    of the last epoch of ``history``: the start of the first later epoch when the log reaches past it,
+    else its end; None while that start is the last epoch's and not recorded yet.
+
+    An earlier epoch with no start had a master that never wrote (it takes writes only once its
+    start is recorded), so the next one decides. The current master's start is not known before it
+    reports it, and it is needed: this log may hold more of the last epoch than the new master, a
+    record that never became acknowledged, which the new master writes over.
 
     >>> truncate_point([(1, 0), (2, 1000)], 1, 1500)
     1000
+    >>> truncate_point([(1, 0), (2, -1)], 1, 1500) is None
+    True
     """
-    for e, start in history:
+    for i, (e, start) in enumerate(history):
         if e > epoch and start >= 0:
             return min(max_offset, start)
+        if e > epoch and i == len(history) - 1:
+            return None
     return max_offset
 
 
@@ -321,6 +333,16 @@ class ReplicaManager:
         history = [(int(e), int(s)) for e, s in view["history"]]
         end = self.store.get_max_phy_offset()
         point = truncate_point(history, self.epoch, end)
+        if point is None:
+            # the new master has not recorded its epoch start: where this log is cut is not known yet,
+            # and replicating on from here could place its records after a tail the master never had
+            if self.master_ha is not None:
+                log.info("master %s (replica %s, epoch %d) has not recorded its epoch start yet: following "
+                         "it once it has", view["masterAddr"], view["masterId"], target[0])
+            self._following = None
+            self.master_ha = None
+            self.ha_client.disconnect()
+            return
         dropped = self.store.truncate_to(point)
         if dropped:
             log.warning("dropped %d byte(s) of epoch %d at commitlog offsets %d..%d: never replicated to the "

@@ -198,6 +198,10 @@ class HAServer:
         store = self.store
         nxt = master_start_offset(slave_offset, store.get_max_phy_offset(), store.commit_log.file_size)
         log.info("sending the commitlog from %d (slave reported %d)", nxt, slave_offset)
+        if slave_offset > store.get_max_phy_offset():
+            # its log is not a prefix of this one (it should have been cut where this master's epoch starts)
+            log.warning("slave reported offset %d, past this master's end %d: it holds records this master "
+                        "never wrote", slave_offset, store.get_max_phy_offset())
         last = time.monotonic()
         while not read_task.done():
             self._data.clear()

@@ -21,7 +21,8 @@ Rules, which are what makes a failover lose nothing acknowledged:
 - A switchover names a live member of the set; it is an election with that winner.
 
 A replica cuts its log before following a master where the history says its epoch ended (the
-start of the next epoch): ``pyrocketmq.broker.ha.replica.truncate_point``.
+start of the next epoch), so it follows a new master only once that master's start is recorded:
+``pyrocketmq.broker.ha.replica.truncate_point``.
 """
 
 from __future__ import annotations

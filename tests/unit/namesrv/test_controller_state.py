@@ -128,7 +128,10 @@ def test_a_new_leader_counts_a_silence_from_the_last_heartbeat_it_heard_itself()
     ([(1, 0), (2, 300)], 1, 500, 300),   # a deposed master's unreplicated tail
     ([(1, 0), (2, 300)], 1, 200, 200),   # a slave behind: nothing to cut
     ([(1, 0), (2, 300), (3, 400)], 2, 450, 400),
-    ([(1, 0), (2, -1)], 1, 500, 500),    # the new master has not started writing
+    ([(1, 0), (2, -1)], 1, 500, None),   # the new master's start not recorded yet: wait for it
+    ([(1, 0), (2, -1)], 2, 500, 500),    # (following the master of its own epoch)
+    ([(1, 0), (2, -1), (3, 300)], 1, 500, 300),  # epoch 2's master never wrote
+    ([(1, 0), (2, -1), (3, -1)], 1, 500, None),
 ])
 def test_truncate_point(history, epoch, end, cut) -> None:
     assert truncate_point(history, epoch, end) == cut
