@@ -83,31 +83,42 @@ def _add_ns(p: argparse.ArgumentParser) -> None:
     )
     sec.add_argument("--tlsInsecure", dest="tls_insecure", action="store_true",
                      help="trust any server certificate (Apache's test mode)")
+    sec.add_argument("--tlsCert", dest="tls_cert", metavar="PEM",
+                     help="client certificate to present (a user of the servers' certificate users)")
+    sec.add_argument("--tlsKey", dest="tls_key", metavar="PEM", help="the client certificate's key")
     sec.add_argument(
         "--accessKey",
         "--access-key",
         dest="access_key",
         metavar="AK",
-        help="ACL account; the secret key comes from --secretKey or PYROCKETMQ_SECRET_KEY",
+        help="ACL account (default: PYROCKETMQ_ACCESS_KEY); the secret key comes from --secretKey or "
+        "PYROCKETMQ_SECRET_KEY",
     )
     sec.add_argument("--secretKey", "--secret-key", dest="secret_key", metavar="SK", help=argparse.SUPPRESS)
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
     """The client settings the security options ask for (name servers are passed separately)."""
+    cert, key = getattr(args, "tls_cert", None) or "", getattr(args, "tls_key", None) or ""
+    if bool(cert) != bool(key):
+        raise MQClientError("--tlsCert and --tlsKey go together: give both")
     tls = (
         getattr(args, "tls", False)
         or bool(getattr(args, "tls_ca", None))
         or getattr(args, "tls_insecure", False)
+        or bool(cert)
     )
-    access_key = getattr(args, "access_key", None) or ""
+    access_key = getattr(args, "access_key", None) or os.environ.get("PYROCKETMQ_ACCESS_KEY", "")
     secret_key = getattr(args, "secret_key", None) or os.environ.get("PYROCKETMQ_SECRET_KEY", "")
     if access_key and not secret_key:
         raise MQClientError("--accessKey needs a secret key: give --secretKey or set PYROCKETMQ_SECRET_KEY")
+    # as Apache's clients: the chain to the trusted CA is checked, not the host name (brokers are
+    # reached by the addresses they register, which their certificates rarely name)
     return ClientSettings(
         namesrv_addr=args.namesrv,
         tls=ClientTls(enabled=tls, trust_cert_path=getattr(args, "tls_ca", None) or "",
-                      verify=not getattr(args, "tls_insecure", False)),
+                      verify=not getattr(args, "tls_insecure", False), check_hostname=False,
+                      cert_path=cert, key_path=key),
         access_key=access_key, secret_key=secret_key,
     )
 

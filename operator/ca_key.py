@@ -8,8 +8,11 @@
 2. **Promote**, once every pod that mounts a managed certificate started after its Secret last
    changed and is Ready, every such Secret carries the new CA, and ``pyrocketmq.io/replace-key-grace-
    seconds`` (default :data:`DEFAULT_GRACE_SECONDS`) have passed: the new key becomes the CA's, every
-   certificate is issued again by it and the pods roll once more. The old CA certificate stays in the
-   bundle until it expires (remove it from ``ca-bundle.crt`` to stop trusting it sooner).
+   certificate is issued again by it and the pods roll once more.
+3. **Retire**, once every pod that mounts a managed certificate started after it was issued by the new
+   key and is Ready, and the grace period has passed again (clients holding certificates of the old
+   key restart meanwhile): the old CA certificate leaves the bundle, so nothing it signed is trusted
+   any more; the pods roll a last time with the bundle of the new key alone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .status import pod_ready
 REPLACE_KEY = "pyrocketmq.io/replace-key"
 GRACE = "pyrocketmq.io/replace-key-grace-seconds"
 PROMOTE_AFTER = "pyrocketmq.io/promote-after"
+RETIRE_AFTER = "pyrocketmq.io/retire-old-ca-after"
 ISSUED_AT = "pyrocketmq.io/issued-at"
 """On a certificate Secret: when the operator last wrote it (pods started before hold the old one)."""
 NEXT_CERT, NEXT_KEY = "next.crt", "next.key"
@@ -61,16 +65,19 @@ def waiting_for(
     carries_next: Mapping[str, bool],
     promote_after: str | None,
     now: datetime.datetime,
+    lag: str = "to trust the new CA",
 ) -> str | None:
-    """What the promotion still waits for (None: promote now). ``leaves``: the managed certificate
-    Secrets by name; ``carries_next``: whether each trusts the new CA already; ``pods``: the
-    operator's pods of the namespace."""
+    """What the promotion (or the retirement) still waits for (None: go ahead now). ``leaves``: the
+    managed certificate Secrets by name; ``carries_next``: whether each holds what the step needs
+    already (trusts the new CA; for retiring, a certificate of the new key); ``pods``: the operator's
+    pods of the namespace; ``promote_after``: the end of the grace period; ``lag``: what a Secret
+    that does not hold it yet waits for."""
     after = _parse(promote_after)
     if after is not None and now < after:
         return f"the grace period, until {promote_after}"
     lagging = sorted(name for name, ok in carries_next.items() if not ok)
     if lagging:
-        return f"Secrets {', '.join(lagging)} to trust the new CA"
+        return f"Secrets {', '.join(lagging)} {lag}"
     for pod in pods:
         name = str((pod.get("metadata") or {}).get("name"))
         started = _parse((pod.get("metadata") or {}).get("creationTimestamp"))

@@ -184,6 +184,18 @@ def bundle(pems: Iterable[str], now: datetime.datetime) -> str:
     return "".join(block for _, block in sorted(seen.values(), reverse=True))
 
 
+def with_key_of(pems: str, ca_cert_pem: str) -> str:
+    """The certificates of the bundle ``pems`` that carry the public key of ``ca_cert_pem`` (what a
+    finished key replacement keeps trusting: the current CA and its same-key renewals)."""
+
+    def public(pem: str) -> bytes:
+        key = x509.load_pem_x509_certificate(pem.encode()).public_key()
+        return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+    wanted = public(ca_cert_pem)
+    return "".join(block for block in _blocks(pems) if public(block) == wanted)
+
+
 def _blocks(pem: str) -> list[str]:
     end = "-----END CERTIFICATE-----"
     return [part.strip() + "\n" + end + "\n" for part in pem.split(end) if "BEGIN CERTIFICATE" in part]

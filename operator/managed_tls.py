@@ -4,7 +4,8 @@ the operator (see :mod:`.certs` for the rules).
 - ``pyrocketmq-cluster-ca`` issues the servers' certificates, ``pyrocketmq-clients-ca`` the client
   certificates of TLS Users (their common name is the user). Neither is owned: every managed resource
   of the namespace shares them. Keys: ``ca.crt`` (the current CA certificate), ``ca.key``,
-  ``ca-bundle.crt`` (every CA certificate still valid: what to trust). Renewed, with its key,
+  ``ca-bundle.crt`` (every CA certificate still valid: what to trust; a replaced key's leaves it at the
+  end of the replacement, see :mod:`.ca_key`). Renewed, with its key,
   ``CA_RENEWAL_DAYS`` before it expires or when annotated ``pyrocketmq.io/force-renew: "true"``.
 - ``<resource>-tls`` (owned by the NameServer or Broker, ``kubernetes.io/tls``): ``tls.crt``,
   ``tls.key``, ``ca.crt`` (the cluster bundle: what its clients and peers trust), ``clients-ca.crt``
@@ -151,6 +152,8 @@ async def _ensure_ca(ctx: Context, namespace: str, secret_name: str, kind: str) 
     annotations = (secret.get("metadata") or {}).get("annotations") or {}
     if _decoded(secret, ca_key.NEXT_KEY):
         return await _maybe_promote(ctx, secret, kind)
+    if annotations.get(ca_key.RETIRE_AFTER):
+        return await _maybe_retire(ctx, secret, kind)
     if annotations.get(ca_key.REPLACE_KEY) == "true":
         return await _start_key_replacement(ctx, secret, kind, ca_name)
     forced = _forced(secret)
@@ -237,10 +240,37 @@ async def _maybe_promote(ctx: Context, secret: Mapping[str, Any], kind: str) -> 
         return dict(secret)
     data = {"ca.crt": next_cert, "ca.key": _decoded(secret, ca_key.NEXT_KEY),
             "ca-bundle.crt": certs.bundle([next_cert, _decoded(secret, "ca-bundle.crt")], now)}  # fmt: skip
-    done = await _replace_ca_secret(ctx, secret, data, {k: v for k, v in annotations.items()
-                                                        if k != ca_key.PROMOTE_AFTER})  # fmt: skip
+    retire_after = ca_key.rfc3339(now + ca_key.grace(annotations))
+    kept = {k: v for k, v in annotations.items() if k != ca_key.PROMOTE_AFTER}
+    done = await _replace_ca_secret(ctx, secret, data, {**kept, ca_key.RETIRE_AFTER: retire_after})
     ctx.event("Normal", "CAKeyReplaced", f"{kind} CA: the new key issues the certificates from now on; "
-              "they are issued again and the pods roll")  # fmt: skip
+              f"they are issued again and the pods roll; the old CA is trusted until they have, not "
+              f"before {retire_after}")  # fmt: skip
+    return done
+
+
+async def _maybe_retire(ctx: Context, secret: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """Step 3 of :mod:`.ca_key`: the old CA leaves the bundle once every pod holds a certificate of
+    the new key."""
+    kube, namespace, now = ctx.kube, secret["metadata"]["namespace"], _now()
+    ca_cert = _decoded(secret, "ca.crt")
+    pods = await kube.list("v1", "Pod", namespace, {LABEL_NAME: "pyrocketmq"})
+    leaves = await _mounted_certificates(ctx, namespace, pods)
+    # the servers' certificates come from the cluster CA; the clients CA's are the Users' (not theirs)
+    carries = {n: certs.signed_by(_decoded(s, "tls.crt"), ca_cert) for n, s in leaves.items()
+               if kind == "cluster"}  # fmt: skip
+    annotations = (secret.get("metadata") or {}).get("annotations") or {}
+    waiting = ca_key.waiting_for(pods, leaves, carries, annotations.get(ca_key.RETIRE_AFTER), now,
+                                 "to hold a certificate of the new key")  # fmt: skip
+    if waiting is not None:
+        ctx.log.info("%s CA: retiring the old key waits for %s", kind, waiting)
+        return dict(secret)
+    data = {k: _decoded(secret, k) for k in ("ca.crt", "ca.key")}
+    data["ca-bundle.crt"] = certs.with_key_of(_decoded(secret, "ca-bundle.crt"), ca_cert)
+    done = await _replace_ca_secret(ctx, secret, data, {k: v for k, v in annotations.items()
+                                                        if k != ca_key.RETIRE_AFTER})  # fmt: skip
+    ctx.event("Normal", "CAOldKeyRetired", f"{kind} CA: the old key's CA certificate is trusted no more; "
+              "the pods roll with the new bundle")  # fmt: skip
     return done
 
 

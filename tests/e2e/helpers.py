@@ -239,31 +239,21 @@ def pod_ip(kube: KubeCluster, ns: str, name: str) -> str:
 
 
 def run_pod(
-    kube: KubeCluster, ns: str, image: str, args: list[str], *, name: str = "", timeout: float = 180
+    kube: KubeCluster, ns: str, image: str, args: list[str], *, name: str = "", timeout: float = 180,
+    env: list[dict[str, Any]] | None = None, secret_mount: tuple[str, str] | None = None,
 ) -> tuple[str, str]:
-    """Run ``args`` in a one-off pod of ``image``; return (phase, logs) once it has finished."""
+    """Run ``args`` in a one-off pod of ``image``; return (phase, logs) once it has finished.
+    ``env``: the container's environment; ``secret_mount``: (Secret, path) mounted read-only, as an
+    application mounts its credentials."""
     name = name or f"run-{secrets.token_hex(3)}"
-    kube.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": image,
-                        "imagePullPolicy": "Never",
-                        "args": args,
-                        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
-                    }
-                ],
-            },
-        },
-        "-n",
-        ns,
-    )
+    container: dict[str, Any] = {"name": "main", "image": image, "imagePullPolicy": "Never", "args": args,
+                                 "env": env or [],
+                                 "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}}}  # fmt: skip
+    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
+    if secret_mount is not None:
+        spec["volumes"] = [{"name": "credentials", "secret": {"secretName": secret_mount[0]}}]
+        container["volumeMounts"] = [{"name": "credentials", "mountPath": secret_mount[1], "readOnly": True}]
+    kube.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}, "-n", ns)
     deadline = time.monotonic() + timeout
     phase = ""
     while time.monotonic() < deadline:

@@ -2,7 +2,9 @@
 (2 groups) with ACL 2.0 serving TLS with certificates issued from the namespace's cluster CA, and a
 TLS User whose client certificate, from the clients' CA, is its only credential. A forced CA renewal
 issues every server certificate again and rolls the pods one at a time while that user's client,
-trusting only the first CA certificate, sends throughout: no send fails."""
+trusting only the first CA certificate, sends throughout: no send fails. A replaced CA key: trusted
+first, issuing next, the old one retired last, every step a roll with no failed send. An application
+pod mounting the User's Secret, the unmodified Java 4.x client and the official 5.x client over TLS."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from tests.e2e.helpers import (
     pod_ip,
     pod_ready,
     pods,
+    run_pod,
     topic_cr,
     try_send,
     wait_ready,
@@ -66,10 +69,23 @@ def _user_client(kube: KubeCluster, ns: str, secret: str, folder: Path, trust: P
     return ClientSettings(tls=tls, request_timeout=5, connect_timeout=3)
 
 
-def _official_5x_client_with_credentials_over_tls(kube: KubeCluster, ns: str, topic: str, tmp: Path) -> None:
-    """The official Java 5.x client from the node on a broker pod's gRPC port (spec.grpc), over TLS
-    with a secretKey User's credentials: it sends and receives where the user's ACL allows; with a
-    wrong password it is refused."""
+def _app_pod_with_the_users_certificate(kube: KubeCluster, ns: str, image: str, topic: str) -> None:
+    """An application pod mounting the TLS User's Secret: its certificate is the pod's only credential."""
+    mount = "/etc/rocketmq-user"
+    produce = ["pyrocketmq", "produce", "-n", f"tlsns.{ns}.svc:9876", "-t", topic, "-c", "10", "--body",
+               "from-the-app-pod", "-q", "--tlsTrustCert", f"{mount}/ca.crt", "--tlsCert", f"{mount}/tls.crt",
+               "--tlsKey", f"{mount}/tls.key"]  # fmt: skip
+    phase, logs = run_pod(kube, ns, image, produce, name="app-producer", secret_mount=("app-cert", mount))
+    assert phase == "Succeeded" and "sent 10 message(s)" in logs, logs
+    print("an application pod mounting Secret app-cert sent 10 messages as user app (its certificate)")
+
+
+def _java_clients_with_credentials_over_tls(kube: KubeCluster, ns: str, namesrv: str, topic: str,
+                                            tmp: Path) -> None:
+    """The unmodified Java 4.x client (ACL signing, TLS checking the servers' chain) through the name
+    servers' Service, and the official Java 5.x client on a broker pod's gRPC port (spec.grpc), both
+    over TLS with a secretKey User's credentials: they send (and the 5.x client receives) where the
+    user's ACL allows; with a wrong password they are refused."""
     group = f"G5_{secrets.token_hex(3)}"
     kube.apply(group_cr("g5", group, "tlsbr"), "-n", ns)
     acl = [{"resources": [f"Topic:{topic}", f"Group:{group}"], "actions": ["Pub", "Sub"]}]
@@ -77,16 +93,29 @@ def _official_5x_client_with_credentials_over_tls(kube: KubeCluster, ns: str, to
                 "spec": {"clusterRef": {"name": "tlsbr"}, "acl": acl}}, "-n", ns)  # fmt: skip
     wait_ready(kube, "consumergroup", "g5", ns, timeout=90)
     wait_ready(kube, "user", "app5", ns, timeout=120)
+    password = _secret_text(kube, ns, "app5", "password")
+    trust = tmp / "java-trust.crt"
+    trust.write_text(_secret_text(kube, ns, "tlsbr-tls", "ca.crt"))
+    java4 = JavaPrograms(maven.resolve(maven.CLIENT), log_dir=tmp / "java4")
+    app4 = {"tls.enable": "true", "tls.test.mode.enable": "false", "tls.client.authServer": "true",
+            "tls.client.trustCertPath": str(trust), "acl.accessKey": "app5", "acl.secretKey": password}
+    sent4 = java4.run("ProducerScenario", [namesrv, topic, 3, "sync", "pg_app5"], timeout=120,
+                      jvm_props=app4).json()  # fmt: skip
+    assert sent4["errors"] == 0, [s.get("error") for s in sent4["sent"] if "error" in s][:2]
+    wrong4 = java4.run("ProducerScenario", [namesrv, topic, 1, "sync", "pg_app5"], timeout=120,
+                       jvm_props={**app4, "acl.secretKey": "not-the-password"}).json()  # fmt: skip
+    assert wrong4["errors"] == 1, wrong4
+    print("unmodified Java 4.x client over TLS (server chain checked) signing as user app5: 3 sent; "
+          "a wrong password refused")
     java5 = JavaPrograms(maven.resolve(maven.CLIENT5), log_dir=tmp / "java5",
                          sources=JAVA_SOURCES.with_name("java5"))  # fmt: skip
     java5.compile()
     endpoint = f"{pod_ip(kube, ns, 'tlsbr-0-0')}:8081"
-    password = _secret_text(kube, ns, "app5", "password")
     app5 = {"tls": "true", "acl.accessKey": "app5", "acl.secretKey": password}
     sent = java5.run("Producer5Scenario", [endpoint, topic, "normal", 3], timeout=120, jvm_props=app5).json()
     assert sent["errors"] == [] and len(sent["sent"]) == 3, sent
-    # 4: these 3 and the probe the user's client sent before
-    got = java5.run("Consumer5Scenario", [endpoint, topic, group, "simple", 4, 30], timeout=120,
+    # these 3, the probe the user's client sent before, the application pod's 10 and the Java 4.x client's 3
+    got = java5.run("Consumer5Scenario", [endpoint, topic, group, "simple", 17, 30], timeout=120,
                     jvm_props=app5).json()  # fmt: skip
     assert {s["messageId"] for s in sent["sent"]} <= {d["messageId"] for d in got["deliveries"]}, got
     wrong = java5.run("Producer5Scenario", [endpoint, topic, "normal", 1], timeout=120,
@@ -97,7 +126,7 @@ def _official_5x_client_with_credentials_over_tls(kube: KubeCluster, ns: str, to
 
 
 @pytest.mark.timeout(1500)
-def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_cluster, ns, tmp_path):
+def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_cluster, images, ns, tmp_path):
     """spec.tls.managed: the operator's CAs, server certificates and a TLS User's client certificate;
     a forced CA renewal re-issues every server certificate and rolls the pods while the user's client,
     which trusts only the first CA certificate, sends throughout: no send fails."""
@@ -143,7 +172,8 @@ def test_managed_certificates_renewed_and_rotated_while_a_client_sends(node_clus
     assert "username cannot be null" in try_send(namesrv, topic, nobody)  # no certificate, no signature
     assert "no permission" in try_send(namesrv, other, client).lower()  # the user's ACL holds
     assert try_send(namesrv, topic, client) == "sent"
-    _official_5x_client_with_credentials_over_tls(kube, ns, topic, tmp_path)
+    _app_pod_with_the_users_certificate(kube, ns, images.project, topic)
+    _java_clients_with_credentials_over_tls(kube, ns, namesrv, topic, tmp_path)
     server_pods = ["tlsns-0", "tlsns-1", "tlsbr-0-0", "tlsbr-1-0"]
     before = _uids(kube, ns, server_pods)
     with Sender(namesrv, topic, pause=0.05, client=client) as sender:
@@ -203,9 +233,21 @@ def _key_replaced_while_sending(kube: KubeCluster, ns: str, namesrv: str, topic:
                         600, "every server pod replaced again and Ready", interval=2)  # fmt: skip
         wait_ready(kube, "broker", "tlsbr", ns, timeout=180)
         new_client.wait_for(len(new_client.acked) + 20)
+        # 3. the old CA leaves every bundle once every pod holds a certificate of the new key
+        reissued = _uids(kube, ns, server_pods)
+        kube.wait_until(lambda: _secret_text(kube, ns, CA_SECRET, "ca-bundle.crt") == next_ca, 300,
+                        "the old CA retired", interval=2)  # fmt: skip
+        kube.wait_until(lambda: all(u and u != reissued[n] for n, u in _uids(kube, ns, server_pods).items()),
+                        600, "every server pod replaced a third time and Ready", interval=2)  # fmt: skip
+        wait_ready(kube, "broker", "tlsbr", ns, timeout=180)
+        new_client.wait_for(len(new_client.acked) + 20)
     finally:
         new_client.__exit__()
     assert old_client.failures == [] and new_client.failures == [], (old_client.failures[:3],
                                                                      new_client.failures[:3])  # fmt: skip
-    print(f"CA key replaced, 4 server pods rolled twice: {len(old_client.acked)} sends trusting the old CA, "
-          f"then {len(new_client.acked)} trusting the bundle, none failed")
+    for leaf in ("tlsns-tls", "tlsbr-tls", "app-cert"):
+        assert _secret_text(kube, ns, leaf, "ca.crt") == next_ca, leaf
+    retired = _user_client(kube, ns, "app-cert", tmp / "retired", first_trust)
+    assert try_send(namesrv, topic, retired) != "sent"  # what trusts only the old CA gets nowhere
+    print(f"CA key replaced, 4 server pods rolled three times: {len(old_client.acked)} sends trusting the "
+          f"old CA, then {len(new_client.acked)} trusting the bundle, none failed; the old CA retired")

@@ -1,17 +1,20 @@
 """ACL 2.0 users from resources on real pods: a NameServer and a Broker (master + slave) with
 spec.auth and User resources whose passwords the operator generates into Secrets; their ACLs on master,
 slave and name server; Python and the unmodified Java client in where allowed and out elsewhere
-(deny, source addresses); edits applied live; users nobody declares pruned; a deleted User gone."""
+(deny, source addresses); an application pod with its credentials from its User's Secret; edits
+applied live; users nobody declares pruned; a deleted User gone."""
 
 from __future__ import annotations
 
 import base64
 import secrets
+import time
 import urllib.request
 from collections.abc import Callable
 
 import pytest
 
+from localkube import config as lk_config
 from pyrocketmq.client import ClientSettings, Message, SyncAdmin, SyncProducer, SyncPullConsumer
 from pyrocketmq.client.errors import MQBrokerError, MQClientError, MQError
 from pyrocketmq.remoting.body import SubscriptionGroupConfig
@@ -25,6 +28,7 @@ from tests.e2e.helpers import (
     namespace_fixture,
     pod_ip,
     pods,
+    run_pod,
     topic_cr,
     try_send,
     wait_ready,
@@ -79,7 +83,38 @@ def _deploy(kube: KubeCluster, ns: str) -> tuple[str, str, str, str]:
     kube.apply(_user_cr("bob", [{"resources": [f"Topic:{orders}"], "actions": ["Pub"],
                                  "sourceIps": ["192.0.2.0/24"]}]), "-n", ns)  # fmt: skip
     kube.apply(_user_cr("carol", CAROL_ACL), "-n", ns)
+    pod_networks = sorted(lk_config.node_named(n["metadata"]["name"]).pod_cidr
+                          for n in kube.get("nodes")["items"])  # fmt: skip
+    kube.apply(_user_cr("dave", [{"resources": [f"Topic:{orders}", f"Group:{APP_GROUP}"],
+                                  "actions": ["Pub", "Sub", "Get"], "sourceIps": pod_networks}]), "-n", ns)
     return root_pw, orders, other, group
+
+
+APP_GROUP = "GID_APP"
+"""dave's group: his application pod consumes with it."""
+
+
+def _app_pod_as_dave(kube: KubeCluster, ns: str, image: str, namesrv: str, topic: str) -> None:
+    """dave may publish and subscribe from the pod network only: refused from the node, while his
+    application pod, whose credentials come from his Secret, produces and consumes."""
+    started = time.monotonic()
+    dave = _acl2_client(_password(kube, ns, "dave"), "dave")
+    assert "no permission" in try_send(namesrv, topic, dave).lower()  # the node is outside his networks
+    env = [{"name": f"PYROCKETMQ_{var}", "valueFrom": {"secretKeyRef": {"name": "dave", "key": key}}}
+           for var, key in (("ACCESS_KEY", "username"), ("SECRET_KEY", "password"))]  # fmt: skip
+    in_cluster = f"plain.{ns}.svc:9876"
+    produce = ["pyrocketmq", "produce", "-n", in_cluster, "-t", topic, "-c", "20", "--body", "from-daves-pod",
+               "-q"]  # fmt: skip
+    phase, logs = run_pod(kube, ns, image, produce, name="dave-producer", env=env)
+    assert phase == "Succeeded" and "sent 20 message(s)" in logs, logs
+    phase, logs = run_pod(kube, ns, image, ["pyrocketmq", "consume", "-n", in_cluster, "-t", topic, "-g",
+                                            APP_GROUP, "--from-beginning", "--timeout", "10"],
+                          name="dave-consumer", env=env)  # fmt: skip
+    assert phase == "Succeeded" and logs.count("from-daves-pod") == 20, logs[-2000:]
+    took = time.monotonic() - started
+    assert took < 180, took
+    print(f"dave's application pod (credentials from Secret dave, source rule: the pod networks) "
+          f"sent and read 20 messages, {took:.0f} s after his User was Ready; refused from the node")
 
 
 CAROL_ACL = [
@@ -155,7 +190,7 @@ def _every_action_both_ways(kube: KubeCluster, ns: str, namesrv: str, master: st
 
 
 @pytest.mark.timeout(900)
-def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, ns, tmp_path):
+def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, images, ns, tmp_path):
     """ACL 2.0 from resources: a Broker with spec.auth, Users whose passwords the operator generates
     into Secrets, their ACLs on master and slave, applied live, pruned and deleted."""
     kube = node_cluster
@@ -202,6 +237,9 @@ def test_users_and_their_acls_from_user_resources_on_pods(node_cluster, ns, tmp_
     refused_java = java.run("ProducerScenario", [namesrv, other, 1, "sync", "pg_alice"], timeout=120,
                             jvm_props=as_alice).json()  # fmt: skip
     assert refused_java["errors"] == 1
+
+    wait_ready(kube, "user", "dave", ns, timeout=60)
+    _app_pod_as_dave(kube, ns, images.project, namesrv, orders)
 
     # bob may publish only from 192.0.2.0/24; the rule edited away applies live, no pod replaced.
     assert "no permission" in try_send(namesrv, orders, _acl2_client(bob_pw, "bob")).lower()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 
 import pytest
 
 from pyrocketmq.client import cli, cli_common
-from pyrocketmq.client.errors import MQBrokerError, MQConnectionError
+from pyrocketmq.client.errors import MQBrokerError, MQClientError, MQConnectionError
 
 
 def run(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
@@ -157,3 +158,27 @@ def test_a_reader_that_goes_away_stops_the_cli_quietly(monkeypatch) -> None:
     err = io.StringIO()
     assert cli.main(["admin", "topicList", "-n", "127.0.0.1:9876"], stdout=ClosedPipe(), stderr=err) == 141
     assert err.getvalue() == ""
+
+
+def _security(argv: list[str]):
+    parser = argparse.ArgumentParser()
+    cli_common._add_ns(parser)
+    return cli_common.client_settings(parser.parse_args(["-n", "x:1", *argv]))
+
+
+def test_credentials_from_the_environment_as_an_application_pod_mounts_them(monkeypatch):
+    monkeypatch.setenv("PYROCKETMQ_ACCESS_KEY", "alice")
+    monkeypatch.setenv("PYROCKETMQ_SECRET_KEY", "s3cret")
+    assert (_security([]).access_key, _security([]).secret_key) == ("alice", "s3cret")
+    assert _security(["--accessKey", "bob"]).access_key == "bob"  # the option wins
+    monkeypatch.delenv("PYROCKETMQ_SECRET_KEY")
+    with pytest.raises(MQClientError, match="needs a secret key"):
+        _security([])
+
+
+def test_a_client_certificate_turns_tls_on_and_needs_its_key():
+    tls = _security(["--tlsTrustCert", "ca.crt", "--tlsCert", "tls.crt", "--tlsKey", "tls.key"]).tls
+    assert (tls.enabled, tls.verify, tls.check_hostname) == (True, True, False)
+    assert (tls.trust_cert_path, tls.cert_path, tls.key_path) == ("ca.crt", "tls.crt", "tls.key")
+    with pytest.raises(MQClientError, match="--tlsCert and --tlsKey go together"):
+        _security(["--tlsCert", "tls.crt"])

@@ -197,7 +197,7 @@ def _pod(name: str, secret: str, created: str, ready: bool = True) -> dict:
             "status": {"conditions": [{"type": "Ready", "status": str(ready)}]}}  # fmt: skip
 
 
-def test_a_ca_key_is_replaced_in_two_steps_never_issuing_what_a_pod_does_not_trust():
+def test_a_ca_key_is_replaced_in_three_steps_never_issuing_or_retiring_what_a_pod_needs():
     kube = FakeKube()
     names = body("NameServer", "names", replicas=1, tls={"managed": True})
     run(kube, names)
@@ -229,8 +229,18 @@ def test_a_ca_key_is_replaced_in_two_steps_never_issuing_what_a_pod_does_not_tru
     assert ca_key.NEXT_KEY not in kube.objects[("Secret", "prod", CA_SECRET)]["data"]
     leaf = _data(kube, "names-tls", "tls.crt")
     assert leaf != old_leaf and certs.signed_by(leaf, new_ca) and not certs.signed_by(leaf, old_ca)
-    assert old_ca in _data(kube, "names-tls", "ca.crt")  # still trusted until it expires
+    assert old_ca in _data(kube, "names-tls", "ca.crt")  # still trusted while the pods roll
     assert {"CAKeyReplaced", "CertificateIssued"} <= {e[1] for e in events}
+    # 3. once the pod restarted with a certificate of the new key, the old CA is trusted no more
+    kube.objects[("Pod", "prod", "names-0")] = _pod("names-0", "names-tls", "2020-01-01T00:00:00Z")
+    run(kube, names)
+    assert old_ca in _data(kube, CA_SECRET, "ca-bundle.crt")  # the pod holds the old key's still
+    kube.objects[("Pod", "prod", "names-0")] = _pod("names-0", "names-tls", "2099-01-02T00:00:00Z")
+    events = run(kube, names)
+    assert _data(kube, CA_SECRET, "ca-bundle.crt") == new_ca and _data(kube, "names-tls", "ca.crt") == new_ca
+    assert certs.signed_by(_data(kube, "names-tls", "tls.crt"), new_ca)
+    assert ca_key.RETIRE_AFTER not in kube.objects[("Secret", "prod", CA_SECRET)]["metadata"]["annotations"]
+    assert "CAOldKeyRetired" in {e[1] for e in events}
 
 
 def test_the_promotion_waits_for_the_grace_period_every_secret_and_every_pod():
@@ -243,3 +253,12 @@ def test_the_promotion_waits_for_the_grace_period_every_secret_and_every_pod():
     assert "pod a-1" in ca_key.waiting_for([fresh, stale], leaves, {"a-tls": True}, None, now)
     other = _pod("x-0", "unrelated", "2020-01-01T00:00:00Z")  # mounts no managed certificate
     assert ca_key.waiting_for([fresh, other], leaves, {"a-tls": True}, "2026-11-29T11:30:00Z", now) is None
+
+
+def test_a_retired_key_leaves_the_bundle_with_its_certificates_only():
+    old, old_key = certs.new_ca("pyrocketmq cluster CA prod", NOW, 100)
+    renewed, _ = certs.new_ca("pyrocketmq cluster CA prod", NOW + datetime.timedelta(days=1), 100, old_key)
+    new, _ = certs.new_ca("pyrocketmq cluster CA prod", NOW, 100)
+    both = certs.bundle([new, renewed, old], NOW)
+    assert certs.with_key_of(both, new) == new
+    assert sorted(certs.with_key_of(both, old).split("-----END")) == sorted((renewed + old).split("-----END"))
