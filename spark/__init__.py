@@ -14,7 +14,8 @@ Example::
 Importing this package does not import PySpark: the pure parts (:mod:`.options`, :mod:`.offsets`,
 :mod:`.planning`, :mod:`.rows`, :mod:`.submit`) work without it; :func:`register` and
 :class:`RocketMQDataSource` need ``pip install 'pyrocketmq-k8s[spark]'``. Modules:
-:mod:`.source` (the data source), :mod:`.broker_client` (pulls, offsets and sends through
+:mod:`.source` (the data source; :func:`offsets_behind_latest` turns a query's progress into the
+Kafka source's lag numbers), :mod:`.broker_client` (pulls, offsets and sends through
 :mod:`pyrocketmq.client`), :mod:`.pipelines` (runnable jobs), :mod:`.submit` (``spark-submit``
 arguments for Kubernetes).
 """
@@ -23,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .offsets import DataLossError
+from .offsets import DataLossError, offsets_behind_latest
 
-__all__ = ["DataLossError", "RocketMQDataSource", "register"]
+__all__ = ["DataLossError", "RocketMQDataSource", "offsets_behind_latest", "register"]
 
 FORMAT = "pyrocketmq"
 

@@ -2,8 +2,9 @@
 
 No Spark imports: the driver-side reader, the executor tasks and the writer call these.
 
-- :class:`QueueDirectory` (driver): the queues of the topics, their min / max offsets, offsets
-  by timestamp, the group's committed offsets, and commits (UPDATE_CONSUMER_OFFSET).
+- :class:`QueueDirectory` (driver): the topics (named, or those matching ``subscribePattern``
+  on the name servers), their queues, min / max offsets, offsets by timestamp, the group's
+  committed offsets, and commits (UPDATE_CONSUMER_OFFSET).
 - :func:`read_range` (executors): the messages of one :class:`~.planning.QueueRange`, pulled in
   order with plain (non-suspended) pulls; offsets below the queue's min are data loss.
 - :func:`send_messages` (executors): send with a bounded number of sends in flight.
@@ -26,11 +27,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import TypeVar
 
 from pyrocketmq.client import (
+    Admin,
     ClientSettings,
     Message,
     MQBrokerError,
@@ -51,7 +53,7 @@ from pyrocketmq.remoting.code import ResponseCode
 from pyrocketmq.remoting.message import MessageExt
 
 from .offsets import DataLossError, Loss, Offsets, data_loss_error
-from .options import SinkOptions, SourceOptions
+from .options import SinkOptions, SourceOptions, match_topics
 from .planning import QueueRange
 
 log = logging.getLogger("pyrocketmq.spark")
@@ -168,15 +170,33 @@ class QueueDirectory:
             self._queues_at = now
         return list(self._queues)
 
+    async def _topics(self) -> list[str]:
+        """The ``topic`` option's topics, or the topics the name servers know now that match
+        ``subscribePattern`` (one topic list and one cluster info request)."""
+        if self.opts.topic_pattern is None:
+            return list(self.opts.topics)
+        settings = _client_settings(self.opts.name_server, self.opts.request_timeout_ms)
+        async with Admin(self.opts.name_server, settings) as admin:
+            known = await admin.topic_list()
+            info = await admin.cluster_info()
+        reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
+        for names in info.cluster_addr_table.values():
+            reserved |= set(names)
+        return match_topics(self.opts.topic_pattern, known, reserved)
+
     def _fetch_queues(self) -> list[MessageQueue]:
+        pattern = self.opts.topic_pattern
+
         async def all_queues() -> list[MessageQueue]:
             out: list[MessageQueue] = []
-            for topic in self.opts.topics:
+            for topic in await self._topics():
                 try:
                     out.extend(await self.consumer.fetch_queues(topic))
                 except MQBrokerError as e:
                     if e.code != ResponseCode.TOPIC_NOT_EXIST:
                         raise
+                    if pattern is not None:  # listed a moment ago, deleted since: not there any more
+                        continue
                     raise TopicNotFoundError(
                         ResponseCode.TOPIC_NOT_EXIST,
                         f"topic {topic!r} is not known to name server {self.opts.name_server}",
@@ -217,12 +237,12 @@ class QueueDirectory:
         """The group's committed offsets (-1 where none is stored)."""
         return self._call(_gather_map(queues, self.consumer.committed))
 
-    def offsets_for_time(self, queues: Iterable[MessageQueue], timestamp_ms: int) -> Offsets:
-        """Per queue, the first offset whose message was stored at or after ``timestamp_ms``
-        (the queue's max offset when every message is older)."""
+    def offsets_for_time(self, times: Mapping[MessageQueue, int]) -> Offsets:
+        """Per queue, the first offset whose message was stored at or after the queue's time in
+        ``times`` (ms; the queue's max offset when every message is older)."""
 
         async def one(mq: MessageQueue) -> int:
-            consumer = self.consumer
+            consumer, timestamp_ms = self.consumer, times[mq]
             lo, hi = await consumer.min_offset(mq), await consumer.max_offset(mq)
             if hi <= lo:
                 return hi
@@ -236,7 +256,7 @@ class QueueDirectory:
                 off = got.messages[0].queue_offset + 1
             return off
 
-        return self._call(_gather_map(queues, one))
+        return self._call(_gather_map(times, one))
 
     def commit(self, offsets: Offsets) -> None:
         """Store ``offsets`` as the group's consumer offsets and wait for the brokers."""

@@ -48,7 +48,7 @@ class DataLossError(MQError):
 
 
 class OffsetOptionError(MQClientError):
-    """A ``startingOffsets`` / ``endingOffsets`` / ``startingTimestamp`` value cannot be used."""
+    """A ``startingOffsets`` / ``endingOffsets`` / ``*OffsetsByTimestamp`` value cannot be used."""
 
 
 def encode_offsets(offsets: Mapping[MessageQueue, int]) -> OffsetJson:
@@ -156,6 +156,28 @@ def parse_offset_spec(
         f"{what}={raw!r} is not understood: use {words} or JSON like "
         '{"TopicA": {"broker-a": {"0": 42}}} (-2 = earliest, -1 = latest)'
     )
+
+
+def parse_timestamps(text: str, what: str) -> Offsets:
+    """A ``*OffsetsByTimestamp`` value: the offset JSON's shape with ms since the epoch for offsets.
+
+    >>> parse_timestamps('{"T": {"b": {"0": 1700000000000}}}', "startingOffsetsByTimestamp")
+    {MessageQueue(topic='T', broker_name='b', queue_id=0): 1700000000000}
+    """
+    example = '{"TopicA": {"broker-a": {"0": 1700000000000}}}'
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise OffsetOptionError(f"{what} is not valid JSON ({e}): use JSON like {example}") from None
+    table = decode_offsets(doc, what) if isinstance(doc, Mapping) else None
+    if table is None:
+        raise OffsetOptionError(f"{what} must be a JSON object like {example} (ms since the epoch)")
+    for mq, ms in table.items():
+        if ms < 0:
+            raise OffsetOptionError(
+                f"{what}: {mq.topic}/{mq.broker_name}/{mq.queue_id} has {ms}; give ms since the epoch (>= 0)"
+            )
+    return table
 
 
 def resolve(
@@ -280,3 +302,35 @@ def reset_error(resets: list[Loss]) -> DataLossError:
 def forward(start: Mapping[MessageQueue, int], floor: Mapping[MessageQueue, int]) -> Offsets:
     """``start`` with every queue moved up to ``floor`` where it is below (skipping lost data)."""
     return {mq: max(off, floor.get(mq, off)) for mq, off in start.items()}
+
+
+def offsets_behind_latest(source_progress: Mapping[str, object]) -> dict[str, str]:
+    """The Kafka source's ``minOffsetsBehindLatest`` / ``maxOffsetsBehindLatest`` /
+    ``avgOffsetsBehindLatest``, computed from one entry of a progress's ``sources``.
+
+    PySpark's Python stream readers cannot add metrics to ``sources[].metrics``; the progress
+    does carry ``endOffset`` (what the batch read up to) and ``latestOffset`` (each queue's max
+    offset when the batch was planned), and the numbers follow from them: per queue of
+    ``latestOffset``, latest minus end. Empty when the progress has no ``latestOffset`` yet.
+
+    Example::
+
+        offsets_behind_latest(query.lastProgress["sources"][0])
+        # {'minOffsetsBehindLatest': '0', 'maxOffsetsBehindLatest': '12', 'avgOffsetsBehindLatest': '3.0'}
+    """
+
+    def table(key: str) -> Offsets:
+        value = source_progress.get(key)
+        if isinstance(value, str):
+            value = json.loads(value) if value.strip().startswith("{") else None
+        return decode_offsets(value, key) if isinstance(value, Mapping) else {}
+
+    latest, end = table("latestOffset"), table("endOffset")
+    behind = [off - end.get(mq, 0) for mq, off in latest.items()]
+    if not behind:
+        return {}
+    return {
+        "minOffsetsBehindLatest": str(min(behind)),
+        "maxOffsetsBehindLatest": str(max(behind)),
+        "avgOffsetsBehindLatest": str(sum(behind) / len(behind)),
+    }

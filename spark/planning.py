@@ -8,6 +8,9 @@ Pure: no Spark, no sockets.
   ``latestOffset(start, ReadMaxRows(n))``): it splits a budget of ``n`` offsets over the queues in
   proportion to their backlog, so no queue starves. Each consume-queue offset is one message, so a
   batch never holds more than ``n`` rows (fewer when a tag filter drops some).
+- :func:`wait_for_more` is the rule behind ``minOffsetsPerTrigger`` / ``maxTriggerDelay`` (the
+  Kafka source's): hold the next batch back while fewer offsets than the minimum are new, until
+  the delay has passed since the last batch.
 
 Invariants: ``start <= admit(...) <= latest`` for every queue; the admitted total is
 ``min(n, backlog)``; the split depends only on its inputs (replaying a batch plans it again the
@@ -122,3 +125,18 @@ def admit(start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int],
         if mq not in out:
             out[mq] = (new_queue_start or {}).get(mq, latest[mq])
     return dict(sorted(out.items()))
+
+
+def wait_for_more(available: int, min_records: int | None, waited_ms: float, max_delay_ms: int) -> bool:
+    """Whether to hold the next micro-batch back: ``available`` new offsets are fewer than
+    ``min_records`` and only ``waited_ms`` of ``max_delay_ms`` passed since the last batch (or the
+    query's start). (With nothing new, not waiting still makes no batch: the end is the start.)
+
+    >>> wait_for_more(3, 10, 500, 2000), wait_for_more(3, 10, 2000, 2000), wait_for_more(10, 10, 0, 2000)
+    (True, False, False)
+    >>> wait_for_more(3, None, 0, 2000)
+    False
+    """
+    if min_records is None or available >= min_records:
+        return False
+    return waited_ms < max_delay_ms

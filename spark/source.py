@@ -26,6 +26,7 @@ Writes are at-least-once (see :mod:`.rows` for the de-duplication key).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -67,8 +68,8 @@ from .offsets import (
     reset_error,
     resolve,
 )
-from .options import SinkOptions, SourceOptions
-from .planning import QueueRange, admit, backlog, plan_ranges
+from .options import SinkOptions, SourceOptions, queue_times
+from .planning import QueueRange, admit, backlog, plan_ranges, wait_for_more
 from .rows import SCHEMA_DDL, check_writer_columns, dedup_key, message_to_row, row_to_message
 
 log = logging.getLogger("pyrocketmq.spark")
@@ -85,21 +86,42 @@ class RangePartition(InputPartition):
         super().__init__(value)
 
 
-def _rows(opts: SourceOptions, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-    r: QueueRange = partition.value
+def _rows(opts: SourceOptions, partition: InputPartition | None) -> Iterator[tuple[Any, ...]]:
+    # A batch read with no ranges still runs one task; PySpark hands it no partition.
+    r: QueueRange | None = getattr(partition, "value", None)
+    if r is None:
+        return
     for msg in read_range(opts, r):
         yield message_to_row(msg, r.broker_name)
 
 
 def starting_offsets(directory: QueueDirectory, queues: list[MessageQueue]) -> Offsets:
-    """Where a new query (or a batch read) starts, per ``startingTimestamp`` / ``startingOffsets``."""
+    """Where a new query (or a batch read) starts: ``startingTimestamp`` for every queue, else
+    ``startingOffsetsByTimestamp`` for the queues it names and ``startingOffsets`` for the rest."""
     opts = directory.opts
-    if opts.starting_timestamp_ms is not None:
-        return directory.offsets_for_time(queues, opts.starting_timestamp_ms)
+    times = queue_times(queues, opts.starting_timestamp_ms, opts.starting_timestamps)
+    if len(times) == len(queues):
+        return directory.offsets_for_time(times)
     mins, maxs = directory.bounds(queues)
     committed = directory.committed(queues) if opts.starting.kind is OffsetKind.GROUP else None
     start = resolve(queues, opts.starting, min_offsets=mins, max_offsets=maxs, committed=committed)
+    start.update(directory.offsets_for_time(times) if times else {})
     return _check_losses(opts, start, mins)
+
+
+def ending_offsets(directory: QueueDirectory, queues: list[MessageQueue], start: Offsets) -> Offsets:
+    """Where a batch read ends (exclusive): ``endingTimestamp`` for every queue, else
+    ``endingOffsetsByTimestamp`` for the queues it names and ``endingOffsets`` for the rest; never
+    before ``start``."""
+    opts = directory.opts
+    times = queue_times(queues, opts.ending_timestamp_ms, opts.ending_timestamps)
+    if len(times) == len(queues):
+        end = directory.offsets_for_time(times)
+    else:
+        maxs = directory.bounds(queues)[1]
+        end = resolve(queues, opts.ending, min_offsets=start, max_offsets=maxs, fallback=OffsetKind.LATEST)
+        end.update(directory.offsets_for_time(times) if times else {})
+    return {mq: max(end[mq], start[mq]) for mq in queues}
 
 
 def _check_losses(opts: SourceOptions, start: Offsets, mins: Offsets) -> Offsets:
@@ -124,11 +146,7 @@ class BatchReader(DataSourceReader):
         directory = QueueDirectory(self.opts)
         queues = directory.queues()
         start = starting_offsets(directory, queues)
-        maxs = directory.bounds(queues)[1]
-        end = resolve(
-            queues, self.opts.ending, min_offsets=start, max_offsets=maxs, fallback=OffsetKind.LATEST
-        )
-        end = {mq: max(end[mq], start[mq]) for mq in queues}
+        end = ending_offsets(directory, queues, start)
         return [RangePartition(r) for r in plan_ranges(start, end, self.opts.max_records_per_partition)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
@@ -137,7 +155,15 @@ class BatchReader(DataSourceReader):
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("pyrocketmq")``: micro-batches of per-queue offset ranges, with
-    admission control (``maxRecordsPerBatch``) and ``Trigger.AvailableNow``."""
+    admission control (``maxRecordsPerBatch``, ``minOffsetsPerTrigger`` / ``maxTriggerDelay``)
+    and ``Trigger.AvailableNow``.
+
+    Spark passes back the limit :meth:`getDefaultReadLimit` gave (one of PySpark's built-in
+    limits: no composite of a minimum and a maximum, and no delay in ``ReadMinRows``), or
+    ``ReadAllAvailable`` (``Trigger.Once``), so the reader applies its options itself unless
+    told to read everything. The delay is timed from the last batch the reader admitted, or
+    from its first ``latestOffset`` (the query's start).
+    """
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
@@ -145,6 +171,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: Offsets | None = None
         self._target: Offsets | None = None
         self._committed: Offsets | None = None
+        self._last_batch_at: float | None = None
 
     @property
     def directory(self) -> QueueDirectory:
@@ -157,8 +184,20 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return encode_offsets(starting_offsets(d, d.queues()))
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.opts.max_records_per_batch
-        return ReadMaxRows(n) if n else ReadAllAvailable()
+        most, least = self.opts.max_records_per_batch, self.opts.min_records_per_batch
+        if most:
+            return ReadMaxRows(most)
+        return ReadMinRows(least) if least else ReadAllAvailable()
+
+    def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
+        """``(min, max)`` offsets of the next batch under ``limit`` (see the class docstring)."""
+        if isinstance(limit, ReadAllAvailable):
+            return None, None
+        least = limit.min_rows if isinstance(limit, ReadMinRows) else self.opts.min_records_per_batch
+        most = limit.max_rows if isinstance(limit, ReadMaxRows) else self.opts.max_records_per_batch
+        if self._target is not None:  # Trigger.AvailableNow reads all it found, the tail included
+            least = None
+        return least, most
 
     def prepareForTriggerAvailableNow(self) -> None:
         d = self.directory
@@ -188,11 +227,18 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = dict(maxs)
         if self._target is not None:  # Trigger.AvailableNow: nothing beyond what existed at its start
             latest = {mq: min(v, self._target[mq]) for mq, v in latest.items() if mq in self._target}
-        if isinstance(limit, ReadMinRows) and backlog(effective, latest) < limit.min_rows:
+        least, most = self._limits(limit)
+        now = time.monotonic()
+        if self._last_batch_at is None:
+            self._last_batch_at = now
+        new_queues = {mq: mins.get(mq, 0) for mq in latest if mq not in effective}
+        available = backlog({**new_queues, **effective}, latest)
+        waited_ms = (now - self._last_batch_at) * 1000
+        if wait_for_more(available, least, waited_ms, self.opts.max_trigger_delay_ms):
             return encode_offsets(begin)
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        end = admit(effective, latest, max_rows, new_queue_start=mins)
-        return encode_offsets(end)
+        if available:
+            self._last_batch_at = now
+        return encode_offsets(admit(effective, latest, most, new_queue_start=mins))
 
     def reportLatestOffset(self) -> OffsetJson | None:
         return encode_offsets(self._latest) if self._latest else None

@@ -6,6 +6,8 @@
   with helpers to create topics and produce (:class:`Rmq`).
 - ``spark_env``: environment for Spark subprocesses (``spark-submit``, a streaming driver that
   a test kills) so they use this interpreter and the repository's packages.
+- :func:`read_stream` / :func:`run_available_now` / :func:`wait_for`: a ``pyrocketmq`` stream,
+  an AvailableNow run of a query, and polling a running query.
 
 PySpark and Java are prerequisites: without them the tests skip, except with ``CI=true``, where
 they fail.
@@ -144,6 +146,39 @@ class Rmq:
         with SyncAdmin(self.ns) as admin:
             route_queues = admin.topic_stats(topic)
             return {mq: v.max_offset for mq, v in route_queues.items()}
+
+
+def read_stream(spark, rmq: Rmq, topic: str | None = None, **opts: object):
+    """``spark.readStream.format("pyrocketmq")`` on ``rmq`` with ``topic`` (if given) and ``opts``."""
+    reader = spark.readStream.format("pyrocketmq").option("nameServer", rmq.ns)
+    if topic is not None:
+        reader = reader.option("topic", topic)
+    for k, v in opts.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def run_available_now(df, out: Path, checkpoint: Path):
+    """Run ``df`` into Parquet at ``out`` with Trigger.AvailableNow; the finished query."""
+    q = (
+        df.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(300), "the AvailableNow query did not finish"
+    assert q.exception() is None, q.exception()
+    return q
+
+
+def wait_for(query, done, what: str, timeout: float = 120.0) -> None:
+    """Poll ``done()`` every 0.1 s while ``query`` runs; fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert query.isActive, f"the query stopped while waiting for {what}: {query.exception()}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
 
 
 def _wait_registered(c: Cluster) -> None:

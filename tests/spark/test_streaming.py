@@ -12,27 +12,7 @@ from pathlib import Path
 from pyrocketmq.client import SyncAdmin
 from pyrocketmq.remoting.body import MessageQueue
 
-from .conftest import REPO_ROOT, spark_env
-
-
-def _stream(spark, rmq, topic, **opts):
-    reader = spark.readStream.format("pyrocketmq").option("nameServer", rmq.ns).option("topic", topic)
-    for k, v in opts.items():
-        reader = reader.option(k, v)
-    return reader.load()
-
-
-def _run_available_now(df, out, checkpoint):
-    q = (
-        df.writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert q.awaitTermination(300), "the AvailableNow query did not finish"
-    assert q.exception() is None, q.exception()
-    return q
+from .conftest import REPO_ROOT, read_stream, run_available_now, spark_env
 
 
 def _lag(rmq, group):
@@ -44,10 +24,10 @@ def _lag(rmq, group):
 def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance(spark, rmq, tmp_path):
     rmq.create_topic("SparkStream", queues=4)
     rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(50)])
-    df = _stream(spark, rmq, "SparkStream", consumerGroup="spark-stream-g", startingOffsets="earliest",
+    df = read_stream(spark, rmq, "SparkStream", consumerGroup="spark-stream-g", startingOffsets="earliest",
                  maxRecordsPerBatch=7).selectExpr("CAST(body AS STRING) AS body", "queueId", "queueOffset")
 
-    q = _run_available_now(df, tmp_path / "out", tmp_path / "ckpt")
+    q = run_available_now(df, tmp_path / "out", tmp_path / "ckpt")
     sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     assert sum(sizes) == 50 and max(sizes) <= 7 and len(sizes) >= 8, sizes
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
@@ -59,7 +39,7 @@ def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance
     # More messages, the same checkpoint: the query resumes and the group's offsets move on.
     rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(50, 80)])
     assert _lag(rmq, "spark-stream-g") == 30  # what consumerProgress / the lag metrics show
-    q = _run_available_now(df, tmp_path / "out", tmp_path / "ckpt")
+    q = run_available_now(df, tmp_path / "out", tmp_path / "ckpt")
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted(r.body for r in rows) == sorted(f"s-{i}" for i in range(80))
     after = rmq.committed("spark-stream-g", "SparkStream")
@@ -70,8 +50,9 @@ def test_max_records_per_batch_bounds_each_micro_batch_and_group_offsets_advance
 
     # A new query (new checkpoint) with startingOffsets=group starts where the group is.
     rmq.produce("SparkStream", [f"s-{i}".encode() for i in range(80, 85)])
-    from_group = _stream(spark, rmq, "SparkStream", consumerGroup="spark-stream-g", startingOffsets="group")
-    _run_available_now(
+    from_group = read_stream(spark, rmq, "SparkStream", consumerGroup="spark-stream-g",
+                             startingOffsets="group")
+    run_available_now(
         from_group.selectExpr("CAST(body AS STRING) AS body"), tmp_path / "out2", tmp_path / "ckpt2"
     )
     rows = spark.read.parquet(str(tmp_path / "out2")).collect()
@@ -121,9 +102,9 @@ def test_killed_query_restarts_from_checkpoint_without_loss_or_duplicates(spark,
     second = [f"k-{i}" for i in range(200, 260)]  # written while the query is down
     rmq.produce("SparkKill", [b.encode() for b in second])
     # The restart (here in the test's own session) resumes from the killed driver's checkpoint.
-    df = _stream(spark, rmq, "SparkKill", consumerGroup="spark-kill-restart", startingOffsets="earliest",
+    df = read_stream(spark, rmq, "SparkKill", consumerGroup="spark-kill-restart", startingOffsets="earliest",
                  maxRecordsPerBatch=20).selectExpr("CAST(body AS STRING) AS body", "queueId", "queueOffset")
-    q = _run_available_now(df, out, ckpt)
+    q = run_available_now(df, out, ckpt)
     assert q.recentProgress, "the restarted query ran no batch"
 
     rows = spark.read.parquet(str(out)).collect()
@@ -138,7 +119,7 @@ def test_streaming_write_sends_every_row_with_stable_dedup_keys(spark, rmq, tmp_
     rmq.create_topic("SparkCopyIn", queues=2)
     rmq.create_topic("SparkCopyOut", queues=2)
     rmq.produce("SparkCopyIn", [f"c-{i}".encode() for i in range(30)], tags=["T"] * 30)
-    src = _stream(spark, rmq, "SparkCopyIn", startingOffsets="earliest", maxRecordsPerBatch=12)
+    src = read_stream(spark, rmq, "SparkCopyIn", startingOffsets="earliest", maxRecordsPerBatch=12)
     q = (src.select("body", "tags", "keys", "properties").writeStream.format("pyrocketmq")
          .option("nameServer", rmq.ns).option("topic", "SparkCopyOut").option("dedupKey", "true")
          .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())

@@ -22,7 +22,9 @@ from pyrocketmq.spark.offsets import (
     encode_offsets,
     find_losses,
     forward,
+    offsets_behind_latest,
     parse_offset_spec,
+    parse_timestamps,
     resolve,
 )
 
@@ -164,3 +166,25 @@ def test_queues_that_went_back_are_resets():
     assert resets == [Loss(A0, 30, 4)]
     text = str(reset_error(resets))
     assert "T/broker-a/0: at 30, the broker's end is 4" in text and "failOnDataLoss=false" in text
+
+
+def test_parse_timestamps_takes_the_offset_json_shape():
+    assert parse_timestamps('{"T": {"broker-a": {"0": 1700000000000, "1": 0}}}', "x") == {
+        A0: 1_700_000_000_000, A1: 0}
+    with pytest.raises(OffsetOptionError, match="x: T/broker-a/0 has -2"):
+        parse_timestamps('{"T": {"broker-a": {"0": -2}}}', "x")
+    with pytest.raises(OffsetOptionError, match="queue id 'q' of T/broker-a is not a number"):
+        parse_timestamps('{"T": {"broker-a": {"q": 5}}}', "x")
+
+
+def test_offsets_behind_latest_from_a_progress_entry():
+    progress = {
+        "startOffset": {"T": {"broker-a": {"0": 0, "1": 0}}},
+        "endOffset": {"T": {"broker-a": {"0": 5, "1": 10}}},
+        "latestOffset": json.dumps({"T": {"broker-a": {"0": 9, "1": 10}, "broker-b": {"0": 2}}}),
+        "metrics": {},
+    }
+    # per queue of latestOffset: 4, 0 and 2 (a queue the batch had not seen counts from 0)
+    assert offsets_behind_latest(progress) == {
+        "minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "4", "avgOffsetsBehindLatest": "2.0"}
+    assert offsets_behind_latest({"endOffset": {"T": {"broker-a": {"0": 5}}}, "latestOffset": None}) == {}

@@ -8,9 +8,17 @@ from datetime import UTC, datetime
 import pytest
 
 from pyrocketmq.client import MQClientError
+from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.message import MessageExt, Prop
 from pyrocketmq.spark.offsets import OffsetKind
-from pyrocketmq.spark.options import DEFAULT_READER_GROUP, SinkOptions, SourceOptions
+from pyrocketmq.spark.options import (
+    DEFAULT_READER_GROUP,
+    SinkOptions,
+    SourceOptions,
+    match_topics,
+    parse_duration_ms,
+    queue_times,
+)
 from pyrocketmq.spark.rows import (
     COLUMNS,
     check_writer_columns,
@@ -52,11 +60,71 @@ def test_source_options_are_case_insensitive_with_aliases():
     assert s.starting_timestamp_ms == 1_700_000_000_000 and s.starting.kind is OffsetKind.GROUP
 
 
+def test_kafka_style_options():
+    s = SourceOptions.from_options({**NS, "subscribePattern": "Orders-.*", "minOffsetsPerTrigger": "100",
+                                    "maxTriggerDelay": "30s", "maxOffsetsPerTrigger": "500",
+                                    "startingOffsetsByTimestamp": '{"Orders-eu": {"b": {"1": 17}}}',
+                                    "endingTimestamp": "99",
+                                    "endingOffsetsByTimestamp": '{"X": {"b": {"0": 5}}}'})
+    assert (s.topics, s.topic_pattern) == ((), "Orders-.*")
+    assert (s.min_records_per_batch, s.max_trigger_delay_ms, s.max_records_per_batch) == (100, 30_000, 500)
+    assert s.starting_timestamps == ((MessageQueue("Orders-eu", "b", 1), 17),)
+    assert s.ending_timestamp_ms == 99 and s.ending_timestamps == ((MessageQueue("X", "b", 0), 5),)
+    assert pickle.loads(pickle.dumps(s)) == s
+    plain = SourceOptions.from_options({**NS, "topic": "T"})
+    assert (plain.topic_pattern, plain.min_records_per_batch) == (None, None)
+    assert plain.max_trigger_delay_ms == 15 * 60 * 1000  # Kafka's default, 15m
+    assert plain.starting_timestamps == plain.ending_timestamps == () and plain.ending_timestamp_ms is None
+    same = SourceOptions.from_options({**NS, "topic": "T", "maxOffsetsPerTrigger": "7",
+                                       "maxRecordsPerBatch": "7"})
+    assert same.max_records_per_batch == 7
+
+
+@pytest.mark.parametrize("text, ms", [("100ms", 100), ("30s", 30_000), ("5m", 300_000), ("5min", 300_000),
+                                      ("2h", 7_200_000), ("1d", 86_400_000), ("250", 250), (" 3S ", 3000)])
+def test_durations(text, ms):
+    assert parse_duration_ms(text, "maxTriggerDelay") == ms
+
+
+@pytest.mark.parametrize("topic, matches", [("Orders-eu", True), ("Orders-", True), ("Orders", False),
+                                           ("xOrders-eu", False), ("Orders-eu\n", False)])
+def test_subscribe_pattern_matches_whole_names(topic, matches):
+    assert match_topics("Orders-.*", [topic, "Other"]) == ([topic] if matches else [])
+
+
+def test_subscribe_pattern_never_matches_reserved_topics():
+    reserved = ["%RETRY%g", "%DLQ%g", "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC",
+                "rmq_sys_wheel_timer", "SCHEDULE_TOPIC_XXXX", "TBW102", "OFFSET_MOVED_EVENT",
+                "SELF_TEST_TOPIC", "broker-a", "DefaultCluster"]
+    assert match_topics(".*", [*reserved, "Orders", "b"], ["broker-a", "DefaultCluster"]) == ["Orders", "b"]
+
+
+def test_queue_times_every_queue_or_the_named_ones():
+    a, b = MessageQueue("T", "b", 0), MessageQueue("T", "b", 1)
+    assert queue_times([a, b], 10, ((a, 3),)) == {a: 10, b: 10}  # *Timestamp wins
+    assert queue_times([a, b], None, ((a, 3), (MessageQueue("U", "b", 0), 4))) == {a: 3}
+    assert queue_times([a], None, ()) == {}
+
+
 @pytest.mark.parametrize(
     "opts, message",
     [
         ({"topic": "T"}, "option nameServer is required"),
-        (NS, "option topic is required"),
+        (NS, "option topic or subscribePattern is required"),
+        ({**NS, "topic": "T", "subscribePattern": "T.*"}, "topic or subscribePattern, not both"),
+        ({**NS, "subscribePattern": "Orders-[a-"}, r"subscribePattern='Orders-\[a-' is not a valid regular"),
+        ({**NS, "topic": "T", "minOffsetsPerTrigger": "0"}, "minOffsetsPerTrigger=0 must be at least 1"),
+        ({**NS, "topic": "T", "minOffsetsPerTrigger": "x"}, "minOffsetsPerTrigger='x' must be an integer"),
+        ({**NS, "topic": "T", "maxTriggerDelay": "soon"}, "maxTriggerDelay='soon' must be a duration like"),
+        ({**NS, "topic": "T", "maxTriggerDelay": "5 weeks"}, "maxTriggerDelay='5 weeks' must be a duration"),
+        ({**NS, "topic": "T", "maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger=0 must be at least 1"),
+        ({**NS, "topic": "T", "maxOffsetsPerTrigger": "5", "maxRecordsPerBatch": "6"}, "give one of them"),
+        ({**NS, "topic": "T", "startingOffsetsByTimestamp": "yesterday"},
+         "startingOffsetsByTimestamp is not valid JSON"),
+        ({**NS, "topic": "T", "startingOffsetsByTimestamp": "[1]"}, "must be a JSON object like"),
+        ({**NS, "topic": "T", "endingOffsetsByTimestamp": '{"T": {"b": {"0": -1}}}'},
+         "endingOffsetsByTimestamp: T/b/0 has -1; give ms since the epoch"),
+        ({**NS, "topic": "T", "endingTimestamp": "-5"}, "endingTimestamp=-5 must be at least 0"),
         ({**NS, "topic": "bad topic"}, "topic 'bad topic' is invalid"),
         ({**NS, "topic": "T", "maxRecordsPerBatch": "0"}, "maxRecordsPerBatch=0 must be at least 1"),
         ({**NS, "topic": "T", "maxRecordsPerBatch": "many"}, "must be an integer"),

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pyrocketmq.remoting.body import MessageQueue
-from pyrocketmq.spark.planning import QueueRange, admit, backlog, plan_ranges
+from pyrocketmq.spark.planning import QueueRange, admit, backlog, plan_ranges, wait_for_more
 
 Q = [MessageQueue("T", "broker-a", i) for i in range(4)]
 
@@ -89,3 +89,20 @@ def test_queue_range_pickles_small():
 
     r = QueueRange("T", "broker-a", 3, 10, 20)
     assert pickle.loads(pickle.dumps(r)) == r and r.count == 10
+
+
+@pytest.mark.parametrize(
+    "available, minimum, waited_ms, delay_ms, wait",
+    [
+        (3, 10, 0, 2000, True),  # too few, no time passed
+        (3, 10, 1999, 2000, True),
+        (3, 10, 2000, 2000, False),  # the delay is over: a batch even below the minimum
+        (10, 10, 0, 2000, False),  # the minimum is there
+        (50, 10, 0, 2000, False),
+        (0, 10, 0, 2000, True),
+        (0, 10, 5000, 2000, False),  # not waiting, but the end is the start: no batch
+        (1, None, 0, 2000, False),  # no minimum
+    ],
+)
+def test_min_offsets_per_trigger_gate(available, minimum, waited_ms, delay_ms, wait):
+    assert wait_for_more(available, minimum, waited_ms, delay_ms) is wait
