@@ -1,7 +1,9 @@
-"""``python -m bench``: run the scenarios against both brokers and print the table.
+"""``python -m bench``: run the scenarios against our broker and Apache's and print the table.
 
-Order: for each flush mode, our broker then Apache's, each freshly started on an empty store; every
-scenario of that flush mode runs against it before it is stopped. ``--rounds N`` repeats that N
+Order: for each flush mode and protocol, our broker then each Apache peer of that protocol
+(``--peers``: 4.9.7 and 5.5.1 for the 4.x remoting rows, 5.2.0's proxy for the gRPC rows), each
+freshly started on an empty store; every scenario of that flush mode and protocol runs against it
+before it is stopped. ``--rounds N`` repeats that N
 times, the brokers' order swapped every round, and the table shows each figure's median over the
 rounds (this machine's figures move by a quarter between runs; a median of alternating runs is the
 fair comparison). The JSON document (``--json``) holds every run's figures, the plan and the
@@ -25,6 +27,7 @@ from localkube.tools import cache_root
 from tests.conformance import jvm
 
 SMOKE_SCENARIOS = ["send-128-16", "drain", "latency", "grpc5-receive"]
+ALL_PEERS = [kind for peers in clusters.PEERS.values() for kind in peers]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flush", default=",".join(clusters.MODES),
                    help="modes to run: ASYNC_FLUSH, SYNC_FLUSH (one broker), SYNC_MASTER (master + slave, "
                         "asynchronous flush); default all three")
-    p.add_argument("--brokers", default=",".join(clusters.KINDS), help="pyrocketmq,apache (default both)")
+    p.add_argument("--brokers", default=",".join(clusters.KINDS),
+                   help="pyrocketmq,apache: our side, Apache's side (the --peers), or both (default)")
+    p.add_argument("--peers", default=",".join(ALL_PEERS),
+                   help="Apache peers: apache (4.9.7) and apache55 (5.5.1) for the 4.x-protocol rows, "
+                        "apache5 (5.2.0's proxy) for the gRPC rows; default all three")
     p.add_argument(
         "--duration", type=float, default=None, help="seconds per Producer run (default 22; >= 11)"
     )
@@ -53,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--latency-duration", type=float, default=None, help="seconds of the latency scenario (default 15)"
     )
     p.add_argument("--smoke", action="store_true",
-                   help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s), ASYNC_FLUSH only")
+                   help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s, grpc5-receive), "
+                        "ASYNC_FLUSH only, every peer")
     p.add_argument("--workdir", type=Path, default=None, help="stores and logs (default <cache>/bench)")
     p.add_argument(
         "--json", type=Path, default=None, help="where to write the JSON (default <workdir>/results.json)"
@@ -107,6 +115,14 @@ def select(args: argparse.Namespace):
     return chosen, flushes
 
 
+def brokers_for(protocol: str, sides: list[str], peers: list[str]) -> list[str]:
+    """The broker kinds a group of ``protocol``'s scenarios runs against, ours first: ``sides`` from
+    ``--brokers`` (pyrocketmq, apache), ``peers`` from ``--peers``."""
+    ours = ["pyrocketmq"] if "pyrocketmq" in sides else []
+    theirs = [k for k in clusters.PEERS[protocol] if k in peers] if "apache" in sides else []
+    return ours + theirs
+
+
 def main(argv: list[str] | None = None) -> int:  # long: one parser for every scenario and its options
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["chaos"]:  # python -m bench chaos: faults on the node cluster (bench/chaos.py)
@@ -116,16 +132,18 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
     args = build_parser().parse_args(argv)
     plan = make_plan(args)
     chosen, flushes = select(args)
-    kinds = [k.strip() for k in args.brokers.split(",") if k.strip()]
+    sides = [k.strip() for k in args.brokers.split(",") if k.strip()]
+    peers = [k.strip() for k in args.peers.split(",") if k.strip()]
     if args.rounds < 1:
         print("--rounds must be at least 1", file=sys.stderr)
         return 2
     if (
         not chosen
-        or any(k not in clusters.KINDS for k in kinds)
+        or any(k not in clusters.KINDS for k in sides)
+        or any(k not in ALL_PEERS for k in peers)
         or any(f not in clusters.MODES for f in flushes)
     ):
-        print("nothing to run: check --scenarios, --flush and --brokers", file=sys.stderr)
+        print("nothing to run: check --scenarios, --flush, --brokers and --peers", file=sys.stderr)
         return 2
     if args.profile and profile.py_spy() is None:
         print(
@@ -139,27 +157,27 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
     command = "python -m bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     print(f"# {command}\n# plan: {plan}", flush=True)
 
-    client_lib, _ = clusters.lib_dirs()
-    java = jvm.JavaPrograms(client_lib, log_dir=workdir / "client-logs", sources=BENCH_JAVA)
+    java = jvm.JavaPrograms(clusters.client_lib(), log_dir=workdir / "client-logs", sources=BENCH_JAVA)
     java.compile()
 
     java5 = None
-    if any(s.peer == "apache5" for s in chosen):
+    if any(s.protocol == "grpc5" for s in chosen):
         java5 = jvm.JavaPrograms(clusters.client5_lib(), log_dir=workdir / "client-logs", sources=BENCH_JAVA5)
         java5.compile()
 
     results: list[Result] = []
-    runs = [(flush, peer, [s for s in chosen if s.flush == flush and s.peer == peer])
-            for flush in flushes for peer in clusters.PEERS]
-    order = [(rnd, flush, peer, group) for rnd in range(args.rounds) for flush, peer, group in runs if group]
-    for rnd, flush, peer, group in order:
+    runs = [(flush, protocol, [s for s in chosen if s.flush == flush and s.protocol == protocol])
+            for flush in flushes for protocol in clusters.PEERS]
+    order = [(rnd, flush, protocol, group)
+             for rnd in range(args.rounds) for flush, protocol, group in runs if group]  # fmt: skip
+    for rnd, flush, protocol, group in order:
         if args.rounds > 1:
             print(f"round {rnd + 1}/{args.rounds}", flush=True)
-        for kind in report.round_order([peer if k == "apache" else k for k in kinds], rnd):
+        for kind in report.round_order(brokers_for(protocol, sides, peers), rnd):
             home = workdir / f"{kind}-{flush.lower()}"
             t0 = time.monotonic()
             try:
-                cluster, endpoint = clusters.start(kind, home, flush, grpc=peer == "apache5")
+                cluster, endpoint = clusters.start(kind, home, flush, grpc=protocol == "grpc5")
             except Exception as exc:  # report and go on with the other broker
                 for s in group:
                     results.append(
@@ -222,15 +240,18 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
                 shutil.rmtree(home / "store", ignore_errors=True)
 
     elapsed = time.time() - began
-    table = report.markdown(report.medians(results))
+    merged = report.medians(results)
     print()
-    print(table)
+    print(report.markdown(merged))
+    print()
+    print(report.headline(merged))
     meta = {
         "command": command,
         "started": datetime.datetime.fromtimestamp(began, datetime.UTC).isoformat(timespec="seconds"),
         "elapsed_s": round(elapsed, 1),
         "plan": plan.__dict__,
         "apache_broker_jvm": clusters.APACHE_BROKER_HEAP,
+        "peers": {k: clusters.VERSIONS[k] for k in peers},
         "segment_size": clusters.SEGMENT_SIZE,
         "queues": clusters.QUEUES,
         "rounds": args.rounds,

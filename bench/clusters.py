@@ -1,11 +1,14 @@
 """Start our broker or Apache RocketMQ's with comparable settings, and sample their processes.
 
-Both brokers get the same ``flushDiskType``, the same commitlog segment size
-(``mappedFileSizeCommitLog``, RocketMQ's 1 GiB default), stores under one work directory (one
-disk), and a pre-created topic with the same number of queues. The Apache broker runs with the JDK 17
-module openings of the conformance harness and ``runbroker.sh``'s G1 flags, with the heap scaled
-from 8 GiB down to 2 GiB for a 2-core / 24 GiB machine (no ``AlwaysPreTouch``, so its RSS is what it
-touches, as ours is).
+Apache's side of a 4.x-protocol row is two releases, each run the same way (one starter,
+``apache.start_apache_cluster``, parameterised by ``apache.Release``): 4.9.7 (``apache``), the
+release our protocol sheet was read from, and 5.5.1 (``apache55``), the newest; the gRPC rows
+compare with 5.2.0's proxy in local mode (``apache5``). Every broker gets the same ``flushDiskType``,
+the same commitlog segment size (``mappedFileSizeCommitLog``, RocketMQ's 1 GiB default), stores under
+one work directory (one disk), and a pre-created topic with the same number of queues. The Apache
+brokers run with the JDK 17 module openings of the conformance harness (5.x: one more) and
+``runbroker.sh``'s G1 flags, with the heap scaled from 8 GiB down to 2 GiB for a 2-core / 24 GiB
+machine (no ``AlwaysPreTouch``, so its RSS is what it touches, as ours is).
 
 ``ProcessSampler`` reads ``/proc/<pid>/stat`` (utime + stime, in clock ticks) and
 ``/proc/<pid>/status`` (``VmRSS``) of one broker process on a background thread; a scenario takes a
@@ -51,8 +54,14 @@ APACHE_BROKER_HEAP = [
 ]
 
 KINDS = ("pyrocketmq", "apache")
-PEERS = ("apache", "apache5")
-"""Apache's side of a scenario: 4.9.7's broker, or 5.2.0's proxy in local mode (the gRPC scenarios)."""
+"""The sides of a row (``--brokers``): ours, and Apache's (the ``--peers`` its protocol has)."""
+RELEASES = {"apache": apache.V4_9_7, "apache55": apache.V5_5_1}
+"""The Apache brokers started by ``apache.start_apache_cluster``, by kind."""
+PEERS = {"remoting": ("apache", "apache55"), "grpc5": ("apache5",)}
+"""Apache's kinds a row of each protocol is compared with: for the 4.x remoting protocol 4.9.7's and
+5.5.1's brokers, for gRPC 5.2.0's proxy in local mode (its broker in the proxy's process)."""
+VERSIONS = {**{kind: release.version for kind, release in RELEASES.items()}, "apache5": maven.SERVER5.version}
+"""The Apache RocketMQ version of each peer (row labels, the JSON's ``meta.peers``)."""
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -83,11 +92,12 @@ def start(kind: str, home: Path, flush: str, *, grpc: bool = False) -> tuple[Clu
     cluster, endpoint = _start_master(kind, home, flush, grpc=grpc)
     if flush == "SYNC_MASTER":
         try:
-            if kind == "apache":
+            if kind in RELEASES:
                 slave, _ = apache.start_apache_slave(cluster.namesrv_addr, home / "slave",
                                                      broker_overrides=broker_settings(flush),
-                                                     broker_heap=APACHE_BROKER_HEAP)  # fmt: skip
-            else:
+                                                     broker_heap=APACHE_BROKER_HEAP,
+                                                     release=RELEASES[kind])  # fmt: skip
+            elif kind == "pyrocketmq":
                 slave, _ = start_pyrocketmq_slave(cluster.namesrv_addr, home / "slave",
                                                   broker_overrides=broker_settings(flush))  # fmt: skip
             cluster.processes.append(slave)
@@ -119,9 +129,10 @@ def wait_replicated(cluster: Cluster, timeout: float = 90) -> None:
 
 
 def _start_master(kind: str, home: Path, flush: str, *, grpc: bool) -> tuple[Cluster, str | None]:
-    if kind == "apache":
+    if kind in RELEASES:
         return apache.start_apache_cluster(
-            home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP
+            home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP,
+            release=RELEASES[kind],
         ), None
     if kind == "apache5":
         return apache5.start_apache5_cluster(
@@ -164,9 +175,10 @@ def create_topic(cluster: Cluster, topic: str, queues: int = QUEUES) -> None:
             time.sleep(1)
 
 
-def lib_dirs() -> tuple[Path, Path]:
-    """(client jars incl. rocketmq-example, server jars), resolved from Maven Central and cached."""
-    return maven.resolve(maven.CLIENT), maven.resolve(maven.SERVER)
+def client_lib() -> Path:
+    """The 4.9.8 client jars incl. rocketmq-example (the remoting rows' load generators), resolved from
+    Maven Central and cached; each Apache broker resolves its own server jars when it starts."""
+    return maven.resolve(maven.CLIENT)
 
 
 def client5_lib() -> Path:

@@ -1,10 +1,14 @@
-"""The results table (plain text, also valid Markdown) and the JSON document.
+"""The results tables (plain text, also valid Markdown) and the JSON document.
 
-One row per scenario and broker, then a ``ratio`` row (ours / theirs) for every figure both have
-(theirs: Apache 4.9.7's broker, or 5.2.0's proxy in local mode for the gRPC rows, ``apache5``).
-A figure a generator does not produce is ``-``; a failed scenario shows its error instead.
-With several rounds (``--rounds``) each cell is the median of that figure over the rounds, and the
-send TPS cell carries the range it moved in (``min-max``).
+``markdown``: one row per scenario and broker (``apache 4.9.7``, ``apache 5.5.1`` for the 4.x-protocol
+rows, ``apache 5.2.0``, the proxy in local mode, for the gRPC rows), then a ``ratio /<version>`` row
+(ours / that peer's) for every figure both have, one per peer that ran. A figure a generator does not
+produce is ``-``; a failed scenario shows its error instead. With several rounds (``--rounds``) each
+cell is the median of that figure over the rounds, and the send TPS cell carries the range it moved
+in (``min-max``).
+
+``headline``: one line per scenario, its headline figure (send TPS, consume TPS, or end-to-end p99
+for the latency row) for each broker, and a ratio column ``ours/<version>`` per peer.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bench import clusters
 from bench.scenarios import Result
 
 COLUMNS = [
@@ -29,6 +34,16 @@ COLUMNS = [
     ("peak_rss_mib", "peak RSS MiB", "{:.0f}"),
     ("peak_anon_mib", "peak anon MiB", "{:.0f}"),
 ]
+
+
+PEER_ORDER = [kind for peers in clusters.PEERS.values() for kind in peers]
+"""Apache's brokers in the order their rows and ratio columns are shown."""
+
+
+def label(broker: str) -> str:
+    """The row label of a broker kind: ``apache 4.9.7`` for ``apache``, ``pyrocketmq`` as it is."""
+    version = clusters.VERSIONS.get(broker)
+    return f"apache {version}" if version else broker
 
 
 def round_order(kinds: list[str], rnd: int) -> list[str]:
@@ -85,14 +100,14 @@ def rows(results: Iterable[Result]) -> list[list[str]]:
     for each in results:
         by_key.setdefault((each.scenario, each.flush), {})[each.broker] = each
     out = []
-    for (scenario, flush), pair in by_key.items():
-        for broker in ("pyrocketmq", "apache", "apache5"):
-            r = pair.get(broker)
+    for (scenario, flush), runs in by_key.items():
+        for broker in ("pyrocketmq", *PEER_ORDER):
+            r = runs.get(broker)
             if r is None:
                 continue
             if r.error:
                 out.append(
-                    [scenario, flush, broker, f"FAILED: {r.error.splitlines()[0][:100]}"]
+                    [scenario, flush, label(broker), f"FAILED: {r.error.splitlines()[0][:100]}"]
                     + [""] * (len(COLUMNS) - 1)
                 )
                 continue
@@ -100,19 +115,67 @@ def rows(results: Iterable[Result]) -> list[list[str]]:
             spread = r.detail.get("send_tps_range")
             if spread and cells[0] != "-":
                 cells[0] += f" ({spread[0]:.0f}-{spread[1]:.0f})"
-            out.append([scenario, flush, broker] + cells)
-        ours, theirs = pair.get("pyrocketmq"), pair.get("apache") or pair.get("apache5")
-        if ours and theirs and not ours.error and not theirs.error:
-            cells = [
-                _cell(ratio(ours.figures.get(k), theirs.figures.get(k)), "{:.2f}") for k, _, _ in COLUMNS
-            ]
-            out.append([scenario, flush, "ratio"] + cells)
+            out.append([scenario, flush, label(broker)] + cells)
+        ours = runs.get("pyrocketmq")
+        for peer in PEER_ORDER:
+            theirs = runs.get(peer)
+            if ours and theirs and not ours.error and not theirs.error:
+                cells = [
+                    _cell(ratio(ours.figures.get(k), theirs.figures.get(k)), "{:.2f}") for k, _, _ in COLUMNS
+                ]
+                out.append([scenario, flush, f"ratio /{clusters.VERSIONS[peer]}"] + cells)
     return out
 
 
+HEADLINES = [("e2e_p99_ms", "e2e p99 ms"), ("consume_tps", "consume TPS"), ("send_tps", "send TPS")]
+"""A row's headline figure: the first of these its brokers produced (the latency row's send TPS is
+the fixed rate it was paced at, so its end-to-end p99 comes first)."""
+
+
+def headline_rows(results: Iterable[Result]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the headline table: one row per scenario and flush mode."""
+    by_key: dict[tuple[str, str], dict[str, Result]] = {}
+    for each in results:
+        by_key.setdefault((each.scenario, each.flush), {})[each.broker] = each
+    peers = [p for p in PEER_ORDER if any(p in runs for runs in by_key.values())]
+    header = ["scenario", "flush", "figure", "pyrocketmq", *(label(p) for p in peers),
+              *(f"ours/{clusters.VERSIONS[p]}" for p in peers)]  # fmt: skip
+    out = []
+    for (scenario, flush), runs in by_key.items():
+        good = [r for r in runs.values() if not r.error]
+        key, title = next(((k, t) for k, t in HEADLINES if any(r.figures.get(k) is not None for r in good)),
+                          HEADLINES[-1])  # fmt: skip
+        fmt = next(f for k, _, f in COLUMNS if k == key)
+        values = [_headline_cell(runs.get(b), key, fmt) for b in ("pyrocketmq", *peers)]
+        ours = runs.get("pyrocketmq")
+        ratios = [_headline_cell(ours, key, "{:.2f}", theirs) if ours and (theirs := runs.get(p)) else ""
+                  for p in peers]
+        out.append([scenario, flush, title, *values, *ratios])
+    return header, out
+
+
+def _headline_cell(r: Result | None, key: str, fmt: str, theirs: Result | None = None) -> str:
+    """``r``'s figure ``key`` (or its ratio to ``theirs``'s); blank if it did not run, FAILED if it failed."""
+    if r is None:
+        return ""
+    failed = r.error or (theirs is not None and theirs.error)
+    if failed:
+        return "FAILED"
+    value = r.figures.get(key)
+    return _cell(value if theirs is None else ratio(value, theirs.figures.get(key)), fmt)
+
+
 def markdown(results: Iterable[Result]) -> str:
-    header = ["scenario", "flush", "broker"] + [title for _, title, _ in COLUMNS]
-    body = rows(results)
+    """The full table: every figure, a row per broker and a ratio row per peer."""
+    return _table(["scenario", "flush", "broker"] + [title for _, title, _ in COLUMNS], rows(results))
+
+
+def headline(results: Iterable[Result]) -> str:
+    """The short table: each row's headline figure and one ratio column per peer."""
+    return _table(*headline_rows(results))
+
+
+def _table(header: list[str], body: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
 
     def line(cells: list[str]) -> str:

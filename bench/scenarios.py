@@ -15,7 +15,8 @@ name: generator → figures
   + ack) → acked msg/s
 
 The ``grpc5-*`` rows compare our broker's gRPC endpoint with Apache RocketMQ 5.2.0's proxy in local mode
-(``peer="apache5"``); the others with Apache's 4.9.7 broker.
+(``protocol="grpc5"``); the others (the 4.x remoting protocol) with Apache's 4.9.7 broker and its 5.5.1
+broker (``clusters.PEERS``), each started the same way.
 
 The Apache Producer prints one line per 10 s, each covering the last 10 s::
 
@@ -90,8 +91,9 @@ class Scenario:
     flush: str
     run: Callable[[Context, Plan], dict[str, Any]]
     describe: str
-    peer: str = "apache"
-    """Which Apache the row compares with (``clusters.PEERS``); ``apache5`` rows need a gRPC endpoint."""
+    protocol: str = "remoting"
+    """``remoting`` (4.x) or ``grpc5``: picks the Apache peers the row compares with (``clusters.PEERS``);
+    ``grpc5`` rows need a gRPC endpoint."""
 
 
 @dataclass
@@ -106,7 +108,7 @@ class Context:
     """Called after a scenario's preparation (the drain's backlog fill): CPU and RSS count from here."""
     grpc_endpoint: str | None = None
     java5: jvm.JavaPrograms | None = None
-    """The 5.x programs (``bench/java5``), for the ``apache5`` rows."""
+    """The 5.x programs (``bench/java5``), for the ``grpc5`` rows."""
 
     def fresh_topic(self, stem: str) -> str:
         self.seq += 1
@@ -350,14 +352,14 @@ def catalogue() -> list[Scenario]:
             "ASYNC_FLUSH",
             run_grpc5_send,
             "official 5.x Java client over gRPC, sync send 128 B, 16 threads",
-            peer="apache5",
+            protocol="grpc5",
         ),
         Scenario(
             "grpc5-receive",
             "ASYNC_FLUSH",
             run_grpc5_receive,
             "official 5.x Java SimpleConsumer over gRPC, 8 threads receive 32 + ack, 128 B backlog",
-            peer="apache5",
+            protocol="grpc5",
         ),
     ]
     return out

@@ -1,4 +1,5 @@
-"""Run an Apache RocketMQ name server + broker (4.9.7 jars) with ``java -cp``, for the conformance peer.
+"""Run an Apache RocketMQ name server + broker with ``java -cp``: 4.9.7 (the conformance peer), or any
+other ``Release`` (5.5.1, the benchmarks' second 4.x-protocol peer) started the same way.
 
 The shipped ``mqnamesrv``/``mqbroker`` scripts do not work on JDK 17 (``-Djava.ext.dirs``, CMS and
 PermSize flags are fatal) and ask for 8 GiB heaps, so the JVMs are launched directly:
@@ -7,7 +8,10 @@ PermSize flags are fatal) and ask for 8 GiB heaps, so the JVMs are launched dire
   start and exit if it is missing; ours log to stdout, which goes to ``<home>/*.log``.
 - ``-Duser.home=<home>``: several defaults (``kvConfig.json``, ``storePathCommitLog``, the config
   backup paths) live under ``user.home``; this keeps every file under the test's directory.
-- ``SERVER_JDK17_FLAGS`` (jvm.py): module openings for the mmap cleanup code.
+- ``SERVER_JDK17_FLAGS`` (jvm.py): module openings for the mmap cleanup code; 5.x also needs
+  ``sun.nio.ch`` exported (``SERVER5_JDK17_FLAGS``).
+- 5.x logs through its own logback configuration inside the jars (files under ``user.home/logs``)
+  and ignores ``conf/logback_*.xml``; both print their boot line to stdout, which is what we wait for.
 - Small heaps (``-Xmx512m``, ``-XX:MaxDirectMemorySize=512m``) and a 64 MiB commitlog segment.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conformance import jvm, maven, probe
@@ -32,6 +37,28 @@ NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
 
 SERVER_HEAP = ["-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m", "-XX:+UseG1GC"]
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """One Apache RocketMQ server release: where its jars come from and what its JVM needs."""
+
+    kind: str
+    """Names the cluster and its processes (``<kind>-namesrv``, ``<kind>-broker``, ``<kind>-slave``)."""
+    jars: maven.Profile
+    """The name server + broker closure (``maven.resolve``)."""
+    jdk17_flags: tuple[str, ...]
+    """Module openings on JDK 17."""
+
+    @property
+    def version(self) -> str:
+        return self.jars.version
+
+
+V4_9_7 = Release("apache", maven.SERVER, tuple(jvm.SERVER_JDK17_FLAGS))
+"""The conformance peer: the tag PROTOCOL.md was read from."""
+V5_5_1 = Release("apache55", maven.SERVER55, tuple(jvm.SERVER5_JDK17_FLAGS))
+"""The newest release: a 5.x broker serving the 4.x remoting protocol (no proxy)."""
 
 _LOGBACK = """<?xml version="1.0" encoding="UTF-8"?>
 <configuration>
@@ -68,11 +95,11 @@ def apache_broker_conf(namesrv_addr: str, listen_port: int, home: Path) -> dict[
     }
 
 
-def _server_argv(home: Path, heap: Sequence[str], main: str, conf: Path) -> list[str]:
-    """The JVM command line of an Apache name server or broker living under ``home``."""
-    return [jvm.java_executable(), *heap, *jvm.SERVER_JDK17_FLAGS, f"-Drocketmq.home.dir={home}",
+def _server_argv(release: Release, home: Path, heap: Sequence[str], main: str, conf: Path) -> list[str]:
+    """The JVM command line of an Apache name server or broker of ``release`` living under ``home``."""
+    return [jvm.java_executable(), *heap, *release.jdk17_flags, f"-Drocketmq.home.dir={home}",
             f"-Duser.home={home}", "-Dfile.encoding=UTF-8",
-            "-cp", maven.classpath(maven.resolve(maven.SERVER)), main, "-c", str(conf)]  # fmt: skip
+            "-cp", maven.classpath(maven.resolve(release.jars)), main, "-c", str(conf)]  # fmt: skip
 
 
 def start_apache_cluster(
@@ -81,8 +108,9 @@ def start_apache_cluster(
     timeout: float = 90.0,
     broker_overrides: Mapping[str, object] | None = None,
     broker_heap: Sequence[str] = SERVER_HEAP,
+    release: Release = V4_9_7,
 ) -> Cluster:
-    """Start name server + master broker under ``home``; return once TBW102 has a route.
+    """Start ``release``'s name server + master broker under ``home``; return once TBW102 has a route.
 
     ``broker_overrides`` replaces broker.conf keys (the benchmarks set the flush mode);
     ``broker_heap`` replaces the broker JVM's heap flags (the name server keeps ``SERVER_HEAP``).
@@ -100,19 +128,19 @@ def start_apache_cluster(
     broker_conf = write_properties(conf_dir / "broker.conf", broker_values)
 
     namesrv = ManagedProcess(
-        "apache-namesrv",
-        _server_argv(home, SERVER_HEAP, NAMESRV_MAIN, ns_conf),
+        f"{release.kind}-namesrv",
+        _server_argv(release, home, SERVER_HEAP, NAMESRV_MAIN, ns_conf),
         home / "namesrv.log",
         cwd=home,
     )
     broker = ManagedProcess(
-        "apache-broker",
-        _server_argv(home, broker_heap, BROKER_MAIN, broker_conf),
+        f"{release.kind}-broker",
+        _server_argv(release, home, broker_heap, BROKER_MAIN, broker_conf),
         home / "broker.log",
         cwd=home,
     )
     cluster = Cluster(
-        "apache",
+        release.kind,
         namesrv_addr,
         f"127.0.0.1:{broker_port}",
         str(broker_values["brokerName"]),
@@ -126,7 +154,7 @@ def start_apache_cluster(
         broker.wait_for_log("boot success", timeout)
         probe.wait_for_route(namesrv_addr, "TBW102", timeout, alive=cluster.alive)
     except BaseException as exc:
-        raise cluster.failed_to_start("Apache RocketMQ", exc) from exc
+        raise cluster.failed_to_start(f"Apache RocketMQ {release.version}", exc) from exc
     return cluster
 
 
@@ -151,8 +179,9 @@ def start_apache_slave(
     broker_overrides: Mapping[str, object] | None = None,
     broker_heap: Sequence[str] = SERVER_HEAP,
     timeout: float = 90.0,
+    release: Release = V4_9_7,
 ) -> tuple[ManagedProcess, int]:
-    """Start an Apache broker as brokerId 1, SLAVE of broker-a (it finds the master's HA address
+    """Start ``release``'s broker as brokerId 1, SLAVE of broker-a (it finds the master's HA address
     through the name server); returns the process, booted, and its listen port."""
     conf_dir = home / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
@@ -161,9 +190,8 @@ def start_apache_slave(
     values = {**apache_broker_conf(namesrv_addr, port, home), **dict(broker_overrides or {}),
               "brokerId": 1, "brokerRole": "SLAVE"}  # fmt: skip
     conf = write_properties(conf_dir / "broker.conf", values)
-    slave = ManagedProcess(
-        "apache-slave", _server_argv(home, broker_heap, BROKER_MAIN, conf), home / "broker.log", cwd=home
-    )
+    argv = _server_argv(release, home, broker_heap, BROKER_MAIN, conf)
+    slave = ManagedProcess(f"{release.kind}-slave", argv, home / "broker.log", cwd=home)
     slave.start()
     try:
         slave.wait_for_log("boot success", timeout)

@@ -25,7 +25,7 @@ from tests.helpers.cluster import (
 )
 
 PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
-JDK17_FLAGS = [*jvm.SERVER_JDK17_FLAGS, "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED"]
+JDK17_FLAGS = jvm.SERVER5_JDK17_FLAGS
 
 
 def start_apache5_cluster(

@@ -32,6 +32,8 @@ SERVER_JDK17_FLAGS = [
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
     "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
 ]
+# The 5.x servers also reach into sun.nio.ch (their mmap and transient store pool code).
+SERVER5_JDK17_FLAGS = [*SERVER_JDK17_FLAGS, "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED"]
 
 # Short-lived client programs: small heap, quick start.
 CLIENT_JVM_FLAGS = [

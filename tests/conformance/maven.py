@@ -7,6 +7,7 @@ Layout (``PYROCKETMQ_CACHE``, default ``~/.cache/pyrocketmq``)::
     <cache>/rocketmq-4.9.8/.resolved  marker: written last, holds the pom's hash
     <cache>/rocketmq-4.9.7/lib/*.jar  server side: rocketmq-namesrv + rocketmq-broker 4.9.7
     <cache>/rocketmq-4.9.7/.resolved
+    <cache>/rocketmq-5.5.1/lib/*.jar  server side: rocketmq-namesrv + rocketmq-broker 5.5.1 (the newest peer)
     <cache>/rocketmq-tools-5.3.3/lib/*.jar  Apache 5.3's mqadmin (rocketmq-tools 5.3.3): ACL 2.0 commands
 
 Why two versions: Maven Central has no 4.9.8 ``rocketmq-namesrv``/``rocketmq-broker``/``rocketmq-example``
@@ -14,6 +15,10 @@ jars (only client, tools, common, remoting, store... were published for 4.9.8). 
 run 4.9.7 (the tag PROTOCOL.md was read from) and the clients 4.9.8; the two closures are never mixed.
 ``rocketmq-example`` 4.7.0 (newest 4.x on Central) is resolved onto the client classpath for the
 benchmark tools, with its own RocketMQ dependencies excluded so it runs on the 4.9.8 client.
+
+5.5.1 (``server55``, the benchmarks' newest peer) is published only in part: its broker, common,
+remoting, store, tiered-store and controller jars are on Central, its namesrv, client, srvutil,
+filter, auth and tools jars are not, so those are 5.5.0's in the same closure (pinned in pom.xml).
 
 Idempotent and safe for parallel pytest workers: an exclusive ``flock`` per profile, a marker file
 written only after the jars were copied into place, and a re-check of the marker under the lock.
@@ -53,6 +58,8 @@ CLIENT5 = Profile("client5", "5.0.8")
 SERVER5 = Profile("server5", "5.2.0")
 """Apache's 5.x name server and proxy (local mode: broker inside), the 5.x benchmark peer."""
 SERVER = Profile("server", SERVER_VERSION)
+SERVER55 = Profile("server55", "5.5.1")
+"""Apache's newest name server and broker, the second peer of the benchmarks' 4.x-protocol rows."""
 TOOLS53 = Profile("tools53", "tools-5.3.3")
 """Apache 5.3's mqadmin (rocketmq-tools 5.3.3 and its closure): the ACL 2.0 user and ACL commands."""
 
@@ -142,5 +149,5 @@ def classpath(lib: Path, *extra: Path) -> str:
 
 
 if __name__ == "__main__":  # python -m tests.conformance.maven: fetch every profile the tests use
-    for prof in (CLIENT, SERVER, CLIENT5, SERVER5, TOOLS53):
+    for prof in (CLIENT, SERVER, SERVER55, CLIENT5, SERVER5, TOOLS53):
         print(prof.name, resolve(prof))
