@@ -59,6 +59,18 @@ def _uids(kube: KubeCluster, ns: str, names: list[str]) -> dict[str, str]:
     return {n: found[n]["metadata"]["uid"] if n in found and pod_ready(found[n]) else "" for n in names}
 
 
+def _started_with_their_secrets(kube: KubeCluster, ns: str, names: list[str]) -> bool:
+    """Every pod of ``names`` Ready and created after its certificate Secret was last written."""
+    found = {p["metadata"]["name"]: p for p in pods(kube, ns)}
+    for name in names:
+        leaf = "tlsns-tls" if name.startswith("tlsns") else "tlsbr-tls"
+        issued = get(kube, "secret", leaf, ns)["metadata"]["annotations"][ca_key.ISSUED_AT]
+        pod = found.get(name)
+        if pod is None or not pod_ready(pod) or pod["metadata"]["creationTimestamp"] < issued:
+            return False
+    return True
+
+
 def _user_client(kube: KubeCluster, ns: str, secret: str, folder: Path, trust: Path) -> ClientSettings:
     """Client settings presenting the certificate in a TLS User's Secret (and signing nothing)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -233,12 +245,15 @@ def _key_replaced_while_sending(kube: KubeCluster, ns: str, namesrv: str, topic:
                         600, "every server pod replaced again and Ready", interval=2)  # fmt: skip
         wait_ready(kube, "broker", "tlsbr", ns, timeout=180)
         new_client.wait_for(len(new_client.acked) + 20)
-        # 3. the old CA leaves every bundle once every pod holds a certificate of the new key
-        reissued = _uids(kube, ns, server_pods)
+        # 3. the old CA leaves every bundle once every pod holds a certificate of the new key (it may
+        # begin as soon as the second roll ends: the pods are checked against their Secrets, not
+        # against a snapshot taken after that)
         kube.wait_until(lambda: _secret_text(kube, ns, CA_SECRET, "ca-bundle.crt") == next_ca, 300,
                         "the old CA retired", interval=2)  # fmt: skip
-        kube.wait_until(lambda: all(u and u != reissued[n] for n, u in _uids(kube, ns, server_pods).items()),
-                        600, "every server pod replaced a third time and Ready", interval=2)  # fmt: skip
+        kube.wait_until(lambda: all(_secret_text(kube, ns, leaf, "ca.crt") == next_ca
+                                    for leaf in ("tlsns-tls", "tlsbr-tls")), 120, "the bundles without it")
+        kube.wait_until(lambda: _started_with_their_secrets(kube, ns, server_pods), 600,
+                        "every server pod restarted with the new bundle and Ready", interval=2)  # fmt: skip
         wait_ready(kube, "broker", "tlsbr", ns, timeout=180)
         new_client.wait_for(len(new_client.acked) + 20)
     finally:
