@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import clusters, profile, report
+from bench.relay import RegistrationRelay
 from bench.scenarios import BENCH_JAVA, BENCH_JAVA5, Context, Plan, Result, catalogue
 from localkube.tools import cache_root
 from tests.conformance import jvm
 
-SMOKE_SCENARIOS = ["send-128-16", "drain", "latency", "grpc5-receive"]
+SMOKE_SCENARIOS = ["send-128-16", "drain", "latency", "grpc5-receive", "topics-10", "topics-200"]
 ALL_PEERS = [kind for peers in clusters.PEERS.values() for kind in peers]
 
 
@@ -60,8 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--latency-duration", type=float, default=None, help="seconds of the latency scenario (default 15)"
     )
     p.add_argument("--smoke", action="store_true",
-                   help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s, grpc5-receive), "
-                        "ASYNC_FLUSH only, every peer")
+                   help="tiny workload (send-128-16, drain of 2 000, latency 200 msg/s, grpc5-receive, "
+                        "topics-10 and topics-200 for 3 s), ASYNC_FLUSH only, every peer")
+    p.add_argument("--topics-duration", type=float, default=None,
+                   help="seconds of timed sends of each topics-<n> row (default 20)")
     p.add_argument("--workdir", type=Path, default=None, help="stores and logs (default <cache>/bench)")
     p.add_argument(
         "--json", type=Path, default=None, help="where to write the JSON (default <workdir>/results.json)"
@@ -86,7 +89,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     plan = Plan()
     if args.smoke:
         plan = Plan(send_seconds=11.5, batch_seconds=4, warmup_seconds=1, backlog=2000, latency_rate=200,
-                    latency_seconds=2, latency_warmup=1, grpc_seconds=2, grpc_backlog=2000)
+                    latency_seconds=2, latency_warmup=1, grpc_seconds=2, grpc_backlog=2000, topics_seconds=3,
+                    consume_sample=4, route_sample=50)
     else:
         plan.backlog = max(1000, int(1_000_000 * args.scale))
     if args.duration is not None:
@@ -97,6 +101,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
         plan.latency_rate = args.rate
     if args.latency_duration is not None:
         plan.latency_seconds = args.latency_duration
+    if args.topics_duration is not None:
+        plan.topics_seconds = args.topics_duration
     return plan
 
 
@@ -106,11 +112,13 @@ def select(args: argparse.Namespace):
     flushes = (
         ["ASYNC_FLUSH"] if args.smoke else [f.strip().upper() for f in args.flush.split(",") if f.strip()]
     )
+    scenarios = catalogue()
+    names = {s.name for s in scenarios}  # a whole name picks that row only: topics-10 is not topics-1000
     chosen = [
         s
-        for s in catalogue()
+        for s in scenarios
         if s.flush in flushes
-        and ("all" in wanted or any(s.name == w or s.name.startswith(w) for w in wanted))
+        and ("all" in wanted or any(s.name == w or (w not in names and s.name.startswith(w)) for w in wanted))
     ]
     return chosen, flushes
 
@@ -166,18 +174,23 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
         java5.compile()
 
     results: list[Result] = []
-    runs = [(flush, protocol, [s for s in chosen if s.flush == flush and s.protocol == protocol])
-            for flush in flushes for protocol in clusters.PEERS]
-    order = [(rnd, flush, protocol, group)
-             for rnd in range(args.rounds) for flush, protocol, group in runs if group]  # fmt: skip
-    for rnd, flush, protocol, group in order:
+    # one broker per flush mode and protocol, and one per topic count of the topics-<n> rows
+    counts = sorted({s.topics for s in chosen})
+    runs = [(flush, protocol, topics,
+             [s for s in chosen if s.flush == flush and s.protocol == protocol and s.topics == topics])
+            for flush in flushes for protocol in clusters.PEERS for topics in counts]  # fmt: skip
+    order = [(rnd, flush, protocol, topics, group)
+             for rnd in range(args.rounds) for flush, protocol, topics, group in runs if group]  # fmt: skip
+    for rnd, flush, protocol, topics, group in order:
         if args.rounds > 1:
             print(f"round {rnd + 1}/{args.rounds}", flush=True)
         for kind in report.round_order(brokers_for(protocol, sides, peers), rnd):
-            home = workdir / f"{kind}-{flush.lower()}"
+            home = workdir / (f"{kind}-{flush.lower()}" + (f"-topics{topics}" if topics else ""))
+            relay = RegistrationRelay() if topics else None
             t0 = time.monotonic()
             try:
-                cluster, endpoint = clusters.start(kind, home, flush, grpc=protocol == "grpc5")
+                cluster, endpoint = clusters.start(kind, home, flush, grpc=protocol == "grpc5", topics=topics,
+                                                   relay=relay)
             except Exception as exc:  # report and go on with the other broker
                 for s in group:
                     results.append(
@@ -190,12 +203,17 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
                         )
                     )
                 print(f"{kind} {flush}: did not start: {str(exc).splitlines()[0]}", flush=True)
+                if relay is not None:
+                    relay.close()
                 continue
             pid = clusters.broker_process(cluster).pid
             assert pid is not None
             sampler = clusters.ProcessSampler(pid)
-            print(f"{kind} {flush}: up in {time.monotonic() - t0:.1f} s (broker pid {pid})", flush=True)
-            ctx = Context(cluster, java, home / "logs", grpc_endpoint=endpoint, java5=java5)
+            up = time.monotonic() - t0
+            print(f"{kind} {flush}: up in {up:.1f} s (broker pid {pid})"
+                  + (f" with {topics} topics" if topics else ""), flush=True)  # fmt: skip
+            ctx = Context(cluster, java, home / "logs", grpc_endpoint=endpoint, java5=java5, sampler=sampler,
+                          relay=relay)
             try:
                 for s in group:
                     result = Result(s.name, kind, flush, detail={"round": rnd + 1})
@@ -227,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
                     result.figures["peak_rss_mib"] = usage.peak_rss_mib
                     result.figures["peak_anon_mib"] = usage.peak_anon_mib
                     result.detail["wall_s"] = round(time.monotonic() - t1, 1)
+                    if s.topics:
+                        result.figures["start_s"] = round(up, 1)
                     results.append(result)
                     shown = {k: v for k, v in result.figures.items() if v is not None}
                     print(f"  {s.name:<14} {result.error or shown}", flush=True)
@@ -237,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
             finally:
                 sampler.close()
                 cluster.stop()
+                if relay is not None:
+                    relay.close()
                 shutil.rmtree(home / "store", ignore_errors=True)
 
     elapsed = time.time() - began
@@ -245,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:  # long: one parser for every sc
     print(report.markdown(merged))
     print()
     print(report.headline(merged))
+    if any(r.figures.get("fds") is not None for r in merged):
+        print()
+        print(report.topics(merged))
     meta = {
         "command": command,
         "started": datetime.datetime.fromtimestamp(began, datetime.UTC).isoformat(timespec="seconds"),

@@ -17,6 +17,7 @@ machine (no ``AlwaysPreTouch``, so its RSS is what it touches, as ours is).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.relay import RegistrationRelay
 from tests.conformance import apache, apache5, maven
 from tests.helpers.cluster import (
     REPO_ROOT,
@@ -83,13 +85,24 @@ def broker_settings(flush: str) -> dict[str, object]:
     }
 
 
-def start(kind: str, home: Path, flush: str, *, grpc: bool = False) -> tuple[Cluster, str | None]:
+def start(kind: str, home: Path, flush: str, *, grpc: bool = False, topics: int = 0,
+          relay: RegistrationRelay | None = None) -> tuple[Cluster, str | None]:
     """Start ``kind``'s name server + broker under ``home`` (wiped first); with ``grpc``, its 5.x
     endpoint too; for SYNC_MASTER, its slave as well, returning once a send is acknowledged by both.
-    Returns the cluster and the gRPC endpoint (None without ``grpc``)."""
+    With ``topics``, the store starts with that many topics (``write_topics``); with ``relay``, the
+    broker registers with its name server through it. Returns the cluster and the gRPC endpoint
+    (None without ``grpc``)."""
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
-    cluster, endpoint = _start_master(kind, home, flush, grpc=grpc)
+    if topics:
+        write_topics(home / "store", topics)
+    cluster, endpoint = _start_master(kind, home, flush, grpc=grpc, relay=relay)
+    if topics:
+        try:
+            wait_for_route(cluster, f"{TOPIC_PREFIX}{topics - 1}")
+        except BaseException:
+            cluster.stop()
+            raise
     if flush == "SYNC_MASTER":
         try:
             if kind in RELEASES:
@@ -128,25 +141,79 @@ def wait_replicated(cluster: Cluster, timeout: float = 90) -> None:
     raise RuntimeError(f"the master did not acknowledge a replicated send in {timeout:.0f} s (last: {last})")
 
 
-def _start_master(kind: str, home: Path, flush: str, *, grpc: bool) -> tuple[Cluster, str | None]:
+def wait_for_route(cluster: Cluster, topic: str, timeout: float = 120) -> None:
+    """Until the name server routes ``topic`` (our start returns once the ports accept, Apache's once
+    TBW102 has a route: a broker with thousands of topics may register later than either)."""
+    from pyrocketmq.client import SyncAdmin
+    from tests.helpers.routes import wait_for_route as wait
+
+    with SyncAdmin(cluster.namesrv_addr) as admin:
+        wait(admin, topic, timeout)
+
+
+def _start_master(kind: str, home: Path, flush: str, *, grpc: bool,
+                  relay: RegistrationRelay | None) -> tuple[Cluster, str | None]:
+    overrides = broker_settings(flush)
+    ns_port = None
+    if relay is not None:
+        ns_port = relay.target_port = free_port()
+        overrides["namesrvAddr"] = relay.addr
     if kind in RELEASES:
         return apache.start_apache_cluster(
-            home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP,
-            release=RELEASES[kind],
+            home, broker_overrides=overrides, broker_heap=APACHE_BROKER_HEAP,
+            release=RELEASES[kind], namesrv_port=ns_port,
         ), None
     if kind == "apache5":
         return apache5.start_apache5_cluster(
             home, broker_overrides=broker_settings(flush), broker_heap=APACHE_BROKER_HEAP
         )
     if kind == "pyrocketmq":
-        overrides = broker_settings(flush)
         endpoint = None
         if grpc:
             port = free_port()
             overrides["grpcListenPort"] = port
             endpoint = f"127.0.0.1:{port}"
-        return start_pyrocketmq_cluster(home, python=sys.executable, broker_overrides=overrides), endpoint
+        return start_pyrocketmq_cluster(home, python=sys.executable, broker_overrides=overrides,
+                                        namesrv_port=ns_port), endpoint
     raise ValueError(f"unknown broker kind {kind!r}")
+
+
+TOPIC_PREFIX = "BenchTopic_"
+"""The many-topics rows' topics: ``BenchTopic_0`` … ``BenchTopic_<n-1>``."""
+
+
+def write_topics(store: Path, count: int, queues: int = QUEUES) -> None:
+    """``<store>/config/topics.json`` with ``count`` topics of ``queues`` read and write queues, in the
+    shape every broker loads at start (``TopicConfigSerializeWrapper``, as a Java broker persists it;
+    each adds its system topics beside them). The fastest way to give 10 000 topics to every broker
+    alike: created one by one, each creation rewrites the whole file (4.9.7 and ours) and 4.9.7 has
+    no batch request."""
+    table = {
+        f"{TOPIC_PREFIX}{i}": {"topicName": f"{TOPIC_PREFIX}{i}", "readQueueNums": queues,
+                               "writeQueueNums": queues, "perm": 6, "topicFilterType": "SINGLE_TAG",
+                               "topicSysFlag": 0, "order": False}
+        for i in range(count)
+    }
+    doc = {"topicConfigTable": table, "dataVersion": {"timestamp": int(time.time() * 1000), "counter": 1}}
+    (store / "config").mkdir(parents=True, exist_ok=True)
+    (store / "config" / "topics.json").write_text(json.dumps(doc))
+
+
+def open_files(pid: int) -> int:
+    """How many file descriptors the process holds (``/proc/<pid>/fd``); 0 once it is gone."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def memory_maps(pid: int) -> int:
+    """How many mappings the process has (``/proc/<pid>/maps`` lines; ``vm.max_map_count`` bounds it)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as fh:
+            return sum(1 for _ in fh)
+    except OSError:
+        return 0
 
 
 def broker_process(cluster: Cluster) -> ManagedProcess:

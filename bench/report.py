@@ -185,6 +185,64 @@ def _table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join([line(header), sep, *(line(r) for r in body)])
 
 
+TOPIC_COLUMNS = [
+    ("send_tps", "send TPS", "{:.0f}"),
+    ("of_fewest", "TPS / fewest", "{:.2f}"),
+    ("rt_p99_ms", "RT p99 ms", "{:.2f}"),
+    ("warmup_s", "1st pass s", "{:.1f}"),
+    ("start_s", "start s", "{:.1f}"),
+    ("route_p50_ms", "route p50 ms", "{:.2f}"),
+    ("route_p99_ms", "route p99 ms", "{:.2f}"),
+    ("register_kib", "register KiB", "{:.0f}"),
+    ("register_frames", "frames", "{:.0f}"),
+    ("register_ms", "register ms", "{:.1f}"),
+    ("fds_idle", "fds idle", "{:.0f}"),
+    ("fds", "fds after", "{:.0f}"),
+    ("fds_per_topic", "fds/topic", "{:.2f}"),
+    ("maps", "maps", "{:.0f}"),
+    ("idle_anon_mib", "idle anon MiB", "{:.0f}"),
+    ("peak_anon_mib", "peak anon MiB", "{:.0f}"),
+    ("peak_rss_mib", "peak RSS MiB", "{:.0f}"),
+]
+"""The ``topics-<n>`` rows' own table: how each figure grows with the topic count. ``TPS / fewest``
+is the send TPS over the same broker's at the fewest topics; ``fds/topic`` is the growth in open
+files per added topic from the fewest topics' row (after the sends)."""
+
+
+def _topic_count(scenario: str) -> int | None:
+    head, _, n = scenario.partition("-")
+    return int(n) if head == "topics" and n.isdigit() else None
+
+
+def topics(results: Iterable[Result]) -> str:
+    """The many-topics table: one row per topic count and broker, counts ascending, ours first."""
+    by_broker: dict[str, dict[int, Result]] = {}
+    for r in results:
+        n = _topic_count(r.scenario)
+        if n is not None:
+            by_broker.setdefault(r.broker, {})[n] = r
+    body = []
+    counts = sorted({n for runs in by_broker.values() for n in runs})
+    for n in counts:
+        for broker in ("pyrocketmq", *PEER_ORDER):
+            runs = by_broker.get(broker, {})
+            row = runs.get(n)
+            if row is None:
+                continue
+            if row.error:
+                body.append([str(n), label(broker), f"FAILED: {row.error.splitlines()[0][:100]}"]
+                            + [""] * (len(TOPIC_COLUMNS) - 1))
+                continue
+            fewest = runs[min(runs)]
+            figures = dict(row.figures)
+            if not fewest.error:
+                figures["of_fewest"] = ratio(row.figures.get("send_tps"), fewest.figures.get("send_tps"))
+                grown = ratio((row.figures.get("fds") or 0) - (fewest.figures.get("fds") or 0), n - min(runs))
+                figures["fds_per_topic"] = grown if n > min(runs) else None
+            body.append([str(n), label(broker)] + [_cell(figures.get(k), f) for k, _, f in TOPIC_COLUMNS])
+    return _table(["topics", "broker"] + [t for _, t, _ in TOPIC_COLUMNS], body)
+
+
 def machine() -> dict[str, Any]:
     info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
     try:

@@ -13,6 +13,9 @@ name: generator → figures
   → send TPS, RT avg / p99
 - ``grpc5-receive``: a backlog by ``Grpc5Bench fill``, then ``Grpc5Bench receive`` (SimpleConsumer receive
   + ack) → acked msg/s
+- ``topics-<n>``: a broker started with ``n`` topics of 8 queues, ``bench/java/ManyTopics.java`` sending to
+  all of them → send TPS, RT, route lookup p50 / p99, REGISTER_BROKER bytes and time (``bench/relay.py``),
+  open files, mappings, memory
 
 The ``grpc5-*`` rows compare our broker's gRPC endpoint with Apache RocketMQ 5.2.0's proxy in local mode
 (``protocol="grpc5"``); the others (the 4.x remoting protocol) with Apache's 4.9.7 broker and its 5.5.1
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import clusters
+from bench.relay import RegistrationRelay
 from tests.conformance import jvm
 from tests.helpers.cluster import REPO_ROOT, Cluster
 
@@ -73,6 +77,13 @@ class Plan:
     latency_seconds: float = 15.0
     latency_warmup: float = 3.0
     batch_size: int = 32
+    topics_seconds: float = 20.0
+    """Timed sends of a ``topics-<n>`` row (after one warm-up send to every topic)."""
+    topics_threads: int = 16
+    consume_sample: int = 16
+    """Topics a push consumer subscribes to during a ``topics-<n>`` row's timed sends."""
+    route_sample: int = 1000
+    """GET_ROUTEINFO_BY_TOPIC lookups timed after a ``topics-<n>`` row's sends."""
 
 
 @dataclass
@@ -94,6 +105,10 @@ class Scenario:
     protocol: str = "remoting"
     """``remoting`` (4.x) or ``grpc5``: picks the Apache peers the row compares with (``clusters.PEERS``);
     ``grpc5`` rows need a gRPC endpoint."""
+    topics: int = 0
+    """Topics written into the store before the broker starts (``clusters.write_topics``): a row with
+    topics runs on a broker of its own, which registers with its name server through a
+    ``RegistrationRelay``."""
 
 
 @dataclass
@@ -109,6 +124,10 @@ class Context:
     grpc_endpoint: str | None = None
     java5: jvm.JavaPrograms | None = None
     """The 5.x programs (``bench/java5``), for the ``grpc5`` rows."""
+    sampler: clusters.ProcessSampler | None = None
+    """The broker process's sampler (its pid, its memory now)."""
+    relay: RegistrationRelay | None = None
+    """What carried the broker's registrations (the ``topics-<n>`` rows)."""
 
     def fresh_topic(self, stem: str) -> str:
         self.seq += 1
@@ -316,6 +335,63 @@ def run_grpc5_receive(ctx: Context, plan: Plan) -> dict[str, Any]:
             "fill_tps": fill["tps"], "receive_failed": doc["failed"]}
 
 
+def run_topics(count: int) -> Callable[[Context, Plan], dict[str, Any]]:
+    def run(ctx: Context, plan: Plan) -> dict[str, Any]:
+        assert ctx.sampler is not None and ctx.relay is not None
+        pid = ctx.sampler.pid
+        rss, anon = ctx.sampler.memory()
+        idle = {"fds_idle": clusters.open_files(pid), "idle_rss_mib": round(rss / 2**20, 1),
+                "idle_anon_mib": round(anon / 2**20, 1)}
+        ctx.seq += 1
+        args = [ctx.cluster.namesrv_addr, clusters.TOPIC_PREFIX, count, plan.topics_threads, 128,
+                plan.topics_seconds, plan.consume_sample, plan.route_sample, f"bench_topics_{ctx.seq}"]
+        doc = _run_json(_java(ctx, "ManyTopics", args), plan.topics_seconds + 120 + count * 0.03,
+                        ctx.logs / f"topics-{count}.log")
+        codec = register_codec_ms(count) if ctx.cluster.kind == "pyrocketmq" else (None, None)
+        registrations = [r for r in ctx.relay.registrations() if r.ok]
+        largest = max(registrations, key=lambda r: r.size, default=None)
+        times = sorted(r.seconds for r in registrations)
+        return {
+            "send_tps": doc["tps"], "rt_avg_ms": doc["rt_avg_ms"], "rt_p99_ms": doc["rt_p99_ms"],
+            "send_failed": doc["failed"] + doc["warmup_failed"], "warmup_s": doc["warmup_s"],
+            "consumed": doc["consumed"], "route_p50_ms": doc["route_p50_ms"],
+            "route_p99_ms": doc["route_p99_ms"], "route_failed": doc["route_failed"],
+            **idle,
+            "fds": clusters.open_files(pid), "maps": clusters.memory_maps(pid),
+            "registrations": len(registrations),
+            "register_kib": round(largest.size / 1024, 1) if largest else None,
+            "register_frames": largest.frames if largest else None,
+            "register_ms": round(times[len(times) // 2] * 1000, 1) if times else None,
+            "register_encode_ms": codec[0], "register_decode_ms": codec[1],
+        }
+
+    return run
+
+
+def register_codec_ms(count: int) -> tuple[float, float]:
+    """Milliseconds our broker spends building its REGISTER_BROKER body for ``count`` topics of 8 queues
+    (the topic table's wrapper, its JSON, its CRC) and our name server parsing it, timed here in-process:
+    the relay sees neither (it times the name server's whole answer, the transfer included)."""
+    import zlib
+
+    from pyrocketmq.remoting.body import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
+
+    names = [f"{clusters.TOPIC_PREFIX}{i}" for i in range(count)]
+    table = {name: TopicConfig(name, 8, 8) for name in names}
+    t0 = time.perf_counter()
+    body = RegisterBrokerBody(topic_config_serialize_wrapper=TopicConfigSerializeWrapper(dict(table)),
+                              filter_server_list=[]).to_json()
+    zlib.crc32(body)
+    t1 = time.perf_counter()
+    RegisterBrokerBody.decode(body)
+    t2 = time.perf_counter()
+    return round((t1 - t0) * 1000, 1), round((t2 - t1) * 1000, 1)
+
+
+TOPIC_COUNTS = (10, 200, 1000, 10_000)
+"""The ``topics-<n>`` rows (``--smoke`` runs 10 and 200)."""
+
+
 def catalogue() -> list[Scenario]:
     out: list[Scenario] = []
     for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
@@ -362,4 +438,9 @@ def catalogue() -> list[Scenario]:
             protocol="grpc5",
         ),
     ]
+    out += [Scenario(f"topics-{n}", "ASYNC_FLUSH", run_topics(n),
+                     f"ManyTopics: {n} topics x {clusters.QUEUES} queues (topics.json written before start), "
+                     "16 threads sync send 128 B each to a random topic, a consumer on 16 of them, "
+                     "route lookups", topics=n)
+            for n in TOPIC_COUNTS]
     return out

@@ -109,18 +109,20 @@ def start_apache_cluster(
     broker_overrides: Mapping[str, object] | None = None,
     broker_heap: Sequence[str] = SERVER_HEAP,
     release: Release = V4_9_7,
+    namesrv_port: int | None = None,
 ) -> Cluster:
     """Start ``release``'s name server + master broker under ``home``; return once TBW102 has a route.
 
     ``broker_overrides`` replaces broker.conf keys (the benchmarks set the flush mode);
-    ``broker_heap`` replaces the broker JVM's heap flags (the name server keeps ``SERVER_HEAP``).
+    ``broker_heap`` replaces the broker JVM's heap flags (the name server keeps ``SERVER_HEAP``);
+    ``namesrv_port`` is the name server's port (default: a free one).
     """
     conf_dir = home / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
     (conf_dir / "logback_namesrv.xml").write_text(_LOGBACK)
     (conf_dir / "logback_broker.xml").write_text(_LOGBACK)
 
-    ns_port = free_port()
+    ns_port = namesrv_port or free_port()
     broker_port = free_broker_port()
     namesrv_addr = f"127.0.0.1:{ns_port}"
     ns_conf = write_properties(conf_dir / "namesrv.conf", {"listenPort": ns_port})

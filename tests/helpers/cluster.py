@@ -313,16 +313,18 @@ def start_pyrocketmq_cluster(
     ready: Callable[[Cluster], None] | None = None,
     broker_overrides: Mapping[str, object] | None = None,
     env: Mapping[str, str] | None = None,
+    namesrv_port: int | None = None,
 ) -> Cluster:
     """Start our name server and one master broker under ``home``; return once both accept TCP.
 
     ``ready`` (optional) is called with the cluster after the ports are open and should block until
     the cluster is usable (e.g. the broker's routes are registered), raising otherwise. On any
-    failure the processes are stopped and the error carries their log tails.
+    failure the processes are stopped and the error carries their log tails. ``namesrv_port`` is the
+    name server's port (default: a free one).
     """
     python = python or sys.executable
     home.mkdir(parents=True, exist_ok=True)
-    ns_port = free_port()
+    ns_port = namesrv_port or free_port()
     broker_port = free_broker_port()
     namesrv_addr = f"127.0.0.1:{ns_port}"
     conf = pyrocketmq_broker_conf(namesrv_addr, broker_port, home / "store", **dict(broker_overrides or {}))
