@@ -4,8 +4,7 @@ It lives with the conformance tests because it needs what they need (java, the A
 jars from Maven Central) and skips or fails the same way when those are missing. Nothing here
 asserts a speed: only that every scenario of ``--smoke`` produced its figures for our broker and
 each of its Apache peers (4.9.7 and 5.5.1 for the 4.x-protocol rows, 5.2.0's proxy for gRPC), and
-that the tables show a ratio to each; the many-topics rows also their registration, open files and
-route lookups.
+that the tables show a ratio to each.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ def test_producer_report_lines_are_parsed_without_the_warm_up_line() -> None:
     assert parse_send_lines("no report yet") == {}
 
 
-@pytest.mark.timeout(1200)  # about 4 min alone; the test command runs it beside other lanes
+@pytest.mark.timeout(900)  # about 140 s alone; the test command runs it beside other lanes
 def test_smoke_run_gives_figures_for_every_broker(rocketmq_jars, tmp_path) -> None:
     out_json = tmp_path / "results.json"
     proc = subprocess.run(
@@ -57,16 +56,14 @@ def test_smoke_run_gives_figures_for_every_broker(rocketmq_jars, tmp_path) -> No
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=600,
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
     doc = json.loads(out_json.read_text())
     got = {(r["scenario"], r["broker"]): r for r in doc["results"]}
     assert set(got) == {
         (s, b) for s in ("send-128-16", "drain", "latency") for b in ("pyrocketmq", "apache", "apache55")
-    } | {("grpc5-receive", "pyrocketmq"), ("grpc5-receive", "apache5")} | {
-        (f"topics-{n}", b) for n in (10, 200) for b in ("pyrocketmq", "apache", "apache55")
-    }
+    } | {("grpc5-receive", "pyrocketmq"), ("grpc5-receive", "apache5")}
     assert doc["meta"]["peers"] == {"apache": "4.9.7", "apache55": "5.5.1", "apache5": "5.2.0"}
     for (scenario, broker), r in got.items():
         assert r["error"] is None, (scenario, broker, r["error"])
@@ -74,11 +71,7 @@ def test_smoke_run_gives_figures_for_every_broker(rocketmq_jars, tmp_path) -> No
         assert figures["cpu_s"] > 0 and figures["peak_rss_mib"] > 0, (scenario, broker, figures)
         assert 0 < figures["peak_anon_mib"] <= figures["peak_rss_mib"], (scenario, broker, figures)
         key = {"send-128-16": "send_tps", "drain": "consume_tps", "latency": "e2e_p99_ms",
-               "grpc5-receive": "consume_tps", "topics-10": "send_tps", "topics-200": "send_tps"}[scenario]
+               "grpc5-receive": "consume_tps"}[scenario]
         assert figures[key] > 0, (scenario, broker, figures)
-        if scenario.startswith("topics-"):  # the relay saw the broker register; the lookups answered
-            assert figures["register_kib"] > 0 and figures["registrations"] >= 1, (scenario, broker, figures)
-            assert figures["fds"] > 0 and figures["route_p99_ms"] > 0, (scenario, broker, figures)
-    for label in ("| ratio /4.9.7", "| ratio /5.5.1", "| ratio /5.2.0", "| ours/4.9.7", "| ours/5.5.1",
-                  "| TPS / fewest", "| 200    | apache 5.5.1"):
+    for label in ("| ratio /4.9.7", "| ratio /5.5.1", "| ratio /5.2.0", "| ours/4.9.7", "| ours/5.5.1"):
         assert label in proc.stdout, label
