@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pyrocketmq.client import TransactionProducer, TransactionState, shared_loop
+from pyrocketmq.client import Message, TransactionProducer, TransactionState, shared_loop
 from pyrocketmq.remoting.message import MessageExt, Prop
-from pyrocketmq.spark.exactly_once import ATTEMPT_PROP, SinkCheckpoint
+from pyrocketmq.spark.exactly_once import ATTEMPT_PROP, BATCH_PROP, QUERY_PROP, SinkCheckpoint
 from pyrocketmq.spark.options import SinkOptions
 
 from .conftest import REPO_ROOT, Rmq, spark_env, start_cluster
@@ -100,9 +100,22 @@ class CheckBackProbe:
     def __exit__(self, *exc: object) -> None:
         shared_loop().run(self.producer.shutdown())
 
+    def reachable(self, timeout: float = 30.0) -> None:
+        """Leave a half message of a superseded attempt open and wait for its check-back (so an
+        empty :meth:`settled` means nothing was left open, not that no check could reach us)."""
+        props = {QUERY_PROP: self.checkpoint.query_id() or "", BATCH_PROP: "0", ATTEMPT_PROP: "probe"}
+        half = shared_loop().run(self.producer.send_half(Message(self.sink, b"probe", properties=props)))
+        deadline = time.monotonic() + timeout
+        while not any(a[0] == half.msg_id and a[2] is TransactionState.ROLLBACK for a in self.answers):
+            assert time.monotonic() < deadline, "no check-back reached the probe"
+            time.sleep(0.2)
+        with self._lock:
+            self.answers = [a for a in self.answers if a[0] != half.msg_id]
+
     def settled(self, quiet: float = 3.0, timeout: float = 60.0) -> list[TransactionState]:
         """Wait until no check-back came for ``quiet`` seconds; the answers given meanwhile."""
-        start = deadline = time.monotonic()
+        self.reachable()
+        start = deadline = time.monotonic()  # the probe's own check came just now
         deadline += timeout
         while time.monotonic() < deadline:
             with self._lock:
