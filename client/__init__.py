@@ -73,7 +73,7 @@ from .settings import (
 )
 from .sync_consumers import SyncPullConsumer, SyncPushConsumer
 from .sync_producers import SyncProducer, SyncTransactionProducer
-from .transaction import TransactionProducer, TransactionSendResult, TransactionState
+from .transaction import HalfMessage, TransactionProducer, TransactionSendResult, TransactionState
 
 __all__ = [
     "Admin",
@@ -91,6 +91,7 @@ __all__ = [
     "NoMasterError",
     "MQError",
     "MQTimeoutError",
+    "HalfMessage",
     "Message",
     "MessageExt",
     "MessageQueue",

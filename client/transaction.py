@@ -11,6 +11,11 @@ One transaction (Apache RocketMQ 4.9's ``sendMessageInTransaction``, which this 
 3. END_TRANSACTION (37, oneway) goes to the broker that stored the half message, naming it by the
    commitlog offset inside the send's offset id and by its queue offset.
 
+A transaction may also be left open and ended by another process (the exactly-once Spark sink:
+executors send half messages, the driver ends them): :meth:`TransactionProducer.send_half` returns a
+picklable :class:`HalfMessage`, and :meth:`TransactionProducer.end_half` on any producer of the same
+group ends it and waits for the broker's answer.
+
 When the broker still knows no outcome (UNKNOWN, or the producer died), it asks the group later
 with CHECK_TRANSACTION_STATE (39); ``check_local_transaction(msg)`` answers and the producer sends
 END_TRANSACTION with ``fromTransactionCheck=true`` (:func:`end_header_from_check`).
@@ -29,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict, Unpack
 
-from pyrocketmq.remoting.code import RequestCode
+from pyrocketmq.remoting.code import RequestCode, ResponseCode
 from pyrocketmq.remoting.command import RemotingCommand
 from pyrocketmq.remoting.header import EndTransactionRequestHeader
 from pyrocketmq.remoting.message import (
@@ -41,7 +46,7 @@ from pyrocketmq.remoting.message import (
     encode_properties,
 )
 
-from .errors import MQClientError
+from .errors import MQBrokerError, MQClientError
 from .message import Message, SendResult, SendStatus
 from .producer import Producer
 from .send_payload import Payload
@@ -83,6 +88,38 @@ class TransactionSendResult(SendResult):
     local_state: TransactionState = TransactionState.UNKNOWN
 
 
+@dataclass(slots=True, frozen=True)
+class HalfMessage:
+    """An open half message, as END_TRANSACTION names it (picklable: it may be ended elsewhere)."""
+
+    topic: str
+    broker_name: str
+    msg_id: str
+    commit_log_offset: int
+    queue_offset: int
+    """The half message's offset in the broker's half queue (``tranStateTableOffset``)."""
+    transaction_id: str | None = None
+
+    @classmethod
+    def of(cls, result: SendResult) -> HalfMessage:
+        """The half message a send of it reported (the commitlog offset is inside the offset id)."""
+        _ip, _port, offset = decode_offset_msg_id(result.offset_msg_id or result.msg_id)
+        mq = result.message_queue
+        return cls(mq.topic, mq.broker_name, result.msg_id, offset, result.queue_offset,
+                   result.transaction_id)
+
+    def end_header(self, group: str, state: TransactionState) -> EndTransactionRequestHeader:
+        return EndTransactionRequestHeader(
+            producer_group=group,
+            tran_state_table_offset=self.queue_offset,
+            commit_log_offset=self.commit_log_offset,
+            commit_or_rollback=int(state),
+            msg_id=self.msg_id,
+            from_transaction_check=False,
+            transaction_id=self.transaction_id,
+        )
+
+
 def as_half_message(payload: Payload, group: str) -> Payload:
     """``payload`` as a half message of producer group ``group``.
 
@@ -105,16 +142,7 @@ def end_header(result: SendResult, group: str, state: TransactionState) -> EndTr
 
     The commitlog offset is the one inside the offset id (the unique id when there is none).
     """
-    _ip, _port, commit_log_offset = decode_offset_msg_id(result.offset_msg_id or result.msg_id)
-    return EndTransactionRequestHeader(
-        producer_group=group,
-        tran_state_table_offset=result.queue_offset,
-        commit_log_offset=commit_log_offset,
-        commit_or_rollback=int(state),
-        msg_id=result.msg_id,
-        from_transaction_check=False,
-        transaction_id=result.transaction_id,
-    )
+    return HalfMessage.of(result).end_header(group, state)
 
 
 def end_header_from_check(
@@ -234,6 +262,58 @@ class TransactionProducer(Producer):
                 _JAVA_STATE[state], False))  # fmt: skip
         fields = {f: getattr(result, f) for f in SendResult.__dataclass_fields__}
         return TransactionSendResult(**fields, local_state=state)
+
+    async def send_half(self, msg: Message, timeout: float | None = None) -> HalfMessage:
+        """Send ``msg`` as a half message and leave its transaction open: :meth:`end_half` (here or
+        on another producer of this group) or the broker's check-back ends it.
+
+        A send the broker did not store OK is rolled back (best effort) and raises
+        :class:`~.errors.MQBrokerError`.
+
+        Example::
+
+            half = await producer.send_half(Message("Orders", b"paid"))
+            ...                                   # later, maybe in another process
+            await other_producer_of_group.end_half(half, TransactionState.COMMIT)
+        """
+        if not isinstance(msg, Message):
+            raise MQClientError("a batch cannot be transactional: send each message in its own transaction")
+        if msg.delay_level:
+            raise MQClientError("a delayed message cannot be transactional: set delay_level=0")
+        group = self.group
+        started = time.monotonic()
+        result: SendResult = await self._send(msg, timeout, None, None, None, None, oneway=False,
+                                              prepare=lambda p: as_half_message(p, group))
+        self._traced(msg, started, result, MSG_TYPE_HALF)
+        half = HalfMessage.of(result)
+        if result.status is not SendStatus.SEND_OK:
+            try:
+                await self.end_half(half, TransactionState.ROLLBACK, timeout)
+            except Exception as e:  # the broker's check-back asks about it later
+                log.warning("rolling back half message %s failed: %s", half.msg_id, e)
+            raise MQBrokerError(ResponseCode.SYSTEM_ERROR,
+                                f"half message {half.msg_id} was stored {result.status.name}; rolled back")
+        return half
+
+    async def end_half(
+        self, half: HalfMessage, state: TransactionState, timeout: float | None = None
+    ) -> None:
+        """End ``half`` (COMMIT or ROLLBACK) and wait for the broker's answer; a refusal (no such
+        half message, another group's, already moved on) raises :class:`~.errors.MQBrokerError`.
+
+        Ending a half message twice commits it twice on brokers that do not remember outcomes
+        (Apache RocketMQ's and ours): the caller ends each half message once.
+        """
+        if state is TransactionState.UNKNOWN:
+            raise MQClientError("end_half needs COMMIT or ROLLBACK: UNKNOWN leaves the half message open")
+        inst = self.instance
+        addr = await inst.master_addr_of(half.topic, half.broker_name)
+        header = half.end_header(self.group, state)
+        cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext())
+        response = await inst.invoke(addr, cmd, timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(response.code, f"END_TRANSACTION {state.name} of {half.msg_id}: "
+                                f"{response.remark}", addr)
 
     async def _end(self, result: SendResult, state: TransactionState) -> None:
         inst = self.instance

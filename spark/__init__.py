@@ -12,12 +12,13 @@ Example::
     orders.selectExpr("tags", "CAST(body AS STRING)").show()
 
 Importing this package does not import PySpark: the pure parts (:mod:`.options`, :mod:`.offsets`,
-:mod:`.planning`, :mod:`.rows`, :mod:`.submit`) work without it; :func:`register` and
-:class:`RocketMQDataSource` need ``pip install 'pyrocketmq-k8s[spark]'``. Modules:
+:mod:`.planning`, :mod:`.rows`, :mod:`.submit`, :mod:`.exactly_once`) work without it; :func:`register`
+and :class:`RocketMQDataSource` need ``pip install 'pyrocketmq-k8s[spark]'``. Modules:
 :mod:`.source` (the data source; :func:`offsets_behind_latest` turns a query's progress into the
 Kafka source's lag numbers), :mod:`.broker_client` (pulls, offsets and sends through
-:mod:`pyrocketmq.client`), :mod:`.pipelines` (runnable jobs), :mod:`.submit` (``spark-submit``
-arguments for Kubernetes).
+:mod:`pyrocketmq.client`), :mod:`.transactional_sink` and :mod:`.exactly_once` (the
+``deliveryGuarantee=exactlyOnce`` streaming sink), :mod:`.pipelines` (runnable jobs),
+:mod:`.submit` (``spark-submit`` arguments for Kubernetes).
 """
 
 from __future__ import annotations

@@ -27,15 +27,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TypeVar
 
 from pyrocketmq.client import (
     Admin,
     ClientSettings,
+    HalfMessage,
     Message,
     MQBrokerError,
+    MQClientError,
     MQConnectionError,
     MQError,
     MQTimeoutError,
@@ -44,14 +46,16 @@ from pyrocketmq.client import (
     PullConsumer,
     PullConsumerSettings,
     PullStatus,
-    SendResult,
     TopicNotFoundError,
+    TransactionProducer,
+    TransactionState,
     shared_loop,
 )
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.code import ResponseCode
-from pyrocketmq.remoting.message import MessageExt
+from pyrocketmq.remoting.message import MessageExt, Prop
 
+from .exactly_once import SinkCheckpoint
 from .offsets import DataLossError, Loss, Offsets, data_loss_error
 from .options import SinkOptions, SourceOptions, match_topics
 from .planning import QueueRange
@@ -65,6 +69,8 @@ _ClientKey = tuple[str, str, int, int]
 """``(name server, group, and the client's two time-outs in ms)``: one client per distinct key."""
 _consumers: dict[_ClientKey, PullConsumer] = {}
 _producers: dict[_ClientKey, Producer] = {}
+_tx_producers: dict[tuple[_ClientKey, str], TransactionProducer] = {}
+R = TypeVar("R")
 
 
 def _client_settings(name_server: str, request_timeout_ms: int) -> ClientSettings:
@@ -110,6 +116,40 @@ def producer_for(
                                 _client_settings(name_server, request_timeout_ms))
             _run(producer.start())
             _producers[key] = producer
+        return producer
+
+
+def transaction_producer_for(opts: SinkOptions) -> TransactionProducer:
+    """The process's started :class:`TransactionProducer` of an exactly-once sink: it sends and
+    ends half messages, and answers the brokers' check-backs from the query's checkpoint for as
+    long as the process lives (see :mod:`.exactly_once`)."""
+    if opts.checkpoint_location is None:
+        raise MQClientError("an exactly-once sink needs checkpointLocation")
+    key = ((opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.request_timeout_ms),
+           opts.checkpoint_location)
+    with _lock:
+        producer = _tx_producers.get(key)
+        if producer is None:
+            checkpoint = SinkCheckpoint(opts.checkpoint_location)
+
+            def check(msg: MessageExt) -> TransactionState:
+                state = checkpoint.answer(msg.properties, msg.properties.get(Prop.UNIQ_KEY) or msg.msg_id)
+                log.info("check-back of %s: %s", msg.properties.get(Prop.UNIQ_KEY), state.name)
+                return state
+
+            producer = TransactionProducer(
+                opts.producer_group, opts.name_server,
+                ProducerSettings(send_timeout=opts.send_timeout_ms / 1000.0),
+                _client_settings(opts.name_server, opts.request_timeout_ms), check_local_transaction=check,
+            )
+            _run(producer.start())
+            if opts.topic:  # heartbeat the topic's brokers now: they send their check-backs here
+                try:
+                    _run(producer.instance.update_route(opts.topic))
+                except MQError as e:
+                    log.warning("no route to topic %s yet (%s): check-backs reach this process after "
+                                "its first send", opts.topic, e)
+            _tx_producers[key] = producer
         return producer
 
 
@@ -334,6 +374,48 @@ def read_range(opts: SourceOptions, r: QueueRange) -> Iterator[MessageExt]:
             return
 
 
+async def _each(items: list[T], fn: Callable[[T], Awaitable[R]], limit: int) -> list[R | BaseException]:
+    """``fn`` on every item, at most ``limit`` at once; results (or errors) in item order."""
+    sem = asyncio.Semaphore(limit)
+
+    async def one(item: T) -> R:
+        async with sem:
+            return await fn(item)
+
+    return await asyncio.gather(*(one(i) for i in items), return_exceptions=True)
+
+
+def _send_all(opts: SinkOptions, messages: Iterable[Message], send: Callable[[Message], Awaitable[R]],
+              chunk: int) -> list[R]:
+    """``send`` every message, ``maxInFlight`` at once, ``chunk`` messages per round; the first
+    error is raised once the sends in flight finish (:class:`_PartlySent` carries what was sent)."""
+    done: list[R] = []
+    buf: list[Message] = []
+
+    def flush() -> None:
+        results = _run(_each(buf, send, opts.max_in_flight))
+        failed = [r for r in results if isinstance(r, BaseException)]
+        done.extend(r for r in results if not isinstance(r, BaseException))
+        if failed:
+            raise _PartlySent(done, failed[0])
+
+    for msg in messages:
+        buf.append(msg)
+        if len(buf) >= chunk:
+            flush()
+            buf = []
+    if buf:
+        flush()
+    return done
+
+
+class _PartlySent(Exception):
+    def __init__(self, sent: Sequence[object], error: BaseException) -> None:
+        super().__init__(f"{len(sent)} sent before an error: {error}")
+        self.sent = sent
+        self.error = error
+
+
 def send_messages(opts: SinkOptions, messages: Iterable[Message], chunk: int = 1024) -> int:
     """Send every message (at most ``maxInFlight`` at once); returns how many were sent.
 
@@ -343,27 +425,38 @@ def send_messages(opts: SinkOptions, messages: Iterable[Message], chunk: int = 1
     producer = producer_for(
         opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.request_timeout_ms
     )
-    sent = 0
+    try:
+        return len(_send_all(opts, messages, producer.send, chunk))
+    except _PartlySent as e:
+        raise e.error from None
 
-    async def send_chunk(msgs: list[Message]) -> list[SendResult]:
-        sem = asyncio.Semaphore(opts.max_in_flight)
 
-        async def one(m: Message) -> SendResult:
-            async with sem:
-                return await producer.send(m)
+def send_halves(opts: SinkOptions, messages: Iterable[Message], chunk: int = 1024) -> list[HalfMessage]:
+    """Send every message as a half message and leave it open (the exactly-once sink's tasks).
 
-        results = await asyncio.gather(*(one(m) for m in msgs), return_exceptions=True)
-        for res in results:
-            if isinstance(res, BaseException):
-                raise res
-        return [r for r in results if isinstance(r, SendResult)]
+    On an error the half messages sent so far are rolled back (best effort: the check-back rolls
+    back the rest, as their attempt never commits) and the error is raised.
+    """
+    producer = transaction_producer_for(opts)
+    try:
+        return _send_all(opts, messages, producer.send_half, chunk)
+    except _PartlySent as e:
+        end_halves(opts, [h for h in e.sent if isinstance(h, HalfMessage)], TransactionState.ROLLBACK)
+        raise e.error from None
 
-    buf: list[Message] = []
-    for msg in messages:
-        buf.append(msg)
-        if len(buf) >= chunk:
-            sent += len(_run(send_chunk(buf)))
-            buf = []
-    if buf:
-        sent += len(_run(send_chunk(buf)))
-    return sent
+
+def end_halves(opts: SinkOptions, halves: list[HalfMessage], state: TransactionState) -> list[HalfMessage]:
+    """End every half message (``maxInFlight`` at once), each once, waiting for the brokers'
+    answers; returns those not confirmed (logged), which the check-back settles."""
+    producer = transaction_producer_for(opts)
+
+    async def end(h: HalfMessage) -> None:
+        await producer.end_half(h, state)
+
+    results = _run(_each(halves, end, opts.max_in_flight))
+    failed = [h for h, r in zip(halves, results, strict=True) if isinstance(r, BaseException)]
+    for h, r in zip(halves, results, strict=True):
+        if isinstance(r, BaseException):
+            log.warning("END_TRANSACTION %s of %s failed (the check-back settles it): %s",
+                        state.name, h.msg_id, r)
+    return failed

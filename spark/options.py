@@ -45,11 +45,23 @@ Kafka source does with ``startingOffsetsByTimestampStrategy=latest`` (its defaul
 Writing (``df.write`` / ``df.writeStream``): ``nameServer``, ``topic`` (default topic for rows
 without a ``topic`` column), ``producerGroup``, ``sendTimeoutMs``, ``maxInFlight`` (concurrent
 sends per task), ``dedupKey`` (add a deterministic key per row, see :mod:`.rows`),
-``dedupKeyPrefix``, ``batchId`` (the batch id used in keys of a batch write).
+``dedupKeyPrefix``, ``batchId`` (the batch id used in keys of a batch write), and::
+
+    deliveryGuarantee   atLeastOnce | exactlyOnce    default atLeastOnce (streaming writes only)
+                        atLeastOnce: tasks send plainly; a failed task or a batch re-run after a
+                        restart sends again (dedupKey lets consumers drop repeats; fastest).
+                        exactlyOnce: tasks send half messages, the driver's batch commit ends
+                        them, a replayed batch's are rolled back, and the brokers' check-backs
+                        are answered from the checkpoint (see :mod:`.exactly_once`). Needs
+                        checkpointLocation given as a writeStream option, on a local or mounted
+                        file system, and a producerGroup of its own per query (the default is
+                        PYROCKETMQ_SPARK_WRITER_EOS_<hash of the checkpoint path>).
 """
 
 from __future__ import annotations
 
+import enum
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -61,6 +73,7 @@ from pyrocketmq.client.settings import split_namesrv_addr
 from pyrocketmq.remoting.body import MessageQueue
 from pyrocketmq.remoting.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, is_system_topic
 
+from .exactly_once import local_checkpoint
 from .offsets import OffsetKind, OffsetSpec, parse_offset_spec, parse_timestamps
 
 DEFAULT_READER_GROUP = "PYROCKETMQ_SPARK_READER"
@@ -298,6 +311,25 @@ class SourceOptions:
         )
 
 
+class DeliveryGuarantee(enum.Enum):
+    """The ``deliveryGuarantee`` option of writes."""
+
+    AT_LEAST_ONCE = "atLeastOnce"
+    EXACTLY_ONCE = "exactlyOnce"
+
+    @classmethod
+    def parse(cls, raw: str | None) -> DeliveryGuarantee:
+        """>>> DeliveryGuarantee.parse("exactly_once"), DeliveryGuarantee.parse(None)
+        (<DeliveryGuarantee.EXACTLY_ONCE: 'exactlyOnce'>, <DeliveryGuarantee.AT_LEAST_ONCE: 'atLeastOnce'>)
+        """
+        if raw is None:
+            return cls.AT_LEAST_ONCE
+        for g in cls:
+            if raw.replace("_", "").replace("-", "").lower() == g.value.lower():
+                return g
+        raise MQClientError(f"option deliveryGuarantee={raw!r} must be atLeastOnce or exactlyOnce")
+
+
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
     """What a writer needs; see the module docstring for the option names.
@@ -317,6 +349,13 @@ class SinkOptions:
     dedup_key_prefix: str
     batch_id: str
     request_timeout_ms: int
+    delivery: DeliveryGuarantee = DeliveryGuarantee.AT_LEAST_ONCE
+    checkpoint_location: str | None = None
+    """The writeStream's ``checkpointLocation`` (exactlyOnce reads and writes it)."""
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery is DeliveryGuarantee.EXACTLY_ONCE
 
     @classmethod
     def from_options(cls, opts: Mapping[str, str]) -> SinkOptions:
@@ -331,14 +370,30 @@ class SinkOptions:
         batch_id = _get(opts, "batchId") or "0"
         if " " in batch_id:
             raise MQClientError(f"option batchId={batch_id!r} must not contain spaces")
+        delivery = DeliveryGuarantee.parse(_get(opts, "deliveryGuarantee"))
+        checkpoint = _get(opts, "checkpointLocation")
+        group = _get(opts, "producerGroup", "group")
+        if delivery is DeliveryGuarantee.EXACTLY_ONCE:
+            if checkpoint is None:
+                raise MQClientError(
+                    "deliveryGuarantee=exactlyOnce needs the query's checkpoint: give it as "
+                    ".option('checkpointLocation', path) on the writeStream (the session-wide "
+                    "spark.sql.streaming.checkpointLocation is not passed to data sources)"
+                )
+            checkpoint = local_checkpoint(checkpoint)
+            if group is None:
+                digest = hashlib.sha1(checkpoint.encode()).hexdigest()[:12]
+                group = f"{DEFAULT_PRODUCER_GROUP}_EOS_{digest}"
         return cls(
             name_server=_name_server(opts),
             topic=topics[0] if topics else None,
-            producer_group=_get(opts, "producerGroup", "group") or DEFAULT_PRODUCER_GROUP,
+            producer_group=group or DEFAULT_PRODUCER_GROUP,
             send_timeout_ms=_int(opts, "sendTimeoutMs", 3_000, minimum=1) or 3_000,
             max_in_flight=_int(opts, "maxInFlight", 64, minimum=1) or 64,
             dedup_key=_bool(opts, "dedupKey", False),
             dedup_key_prefix=prefix,
             batch_id=batch_id,
             request_timeout_ms=_int(opts, "requestTimeoutMs", 3_000, minimum=1) or 3_000,
+            delivery=delivery,
+            checkpoint_location=checkpoint,
         )

@@ -107,9 +107,11 @@ def _text(value: Any, column: str) -> str | None:
 
 
 def row_to_message(
-    row: Mapping[str, Any], default_topic: str | None, extra_key: str | None = None
+    row: Mapping[str, Any], default_topic: str | None, extra_key: str | None = None,
+    extra_properties: Mapping[str, str] | None = None,
 ) -> Message:
-    """The message for one writer row (a mapping of column name → value).
+    """The message for one writer row (a mapping of column name → value); ``extra_properties``
+    (the exactly-once sink's batch and attempt) are added to, and win over, the row's.
 
     >>> m = row_to_message({"body": "hi", "tags": "TagA", "keys": ["k1", "k2"]}, "Out", extra_key="d-1")
     >>> (m.topic, m.body, m.tags, m.keys)
@@ -146,10 +148,12 @@ def row_to_message(
             raise MQClientError(
                 f"column properties must be a map<string,string>, got {type(props).__name__}"
             ) from None
+    properties = {str(k): str(v) for k, v in props.items() if v is not None} if props else {}
+    properties.update(extra_properties or {})
     return Message(
         topic=topic,
         body=body,
         tags=_text(cols.get("tags"), "tags") or None,
         keys=keys or None,
-        properties={str(k): str(v) for k, v in props.items() if v is not None} if props else None,
+        properties=properties or None,
     )

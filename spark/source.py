@@ -20,7 +20,9 @@ commit log — stores ``start`` too, and the group is never a batch behind once 
 That commit is for monitoring (and ``startingOffsets=group`` of a new query): the checkpoint, not
 the group, is where a restarted query resumes, and a failed commit only logs.
 
-Writes are at-least-once (see :mod:`.rows` for the de-duplication key).
+Writes are at-least-once by default (see :mod:`.rows` for the de-duplication key); streaming
+writes with ``deliveryGuarantee=exactlyOnce`` go through RocketMQ transactions committed by the
+driver's batch commit (:mod:`.transactional_sink`, :mod:`.exactly_once`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -50,7 +51,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from pyrocketmq.client.errors import MQError
+from pyrocketmq.client.errors import MQClientError, MQError
 from pyrocketmq.client.message import Message
 from pyrocketmq.remoting.body import MessageQueue
 
@@ -71,13 +72,9 @@ from .offsets import (
 from .options import SinkOptions, SourceOptions, queue_times
 from .planning import QueueRange, admit, backlog, plan_ranges, wait_for_more
 from .rows import SCHEMA_DDL, check_writer_columns, dedup_key, message_to_row, row_to_message
+from .transactional_sink import abort_batch, commit_batch, task_ids, write_halves
 
 log = logging.getLogger("pyrocketmq.spark")
-
-#: Local properties Spark's micro-batch engine sets on the tasks of a batch.
-BATCH_ID_PROPERTY = "streaming.sql.batchId"
-QUERY_ID_PROPERTY = "sql.streaming.queryId"
-
 
 class RangePartition(InputPartition):
     """One Spark partition: one :class:`~.planning.QueueRange` (``value``)."""
@@ -278,15 +275,8 @@ class SentCount(WriterCommitMessage):
     count: int
 
 
-def _task_ids() -> tuple[int, str | None, str | None]:
-    ctx = TaskContext.get()
-    if ctx is None:
-        return 0, None, None
-    return ctx.partitionId(), ctx.getLocalProperty(BATCH_ID_PROPERTY), ctx.getLocalProperty(QUERY_ID_PROPERTY)
-
-
 def _send_partition(opts: SinkOptions, rows: Iterator[Any], streaming: bool) -> SentCount:
-    partition, batch_id, query_id = _task_ids()
+    partition, batch_id, query_id = task_ids()
     if not streaming:
         batch_id, query_id = opts.batch_id, None
 
@@ -317,19 +307,29 @@ class BatchWriter(DataSourceWriter):
 
 class StreamWriter(DataSourceStreamWriter):
     """``df.writeStream.format("pyrocketmq")``: each micro-batch's tasks send their rows; a failed
-    batch is run again (at-least-once; use ``dedupKey`` to let consumers drop repeats)."""
+    batch is run again (at-least-once; use ``dedupKey`` to let consumers drop repeats). With
+    ``deliveryGuarantee=exactlyOnce`` the tasks send half messages that the batch's commit ends
+    (:mod:`.transactional_sink`)."""
 
     def __init__(self, opts: SinkOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        if self.opts.exactly_once:
+            return write_halves(self.opts, iterator)
         return _send_partition(self.opts, iterator, streaming=True)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.opts.exactly_once:
+            commit_batch(self.opts, messages, batchId)
+            return
         log.info("batch %d: sent %d message(s)", batchId,
                  sum(m.count for m in messages if isinstance(m, SentCount)))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.opts.exactly_once:
+            abort_batch(self.opts, messages, batchId)
+            return
         log.warning("batch %d failed; the messages its finished tasks sent stay sent and are sent again "
                     "when the batch is retried", batchId)
 
@@ -366,6 +366,9 @@ class RocketMQDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = SinkOptions.from_options(self.options)
         check_writer_columns(schema.fieldNames(), opts.topic)
+        if opts.exactly_once:
+            raise MQClientError("deliveryGuarantee=exactlyOnce is for streaming writes (writeStream); "
+                                "a batch write is at-least-once: use dedupKey=true")
         return BatchWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:

@@ -79,3 +79,26 @@ def test_batches_and_delays_cannot_be_transactional():
         run(Message("T", b"a", delay_level=3))
     with pytest.raises(MQClientError, match="local transaction"):
         asyncio.run(p.send_in_transaction(Message("T", b"a")))
+
+
+def test_a_half_message_handle_survives_pickling_and_names_the_same_transaction():
+    import pickle
+
+    from pyrocketmq.client import HalfMessage
+
+    offset_id = create_offset_msg_id(pack_host("10.0.0.2", 10911), 99)
+    mq = MessageQueue("T", "broker-a", 1)
+    r = SendResult(SendStatus.SEND_OK, "UNIQ", offset_id, mq, 4, transaction_id="X")
+    half = pickle.loads(pickle.dumps(HalfMessage.of(r)))
+    assert half == HalfMessage("T", "broker-a", "UNIQ", 99, 4, "X")
+    assert half.end_header("pg", TransactionState.ROLLBACK) == end_header(r, "pg", TransactionState.ROLLBACK)
+
+
+def test_open_halves_are_ended_commit_or_rollback_only():
+    from pyrocketmq.client import HalfMessage
+
+    p = TransactionProducer("pg", "127.0.0.1:1")
+    with pytest.raises(MQClientError, match="UNKNOWN"):
+        asyncio.run(p.end_half(HalfMessage("T", "b", "U", 1, 1), TransactionState.UNKNOWN))
+    with pytest.raises(MQClientError, match="batch"):
+        asyncio.run(p.send_half([Message("T", b"a")]))  # type: ignore[arg-type]  # misuse on purpose
