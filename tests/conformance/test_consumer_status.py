@@ -81,7 +81,11 @@ def _status_with_our_consumer_online(java, namesrv: str, broker: str, tool) -> t
         result["ours"] = {(r[1], int(r[2])): int(r[3]) for r in rows if r[0] == result["client_id"]}
         members = tool("consumerConnection", "-g", "GID_STATUS")
         assert result["client_id"] in members and TOPIC in members and "CONSUME_PASSIVELY" in members, members
-        producers = tool("producerConnection", "-g", "status_pg", "-t", TOPIC)
+        # the tool answers nothing while the broker has not yet had the producer's heartbeat (or
+        # its 3 s request timed out on a loaded machine): ask again, for up to 30 s
+        deadline, producers = time.monotonic() + 30, ""
+        while result["producer_id"] not in producers and time.monotonic() < deadline:
+            producers = tool("producerConnection", "-g", "status_pg", "-t", TOPIC)
         assert result["producer_id"] in producers, producers
         rewound = tool("resetOffsetByTime", "-g", "GID_STATUS", "-t", TOPIC, "-s", "0")
         assert "rollback consumer offset by specified group done" in rewound or "#brokerName" in rewound, (

@@ -59,8 +59,9 @@ def test_the_topics_table_relates_each_count_to_the_fewest() -> None:
     assert "FAILED: boom" in table
 
 
-def test_smoke_runs_two_small_topic_counts_briefly() -> None:
-    args = build_parser().parse_args(["--smoke"])
+def test_smoke_runs_two_small_topic_counts_briefly_when_named() -> None:
+    assert not [s for s in select(build_parser().parse_args(["--smoke"]))[0] if s.topics]
+    args = build_parser().parse_args(["--smoke", "--scenarios", "topics-10,topics-200"])
     chosen, _ = select(args)
     assert {s.name: s.topics for s in chosen if s.topics} == {"topics-10": 10, "topics-200": 200}
     assert make_plan(args).topics_seconds <= 5
