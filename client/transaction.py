@@ -226,15 +226,8 @@ class TransactionProducer(Producer):
         execute = execute_local_transaction or self.execute_local_transaction
         if execute is None:
             raise MQClientError("no local transaction to run: pass execute_local_transaction")
-        if not isinstance(msg, Message):
-            raise MQClientError("a batch cannot be transactional: send each message in its own transaction")
-        if msg.delay_level:
-            raise MQClientError("a delayed message cannot be transactional: set delay_level=0")
+        result = await self._store_half(msg, timeout)
         group = self.group
-        started = time.monotonic()
-        result: SendResult = await self._send(msg, timeout, None, None, None, None, oneway=False,
-                                              prepare=lambda p: as_half_message(p, group))
-        self._traced(msg, started, result, MSG_TYPE_HALF)
         if result.status is SendStatus.SEND_OK:
             try:
                 state = await _call(execute, msg, arg)
@@ -263,6 +256,19 @@ class TransactionProducer(Producer):
         fields = {f: getattr(result, f) for f in SendResult.__dataclass_fields__}
         return TransactionSendResult(**fields, local_state=state)
 
+    async def _store_half(self, msg: Message, timeout: float | None) -> SendResult:
+        """Send ``msg`` as a half message (checked: one message, not delayed) and trace it."""
+        if not isinstance(msg, Message):
+            raise MQClientError("a batch cannot be transactional: send each message in its own transaction")
+        if msg.delay_level:
+            raise MQClientError("a delayed message cannot be transactional: set delay_level=0")
+        group = self.group
+        started = time.monotonic()
+        result: SendResult = await self._send(msg, timeout, None, None, None, None, oneway=False,
+                                              prepare=lambda p: as_half_message(p, group))
+        self._traced(msg, started, result, MSG_TYPE_HALF)
+        return result
+
     async def send_half(self, msg: Message, timeout: float | None = None) -> HalfMessage:
         """Send ``msg`` as a half message and leave its transaction open: :meth:`end_half` (here or
         on another producer of this group) or the broker's check-back ends it.
@@ -276,15 +282,7 @@ class TransactionProducer(Producer):
             ...                                   # later, maybe in another process
             await other_producer_of_group.end_half(half, TransactionState.COMMIT)
         """
-        if not isinstance(msg, Message):
-            raise MQClientError("a batch cannot be transactional: send each message in its own transaction")
-        if msg.delay_level:
-            raise MQClientError("a delayed message cannot be transactional: set delay_level=0")
-        group = self.group
-        started = time.monotonic()
-        result: SendResult = await self._send(msg, timeout, None, None, None, None, oneway=False,
-                                              prepare=lambda p: as_half_message(p, group))
-        self._traced(msg, started, result, MSG_TYPE_HALF)
+        result = await self._store_half(msg, timeout)
         half = HalfMessage.of(result)
         if result.status is not SendStatus.SEND_OK:
             try:
